@@ -1,0 +1,111 @@
+//! Policy advantages: the integrated rewards standardised per task and step index (paper §3.2).
+
+use crate::stats::standardize;
+
+/// The step rewards `R_i` of one rollout of a task, step by step.
+pub type RolloutRewards = Vec<f64>;
+
+/// Advantages of every step of every rollout of **one task**.
+///
+/// ```text
+/// A_ji = (R_ji − mean_k R_ki) / std_k R_ki
+/// ```
+///
+/// where k runs over the rollouts of the task that reached step i (the population standard
+/// deviation). When that deviation is ≤ 1e-8 the group carries no signal: every advantage of
+/// step i is `None` and those samples are dropped from training. A step reached by only one
+/// rollout therefore never trains.
+///
+/// `rollouts[j][i]` is `R_i` of rollout j; the result has the same shape. Each
+/// `(history, response)` pair of a step with `Some(advantage)` is one training sample.
+pub fn policy_advantages(rollouts: &[RolloutRewards]) -> Vec<Vec<Option<f64>>> {
+    let mut out: Vec<Vec<Option<f64>>> = rollouts.iter().map(|r| vec![None; r.len()]).collect();
+    let longest = rollouts.iter().map(Vec::len).max().unwrap_or(0);
+    for i in 0..longest {
+        let members: Vec<usize> = (0..rollouts.len())
+            .filter(|&j| rollouts[j].len() > i)
+            .collect();
+        let values: Vec<f64> = members.iter().map(|&j| rollouts[j][i]).collect();
+        if let Some(z) = standardize(&values) {
+            for (&j, a) in members.iter().zip(z) {
+                out[j][i] = Some(a);
+            }
+        }
+    }
+    out
+}
+
+/// Outcome-only GRPO advantages for a task: z-score of the outcomes over its rollouts, the same
+/// value broadcast over every step of a rollout. This equals [`policy_advantages`] with λ = 0
+/// only when all rollouts have equal length; it is the trajectory-level baseline the paper's
+/// `outcome` mode uses when steps are not aligned.
+pub fn trajectory_advantages(outcomes: &[f64]) -> Option<Vec<f64>> {
+    standardize(outcomes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hand_computed_groups() {
+        // step 0: [2, 0] -> mean 1, std 1 -> [1, -1]
+        // step 1: [2, 0, -2] wait: only rollouts reaching step 1
+        let rollouts = vec![vec![2.0, 2.0, 1.0], vec![0.0, 0.0], vec![1.0]];
+        let a = policy_advantages(&rollouts);
+        // step 0: [2, 0, 1] -> mean 1, var 2/3
+        let s = (2.0f64 / 3.0).sqrt();
+        assert!((a[0][0].unwrap() - 1.0 / s).abs() < 1e-12);
+        assert!((a[1][0].unwrap() + 1.0 / s).abs() < 1e-12);
+        assert_eq!(a[2][0], Some(0.0));
+        // step 1: [2, 0] -> [1, -1]
+        assert_eq!(a[0][1], Some(1.0));
+        assert_eq!(a[1][1], Some(-1.0));
+        // step 2: only one rollout -> dropped
+        assert_eq!(a[0][2], None);
+    }
+
+    #[test]
+    fn zero_variance_group_is_dropped() {
+        let rollouts = vec![vec![2.0, 1.0], vec![2.0, -1.0]];
+        let a = policy_advantages(&rollouts);
+        assert_eq!(a[0][0], None);
+        assert_eq!(a[1][0], None);
+        assert_eq!(a[0][1], Some(1.0));
+        assert_eq!(a[1][1], Some(-1.0));
+    }
+
+    #[test]
+    fn paper_step_seven_ranks_high_reward_first() {
+        // Step 7 across 8 rollouts, values as in the paper's worked example.
+        let vals = [
+            2.0,
+            4.0 / 3.0,
+            2.0 / 3.0,
+            2.0,
+            0.0,
+            -2.0 / 3.0,
+            2.0 / 3.0,
+            -1.0 / 3.0,
+        ];
+        let rollouts: Vec<Vec<f64>> = vals
+            .iter()
+            .map(|&v| vec![0.0; 7].into_iter().chain([v]).collect())
+            .collect();
+        let a = policy_advantages(&rollouts);
+        let a7: Vec<f64> = a.iter().map(|r| r[7].unwrap()).collect();
+        assert!(a7[0] > 0.0 && a7[0] == a7[3]);
+        assert!(a7[5] < a7[7] && a7[7] < a7[4] + 1.0);
+        // steps 0..7 all equal -> dropped
+        assert!(a.iter().all(|r| r[..7].iter().all(Option::is_none)));
+    }
+
+    #[test]
+    fn empty_input() {
+        assert!(policy_advantages(&[]).is_empty());
+        assert_eq!(
+            policy_advantages(&[vec![], vec![]]),
+            vec![Vec::<Option<f64>>::new(); 2]
+        );
+    }
+}

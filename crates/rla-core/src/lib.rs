@@ -1,0 +1,35 @@
+//! # rla-core — the mathematics of RLAnything as pure functions
+//!
+//! Every rule the RLAnything loop applies lives here, with no I/O and no tensors, so it can be
+//! read against the paper and tested exhaustively:
+//!
+//! | module | rule |
+//! |---|---|
+//! | [`reward`] | integrated step reward `R_i = O + λ·(1/m)·Σ_j S_ij` |
+//! | [`advantage`] | policy advantages: z-score of `R_i` per task and step index |
+//! | [`consistency`] | reward-model consistency reward `R_i·S_ij`, z-scored over the m samples |
+//! | [`filter`] | the accuracy bands that select tasks for the policy and reward-model updates |
+//! | [`adapt`] | environment adaptation: direction of a rewrite and its acceptance |
+//! | [`ppo`] | the PPO-clip objective and the k3 KL estimate, per token and aggregated |
+//! | [`theory`] | μ = p₊ + p₋, the Theorem 1 bound, empirical precision A, the Theorem 2 imbalance |
+//! | [`metrics`] | process and outcome accuracy of a judge, success rate, task-accuracy histogram |
+//!
+//! Names follow the project glossary: `outcome` (O), `step_score` (S_ij), `judge_samples` (m),
+//! `lambda` (λ), `step_reward` (R_i), `acc_low`/`acc_high` (α_low, α_high), `mu` (μ).
+
+pub mod adapt;
+pub mod advantage;
+pub mod consistency;
+pub mod filter;
+pub mod metrics;
+pub mod ppo;
+pub mod reward;
+pub mod stats;
+pub mod theory;
+
+pub use adapt::{accept_rewrite, adaptation_direction, AdaptConfig, Direction};
+pub use advantage::{policy_advantages, RolloutRewards};
+pub use consistency::{consistency_advantages, consistency_raw, UNPARSED_CONSISTENCY_REWARD};
+pub use filter::Band;
+pub use reward::{step_reward, step_rewards, Outcome, StepScore};
+pub use stats::{standardize, STD_EPS};

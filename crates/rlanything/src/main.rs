@@ -1,0 +1,44 @@
+//! `rlanything`: the command-line program of RLAnything.
+
+mod quickstart;
+mod theory_cmd;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+
+/// RLAnything: policy, reward model and environment trained together in one closed RL loop.
+#[derive(Parser)]
+#[command(name = "rlanything", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the main job end to end on this machine with default settings.
+    Quickstart(quickstart::Args),
+    /// Print the Theorem 1 table: bound and ideal-judge precision for μ and m.
+    Theory(theory_cmd::Args),
+}
+
+fn main() {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    if let Err(e) = run(Cli::parse()) {
+        eprintln!("error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Quickstart(a) => quickstart::run(a),
+        Command::Theory(a) => theory_cmd::run(a),
+    }
+}
