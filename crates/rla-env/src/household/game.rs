@@ -1,0 +1,234 @@
+//! ALFWorld game files and the [`Household`] environment.
+
+use super::pddl::parse_problem;
+use super::world::{Action, State, World, NOTHING_HAPPENS};
+use crate::{EnvError, Environment, Step};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// `traj_data.json`: the task type and its parameters, as ALFWorld writes them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrajData {
+    /// One of the six ALFWorld task types.
+    pub task_type: String,
+    /// The goal's parameters.
+    pub pddl_params: PddlParams,
+}
+
+/// The goal parameters in `traj_data.json`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PddlParams {
+    /// Object class (`Apple`).
+    #[serde(default)]
+    pub object_target: String,
+    /// Receptacle class (`CounterTop`); empty for `look_at_obj_in_light`.
+    #[serde(default)]
+    pub parent_target: String,
+    /// Lamp class for `look_at_obj_in_light`.
+    #[serde(default)]
+    pub toggle_target: String,
+    /// Movable receptacle class (unused by the six task types here).
+    #[serde(default)]
+    pub mrecep_target: String,
+    /// Whether the object must be sliced.
+    #[serde(default)]
+    pub object_sliced: bool,
+}
+
+/// The JSON of a `game.tw-pddl` file.
+#[derive(Debug, Clone, Deserialize)]
+struct RawGame {
+    pddl_problem: String,
+    grammar: String,
+    #[serde(default)]
+    walkthrough: Vec<String>,
+}
+
+/// A loaded game: its world and, when present, its `traj_data.json`.
+#[derive(Debug, Clone)]
+pub struct GameFile {
+    /// The file it came from.
+    pub path: PathBuf,
+    /// The world.
+    pub world: Arc<World>,
+    /// `traj_data.json` beside the game, if there is one.
+    pub traj: Option<TrajData>,
+    /// The walkthrough stored in the game file, if any.
+    pub walkthrough: Vec<String>,
+}
+
+/// The task sentence from a TextWorld grammar: the `rhs` of its `task` rule.
+pub fn task_from_grammar(grammar: &str) -> Result<String, String> {
+    let start = grammar
+        .find("\"\"\"")
+        .ok_or("no grammar block (\"\"\" … \"\"\")")?
+        + 3;
+    let end = grammar[start..]
+        .find("\"\"\"")
+        .ok_or("unterminated grammar block")?
+        + start;
+    let v: serde_json::Value = serde_json::from_str(&grammar[start..end])
+        .map_err(|e| format!("grammar block is not JSON: {e}"))?;
+    v.get("task")
+        .and_then(|t| t.get(0))
+        .and_then(|t| t.get("rhs"))
+        .and_then(|t| t.as_str())
+        .map(str::to_string)
+        .ok_or_else(|| "no task rule (task[0].rhs)".to_string())
+}
+
+impl GameFile {
+    /// Loads `game.tw-pddl` (a file, or a folder holding one) and the `traj_data.json` beside it.
+    pub fn load(path: impl AsRef<Path>) -> Result<GameFile, EnvError> {
+        let mut path = path.as_ref().to_path_buf();
+        if path.is_dir() {
+            path = path.join("game.tw-pddl");
+        }
+        let text = EnvError::read(&path)?;
+        let raw: RawGame = serde_json::from_str(&text)
+            .map_err(|e| EnvError::invalid(&path, "json", e.to_string()))?;
+        let task =
+            task_from_grammar(&raw.grammar).map_err(|e| EnvError::invalid(&path, "grammar", e))?;
+        let problem = parse_problem(&raw.pddl_problem)
+            .map_err(|e| EnvError::invalid(&path, "pddl_problem", e))?;
+        let world = World::from_problem(&problem, &task)
+            .map_err(|e| EnvError::invalid(&path, "pddl_problem", e))?;
+        let traj_path = path.with_file_name("traj_data.json");
+        let traj = if traj_path.exists() {
+            let t = EnvError::read(&traj_path)?;
+            Some(
+                serde_json::from_str(&t)
+                    .map_err(|e| EnvError::invalid(&traj_path, "json", e.to_string()))?,
+            )
+        } else {
+            None
+        };
+        Ok(GameFile {
+            path,
+            world: Arc::new(world),
+            traj,
+            walkthrough: raw.walkthrough,
+        })
+    }
+}
+
+/// The household environment: one episode of one world.
+#[derive(Debug, Clone)]
+pub struct Household {
+    world: Arc<World>,
+    state: State,
+    won: bool,
+    steps: usize,
+    max_steps: Option<usize>,
+    cache: Vec<(String, Action)>,
+    commands: Vec<String>,
+    fresh: bool,
+}
+
+impl Household {
+    /// A new environment on a world, with no step limit (ALFWorld's engine has none).
+    pub fn new(world: Arc<World>) -> Self {
+        let state = world.initial.clone();
+        Household {
+            world,
+            state,
+            won: false,
+            steps: 0,
+            max_steps: None,
+            cache: Vec::new(),
+            commands: Vec::new(),
+            fresh: false,
+        }
+    }
+
+    /// Sets a step limit: the episode is `done` after that many steps.
+    pub fn with_step_limit(mut self, limit: usize) -> Self {
+        self.max_steps = Some(limit);
+        self
+    }
+
+    /// The world.
+    pub fn world(&self) -> &Arc<World> {
+        &self.world
+    }
+
+    /// The current state.
+    pub fn state(&self) -> &State {
+        &self.state
+    }
+
+    /// Steps taken in this episode.
+    pub fn steps(&self) -> usize {
+        self.steps
+    }
+
+    /// Whether the goal holds.
+    pub fn won(&self) -> bool {
+        self.won
+    }
+
+    fn refresh(&mut self) {
+        if !self.fresh {
+            self.world.actions(&self.state, &mut self.cache);
+            self.commands.clear();
+            self.commands
+                .extend(self.cache.iter().map(|(c, _)| c.clone()));
+            self.fresh = true;
+        }
+    }
+
+    /// The action a command names, if it is admissible now.
+    pub fn parse(&mut self, command: &str) -> Option<Action> {
+        self.refresh();
+        let c = command.trim();
+        self.cache
+            .binary_search_by(|(s, _)| s.as_str().cmp(c))
+            .ok()
+            .map(|i| self.cache[i].1)
+    }
+
+    /// Applies an admissible action directly.
+    pub fn apply(&mut self, a: Action) -> Step {
+        let feedback = self.world.apply(&mut self.state, a);
+        self.fresh = false;
+        self.finish_step(feedback)
+    }
+
+    fn finish_step(&mut self, feedback: String) -> Step {
+        self.steps += 1;
+        self.won = self.world.goal_reached(&self.state);
+        let limit = self.max_steps.is_some_and(|m| self.steps >= m);
+        Step {
+            feedback,
+            won: self.won,
+            done: self.won || limit,
+        }
+    }
+}
+
+impl Environment for Household {
+    fn reset(&mut self) -> String {
+        self.state = self.world.initial.clone();
+        self.steps = 0;
+        self.fresh = false;
+        self.won = self.world.goal_reached(&self.state);
+        self.world.intro(&self.state)
+    }
+
+    fn step(&mut self, command: &str) -> Step {
+        match self.parse(command) {
+            Some(a) => self.apply(a),
+            None => self.finish_step(NOTHING_HAPPENS.to_string()),
+        }
+    }
+
+    fn admissible(&mut self) -> &[String] {
+        self.refresh();
+        &self.commands
+    }
+
+    fn task(&self) -> &str {
+        &self.world.task
+    }
+}

@@ -1,0 +1,17 @@
+//! The household setting: an ALFWorld-compatible text world.
+//!
+//! - [`game`]: reading ALFWorld's `game.tw-pddl` and `traj_data.json`, and the [`Household`]
+//!   environment.
+//! - [`world`]: the scene, the state, admissible commands, effects and ALFWorld's text.
+//! - [`goal`]: goal formulas compiled and evaluated on the state.
+//! - [`pddl`]: the PDDL reader.
+//! - [`trace`]: replaying traces recorded from the real engine.
+
+pub mod game;
+pub mod goal;
+pub mod pddl;
+pub mod trace;
+pub mod world;
+
+pub use game::{GameFile, Household, TrajData};
+pub use world::{Action, State, World};

@@ -1,0 +1,999 @@
+//! The household world: entities and facts read from an ALFWorld game, the dynamic state, the
+//! admissible commands, the effects of each command and the text ALFWorld prints.
+
+use super::goal::{self, Goal, Term};
+use super::pddl::{Formula, Problem};
+use std::collections::HashMap;
+
+/// The PDDL types of the ALFRED domain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// `agent`
+    Agent,
+    /// `location`
+    Location,
+    /// `receptacle`
+    Receptacle,
+    /// `object`
+    Object,
+    /// `otype` / `rtype`
+    Type,
+}
+
+impl Kind {
+    /// The kind of a PDDL type name.
+    pub fn from_type_name(s: &str) -> Option<Kind> {
+        Some(match s.to_ascii_lowercase().as_str() {
+            "agent" => Kind::Agent,
+            "location" => Kind::Location,
+            "receptacle" => Kind::Receptacle,
+            "object" => Kind::Object,
+            "otype" | "rtype" => Kind::Type,
+            _ => return None,
+        })
+    }
+}
+
+/// An entity of the world.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Ent {
+    /// The one agent.
+    Agent,
+    /// A location index.
+    Loc(u16),
+    /// A receptacle index.
+    Recep(u16),
+    /// An object index.
+    Obj(u16),
+    /// A type index (object and receptacle types share one table).
+    Type(u16),
+}
+
+impl Ent {
+    /// The entity's kind.
+    pub fn kind(self) -> Kind {
+        match self {
+            Ent::Agent => Kind::Agent,
+            Ent::Loc(_) => Kind::Location,
+            Ent::Recep(_) => Kind::Receptacle,
+            Ent::Obj(_) => Kind::Object,
+            Ent::Type(_) => Kind::Type,
+        }
+    }
+}
+
+/// Predicates of the ALFRED domain that goals may use.
+#[allow(missing_docs)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Pred {
+    ObjectType,
+    ReceptacleType,
+    InReceptacle,
+    Holds,
+    HoldsAny,
+    AtLocation,
+    ReceptacleAtLocation,
+    ObjectAtLocation,
+    IsClean,
+    IsHot,
+    IsCool,
+    IsSliced,
+    IsToggled,
+    IsOn,
+    Cleanable,
+    Heatable,
+    Coolable,
+    Sliceable,
+    Toggleable,
+    Pickupable,
+    IsReceptacleObject,
+    Openable,
+    Opened,
+    CanContain,
+}
+
+impl Pred {
+    /// Parses a predicate name (case-insensitive).
+    pub fn parse(s: &str) -> Option<Pred> {
+        use Pred::*;
+        Some(match s.to_ascii_lowercase().as_str() {
+            "objecttype" => ObjectType,
+            "receptacletype" => ReceptacleType,
+            "inreceptacle" => InReceptacle,
+            "holds" => Holds,
+            "holdsany" => HoldsAny,
+            "atlocation" => AtLocation,
+            "receptacleatlocation" => ReceptacleAtLocation,
+            "objectatlocation" => ObjectAtLocation,
+            "isclean" => IsClean,
+            "ishot" => IsHot,
+            "iscool" => IsCool,
+            "issliced" => IsSliced,
+            "istoggled" => IsToggled,
+            "ison" => IsOn,
+            "cleanable" => Cleanable,
+            "heatable" => Heatable,
+            "coolable" => Coolable,
+            "sliceable" => Sliceable,
+            "toggleable" => Toggleable,
+            "pickupable" => Pickupable,
+            "isreceptacleobject" => IsReceptacleObject,
+            "openable" => Openable,
+            "opened" => Opened,
+            "cancontain" => CanContain,
+            _ => return None,
+        })
+    }
+
+    /// Number of arguments.
+    pub fn arity(self) -> usize {
+        use Pred::*;
+        match self {
+            HoldsAny | IsClean | IsHot | IsCool | IsSliced | IsToggled | IsOn | Cleanable
+            | Heatable | Coolable | Sliceable | Toggleable | Pickupable | IsReceptacleObject
+            | Openable | Opened => 1,
+            _ => 2,
+        }
+    }
+}
+
+/// Static properties of an object (bit flags).
+pub mod prop {
+    /// can be picked up
+    pub const PICKUPABLE: u8 = 1;
+    /// can be cleaned in a sink basin
+    pub const CLEANABLE: u8 = 2;
+    /// can be heated in a microwave
+    pub const HEATABLE: u8 = 4;
+    /// can be cooled in a fridge
+    pub const COOLABLE: u8 = 8;
+    /// can be sliced with a knife
+    pub const SLICEABLE: u8 = 16;
+    /// can be switched on (lamps)
+    pub const TOGGLEABLE: u8 = 32;
+    /// holds things (mug, bowl, pan …)
+    pub const RECEPTACLE_OBJECT: u8 = 64;
+}
+
+/// Dynamic states of an object (bit flags).
+pub mod state {
+    /// cleaned
+    pub const CLEAN: u8 = 1;
+    /// heated
+    pub const HOT: u8 = 2;
+    /// cooled
+    pub const COOL: u8 = 4;
+    /// sliced
+    pub const SLICED: u8 = 8;
+    /// toggled at least once
+    pub const TOGGLED: u8 = 16;
+    /// switched on
+    pub const ON: u8 = 32;
+}
+
+/// A receptacle: a place that holds objects.
+#[derive(Debug, Clone)]
+pub struct Receptacle {
+    /// PDDL identifier.
+    pub id: String,
+    /// Display name (`cabinet 3`).
+    pub name: String,
+    /// Receptacle type (index in [`World::types`]).
+    pub rtype: u16,
+    /// Location index.
+    pub loc: u16,
+    /// Whether it opens and closes.
+    pub openable: bool,
+}
+
+/// An object.
+#[derive(Debug, Clone)]
+pub struct Object {
+    /// PDDL identifier.
+    pub id: String,
+    /// Display name (`apple 2`); empty for the class placeholders ALFRED problems declare.
+    pub name: String,
+    /// Object type, if any.
+    pub otype: Option<u16>,
+    /// [`prop`] flags.
+    pub props: u8,
+}
+
+/// The dynamic part of a household: everything a command can change.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct State {
+    /// Where the agent stands.
+    pub agent_loc: u16,
+    /// Which receptacles are open.
+    pub opened: Vec<bool>,
+    /// The receptacle each object is in.
+    pub obj_in: Vec<Option<u16>>,
+    /// The location of each object (`None` while held).
+    pub obj_at: Vec<Option<u16>>,
+    /// The object in the agent's hands.
+    pub held: Option<u16>,
+    /// [`state`] flags per object.
+    pub flags: Vec<u8>,
+}
+
+/// A command the household understands, with resolved arguments.
+#[allow(missing_docs)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Action {
+    Look,
+    Inventory,
+    Help,
+    Goto(u16),
+    Open(u16),
+    Close(u16),
+    Take(u16, u16),
+    Move(u16, u16),
+    ExamineRecep(u16),
+    ExamineObj(u16),
+    Use(u16),
+    Heat(u16, u16),
+    Clean(u16, u16),
+    Cool(u16, u16),
+    Slice(u16, u16),
+}
+
+/// ALFWorld's `help` text.
+pub const HELP_TEXT: &str = "Available commands:\n  look:                             look around your current location\n  inventory:                        check your current inventory\n  go to (receptacle):               move to a receptacle\n  open (receptacle):                open a receptacle\n  close (receptacle):               close a receptacle\n  take (object) from (receptacle):  take an object from a receptacle\n  move (object) to (receptacle):  place an object in or on a receptacle\n  examine (something):              examine a receptacle or an object\n  use (object):                     use an object\n  heat (object) with (receptacle):  heat an object using a receptacle\n  clean (object) with (receptacle): clean an object using a receptacle\n  cool (object) with (receptacle):  cool an object using a receptacle\n  slice (object) with (object):     slice an object using a sharp object\n";
+
+/// The reply to anything that is not an admissible command.
+pub const NOTHING_HAPPENS: &str = "Nothing happens.";
+
+/// A household world: the static scene, its goal and its initial state.
+#[derive(Debug, Clone)]
+pub struct World {
+    /// Location identifiers.
+    pub locations: Vec<String>,
+    /// Receptacles, sorted by lowercased identifier (the order lists use).
+    pub receptacles: Vec<Receptacle>,
+    /// Objects, sorted by lowercased identifier.
+    pub objects: Vec<Object>,
+    /// Type names (`AppleType`, `CabinetType` …).
+    pub types: Vec<String>,
+    /// The task sentence without the `Your task is to: ` prefix and final period.
+    pub task: String,
+    /// The initial state.
+    pub initial: State,
+    names: HashMap<String, Ent>,
+    can_contain: Vec<bool>,
+    objs_by_type: Vec<Vec<u16>>,
+    receps_by_type: Vec<Vec<u16>>,
+    receps_at_loc: Vec<Vec<u16>>,
+    goal: Goal,
+    goal_vars: usize,
+    ty_microwave: Option<u16>,
+    ty_fridge: Option<u16>,
+    ty_sinkbasin: Option<u16>,
+    ty_knife: Option<u16>,
+    ty_butterknife: Option<u16>,
+}
+
+/// ALFWorld's display class of an identifier: the part before the first `_bar_`, lowercased,
+/// plus `basin` when the identifier contains `basin`.
+pub fn display_class(id: &str) -> String {
+    let lower = id.to_ascii_lowercase();
+    let mut class = lower.split("_bar_").next().unwrap_or("").to_string();
+    if lower.contains("basin") {
+        class.push_str("basin");
+    }
+    class
+}
+
+/// ALFWorld's list: `a x 1, a y 2, and a z 1` (always `, and ` before the last item, even of
+/// two), or `nothing`.
+pub fn join_list<'a>(items: impl IntoIterator<Item = &'a str>, article: bool) -> String {
+    let items: Vec<&str> = items.into_iter().collect();
+    if items.is_empty() {
+        return "nothing".to_string();
+    }
+    let mut s = String::new();
+    let n = items.len();
+    for (i, it) in items.iter().enumerate() {
+        if i > 0 {
+            s.push_str(if i == n - 1 { ", and " } else { ", " });
+        }
+        if article {
+            s.push_str("a ");
+        }
+        s.push_str(it);
+    }
+    s
+}
+
+impl World {
+    /// Builds a world from a parsed problem and its task sentence.
+    pub fn from_problem(p: &Problem, task: &str) -> Result<World, String> {
+        let mut names: HashMap<String, Ent> = HashMap::new();
+        let mut locations = Vec::new();
+        let mut rec_ids = Vec::new();
+        let mut obj_ids = Vec::new();
+        let mut types = Vec::new();
+        let mut agent_seen = false;
+        for (n, ty) in &p.objects {
+            match Kind::from_type_name(ty) {
+                Some(Kind::Agent) => agent_seen = true,
+                Some(Kind::Location) => locations.push(n.clone()),
+                Some(Kind::Receptacle) => rec_ids.push(n.clone()),
+                Some(Kind::Object) => obj_ids.push(n.clone()),
+                Some(Kind::Type) => types.push(n.clone()),
+                None => return Err(format!(":objects: unknown type '{ty}' of '{n}'")),
+            }
+        }
+        if !agent_seen {
+            return Err(":objects: no object of type agent".into());
+        }
+        let sort_ids = |v: &mut Vec<String>| {
+            v.sort_by_key(|a| a.to_ascii_lowercase());
+            v.dedup();
+        };
+        sort_ids(&mut rec_ids);
+        sort_ids(&mut obj_ids);
+        types.dedup();
+        for (n, ty) in &p.objects {
+            if Kind::from_type_name(ty) == Some(Kind::Agent) {
+                names.insert(n.clone(), Ent::Agent);
+            }
+        }
+        for (i, l) in locations.iter().enumerate() {
+            names.insert(l.clone(), Ent::Loc(i as u16));
+        }
+        for (i, r) in rec_ids.iter().enumerate() {
+            names.insert(r.clone(), Ent::Recep(i as u16));
+        }
+        for (i, o) in obj_ids.iter().enumerate() {
+            names.insert(o.clone(), Ent::Obj(i as u16));
+        }
+        for (i, t) in types.iter().enumerate() {
+            names.insert(t.clone(), Ent::Type(i as u16));
+        }
+        if locations.len() > u16::MAX as usize
+            || rec_ids.len() > u16::MAX as usize
+            || obj_ids.len() > u16::MAX as usize
+            || types.len() > u16::MAX as usize
+        {
+            return Err(":objects: too many objects".into());
+        }
+        let nt = types.len();
+        let mut rtype: Vec<Option<u16>> = vec![None; rec_ids.len()];
+        let mut rloc: Vec<Option<u16>> = vec![None; rec_ids.len()];
+        let mut openable = vec![false; rec_ids.len()];
+        let mut opened = vec![false; rec_ids.len()];
+        let mut otype: Vec<Option<u16>> = vec![None; obj_ids.len()];
+        let mut props = vec![0u8; obj_ids.len()];
+        let mut flags = vec![0u8; obj_ids.len()];
+        let mut obj_in: Vec<Option<u16>> = vec![None; obj_ids.len()];
+        let mut obj_at: Vec<Option<u16>> = vec![None; obj_ids.len()];
+        let mut held = None;
+        let mut agent_loc = None;
+        let mut can_contain = vec![false; nt * nt];
+
+        for (pred, args) in &p.init {
+            let ent = |i: usize| -> Result<Ent, String> {
+                let a = args
+                    .get(i)
+                    .ok_or_else(|| format!(":init: ({pred} …) has too few arguments"))?;
+                names
+                    .get(a)
+                    .copied()
+                    .ok_or_else(|| format!(":init: ({pred} …) names undeclared object '{a}'"))
+            };
+            let bad = || {
+                format!(
+                    ":init: ({pred} {}) has arguments of the wrong types",
+                    args.join(" ")
+                )
+            };
+            let lower = pred.to_ascii_lowercase();
+            match lower.as_str() {
+                "cancontain" => match (ent(0)?, ent(1)?) {
+                    (Ent::Type(a), Ent::Type(b)) => {
+                        can_contain[a as usize * nt + b as usize] = true
+                    }
+                    _ => return Err(bad()),
+                },
+                "receptacletype" => match (ent(0)?, ent(1)?) {
+                    (Ent::Recep(r), Ent::Type(t)) => rtype[r as usize] = Some(t),
+                    _ => return Err(bad()),
+                },
+                "receptacleatlocation" => match (ent(0)?, ent(1)?) {
+                    (Ent::Recep(r), Ent::Loc(l)) => rloc[r as usize] = Some(l),
+                    _ => return Err(bad()),
+                },
+                "objecttype" => match (ent(0)?, ent(1)?) {
+                    (Ent::Obj(o), Ent::Type(t)) => otype[o as usize] = Some(t),
+                    _ => return Err(bad()),
+                },
+                "inreceptacle" => match (ent(0)?, ent(1)?) {
+                    (Ent::Obj(o), Ent::Recep(r)) => obj_in[o as usize] = Some(r),
+                    _ => return Err(bad()),
+                },
+                "objectatlocation" => match (ent(0)?, ent(1)?) {
+                    (Ent::Obj(o), Ent::Loc(l)) => obj_at[o as usize] = Some(l),
+                    _ => return Err(bad()),
+                },
+                "atlocation" => match (ent(0)?, ent(1)?) {
+                    (Ent::Agent, Ent::Loc(l)) => agent_loc = Some(l),
+                    _ => return Err(bad()),
+                },
+                "holds" => match (ent(0)?, ent(1)?) {
+                    (Ent::Agent, Ent::Obj(o)) => held = Some(o),
+                    _ => return Err(bad()),
+                },
+                "openable" | "opened" => match ent(0)? {
+                    Ent::Recep(r) if lower == "openable" => openable[r as usize] = true,
+                    Ent::Recep(r) => opened[r as usize] = true,
+                    _ => return Err(bad()),
+                },
+                "pickupable" | "cleanable" | "heatable" | "coolable" | "sliceable"
+                | "toggleable" | "isreceptacleobject" => match ent(0)? {
+                    Ent::Obj(o) => {
+                        props[o as usize] |= match lower.as_str() {
+                            "pickupable" => prop::PICKUPABLE,
+                            "cleanable" => prop::CLEANABLE,
+                            "heatable" => prop::HEATABLE,
+                            "coolable" => prop::COOLABLE,
+                            "sliceable" => prop::SLICEABLE,
+                            "toggleable" => prop::TOGGLEABLE,
+                            _ => prop::RECEPTACLE_OBJECT,
+                        }
+                    }
+                    _ => return Err(bad()),
+                },
+                "isclean" | "ishot" | "iscool" | "issliced" | "istoggled" | "ison" => match ent(0)?
+                {
+                    Ent::Obj(o) => {
+                        flags[o as usize] |= match lower.as_str() {
+                            "isclean" => state::CLEAN,
+                            "ishot" => state::HOT,
+                            "iscool" => state::COOL,
+                            "issliced" => state::SLICED,
+                            "istoggled" => state::TOGGLED,
+                            _ => state::ON,
+                        }
+                    }
+                    _ => return Err(bad()),
+                },
+                // Facts that no action of the current domain reads.
+                "checked"
+                | "examined"
+                | "wasinreceptacle"
+                | "full"
+                | "moveable"
+                | "inreceptacleobject"
+                | "isreceptacleobjectfull"
+                | "holdsanyreceptacleobject"
+                | "holdsany" => {}
+                _ => return Err(format!(":init: unsupported predicate '{pred}'")),
+            }
+        }
+        let agent_loc = agent_loc.ok_or(":init: no (atLocation agent …) fact")?;
+        let mut receptacles = Vec::with_capacity(rec_ids.len());
+        for (i, id) in rec_ids.iter().enumerate() {
+            receptacles.push(Receptacle {
+                id: id.clone(),
+                name: String::new(),
+                rtype: rtype[i]
+                    .ok_or_else(|| format!(":init: receptacle '{id}' has no receptacleType"))?,
+                loc: rloc[i].ok_or_else(|| {
+                    format!(":init: receptacle '{id}' has no receptacleAtLocation")
+                })?,
+                openable: openable[i],
+            });
+        }
+        let mut objects: Vec<Object> = obj_ids
+            .iter()
+            .enumerate()
+            .map(|(i, id)| Object {
+                id: id.clone(),
+                name: String::new(),
+                otype: otype[i],
+                props: props[i],
+            })
+            .collect();
+        // Display names: class + number, numbers counting down along the sorted identifiers.
+        let mut classes: HashMap<String, Vec<(String, Ent)>> = HashMap::new();
+        for (i, r) in receptacles.iter().enumerate() {
+            classes
+                .entry(display_class(&r.id))
+                .or_default()
+                .push((r.id.to_ascii_lowercase(), Ent::Recep(i as u16)));
+        }
+        for (i, o) in objects.iter().enumerate() {
+            if o.otype.is_some() {
+                classes
+                    .entry(display_class(&o.id))
+                    .or_default()
+                    .push((o.id.to_ascii_lowercase(), Ent::Obj(i as u16)));
+            }
+        }
+        for (class, mut members) in classes {
+            members.sort_by(|a, b| a.0.cmp(&b.0));
+            let n = members.len();
+            for (rank, (_, e)) in members.into_iter().enumerate() {
+                let name = format!("{class} {}", n - rank);
+                match e {
+                    Ent::Recep(r) => receptacles[r as usize].name = name,
+                    Ent::Obj(o) => objects[o as usize].name = name,
+                    _ => unreachable!(),
+                }
+            }
+        }
+        let mut objs_by_type = vec![Vec::new(); nt];
+        for (i, o) in objects.iter().enumerate() {
+            if let Some(t) = o.otype {
+                objs_by_type[t as usize].push(i as u16);
+            }
+        }
+        let mut receps_by_type = vec![Vec::new(); nt];
+        let mut receps_at_loc = vec![Vec::new(); locations.len()];
+        for (i, r) in receptacles.iter().enumerate() {
+            receps_by_type[r.rtype as usize].push(i as u16);
+            receps_at_loc[r.loc as usize].push(i as u16);
+        }
+        let ty = |n: &str| types.iter().position(|t| t == n).map(|i| i as u16);
+        let task = task
+            .trim()
+            .trim_start_matches("Your task is to:")
+            .trim()
+            .trim_end_matches('.')
+            .to_string();
+        let mut w = World {
+            ty_microwave: ty("MicrowaveType"),
+            ty_fridge: ty("FridgeType"),
+            ty_sinkbasin: ty("SinkBasinType"),
+            ty_knife: ty("KnifeType"),
+            ty_butterknife: ty("ButterKnifeType"),
+            locations,
+            receptacles,
+            objects,
+            types,
+            task,
+            initial: State {
+                agent_loc,
+                opened,
+                obj_in,
+                obj_at,
+                held,
+                flags,
+            },
+            names,
+            can_contain,
+            objs_by_type,
+            receps_by_type,
+            receps_at_loc,
+            goal: Goal::And(vec![]),
+            goal_vars: 0,
+        };
+        let (g, n) = goal::compile(&p.goal, &w).map_err(|e| format!(":goal: {e}"))?;
+        w.goal = g;
+        w.goal_vars = n;
+        Ok(w)
+    }
+
+    /// Replaces the goal (used by generated tasks).
+    pub fn set_goal(&mut self, f: &Formula) -> Result<(), String> {
+        let (g, n) = goal::compile(f, self)?;
+        self.goal = g;
+        self.goal_vars = n;
+        Ok(())
+    }
+
+    /// The entity a PDDL name denotes.
+    pub fn entity(&self, name: &str) -> Option<Ent> {
+        self.names.get(name).copied()
+    }
+
+    /// The index of a type name.
+    pub fn type_index(&self, name: &str) -> Option<u16> {
+        self.types.iter().position(|t| t == name).map(|i| i as u16)
+    }
+
+    /// Objects of a type, in list order.
+    pub fn objects_of_type(&self, t: u16) -> &[u16] {
+        &self.objs_by_type[t as usize]
+    }
+
+    /// Receptacles of a type, in list order.
+    pub fn receptacles_of_type(&self, t: u16) -> &[u16] {
+        &self.receps_by_type[t as usize]
+    }
+
+    /// Receptacles at a location, in list order.
+    pub fn receptacles_at(&self, l: u16) -> &[u16] {
+        &self.receps_at_loc[l as usize]
+    }
+
+    /// `canContain rt ot`.
+    pub fn can_contain(&self, rt: u16, ot: u16) -> bool {
+        self.can_contain[rt as usize * self.types.len() + ot as usize]
+    }
+
+    /// All entities of a kind.
+    pub fn domain(&self, k: Kind) -> Box<dyn Iterator<Item = Ent> + '_> {
+        match k {
+            Kind::Agent => Box::new(std::iter::once(Ent::Agent)),
+            Kind::Location => Box::new((0..self.locations.len() as u16).map(Ent::Loc)),
+            Kind::Receptacle => Box::new((0..self.receptacles.len() as u16).map(Ent::Recep)),
+            Kind::Object => Box::new((0..self.objects.len() as u16).map(Ent::Obj)),
+            Kind::Type => Box::new((0..self.types.len() as u16).map(Ent::Type)),
+        }
+    }
+
+    fn has_prop(&self, o: u16, p: u8) -> bool {
+        self.objects[o as usize].props & p != 0
+    }
+
+    /// Whether a fact holds in a state.
+    pub fn fact(&self, st: &State, p: Pred, a: &[Ent]) -> bool {
+        use Ent::*;
+        use Pred::*;
+        let flag = |o: u16, f: u8| st.flags[o as usize] & f != 0;
+        match (p, a) {
+            (ObjectType, [Obj(o), Type(t)]) => self.objects[*o as usize].otype == Some(*t),
+            (ReceptacleType, [Recep(r), Type(t)]) => self.receptacles[*r as usize].rtype == *t,
+            (InReceptacle, [Obj(o), Recep(r)]) => st.obj_in[*o as usize] == Some(*r),
+            (Holds, [Agent, Obj(o)]) => st.held == Some(*o),
+            (HoldsAny, [Agent]) => st.held.is_some(),
+            (AtLocation, [Agent, Loc(l)]) => st.agent_loc == *l,
+            (ReceptacleAtLocation, [Recep(r), Loc(l)]) => self.receptacles[*r as usize].loc == *l,
+            (ObjectAtLocation, [Obj(o), Loc(l)]) => st.obj_at[*o as usize] == Some(*l),
+            (IsClean, [Obj(o)]) => flag(*o, state::CLEAN),
+            (IsHot, [Obj(o)]) => flag(*o, state::HOT),
+            (IsCool, [Obj(o)]) => flag(*o, state::COOL),
+            (IsSliced, [Obj(o)]) => flag(*o, state::SLICED),
+            (IsToggled, [Obj(o)]) => flag(*o, state::TOGGLED),
+            (IsOn, [Obj(o)]) => flag(*o, state::ON),
+            (Cleanable, [Obj(o)]) => self.has_prop(*o, prop::CLEANABLE),
+            (Heatable, [Obj(o)]) => self.has_prop(*o, prop::HEATABLE),
+            (Coolable, [Obj(o)]) => self.has_prop(*o, prop::COOLABLE),
+            (Sliceable, [Obj(o)]) => self.has_prop(*o, prop::SLICEABLE),
+            (Toggleable, [Obj(o)]) => self.has_prop(*o, prop::TOGGLEABLE),
+            (Pickupable, [Obj(o)]) => self.has_prop(*o, prop::PICKUPABLE),
+            (IsReceptacleObject, [Obj(o)]) => self.has_prop(*o, prop::RECEPTACLE_OBJECT),
+            (Openable, [Recep(r)]) => self.receptacles[*r as usize].openable,
+            (Opened, [Recep(r)]) => st.opened[*r as usize],
+            (CanContain, [Type(a), Type(b)]) => self.can_contain(*a, *b),
+            _ => false,
+        }
+    }
+
+    /// Candidates for the one unbound variable `var` of a fact, read off the state; `None`
+    /// when this fact cannot generate them.
+    pub fn generate(
+        &self,
+        st: &State,
+        p: Pred,
+        args: &[Term],
+        var: usize,
+        get: impl Fn(&Term) -> Option<Ent>,
+    ) -> Option<Vec<Ent>> {
+        use Ent::*;
+        use Pred::*;
+        let pos = args.iter().position(|t| *t == Term::Var(var))?;
+        let other = |i: usize| get(&args[i]);
+        Some(match (p, pos) {
+            (ObjectType, 0) => match other(1)? {
+                Type(t) => self.objs_by_type[t as usize]
+                    .iter()
+                    .map(|&o| Obj(o))
+                    .collect(),
+                _ => vec![],
+            },
+            (ReceptacleType, 0) => match other(1)? {
+                Type(t) => self.receps_by_type[t as usize]
+                    .iter()
+                    .map(|&r| Recep(r))
+                    .collect(),
+                _ => vec![],
+            },
+            (InReceptacle, 0) => match other(1)? {
+                Recep(r) => (0..self.objects.len() as u16)
+                    .filter(|&o| st.obj_in[o as usize] == Some(r))
+                    .map(Obj)
+                    .collect(),
+                _ => vec![],
+            },
+            (InReceptacle, 1) => match other(0)? {
+                Obj(o) => st.obj_in[o as usize].map(Recep).into_iter().collect(),
+                _ => vec![],
+            },
+            (Holds, 1) => st.held.map(Obj).into_iter().collect(),
+            (Holds, 0) | (AtLocation, 0) => vec![Agent],
+            (AtLocation, 1) => vec![Loc(st.agent_loc)],
+            (ReceptacleAtLocation, 1) => match other(0)? {
+                Recep(r) => vec![Loc(self.receptacles[r as usize].loc)],
+                _ => vec![],
+            },
+            (ReceptacleAtLocation, 0) => match other(1)? {
+                Loc(l) => self.receps_at_loc[l as usize]
+                    .iter()
+                    .map(|&r| Recep(r))
+                    .collect(),
+                _ => vec![],
+            },
+            (ObjectAtLocation, 1) => match other(0)? {
+                Obj(o) => st.obj_at[o as usize].map(Loc).into_iter().collect(),
+                _ => vec![],
+            },
+            _ => return None,
+        })
+    }
+
+    /// Whether the goal holds in a state.
+    pub fn goal_reached(&self, st: &State) -> bool {
+        let mut env = goal::Env::new(self.goal_vars);
+        goal::eval(&self.goal, self, st, &mut env)
+    }
+
+    fn rname(&self, r: u16) -> &str {
+        &self.receptacles[r as usize].name
+    }
+
+    fn oname(&self, o: u16) -> &str {
+        &self.objects[o as usize].name
+    }
+
+    fn is_open(&self, st: &State, r: u16) -> bool {
+        !self.receptacles[r as usize].openable || st.opened[r as usize]
+    }
+
+    /// Objects in a receptacle, in list order.
+    pub fn contents<'a>(&'a self, st: &'a State, r: u16) -> impl Iterator<Item = u16> + 'a {
+        (0..self.objects.len() as u16).filter(move |&o| st.obj_in[o as usize] == Some(r))
+    }
+
+    /// `examine R`: `On the R, you see …` / `The R is closed.` / `The R is open. In it, you see …`.
+    pub fn describe_receptacle(&self, st: &State, r: u16) -> String {
+        let rec = &self.receptacles[r as usize];
+        let items = || join_list(self.contents(st, r).map(|o| self.oname(o)), true);
+        if rec.openable {
+            if st.opened[r as usize] {
+                format!("The {} is open. In it, you see {}.", rec.name, items())
+            } else {
+                format!("The {} is closed.", rec.name)
+            }
+        } else {
+            format!("On the {}, you see {}.", rec.name, items())
+        }
+    }
+
+    /// `look`.
+    pub fn look(&self, st: &State) -> String {
+        let here = self.receptacles_at(st.agent_loc);
+        if here.is_empty() {
+            "You are in the middle of a room. Looking quickly around you, you see nothing.".into()
+        } else {
+            format!(
+                "You are facing the {}. Next to it, you see nothing.",
+                join_list(here.iter().map(|&r| self.rname(r)), false)
+            )
+        }
+    }
+
+    /// The text shown at reset.
+    pub fn intro(&self, st: &State) -> String {
+        let look = if self.receptacles_at(st.agent_loc).is_empty() {
+            format!(
+                "You are in the middle of a room. Looking quickly around you, you see {}.",
+                join_list(self.receptacles.iter().map(|r| r.name.as_str()), true)
+            )
+        } else {
+            self.look(st)
+        };
+        format!(
+            "-= Welcome to TextWorld, ALFRED! =-\n\n{look}\n\nYour task is to: {}.",
+            self.task
+        )
+    }
+
+    fn examine_object(&self, st: &State, o: u16) -> String {
+        let n = self.oname(o);
+        if self.has_prop(o, prop::RECEPTACLE_OBJECT) {
+            return format!("This is a normal {n}. In it, you see nothing.");
+        }
+        let f = st.flags[o as usize];
+        let (c, h, k, s) = (
+            f & state::CLEAN != 0,
+            f & state::HOT != 0,
+            f & state::COOL != 0,
+            f & state::SLICED != 0,
+        );
+        let t = self.has_prop(o, prop::TOGGLEABLE);
+        let sliceable = self.has_prop(o, prop::SLICEABLE);
+        match () {
+            _ if c && h && s => format!("This is a hot and clean sliced {n}."),
+            _ if c && k && s => format!("This is a cool and clean sliced {n}."),
+            _ if c && s => format!("This is a clean sliced {n}."),
+            _ if h && s => format!("This is a hot sliced {n}."),
+            _ if k && s => format!("This is a cool sliced {n}."),
+            _ if c && h => format!("This is a hot and clean {n}."),
+            _ if c && k => format!("This is a cool and clean {n}."),
+            _ if h => format!("This is a hot {n}."),
+            _ if c => format!("This is a clean {n}."),
+            _ if k => format!("This is a cold {n}."),
+            _ if t && f & state::TOGGLED != 0 => format!("This {n} is on."),
+            _ if t => format!("This {n} is off."),
+            _ if sliceable && s => format!("This is a sliced {n}."),
+            _ => format!("There's nothing special about {n}."),
+        }
+    }
+
+    fn is_knife(&self, o: u16) -> bool {
+        let t = self.objects[o as usize].otype;
+        t.is_some() && (t == self.ty_knife || t == self.ty_butterknife)
+    }
+
+    /// Every admissible action with its command text, unsorted.
+    pub fn actions(&self, st: &State, out: &mut Vec<(String, Action)>) {
+        out.clear();
+        let here = st.agent_loc;
+        for (i, r) in self.receptacles.iter().enumerate() {
+            if r.loc != here {
+                out.push((format!("go to {}", r.name), Action::Goto(i as u16)));
+            }
+        }
+        for &r in self.receptacles_at(here) {
+            let rec = &self.receptacles[r as usize];
+            out.push((format!("examine {}", rec.name), Action::ExamineRecep(r)));
+            if rec.openable {
+                if st.opened[r as usize] {
+                    out.push((format!("close {}", rec.name), Action::Close(r)));
+                } else {
+                    out.push((format!("open {}", rec.name), Action::Open(r)));
+                }
+            }
+            let open = self.is_open(st, r);
+            for o in self.contents(st, r) {
+                if open && st.held.is_none() && self.has_prop(o, prop::PICKUPABLE) {
+                    out.push((
+                        format!("take {} from {}", self.oname(o), rec.name),
+                        Action::Take(o, r),
+                    ));
+                }
+                if self.has_prop(o, prop::TOGGLEABLE) {
+                    out.push((format!("use {}", self.oname(o)), Action::Use(o)));
+                }
+            }
+            if let Some(h) = st.held {
+                let obj = &self.objects[h as usize];
+                if open && obj.otype.is_some_and(|ot| self.can_contain(rec.rtype, ot)) {
+                    out.push((
+                        format!("move {} to {}", obj.name, rec.name),
+                        Action::Move(h, r),
+                    ));
+                }
+                let rt = Some(rec.rtype);
+                if rt == self.ty_microwave && self.has_prop(h, prop::HEATABLE) {
+                    out.push((
+                        format!("heat {} with {}", obj.name, rec.name),
+                        Action::Heat(h, r),
+                    ));
+                }
+                if rt == self.ty_sinkbasin && self.has_prop(h, prop::CLEANABLE) {
+                    out.push((
+                        format!("clean {} with {}", obj.name, rec.name),
+                        Action::Clean(h, r),
+                    ));
+                }
+                if rt == self.ty_fridge && self.has_prop(h, prop::COOLABLE) {
+                    out.push((
+                        format!("cool {} with {}", obj.name, rec.name),
+                        Action::Cool(h, r),
+                    ));
+                }
+            }
+        }
+        if let Some(h) = st.held {
+            out.push((format!("examine {}", self.oname(h)), Action::ExamineObj(h)));
+            if self.is_knife(h) {
+                for (o, at) in st.obj_at.iter().enumerate() {
+                    if *at == Some(here) && self.has_prop(o as u16, prop::SLICEABLE) {
+                        out.push((
+                            format!("slice {} with {}", self.oname(o as u16), self.oname(h)),
+                            Action::Slice(o as u16, h),
+                        ));
+                    }
+                }
+            }
+        }
+        out.push(("help".into(), Action::Help));
+        out.push(("inventory".into(), Action::Inventory));
+        out.push(("look".into(), Action::Look));
+        out.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        out.dedup_by(|a, b| a.0 == b.0);
+    }
+
+    /// Applies an admissible action and returns ALFWorld's feedback.
+    pub fn apply(&self, st: &mut State, a: Action) -> String {
+        match a {
+            Action::Look => self.look(st),
+            Action::Help => HELP_TEXT.to_string(),
+            Action::Inventory => match st.held {
+                Some(h) => format!("You are carrying: a {}.", self.oname(h)),
+                None => "You are not carrying anything.".into(),
+            },
+            Action::Goto(r) => {
+                st.agent_loc = self.receptacles[r as usize].loc;
+                format!(
+                    "You arrive at {}. {}",
+                    self.rname(r),
+                    self.describe_receptacle(st, r)
+                )
+            }
+            Action::Open(r) => {
+                st.opened[r as usize] = true;
+                format!(
+                    "You open the {}. {}",
+                    self.rname(r),
+                    self.describe_receptacle(st, r)
+                )
+            }
+            Action::Close(r) => {
+                st.opened[r as usize] = false;
+                format!("You close the {}.", self.rname(r))
+            }
+            Action::Take(o, r) => {
+                st.obj_in[o as usize] = None;
+                st.obj_at[o as usize] = None;
+                st.held = Some(o);
+                format!(
+                    "You pick up the {} from the {}.",
+                    self.oname(o),
+                    self.rname(r)
+                )
+            }
+            Action::Move(o, r) => {
+                st.obj_in[o as usize] = Some(r);
+                st.obj_at[o as usize] = Some(st.agent_loc);
+                st.held = None;
+                format!("You move the {} to the {}.", self.oname(o), self.rname(r))
+            }
+            Action::ExamineRecep(r) => self.describe_receptacle(st, r),
+            Action::ExamineObj(o) => self.examine_object(st, o),
+            Action::Use(o) => {
+                let f = &mut st.flags[o as usize];
+                *f ^= state::ON;
+                *f |= state::TOGGLED;
+                format!("You turn on the {}.", self.oname(o))
+            }
+            Action::Heat(o, r) => {
+                let f = &mut st.flags[o as usize];
+                *f = (*f | state::HOT) & !state::COOL;
+                format!(
+                    "You heat the {} using the {}.",
+                    self.oname(o),
+                    self.rname(r)
+                )
+            }
+            Action::Clean(o, r) => {
+                st.flags[o as usize] |= state::CLEAN;
+                format!(
+                    "You clean the {} using the {}.",
+                    self.oname(o),
+                    self.rname(r)
+                )
+            }
+            Action::Cool(o, r) => {
+                let f = &mut st.flags[o as usize];
+                *f = (*f | state::COOL) & !state::HOT;
+                format!(
+                    "You cool the {} using the {}.",
+                    self.oname(o),
+                    self.rname(r)
+                )
+            }
+            Action::Slice(co, ko) => {
+                st.flags[co as usize] |= state::SLICED;
+                format!(
+                    "You sliced the {} with the {}.",
+                    self.oname(co),
+                    self.oname(ko)
+                )
+            }
+        }
+    }
+}
