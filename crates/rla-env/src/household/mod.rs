@@ -7,11 +7,17 @@
 //! - [`pddl`]: the PDDL reader.
 //! - [`trace`]: replaying traces recorded from the real engine.
 
+pub mod data;
+pub mod expert;
 pub mod game;
 pub mod goal;
 pub mod pddl;
+pub mod splits;
+pub mod task;
 pub mod trace;
 pub mod world;
 
+pub use expert::{plan, GoalSpec};
 pub use game::{GameFile, Household, TrajData};
+pub use task::{GoalKind, Room, TaskSpec};
 pub use world::{Action, State, World};

@@ -256,6 +256,8 @@ pub struct World {
     pub types: Vec<String>,
     /// The task sentence without the `Your task is to: ` prefix and final period.
     pub task: String,
+    /// A hint sentence shown after the task ("The apple is in the fridge 1."), if any.
+    pub hint: Option<String>,
     /// The initial state.
     pub initial: State,
     names: HashMap<String, Ent>,
@@ -552,6 +554,7 @@ impl World {
             objects,
             types,
             task,
+            hint: None,
             initial: State {
                 agent_loc,
                 opened,
@@ -784,10 +787,15 @@ impl World {
         } else {
             self.look(st)
         };
-        format!(
+        let mut s = format!(
             "-= Welcome to TextWorld, ALFRED! =-\n\n{look}\n\nYour task is to: {}.",
             self.task
-        )
+        );
+        if let Some(h) = &self.hint {
+            s.push(' ');
+            s.push_str(h);
+        }
+        s
     }
 
     fn examine_object(&self, st: &State, o: u16) -> String {

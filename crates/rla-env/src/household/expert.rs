@@ -1,0 +1,311 @@
+//! The expert: a planner that finds a shortest plan to the goal from any state, and the oracle
+//! step labels derived from it.
+//!
+//! Every command costs one step and every receptacle is one `go to` away, so a shortest plan is
+//! a short sequence of phases — put down what the hands hold if it is in the way, fetch a target
+//! object (go, open, take), transform it (go to the appliance, heat / cool / clean), bring it to
+//! a goal receptacle (go, open, move) or to the lamp (go, use). The planner enumerates every
+//! choice of receptacle to put things down in, target instance, appliance and goal receptacle,
+//! simulates each phase sequence on the state, and keeps the shortest. Plans are checked against
+//! breadth-first search in the tests.
+
+use super::game::{GameFile, TrajData};
+use super::task::{GoalKind, TaskSpec};
+use super::world::{prop, state, Action, State, World};
+
+/// The goal in the planner's terms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GoalSpec {
+    /// The task type.
+    pub kind: GoalKind,
+    /// Object type index.
+    pub object: u16,
+    /// Receptacle type index (all but `look_at_obj_in_light`).
+    pub receptacle: Option<u16>,
+    /// Lamp type index (`look_at_obj_in_light`).
+    pub lamp: Option<u16>,
+}
+
+impl GoalSpec {
+    /// From class names (`Apple`, `CounterTop`, `DeskLamp`).
+    pub fn from_names(
+        world: &World,
+        kind: GoalKind,
+        object: &str,
+        receptacle: Option<&str>,
+        lamp: Option<&str>,
+    ) -> Result<GoalSpec, String> {
+        let ty = |n: &str| {
+            world
+                .type_index(&format!("{n}Type"))
+                .ok_or_else(|| format!("the scene has no type {n}Type"))
+        };
+        let spec = GoalSpec {
+            kind,
+            object: ty(object)?,
+            receptacle: receptacle.filter(|s| !s.is_empty()).map(ty).transpose()?,
+            lamp: lamp.filter(|s| !s.is_empty()).map(ty).transpose()?,
+        };
+        if kind == GoalKind::LookAtObjInLight && spec.lamp.is_none() {
+            return Err("look_at_obj_in_light needs a lamp type".into());
+        }
+        if kind != GoalKind::LookAtObjInLight && spec.receptacle.is_none() {
+            return Err(format!("{} needs a receptacle type", kind.as_str()));
+        }
+        Ok(spec)
+    }
+
+    /// From a task spec.
+    pub fn from_task(world: &World, t: &TaskSpec) -> Result<GoalSpec, String> {
+        GoalSpec::from_names(world, t.goal, &t.object, t.receptacle.as_deref(), t.lamp.as_deref())
+    }
+
+    /// From ALFWorld's `traj_data.json`.
+    pub fn from_traj(world: &World, t: &TrajData) -> Result<GoalSpec, String> {
+        let kind = GoalKind::parse(&t.task_type)
+            .ok_or_else(|| format!("unknown task_type {}", t.task_type))?;
+        let p = &t.pddl_params;
+        GoalSpec::from_names(
+            world,
+            kind,
+            &p.object_target,
+            Some(&p.parent_target),
+            Some(&p.toggle_target),
+        )
+    }
+
+    /// From a loaded game file (needs its `traj_data.json`).
+    pub fn from_game(game: &GameFile) -> Result<GoalSpec, String> {
+        let t = game
+            .traj
+            .as_ref()
+            .ok_or("the game has no traj_data.json beside it")?;
+        GoalSpec::from_traj(&game.world, t)
+    }
+}
+
+/// A plan being built on a copy of the state.
+struct Sim<'a> {
+    w: &'a World,
+    st: State,
+    plan: Vec<Action>,
+}
+
+impl<'a> Sim<'a> {
+    fn new(w: &'a World, st: &State) -> Self {
+        Sim {
+            w,
+            st: st.clone(),
+            plan: Vec::with_capacity(16),
+        }
+    }
+
+    fn act(&mut self, a: Action) {
+        self.w.apply(&mut self.st, a);
+        self.plan.push(a);
+    }
+
+    fn goto(&mut self, r: u16) {
+        if self.st.agent_loc != self.w.receptacles[r as usize].loc {
+            self.act(Action::Goto(r));
+        }
+    }
+
+    fn open(&mut self, r: u16) {
+        if self.w.receptacles[r as usize].openable && !self.st.opened[r as usize] {
+            self.act(Action::Open(r));
+        }
+    }
+
+    fn take(&mut self, o: u16) -> bool {
+        if self.st.held == Some(o) {
+            return true;
+        }
+        let Some(r) = self.st.obj_in[o as usize] else {
+            return false;
+        };
+        if self.st.held.is_some() || self.w.objects[o as usize].props & prop::PICKUPABLE == 0 {
+            return false;
+        }
+        self.goto(r);
+        self.open(r);
+        self.act(Action::Take(o, r));
+        true
+    }
+
+    fn put(&mut self, r: u16) -> bool {
+        let Some(h) = self.st.held else { return false };
+        let Some(ot) = self.w.objects[h as usize].otype else {
+            return false;
+        };
+        if !self.w.can_contain(self.w.receptacles[r as usize].rtype, ot) {
+            return false;
+        }
+        self.goto(r);
+        self.open(r);
+        self.act(Action::Move(h, r));
+        true
+    }
+}
+
+fn transform_flag(kind: GoalKind) -> Option<u8> {
+    match kind {
+        GoalKind::PickCleanThenPlaceInRecep => Some(state::CLEAN),
+        GoalKind::PickHeatThenPlaceInRecep => Some(state::HOT),
+        GoalKind::PickCoolThenPlaceInRecep => Some(state::COOL),
+        _ => None,
+    }
+}
+
+fn appliance_type(w: &World, kind: GoalKind) -> Option<u16> {
+    kind.transform()
+        .and_then(|(_, a)| w.type_index(&format!("{a}Type")))
+}
+
+/// A shortest plan from `st` to the goal, or `None` if the goal cannot be reached. An empty plan
+/// means the goal already holds.
+pub fn plan(w: &World, st: &State, g: &GoalSpec) -> Option<Vec<Action>> {
+    if w.goal_reached(st) {
+        return Some(Vec::new());
+    }
+    let mut best: Option<Vec<Action>> = None;
+    let mut consider = |sim: Sim| {
+        if w.goal_reached(&sim.st) && best.as_ref().is_none_or(|b| sim.plan.len() < b.len()) {
+            best = Some(sim.plan);
+        }
+    };
+    let targets = w.objects_of_type(g.object);
+    // Where the held object could be put down, if it must be (`None`: keep it).
+    let drops: Vec<Option<u16>> = match st.held {
+        None => vec![None],
+        Some(h) => {
+            let mut v: Vec<Option<u16>> = vec![None];
+            if let Some(ot) = w.objects[h as usize].otype {
+                v.extend(
+                    (0..w.receptacles.len() as u16)
+                        .filter(|&r| w.can_contain(w.receptacles[r as usize].rtype, ot))
+                        .map(Some),
+                );
+            }
+            v
+        }
+    };
+    let start = |d: Option<u16>| -> Option<Sim> {
+        let mut s = Sim::new(w, st);
+        if let Some(r) = d {
+            if !s.put(r) {
+                return None;
+            }
+        }
+        Some(s)
+    };
+    match g.kind {
+        GoalKind::LookAtObjInLight => {
+            let lamps = w.objects_of_type(g.lamp?);
+            for &d in &drops {
+                for &o in targets {
+                    for &l in lamps {
+                        let Some(mut s) = start(d) else { continue };
+                        if !s.take(o) {
+                            continue;
+                        }
+                        let Some(lr) = s.st.obj_in[l as usize] else { continue };
+                        s.goto(lr);
+                        if s.st.flags[l as usize] & state::TOGGLED == 0 {
+                            s.act(Action::Use(l));
+                        }
+                        consider(s);
+                    }
+                }
+            }
+        }
+        GoalKind::PickTwoObjAndPlace => {
+            let goals = w.receptacles_of_type(g.receptacle?);
+            for &d in &drops {
+                for &r in goals {
+                    let placed = targets
+                        .iter()
+                        .filter(|&&o| st.obj_in[o as usize] == Some(r))
+                        .count();
+                    let free: Vec<u16> = targets
+                        .iter()
+                        .copied()
+                        .filter(|&o| st.obj_in[o as usize] != Some(r))
+                        .collect();
+                    let need = 2usize.saturating_sub(placed);
+                    let mut orders: Vec<Vec<u16>> = Vec::new();
+                    if need == 1 {
+                        orders.extend(free.iter().map(|&o| vec![o]));
+                    } else {
+                        for &a in &free {
+                            for &b in &free {
+                                if a != b {
+                                    orders.push(vec![a, b]);
+                                }
+                            }
+                        }
+                    }
+                    for order in orders {
+                        let Some(mut s) = start(d) else { continue };
+                        let ok = order.iter().all(|&o| s.take(o) && s.put(r));
+                        if ok {
+                            consider(s);
+                        }
+                    }
+                }
+            }
+        }
+        kind => {
+            let goals = w.receptacles_of_type(g.receptacle?);
+            let flag = transform_flag(kind);
+            let appliances: Vec<Option<u16>> = match appliance_type(w, kind) {
+                Some(t) => w.receptacles_of_type(t).iter().copied().map(Some).collect(),
+                None if flag.is_some() => return None,
+                None => vec![None],
+            };
+            for &d in &drops {
+                for &o in targets {
+                    for &a in &appliances {
+                        for &r in goals {
+                            let Some(mut s) = start(d) else { continue };
+                            if !s.take(o) {
+                                continue;
+                            }
+                            if let (Some(f), Some(a)) = (flag, a) {
+                                if s.st.flags[o as usize] & f == 0 {
+                                    s.goto(a);
+                                    s.act(match kind {
+                                        GoalKind::PickCleanThenPlaceInRecep => Action::Clean(o, a),
+                                        GoalKind::PickHeatThenPlaceInRecep => Action::Heat(o, a),
+                                        _ => Action::Cool(o, a),
+                                    });
+                                }
+                            }
+                            if s.put(r) {
+                                consider(s);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    best
+}
+
+/// Length of a shortest plan from `st`, if the goal is reachable.
+pub fn distance(w: &World, st: &State, g: &GoalSpec) -> Option<usize> {
+    plan(w, st, g).map(|p| p.len())
+}
+
+/// The oracle label of one step: did it shorten the expert's remaining plan?
+///
+/// `before` and `after` are the states around the step. These labels measure a judge's process
+/// accuracy and feed supervised warm starts; they are never training rewards.
+pub fn progress_label(w: &World, before: &State, after: &State, g: &GoalSpec) -> bool {
+    match (distance(w, before, g), distance(w, after, g)) {
+        (Some(b), Some(a)) => a < b,
+        (None, Some(_)) => true,
+        _ => false,
+    }
+}
