@@ -24,7 +24,12 @@ fn play(world: Arc<World>, plan: &[Action], limit: usize) -> bool {
     for a in plan {
         let mut list = Vec::new();
         world.actions(&state, &mut list);
-        let cmd = list.iter().find(|(_, b)| b == a).expect("planned action admissible").0.clone();
+        let cmd = list
+            .iter()
+            .find(|(_, b)| b == a)
+            .expect("planned action admissible")
+            .0
+            .clone();
         world.apply(&mut state, *a);
         let s = env.step(&cmd);
         if s.done {
@@ -36,15 +41,25 @@ fn play(world: Arc<World>, plan: &[Action], limit: usize) -> bool {
 
 #[test]
 fn expert_solves_every_conformance_game() {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(fixtures()).unwrap().flatten().map(|e| e.path()).filter(|p| p.is_dir()).collect();
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(fixtures())
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
     dirs.sort();
     assert_eq!(dirs.len(), 20);
     for d in dirs {
         let g = GameFile::load(&d).unwrap();
         let spec = GoalSpec::from_game(&g).unwrap();
-        let p = plan(&g.world, &g.world.initial, &spec).unwrap_or_else(|| panic!("no plan for {}", d.display()));
+        let p = plan(&g.world, &g.world.initial, &spec)
+            .unwrap_or_else(|| panic!("no plan for {}", d.display()));
         assert!(!p.is_empty());
-        assert!(play(g.world.clone(), &p, 60), "{} not won by its plan", d.display());
+        assert!(
+            play(g.world.clone(), &p, 60),
+            "{} not won by its plan",
+            d.display()
+        );
     }
 }
 
@@ -80,7 +95,14 @@ fn bfs(w: &World, start: &rla_env::household::State, max: usize) -> Option<usize
         }
         w.actions(&s, &mut acts);
         for (_, a) in acts.clone() {
-            if matches!(a, Action::Look | Action::Inventory | Action::Help | Action::ExamineRecep(_) | Action::ExamineObj(_)) {
+            if matches!(
+                a,
+                Action::Look
+                    | Action::Inventory
+                    | Action::Help
+                    | Action::ExamineRecep(_)
+                    | Action::ExamineObj(_)
+            ) {
                 continue;
             }
             let mut n = s.clone();
@@ -110,7 +132,12 @@ fn plans_are_shortest_against_breadth_first_search() {
         for round in 0..2 {
             let p = plan(&w, &st, &spec).unwrap();
             if p.len() <= 7 {
-                assert_eq!(bfs(&w, &st, p.len()), Some(p.len()), "{} round {round}", t.id);
+                assert_eq!(
+                    bfs(&w, &st, p.len()),
+                    Some(p.len()),
+                    "{} round {round}",
+                    t.id
+                );
                 checked += 1;
             }
             let mut acts = Vec::new();

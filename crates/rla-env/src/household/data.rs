@@ -33,7 +33,9 @@ pub struct RoomTable {
 impl Alfred {
     /// Whether receptacle type `r` can contain object type `o`.
     pub fn can_contain(&self, r: &str, o: &str) -> bool {
-        self.can_contain.get(r).is_some_and(|v| v.iter().any(|x| x == o))
+        self.can_contain
+            .get(r)
+            .is_some_and(|v| v.iter().any(|x| x == o))
     }
 
     /// Whether object type `o` has property `p`.
@@ -51,7 +53,8 @@ impl Alfred {
 pub fn alfred() -> &'static Alfred {
     static T: OnceLock<Alfred> = OnceLock::new();
     T.get_or_init(|| {
-        serde_json::from_str(include_str!("../../data/alfred.json")).expect("bundled alfred.json is valid")
+        serde_json::from_str(include_str!("../../data/alfred.json"))
+            .expect("bundled alfred.json is valid")
     })
 }
 

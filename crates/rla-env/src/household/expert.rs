@@ -57,7 +57,13 @@ impl GoalSpec {
 
     /// From a task spec.
     pub fn from_task(world: &World, t: &TaskSpec) -> Result<GoalSpec, String> {
-        GoalSpec::from_names(world, t.goal, &t.object, t.receptacle.as_deref(), t.lamp.as_deref())
+        GoalSpec::from_names(
+            world,
+            t.goal,
+            &t.object,
+            t.receptacle.as_deref(),
+            t.lamp.as_deref(),
+        )
     }
 
     /// From ALFWorld's `traj_data.json`.
@@ -209,7 +215,9 @@ pub fn plan(w: &World, st: &State, g: &GoalSpec) -> Option<Vec<Action>> {
                         if !s.take(o) {
                             continue;
                         }
-                        let Some(lr) = s.st.obj_in[l as usize] else { continue };
+                        let Some(lr) = s.st.obj_in[l as usize] else {
+                            continue;
+                        };
                         s.goto(lr);
                         if s.st.flags[l as usize] & state::TOGGLED == 0 {
                             s.act(Action::Use(l));

@@ -21,3 +21,5 @@ pub use expert::{plan, GoalSpec};
 pub use game::{GameFile, Household, TrajData};
 pub use task::{GoalKind, Room, TaskSpec};
 pub use world::{Action, State, World};
+pub mod batch;
+pub mod perturb;

@@ -40,11 +40,16 @@ pub const EVAL_STEP_LIMIT: usize = 60;
 /// Whether a (goal, object, receptacle-or-lamp) combination is held out for OOD evaluation
 /// (about one in four).
 pub fn is_held_out(goal: GoalKind, object: &str, target: &str) -> bool {
-    mix(0, &format!("combo/{}/{object}/{target}", goal.as_str())) % 4 == 0
+    mix(0, &format!("combo/{}/{object}/{target}", goal.as_str())).is_multiple_of(4)
 }
 
 /// The (object, receptacle, lamp) choices a layout offers for a goal, filtered for a split.
-pub fn candidates(room: Room, layout_seed: u64, goal: GoalKind, split: Split) -> Vec<(String, Option<String>, Option<String>)> {
+pub fn candidates(
+    room: Room,
+    layout_seed: u64,
+    goal: GoalKind,
+    split: Split,
+) -> Vec<(String, Option<String>, Option<String>)> {
     let t = alfred();
     let lay = layout(room, layout_seed);
     let room_objects = &t.rooms[room.as_str()].objects;
@@ -59,7 +64,11 @@ pub fn candidates(room: Room, layout_seed: u64, goal: GoalKind, split: Split) ->
                 object: o.clone(),
                 receptacle: r.cloned(),
                 lamp: l.cloned(),
-                targets: if goal == GoalKind::PickTwoObjAndPlace { 2 } else { 1 },
+                targets: if goal == GoalKind::PickTwoObjAndPlace {
+                    2
+                } else {
+                    1
+                },
                 distractors: 0,
                 hint: None,
                 template: 0,
@@ -102,7 +111,11 @@ pub fn sample_task(rng: &mut ChaCha8Rng, split: Split, goal: GoalKind, id: Strin
         let Some((object, receptacle, lamp)) = cands.choose(rng).cloned() else {
             continue;
         };
-        let min_targets = if goal == GoalKind::PickTwoObjAndPlace { 2 } else { 1 };
+        let min_targets = if goal == GoalKind::PickTwoObjAndPlace {
+            2
+        } else {
+            1
+        };
         return TaskSpec {
             id,
             room,
@@ -115,7 +128,11 @@ pub fn sample_task(rng: &mut ChaCha8Rng, split: Split, goal: GoalKind, id: Strin
             distractors: rng.gen_range(4..=12),
             hint: None,
             template: rng.gen_range(0..2),
-            step_limit: if split == Split::Train { TRAIN_STEP_LIMIT } else { EVAL_STEP_LIMIT },
+            step_limit: if split == Split::Train {
+                TRAIN_STEP_LIMIT
+            } else {
+                EVAL_STEP_LIMIT
+            },
             parent: None,
         };
     }
@@ -125,7 +142,14 @@ pub fn sample_task(rng: &mut ChaCha8Rng, split: Split, goal: GoalKind, id: Strin
 pub fn train_tasks(n: usize, seed: u64) -> Vec<TaskSpec> {
     let mut rng = ChaCha8Rng::seed_from_u64(mix(seed, "train"));
     (0..n)
-        .map(|i| sample_task(&mut rng, Split::Train, GoalKind::ALL[i % 6], format!("train-{seed}-{i}")))
+        .map(|i| {
+            sample_task(
+                &mut rng,
+                Split::Train,
+                GoalKind::ALL[i % 6],
+                format!("train-{seed}-{i}"),
+            )
+        })
         .collect()
 }
 
@@ -138,6 +162,13 @@ pub fn eval_tasks(split: Split) -> Vec<TaskSpec> {
     };
     let mut rng = ChaCha8Rng::seed_from_u64(mix(2602_02488, tag));
     (0..n)
-        .map(|i| sample_task(&mut rng, split, GoalKind::ALL[i % 6], format!("{tag}-{i:03}")))
+        .map(|i| {
+            sample_task(
+                &mut rng,
+                split,
+                GoalKind::ALL[i % 6],
+                format!("{tag}-{i:03}"),
+            )
+        })
         .collect()
 }

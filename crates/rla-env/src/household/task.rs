@@ -27,7 +27,12 @@ pub enum Room {
 
 impl Room {
     /// All room kinds.
-    pub const ALL: [Room; 4] = [Room::Kitchen, Room::Bedroom, Room::Bathroom, Room::Livingroom];
+    pub const ALL: [Room; 4] = [
+        Room::Kitchen,
+        Room::Bedroom,
+        Room::Bathroom,
+        Room::Livingroom,
+    ];
 
     /// The key in the tables (`kitchen` …).
     pub fn as_str(self) -> &'static str {
@@ -105,11 +110,21 @@ impl GoalKind {
     fn templates(self) -> [&'static str; 2] {
         match self {
             GoalKind::PickAndPlaceSimple => ["put a {o} in {r}", "put some {o} on {r}"],
-            GoalKind::LookAtObjInLight => ["look at {o} under the {l}", "examine the {o} with the {l}"],
-            GoalKind::PickCleanThenPlaceInRecep => ["put a clean {o} in {r}", "clean some {o} and put it in {r}"],
-            GoalKind::PickHeatThenPlaceInRecep => ["put a hot {o} in {r}", "heat some {o} and put it in {r}"],
-            GoalKind::PickCoolThenPlaceInRecep => ["put a cool {o} in {r}", "cool some {o} and put it in {r}"],
-            GoalKind::PickTwoObjAndPlace => ["put two {o} in {r}", "find two {o} and put them in {r}"],
+            GoalKind::LookAtObjInLight => {
+                ["look at {o} under the {l}", "examine the {o} with the {l}"]
+            }
+            GoalKind::PickCleanThenPlaceInRecep => {
+                ["put a clean {o} in {r}", "clean some {o} and put it in {r}"]
+            }
+            GoalKind::PickHeatThenPlaceInRecep => {
+                ["put a hot {o} in {r}", "heat some {o} and put it in {r}"]
+            }
+            GoalKind::PickCoolThenPlaceInRecep => {
+                ["put a cool {o} in {r}", "cool some {o} and put it in {r}"]
+            }
+            GoalKind::PickTwoObjAndPlace => {
+                ["put two {o} in {r}", "find two {o} and put them in {r}"]
+            }
         }
     }
 }
@@ -239,13 +254,23 @@ impl TaskSpec {
         let lay = layout(self.room, self.layout_seed);
         let has_recep = |r: &str| lay.iter().any(|(x, _)| x == r);
         if !room.objects.contains(&self.object) || !t.has(&self.object, "pickupable") {
-            return Err(self.err("object", format!("{} is not a pickupable object of a {}", self.object, self.room.as_str())));
+            return Err(self.err(
+                "object",
+                format!(
+                    "{} is not a pickupable object of a {}",
+                    self.object,
+                    self.room.as_str()
+                ),
+            ));
         }
         if self.template > 1 {
             return Err(self.err("template", "must be 0 or 1"));
         }
         if self.targets == 0 || (self.goal == GoalKind::PickTwoObjAndPlace && self.targets < 2) {
-            return Err(self.err("targets", format!("{} is too few for {}", self.targets, self.goal.as_str())));
+            return Err(self.err(
+                "targets",
+                format!("{} is too few for {}", self.targets, self.goal.as_str()),
+            ));
         }
         if self.targets + self.distractors > 60 {
             return Err(self.err("distractors", "at most 60 objects in a scene"));
@@ -258,24 +283,42 @@ impl TaskSpec {
                 return Err(self.err("object", format!("{} is not {p}", self.object)));
             }
             if !has_recep(appliance) {
-                return Err(self.err("layout_seed", format!("this {} layout has no {appliance}", self.room.as_str())));
+                return Err(self.err(
+                    "layout_seed",
+                    format!("this {} layout has no {appliance}", self.room.as_str()),
+                ));
             }
         }
         if self.goal.needs_receptacle() {
-            let r = self.receptacle.as_deref().ok_or_else(|| self.err("receptacle", "missing"))?;
+            let r = self
+                .receptacle
+                .as_deref()
+                .ok_or_else(|| self.err("receptacle", "missing"))?;
             if !has_recep(r) {
-                return Err(self.err("receptacle", format!("this {} layout has no {r}", self.room.as_str())));
+                return Err(self.err(
+                    "receptacle",
+                    format!("this {} layout has no {r}", self.room.as_str()),
+                ));
             }
             if !t.can_contain(r, &self.object) {
-                return Err(self.err("receptacle", format!("a {r} cannot contain a {}", self.object)));
+                return Err(self.err(
+                    "receptacle",
+                    format!("a {r} cannot contain a {}", self.object),
+                ));
             }
             if self.lamp.is_some() {
                 return Err(self.err("lamp", format!("{} takes no lamp", self.goal.as_str())));
             }
         } else {
-            let l = self.lamp.as_deref().ok_or_else(|| self.err("lamp", "missing"))?;
+            let l = self
+                .lamp
+                .as_deref()
+                .ok_or_else(|| self.err("lamp", "missing"))?;
             if !t.has(l, "toggleable") || !room.objects.iter().any(|o| o == l) {
-                return Err(self.err("lamp", format!("{l} is not a lamp of a {}", self.room.as_str())));
+                return Err(self.err(
+                    "lamp",
+                    format!("{l} is not a lamp of a {}", self.room.as_str()),
+                ));
             }
             if !t.lamp_holders.iter().any(|h| has_recep(h)) {
                 return Err(self.err("layout_seed", "this layout has nowhere to stand a lamp"));
@@ -285,8 +328,13 @@ impl TaskSpec {
             }
         }
         // Somewhere to put the targets that does not already satisfy the goal.
-        if !lay.iter().any(|(r, _)| Some(r.as_str()) != self.receptacle.as_deref() && t.can_contain(r, &self.object)) {
-            return Err(self.err("object", format!("nowhere in this layout to place a {}", self.object)));
+        if !lay.iter().any(|(r, _)| {
+            Some(r.as_str()) != self.receptacle.as_deref() && t.can_contain(r, &self.object)
+        }) {
+            return Err(self.err(
+                "object",
+                format!("nowhere in this layout to place a {}", self.object),
+            ));
         }
         Ok(())
     }
@@ -295,8 +343,18 @@ impl TaskSpec {
     pub fn sentence(&self) -> String {
         let tpl = self.goal.templates()[self.template.min(1) as usize];
         tpl.replace("{o}", &self.object.to_ascii_lowercase())
-            .replace("{r}", &self.receptacle.as_deref().unwrap_or("").to_ascii_lowercase())
-            .replace("{l}", &self.lamp.as_deref().unwrap_or("").to_ascii_lowercase())
+            .replace(
+                "{r}",
+                &self
+                    .receptacle
+                    .as_deref()
+                    .unwrap_or("")
+                    .to_ascii_lowercase(),
+            )
+            .replace(
+                "{l}",
+                &self.lamp.as_deref().unwrap_or("").to_ascii_lowercase(),
+            )
     }
 
     /// The goal as PDDL, as ALFWorld's goal library writes it.
@@ -363,18 +421,28 @@ impl TaskSpec {
             }
         }
         let start = loop {
-            let l = format!("loc_bar_{}_bar_{}_bar_{}_bar_30", loc_int(rng.gen_range(-15..=15)), loc_int(rng.gen_range(-15..=15)), rng.gen_range(0..4));
+            let l = format!(
+                "loc_bar_{}_bar_{}_bar_{}_bar_30",
+                loc_int(rng.gen_range(-15..=15)),
+                loc_int(rng.gen_range(-15..=15)),
+                rng.gen_range(0..4)
+            );
             if used.insert(l.clone()) {
                 break l;
             }
         };
         let holders_for = |obj: &str, exclude: Option<&str>| -> Vec<usize> {
             (0..receps.len())
-                .filter(|&i| t.can_contain(&receps[i].0, obj) && Some(receps[i].0.as_str()) != exclude)
+                .filter(|&i| {
+                    t.can_contain(&receps[i].0, obj) && Some(receps[i].0.as_str()) != exclude
+                })
                 .collect()
         };
         let mut objects: Vec<(String, String, usize)> = Vec::new(); // (type, id, receptacle index)
-        let mut place = |ty: &str, r: usize, rng: &mut ChaCha8Rng, objects: &mut Vec<(String, String, usize)>| {
+        let mut place = |ty: &str,
+                         r: usize,
+                         rng: &mut ChaCha8Rng,
+                         objects: &mut Vec<(String, String, usize)>| {
             let id = loop {
                 let id = entity_id(ty, rng);
                 if used.insert(id.clone()) {
@@ -384,7 +452,8 @@ impl TaskSpec {
             objects.push((ty.to_string(), id, r));
         };
         // Targets, never already where the goal wants them.
-        let mut trng = ChaCha8Rng::seed_from_u64(mix(self.layout_seed, &format!("targets/{}", self.object)));
+        let mut trng =
+            ChaCha8Rng::seed_from_u64(mix(self.layout_seed, &format!("targets/{}", self.object)));
         let holders = holders_for(&self.object, self.receptacle.as_deref());
         for _ in 0..self.targets {
             let r = *holders.choose(&mut trng).expect("validated");
@@ -392,7 +461,9 @@ impl TaskSpec {
         }
         if let Some(l) = &self.lamp {
             let mut lrng = ChaCha8Rng::seed_from_u64(mix(self.layout_seed, &format!("lamp/{l}")));
-            let hs: Vec<usize> = (0..receps.len()).filter(|&i| t.lamp_holders.contains(&receps[i].0)).collect();
+            let hs: Vec<usize> = (0..receps.len())
+                .filter(|&i| t.lamp_holders.contains(&receps[i].0))
+                .collect();
             let r = *hs.choose(&mut lrng).expect("validated");
             place(l, r, &mut lrng, &mut objects);
         }
@@ -401,11 +472,15 @@ impl TaskSpec {
         let kinds: Vec<&String> = room
             .objects
             .iter()
-            .filter(|o| **o != self.object && t.has(o, "pickupable") && !holders_for(o, None).is_empty())
+            .filter(|o| {
+                **o != self.object && t.has(o, "pickupable") && !holders_for(o, None).is_empty()
+            })
             .collect();
         let mut drng = ChaCha8Rng::seed_from_u64(mix(self.layout_seed, "distractors"));
         for _ in 0..self.distractors {
-            let Some(ty) = kinds.choose(&mut drng) else { break };
+            let Some(ty) = kinds.choose(&mut drng) else {
+                break;
+            };
             let hs = holders_for(ty, None);
             let r = *hs.choose(&mut drng).expect("non-empty");
             place(ty, r, &mut drng, &mut objects);
@@ -419,7 +494,11 @@ impl TaskSpec {
         rtypes.sort();
         rtypes.dedup();
         let mut p = String::new();
-        let _ = writeln!(p, "(define (problem gen_{})\n(:domain alfred)\n(:objects\n        agent1 - agent", self.id.replace(|c: char| !c.is_ascii_alphanumeric(), "_"));
+        let _ = writeln!(
+            p,
+            "(define (problem gen_{})\n(:domain alfred)\n(:objects\n        agent1 - agent",
+            self.id.replace(|c: char| !c.is_ascii_alphanumeric(), "_")
+        );
         for o in &otypes {
             let _ = writeln!(p, "        {o}Type - otype");
         }
@@ -445,7 +524,10 @@ impl TaskSpec {
             }
         }
         for (ty, id, loc) in &receps {
-            let _ = writeln!(p, "        (receptacleType {id} {ty}Type)\n        (receptacleAtLocation {id} {loc})");
+            let _ = writeln!(
+                p,
+                "        (receptacleType {id} {ty}Type)\n        (receptacleAtLocation {id} {loc})"
+            );
             if t.is_openable(ty) {
                 let _ = writeln!(p, "        (openable {id})");
             }
@@ -453,14 +535,30 @@ impl TaskSpec {
         let _ = writeln!(p, "        (atLocation agent1 {start})");
         for (ty, id, r) in &objects {
             let _ = writeln!(p, "        (objectType {id} {ty}Type)");
-            for prop in ["pickupable", "isReceptacleObject", "cleanable", "heatable", "coolable", "sliceable", "toggleable"] {
+            for prop in [
+                "pickupable",
+                "isReceptacleObject",
+                "cleanable",
+                "heatable",
+                "coolable",
+                "sliceable",
+                "toggleable",
+            ] {
                 if t.has(ty, prop) {
                     let _ = writeln!(p, "        ({prop} {id})");
                 }
             }
-            let _ = writeln!(p, "        (inReceptacle {id} {})\n        (objectAtLocation {id} {})", receps[*r].1, receps[*r].2);
+            let _ = writeln!(
+                p,
+                "        (inReceptacle {id} {})\n        (objectAtLocation {id} {})",
+                receps[*r].1, receps[*r].2
+            );
         }
-        let _ = writeln!(p, "        )\n        (:goal\n            {}\n        )\n    )", self.goal_pddl());
+        let _ = writeln!(
+            p,
+            "        )\n        (:goal\n            {}\n        )\n    )",
+            self.goal_pddl()
+        );
         Ok(Scene {
             pddl: p,
             sentence: self.sentence(),
@@ -471,7 +569,8 @@ impl TaskSpec {
     pub fn build(&self) -> Result<World, SpecError> {
         let scene = self.scene()?;
         let problem = parse_problem(&scene.pddl).map_err(|e| self.err("goal", e))?;
-        let mut w = World::from_problem(&problem, &scene.sentence).map_err(|e| self.err("goal", e))?;
+        let mut w =
+            World::from_problem(&problem, &scene.sentence).map_err(|e| self.err("goal", e))?;
         w.hint = self.hint.clone();
         Ok(w)
     }

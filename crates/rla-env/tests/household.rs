@@ -1,0 +1,250 @@
+//! Generated tasks, perturbations, batch stepping, and bad input.
+
+use proptest::prelude::*;
+use rla_core::adapt::Direction;
+use rla_env::household::expert::{plan, GoalSpec};
+use rla_env::household::perturb::{apply, check, proposals, retarget, Perturbation};
+use rla_env::household::splits::{eval_tasks, is_held_out, train_tasks, Split, UNSEEN_LAYOUTS};
+use rla_env::household::world::NOTHING_HAPPENS;
+use rla_env::household::{batch::Batch, GameFile, Household, TaskSpec};
+use rla_env::Environment;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/alfworld-traces")
+        .join(name)
+}
+
+#[test]
+fn evaluation_splits_have_alfworld_sizes_and_ood_is_unseen() {
+    let ind = eval_tasks(Split::InDomain);
+    let ood = eval_tasks(Split::Ood);
+    assert_eq!((ind.len(), ood.len()), (140, 134));
+    assert_eq!(eval_tasks(Split::Ood), ood, "splits are fixed");
+    let train = train_tasks(2000, 0);
+    for t in &train {
+        assert!(!UNSEEN_LAYOUTS.contains(&t.layout_seed));
+        let target = t.receptacle.clone().or(t.lamp.clone()).unwrap();
+        assert!(!is_held_out(t.goal, &t.object, &target), "{t:?}");
+    }
+    for t in &ood {
+        assert!(UNSEEN_LAYOUTS.contains(&t.layout_seed));
+        let target = t.receptacle.clone().or(t.lamp.clone()).unwrap();
+        assert!(is_held_out(t.goal, &t.object, &target));
+        assert!(!train.iter().any(|x| x.goal == t.goal
+            && x.object == t.object
+            && x.receptacle == t.receptacle
+            && x.lamp == t.lamp));
+    }
+    // all six goal types and all four rooms appear
+    for split in [&ind, &ood] {
+        let goals: std::collections::HashSet<_> = split.iter().map(|t| t.goal).collect();
+        let rooms: std::collections::HashSet<_> = split.iter().map(|t| t.room).collect();
+        assert_eq!((goals.len(), rooms.len()), (6, 4));
+    }
+}
+
+#[test]
+fn generation_is_deterministic_and_alfworld_shaped() {
+    let t = &eval_tasks(Split::InDomain)[0];
+    assert_eq!(t.scene().unwrap().pddl, t.scene().unwrap().pddl);
+    let w = t.build().unwrap();
+    let mut env = Household::new(Arc::new(w));
+    let intro = env.reset();
+    assert!(intro.starts_with("-= Welcome to TextWorld, ALFRED! =-\n\nYou are in the middle of a room. Looking quickly around you, you see a "));
+    assert!(intro.ends_with(&format!("Your task is to: {}.", t.sentence())));
+    // The exported game file loads back into the same world.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("game.tw-pddl"), t.game_json().unwrap()).unwrap();
+    std::fs::write(dir.path().join("traj_data.json"), t.traj_json()).unwrap();
+    let g = GameFile::load(dir.path()).unwrap();
+    let mut env2 = Household::new(g.world.clone());
+    assert_eq!(env2.reset(), intro);
+    assert_eq!(env2.admissible(), env.admissible());
+    let spec = GoalSpec::from_game(&g).unwrap();
+    assert!(!plan(&g.world, &g.world.initial, &spec).unwrap().is_empty());
+}
+
+#[test]
+fn perturbations_move_difficulty_and_record_parents() {
+    let mut seen_kinds = std::collections::HashSet::new();
+    for t in eval_tasks(Split::InDomain).iter().take(30) {
+        for dir in [Direction::Harder, Direction::Easier] {
+            for (p, c) in proposals(t, dir) {
+                assert_eq!(c.parent.as_deref(), Some(t.id.as_str()));
+                assert_eq!(p.direction(t), dir, "{p:?}");
+                assert!(check(&c).is_ok());
+                seen_kinds.insert(std::mem::discriminant(&p));
+            }
+        }
+    }
+    assert!(seen_kinds.len() >= 6, "{}", seen_kinds.len());
+}
+
+#[test]
+fn distractors_are_added_without_moving_anything() {
+    let t = &eval_tasks(Split::InDomain)[3];
+    let c = apply(t, &Perturbation::AddDistractors { n: 4 }, 1).unwrap();
+    let (a, b) = (t.build().unwrap(), c.build().unwrap());
+    let place = |w: &rla_env::household::World| -> HashMap<String, String> {
+        w.objects
+            .iter()
+            .enumerate()
+            .filter_map(|(i, o)| {
+                w.initial.obj_in[i].map(|r| (o.id.clone(), w.receptacles[r as usize].id.clone()))
+            })
+            .collect()
+    };
+    let (pa, pb) = (place(&a), place(&b));
+    assert_eq!(pb.len(), pa.len() + 4);
+    for (o, r) in &pa {
+        assert_eq!(pb.get(o), Some(r));
+    }
+}
+
+#[test]
+fn hints_name_where_the_object_is() {
+    let t = eval_tasks(Split::InDomain)
+        .into_iter()
+        .find(|t| t.hint.is_none())
+        .unwrap();
+    let c = apply(&t, &Perturbation::AddHint, 1).unwrap();
+    let hint = c.hint.clone().unwrap();
+    assert!(hint.starts_with(&format!("The {} is in the ", t.object.to_ascii_lowercase())));
+    let mut env = Household::new(Arc::new(c.build().unwrap()));
+    assert!(env.reset().ends_with(&hint));
+    // the named receptacle holds a target
+    let recep = hint
+        .trim_end_matches('.')
+        .rsplit("in the ")
+        .next()
+        .unwrap()
+        .to_string();
+    env.step(&format!("go to {recep}"));
+    env.step(&format!("open {recep}"));
+    let seen = env.step(&format!("examine {recep}")).feedback;
+    assert!(seen.contains(&t.object.to_ascii_lowercase()), "{seen}");
+}
+
+#[test]
+fn retarget_checks_the_goal_tokens() {
+    let t = eval_tasks(Split::InDomain)
+        .into_iter()
+        .find(|t| t.goal == rla_env::household::GoalKind::PickAndPlaceSimple)
+        .unwrap();
+    let e = retarget(&t, "Nonsense", "CounterTop", 1).unwrap_err();
+    assert!(e.contains("object"), "{e}");
+    assert!(retarget(&t, &t.object, "Toaster_Nope", 1).is_err());
+}
+
+#[test]
+fn batch_stepping_equals_sequential_stepping() {
+    let tasks = train_tasks(8, 1);
+    let envs: Vec<Household> = tasks
+        .iter()
+        .map(|t| Household::new(Arc::new(t.build().unwrap())))
+        .collect();
+    let mut seq = envs.clone();
+    let mut batch = Batch::new(envs);
+    let obs = batch.reset();
+    for (e, o) in seq.iter_mut().zip(&obs) {
+        assert_eq!(&e.reset(), o);
+    }
+    for step in 0..10 {
+        let adm = batch.admissible();
+        let cmds: Vec<Option<String>> = adm
+            .iter()
+            .map(|a| Some(a[(step * 7) % a.len()].clone()))
+            .collect();
+        let out = batch.step(&cmds);
+        for ((e, c), o) in seq.iter_mut().zip(&cmds).zip(out) {
+            assert_eq!(Some(e.step(c.as_ref().unwrap())), o);
+        }
+    }
+}
+
+#[test]
+fn malformed_game_files_name_the_file_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("game.tw-pddl");
+    std::fs::write(&path, "{not json").unwrap();
+    let e = GameFile::load(&path).unwrap_err().to_string();
+    assert!(e.contains("game.tw-pddl") && e.contains("json"), "{e}");
+
+    let good =
+        std::fs::read_to_string(fixture("00-pick_and_place_simple-kitchen/game.tw-pddl")).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&good).unwrap();
+    v["pddl_problem"] = serde_json::Value::String(
+        v["pddl_problem"]
+            .as_str()
+            .unwrap()
+            .replace("(canContain", "(canHold"),
+    );
+    std::fs::write(&path, v.to_string()).unwrap();
+    let e = GameFile::load(&path).unwrap_err().to_string();
+    assert!(e.contains("pddl_problem") && e.contains("canHold"), "{e}");
+
+    let mut v: serde_json::Value = serde_json::from_str(&good).unwrap();
+    v["grammar"] = serde_json::Value::String("nothing here".into());
+    std::fs::write(&path, v.to_string()).unwrap();
+    let e = GameFile::load(&path).unwrap_err().to_string();
+    assert!(e.contains("grammar"), "{e}");
+
+    std::fs::write(&path, &good).unwrap();
+    std::fs::write(dir.path().join("traj_data.json"), "{\"task_type\": 3}").unwrap();
+    let e = GameFile::load(&path).unwrap_err().to_string();
+    assert!(e.contains("traj_data.json"), "{e}");
+
+    let e = GameFile::load(dir.path().join("missing.tw-pddl"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("missing.tw-pddl"), "{e}");
+}
+
+#[test]
+fn malformed_task_specs_name_the_field() {
+    let e = serde_json::from_str::<TaskSpec>(r#"{"id":"x","room":"kitchen","layout_seed":1,"goal":"pick_and_place_simple","object":"Apple","targets":1,"distractors":0,"step_limit":40,"colour":"red"}"#).unwrap_err();
+    assert!(e.to_string().contains("colour"));
+    let e = serde_json::from_str::<TaskSpec>(r#"{"id":"x","room":"garage","layout_seed":1,"goal":"pick_and_place_simple","object":"Apple","targets":1,"distractors":0,"step_limit":40}"#).unwrap_err();
+    assert!(e.to_string().contains("garage"));
+    let mut t = eval_tasks(Split::InDomain)[0].clone();
+    t.object = "Spaceship".into();
+    assert_eq!(t.build().unwrap_err().field, "object");
+    let mut t = eval_tasks(Split::InDomain)[0].clone();
+    t.targets = 0;
+    assert_eq!(t.build().unwrap_err().field, "targets");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn any_command_gets_an_answer_and_only_admissible_ones_change_anything(cmds in prop::collection::vec(".{0,80}", 1..20), pick in prop::collection::vec(0usize..1000, 1..20)) {
+        let g = GameFile::load(fixture("03-pick_heat_then_place_in_recep-kitchen")).unwrap();
+        let mut env = Household::new(g.world.clone());
+        env.reset();
+        for (c, k) in cmds.iter().zip(pick.iter().cycle()) {
+            // a random string…
+            let adm: Vec<String> = env.admissible().to_vec();
+            let before = env.state().clone();
+            let s = env.step(c);
+            if !adm.iter().any(|a| a == c.trim()) {
+                prop_assert_eq!(s.feedback, NOTHING_HAPPENS);
+                prop_assert_eq!(env.state(), &before);
+            }
+            // …then a random admissible command, with padding
+            let adm: Vec<String> = env.admissible().to_vec();
+            let a = &adm[k % adm.len()];
+            let s = env.step(&format!("  {a} "));
+            prop_assert!(s.feedback != NOTHING_HAPPENS || a.starts_with("go to") || a == "look" || a == "help");
+            // invariants: a held object is in no receptacle and at no location
+            if let Some(h) = env.state().held {
+                prop_assert!(env.state().obj_in[h as usize].is_none());
+                prop_assert!(env.state().obj_at[h as usize].is_none());
+            }
+        }
+    }
+}
