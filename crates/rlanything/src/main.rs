@@ -1,5 +1,6 @@
 //! `rlanything`: the command-line program of RLAnything.
 
+mod env_cmd;
 mod quickstart;
 mod theory_cmd;
 
@@ -18,6 +19,9 @@ struct Cli {
 enum Command {
     /// Run the main job end to end on this machine with default settings.
     Quickstart(quickstart::Args),
+    /// The household environment: replay traces, benchmark, generate tasks, solve, play.
+    #[command(subcommand)]
+    Env(env_cmd::EnvCmd),
     /// Print the Theorem 1 table: bound and ideal-judge precision for μ and m.
     Theory(theory_cmd::Args),
 }
@@ -40,5 +44,6 @@ fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Quickstart(a) => quickstart::run(a),
         Command::Theory(a) => theory_cmd::run(a),
+        Command::Env(c) => env_cmd::run(c),
     }
 }

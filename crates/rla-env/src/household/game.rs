@@ -142,6 +142,11 @@ impl Household {
         }
     }
 
+    /// A new environment for a generated task, with the task's step limit.
+    pub fn from_task(task: &super::task::TaskSpec) -> Result<Self, super::task::SpecError> {
+        Ok(Household::new(Arc::new(task.build()?)).with_step_limit(task.step_limit))
+    }
+
     /// Sets a step limit: the episode is `done` after that many steps.
     pub fn with_step_limit(mut self, limit: usize) -> Self {
         self.max_steps = Some(limit);

@@ -1,0 +1,207 @@
+//! `rlanything env …`: the household environment from the command line.
+
+use anyhow::{bail, Context, Result};
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use rla_env::household::expert::{plan, GoalSpec};
+use rla_env::household::splits::{eval_tasks, train_tasks, Split};
+use rla_env::household::trace::replay_dir;
+use rla_env::household::{GameFile, Household};
+use rla_env::Environment;
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+use std::time::Instant;
+
+#[derive(clap::Subcommand)]
+pub enum EnvCmd {
+    /// Replay traces recorded from ALFWorld's engine and report every difference.
+    Replay {
+        /// A folder of game folders (each with game.tw-pddl, traj_data.json, trace-*.jsonl).
+        dir: PathBuf,
+    },
+    /// Step one environment with random admissible commands and print steps per second.
+    Bench {
+        /// A game folder or game.tw-pddl file.
+        game: PathBuf,
+        /// Number of steps.
+        #[arg(long, default_value_t = 1_000_000)]
+        steps: usize,
+        /// Seed of the random commands.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+    },
+    /// Write generated tasks as ALFWorld game folders (game.tw-pddl, traj_data.json, task.json).
+    Generate {
+        /// Which tasks: in-domain or ood (the fixed evaluation splits) or train.
+        #[arg(long, value_enum, default_value = "in-domain")]
+        split: SplitArg,
+        /// Number of training tasks (train only).
+        #[arg(long, default_value_t = 16)]
+        n: usize,
+        /// Seed of the training tasks (train only).
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// Output folder.
+        #[arg(long)]
+        out: PathBuf,
+    },
+    /// Print the expert's shortest plan for a game.
+    Solve {
+        /// A game folder or game.tw-pddl file (with traj_data.json beside it).
+        game: PathBuf,
+    },
+    /// Play a game by typing commands (reads standard input).
+    Play {
+        /// A game folder or game.tw-pddl file.
+        game: PathBuf,
+    },
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum SplitArg {
+    InDomain,
+    Ood,
+    Train,
+}
+
+pub fn run(cmd: EnvCmd) -> Result<()> {
+    match cmd {
+        EnvCmd::Replay { dir } => replay(dir),
+        EnvCmd::Bench { game, steps, seed } => bench(game, steps, seed),
+        EnvCmd::Generate {
+            split,
+            n,
+            seed,
+            out,
+        } => generate(split, n, seed, out),
+        EnvCmd::Solve { game } => solve(game),
+        EnvCmd::Play { game } => play(game),
+    }
+}
+
+fn replay(dir: PathBuf) -> Result<()> {
+    let reports = replay_dir(&dir)?;
+    let (mut passed, mut failed) = (0, 0);
+    for r in &reports {
+        if r.mismatches.is_empty() {
+            passed += 1;
+        } else {
+            failed += 1;
+            for m in &r.mismatches {
+                println!("MISMATCH {}", m.to_string().replace('\n', " | "));
+            }
+        }
+    }
+    println!("{passed} passed, {failed} failed");
+    if failed > 0 {
+        std::process::exit(1);
+    }
+    Ok(())
+}
+
+/// Steps per second of random play with the admissible list computed every step.
+pub fn measure(game: &GameFile, steps: usize, seed: u64) -> (f64, usize) {
+    let mut env = Household::new(game.world.clone());
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    env.reset();
+    let mut episodes = 1;
+    let t = Instant::now();
+    for _ in 0..steps {
+        let cmd = env
+            .admissible()
+            .choose(&mut rng)
+            .expect("never empty")
+            .clone();
+        if env.step(&cmd).done {
+            env.reset();
+            episodes += 1;
+        }
+    }
+    (steps as f64 / t.elapsed().as_secs_f64(), episodes)
+}
+
+fn bench(game: PathBuf, steps: usize, seed: u64) -> Result<()> {
+    if steps == 0 {
+        bail!("--steps must be at least 1");
+    }
+    let g = GameFile::load(&game)?;
+    let (sps, episodes) = measure(&g, steps, seed);
+    println!(
+        "{}: {} receptacles, {} objects; {steps} random admissible steps ({episodes} episodes) on one core",
+        g.path.display(),
+        g.world.receptacles.len(),
+        g.world.objects.iter().filter(|o| o.otype.is_some()).count()
+    );
+    println!("{sps:.0} steps/s (admissible commands computed every step)");
+    Ok(())
+}
+
+fn write_atomic(path: &std::path::Path, text: &str) -> Result<()> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))?;
+    Ok(())
+}
+
+fn generate(split: SplitArg, n: usize, seed: u64, out: PathBuf) -> Result<()> {
+    let tasks = match split {
+        SplitArg::InDomain => eval_tasks(Split::InDomain),
+        SplitArg::Ood => eval_tasks(Split::Ood),
+        SplitArg::Train => train_tasks(n, seed),
+    };
+    for t in &tasks {
+        let dir = out.join(format!("{}-{}-{}", t.id, t.goal.as_str(), t.room.as_str()));
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        write_atomic(&dir.join("game.tw-pddl"), &t.game_json()?)?;
+        write_atomic(&dir.join("traj_data.json"), &t.traj_json())?;
+        write_atomic(&dir.join("task.json"), &serde_json::to_string_pretty(t)?)?;
+    }
+    println!("wrote {} games to {}", tasks.len(), out.display());
+    Ok(())
+}
+
+fn solve(game: PathBuf) -> Result<()> {
+    let g = GameFile::load(&game)?;
+    let spec = GoalSpec::from_game(&g).map_err(anyhow::Error::msg)?;
+    let p = plan(&g.world, &g.world.initial, &spec).context("the expert found no plan")?;
+    let mut st = g.world.initial.clone();
+    let mut list = Vec::new();
+    for a in p {
+        g.world.actions(&st, &mut list);
+        let cmd = &list
+            .iter()
+            .find(|(_, b)| *b == a)
+            .expect("planned actions are admissible")
+            .0;
+        println!("{cmd}");
+        g.world.apply(&mut st, a);
+    }
+    Ok(())
+}
+
+fn play(game: PathBuf) -> Result<()> {
+    let g = GameFile::load(&game)?;
+    let mut env = Household::new(g.world.clone());
+    println!("{}", env.reset());
+    let stdin = std::io::stdin();
+    let mut out = std::io::stdout();
+    print!("> ");
+    out.flush()?;
+    for line in stdin.lock().lines() {
+        let line = line?;
+        if line.trim() == "admissible" {
+            println!("{}", env.admissible().join("\n"));
+        } else {
+            let s = env.step(&line);
+            println!("{}", s.feedback);
+            if s.done {
+                println!("(won)");
+                return Ok(());
+            }
+        }
+        print!("> ");
+        out.flush()?;
+    }
+    Ok(())
+}
