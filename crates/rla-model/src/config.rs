@@ -1,0 +1,214 @@
+//! Hugging Face `config.json` for the Qwen2 and Qwen3 architectures.
+
+use crate::ModelError;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// The supported architectures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Arch {
+    /// `Qwen2ForCausalLM`: q/k/v biases.
+    Qwen2,
+    /// `Qwen3ForCausalLM`: per-head RMSNorm on q and k, explicit `head_dim`.
+    Qwen3,
+}
+
+impl Arch {
+    /// The class name in `architectures`.
+    pub fn class_name(self) -> &'static str {
+        match self {
+            Arch::Qwen2 => "Qwen2ForCausalLM",
+            Arch::Qwen3 => "Qwen3ForCausalLM",
+        }
+    }
+}
+
+fn default_eps() -> f64 {
+    1e-6
+}
+fn default_theta() -> f64 {
+    10_000.0
+}
+fn default_max_pos() -> usize {
+    32_768
+}
+
+/// A model configuration, read from and written to `config.json`. Keys this project does not use
+/// are kept, so a saved checkpoint carries them on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelConfig {
+    /// Model class names; the first supported one decides the architecture.
+    pub architectures: Vec<String>,
+    /// Vocabulary size.
+    pub vocab_size: usize,
+    /// Width of the residual stream.
+    pub hidden_size: usize,
+    /// Width of the MLP.
+    pub intermediate_size: usize,
+    /// Number of transformer blocks.
+    pub num_hidden_layers: usize,
+    /// Query heads.
+    pub num_attention_heads: usize,
+    /// Key/value heads (grouped-query attention); defaults to the query heads.
+    #[serde(default)]
+    pub num_key_value_heads: Option<usize>,
+    /// Per-head width; defaults to `hidden_size / num_attention_heads`.
+    #[serde(default)]
+    pub head_dim: Option<usize>,
+    /// RMSNorm epsilon.
+    #[serde(default = "default_eps")]
+    pub rms_norm_eps: f64,
+    /// Rotary base θ.
+    #[serde(default = "default_theta")]
+    pub rope_theta: f64,
+    /// Longest position.
+    #[serde(default = "default_max_pos")]
+    pub max_position_embeddings: usize,
+    /// Whether the output projection shares the embedding matrix.
+    #[serde(default)]
+    pub tie_word_embeddings: bool,
+    /// Whether q/k/v/o projections have biases (Qwen3; Qwen2 always has q/k/v biases).
+    #[serde(default)]
+    pub attention_bias: Option<bool>,
+    /// The dtype the weights were saved in.
+    #[serde(default)]
+    pub torch_dtype: Option<String>,
+    /// Every other key, kept as it was.
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, serde_json::Value>,
+}
+
+impl ModelConfig {
+    /// Reads and checks `config.json`.
+    pub fn load(path: &Path) -> Result<ModelConfig, ModelError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ModelError::io(path, e))?;
+        let cfg: ModelConfig = serde_json::from_str(&text)
+            .map_err(|e| ModelError::invalid(path, "config.json", e.to_string()))?;
+        cfg.validate()
+            .map_err(|m| ModelError::invalid(path, "config.json", m))?;
+        Ok(cfg)
+    }
+
+    /// The architecture, or an error naming the unsupported classes.
+    pub fn arch(&self) -> Result<Arch, String> {
+        for a in &self.architectures {
+            match a.as_str() {
+                "Qwen2ForCausalLM" => return Ok(Arch::Qwen2),
+                "Qwen3ForCausalLM" => return Ok(Arch::Qwen3),
+                _ => {}
+            }
+        }
+        Err(format!(
+            "unsupported architecture {:?}; supported: Qwen2ForCausalLM, Qwen3ForCausalLM",
+            self.architectures
+        ))
+    }
+
+    /// Key/value heads.
+    pub fn kv_heads(&self) -> usize {
+        self.num_key_value_heads.unwrap_or(self.num_attention_heads)
+    }
+
+    /// Per-head width.
+    pub fn head_dim(&self) -> usize {
+        self.head_dim
+            .unwrap_or(self.hidden_size / self.num_attention_heads.max(1))
+    }
+
+    /// Whether q/k/v carry biases.
+    pub fn qkv_bias(&self) -> bool {
+        match self.arch() {
+            Ok(Arch::Qwen2) => true,
+            _ => self.attention_bias.unwrap_or(false),
+        }
+    }
+
+    /// Whether o_proj carries a bias.
+    pub fn o_bias(&self) -> bool {
+        matches!(self.arch(), Ok(Arch::Qwen3)) && self.attention_bias.unwrap_or(false)
+    }
+
+    /// Checks the shape parameters.
+    pub fn validate(&self) -> Result<(), String> {
+        self.arch()?;
+        for (k, v) in [
+            ("vocab_size", self.vocab_size),
+            ("hidden_size", self.hidden_size),
+            ("intermediate_size", self.intermediate_size),
+            ("num_hidden_layers", self.num_hidden_layers),
+            ("num_attention_heads", self.num_attention_heads),
+        ] {
+            if v == 0 {
+                return Err(format!("{k} must be positive"));
+            }
+        }
+        if self.kv_heads() == 0 || self.num_attention_heads % self.kv_heads() != 0 {
+            return Err(format!(
+                "num_attention_heads = {} must be a multiple of num_key_value_heads = {}",
+                self.num_attention_heads,
+                self.kv_heads()
+            ));
+        }
+        if self.head_dim() % 2 != 0 || self.head_dim() == 0 {
+            return Err(format!(
+                "head_dim = {} must be even and positive",
+                self.head_dim()
+            ));
+        }
+        if self.head_dim.is_none() && self.hidden_size % self.num_attention_heads != 0 {
+            return Err("hidden_size must be a multiple of num_attention_heads".into());
+        }
+        Ok(())
+    }
+
+    /// A tiny configuration for models trained from scratch.
+    pub fn tiny(
+        arch: Arch,
+        vocab_size: usize,
+        hidden: usize,
+        layers: usize,
+        heads: usize,
+        kv_heads: usize,
+    ) -> ModelConfig {
+        ModelConfig {
+            architectures: vec![arch.class_name().to_string()],
+            vocab_size,
+            hidden_size: hidden,
+            intermediate_size: hidden * 3,
+            num_hidden_layers: layers,
+            num_attention_heads: heads,
+            num_key_value_heads: Some(kv_heads),
+            head_dim: Some(hidden / heads),
+            rms_norm_eps: 1e-6,
+            rope_theta: 10_000.0,
+            max_position_embeddings: 4096,
+            tie_word_embeddings: true,
+            attention_bias: Some(false),
+            torch_dtype: Some("float32".into()),
+            extra: serde_json::Map::new(),
+        }
+    }
+
+    /// Number of parameters.
+    pub fn num_params(&self) -> usize {
+        let (h, i, l, v) = (
+            self.hidden_size,
+            self.intermediate_size,
+            self.num_hidden_layers,
+            self.vocab_size,
+        );
+        let (q, kv) = (
+            self.num_attention_heads * self.head_dim(),
+            self.kv_heads() * self.head_dim(),
+        );
+        let attn = h * q + 2 * h * kv + q * h + if self.qkv_bias() { q + 2 * kv } else { 0 };
+        let norms = 2 * h
+            + if matches!(self.arch(), Ok(Arch::Qwen3)) {
+                2 * self.head_dim()
+            } else {
+                0
+            };
+        let per_layer = attn + 3 * h * i + norms;
+        v * h + l * per_layer + h + if self.tie_word_embeddings { 0 } else { v * h }
+    }
+}

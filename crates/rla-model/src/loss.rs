@@ -1,0 +1,63 @@
+//! Training objectives on tensors, with the core crate's definitions
+//! ([`rla_core::ppo`]): PPO-clip with the log-ratio clamp, the k3 KL estimate, token-mean then
+//! sequence-mean; and the supervised (SFT) negative log-likelihood.
+
+use crate::model::{acc_dtype, log_softmax_last, Result, Transformer};
+use candle_core::{Tensor, D};
+use rla_core::ppo::PpoConfig;
+
+/// Log-probabilities `[B, L]` the model gives `targets[b, t]` after `ids[b, ..=t]`.
+///
+/// Rows are right-padded: padding after a row's end changes nothing before it (causal attention).
+pub fn token_logprobs(model: &Transformer, ids: &Tensor, targets: &Tensor) -> Result<Tensor> {
+    let (b, l) = ids.dims2()?;
+    let pos = Tensor::arange(0u32, l as u32, ids.device())?
+        .unsqueeze(0)?
+        .broadcast_as((b, l))?
+        .contiguous()?;
+    let logits = model.forward(ids, &pos, None, None)?;
+    let logits = logits.to_dtype(acc_dtype(logits.dtype()))?;
+    let lp = log_softmax_last(&logits)?;
+    lp.gather(&targets.unsqueeze(2)?, D::Minus1)?.squeeze(2)
+}
+
+fn masked_sequence_mean(x: &Tensor, mask: &Tensor) -> Result<Tensor> {
+    // token mean within each sequence, then the mean over sequences
+    let per_seq = (x * mask)?
+        .sum(1)?
+        .broadcast_div(&mask.sum(1)?.clamp(1.0, f64::INFINITY)?)?;
+    per_seq.mean_all()
+}
+
+/// The PPO-clip loss (plus β·k3 KL when `logp_ref` is given), averaged over response tokens of
+/// each sequence and then over sequences. `advantages` is `[B]`, broadcast over the tokens;
+/// `mask` `[B, L]` is 1 on response tokens.
+pub fn ppo_loss(
+    logp: &Tensor,
+    logp_old: &Tensor,
+    logp_ref: Option<&Tensor>,
+    advantages: &Tensor,
+    mask: &Tensor,
+    cfg: &PpoConfig,
+) -> Result<Tensor> {
+    let c = cfg.log_ratio_clamp;
+    let ratio = (logp - logp_old)?.clamp(-c, c)?.exp()?;
+    let adv = advantages.unsqueeze(1)?;
+    let unclipped = ratio.broadcast_mul(&adv)?;
+    let clipped = ratio
+        .clamp(1.0 - cfg.clip_eps, 1.0 + cfg.clip_eps)?
+        .broadcast_mul(&adv)?;
+    let mut per_tok = unclipped.minimum(&clipped)?.neg()?;
+    if let (Some(r), true) = (logp_ref, cfg.kl_beta > 0.0) {
+        let q = (r - logp)?;
+        let k3 = ((q.exp()? - &q)? - 1.0)?;
+        per_tok = (per_tok + (k3 * cfg.kl_beta)?)?;
+    }
+    masked_sequence_mean(&per_tok, mask)
+}
+
+/// Supervised loss: the negative log-likelihood of the response tokens, token-mean within each
+/// sequence, then the mean over sequences.
+pub fn sft_loss(logp: &Tensor, mask: &Tensor) -> Result<Tensor> {
+    masked_sequence_mean(&logp.neg()?, mask)
+}

@@ -1,0 +1,562 @@
+//! A decoder-only transformer of the Qwen2 / Qwen3 architectures, written only with candle ops
+//! that carry gradients: a plain RMSNorm, a plain rotary embedding (rotate-half), `exp`/`sum`
+//! softmax, grouped-query attention, SwiGLU, optional q/k/v biases (Qwen2), per-head q/k norms
+//! (Qwen3), tied or untied embeddings, and optional LoRA adapters on every projection.
+
+use crate::config::{Arch, ModelConfig};
+use crate::ModelError;
+use candle_core::{DType, Device, Tensor, Var, D};
+use std::collections::BTreeMap;
+
+/// Result type of tensor code.
+pub type Result<T> = std::result::Result<T, candle_core::Error>;
+
+/// A LoRA adapter `W + (α/r)·B·A` on one projection.
+#[derive(Debug, Clone)]
+pub struct Lora {
+    /// `A`: `[r, in]`.
+    pub a: Tensor,
+    /// `B`: `[out, r]`, zero at initialisation.
+    pub b: Tensor,
+    /// `α / r`.
+    pub scale: f64,
+}
+
+/// A linear projection `y = x·Wᵀ + b`, with an optional LoRA adapter.
+#[derive(Debug, Clone)]
+pub struct Linear {
+    /// `[out, in]`.
+    pub w: Tensor,
+    /// `[out]`.
+    pub b: Option<Tensor>,
+    /// Adapter, if any.
+    pub lora: Option<Lora>,
+}
+
+impl Linear {
+    /// Applies the projection to `[…, in]`.
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let mut y = x.broadcast_matmul(&self.w.t()?)?;
+        if let Some(b) = &self.b {
+            y = y.broadcast_add(b)?;
+        }
+        if let Some(l) = &self.lora {
+            let d = x.broadcast_matmul(&l.a.t()?)?.broadcast_matmul(&l.b.t()?)?;
+            y = (y + (d * l.scale)?)?;
+        }
+        Ok(y)
+    }
+}
+
+/// The dtype reductions run in: f64 for f64 models, f32 otherwise.
+pub fn acc_dtype(d: DType) -> DType {
+    if d == DType::F64 {
+        DType::F64
+    } else {
+        DType::F32
+    }
+}
+
+/// RMSNorm from plain ops: `x / sqrt(mean(x²) + ε) · w`, computed in f32 (f64 for f64 models).
+pub fn rms_norm(x: &Tensor, w: &Tensor, eps: f64) -> Result<Tensor> {
+    let dtype = x.dtype();
+    let xf = x.to_dtype(acc_dtype(dtype))?;
+    let ms = xf.sqr()?.mean_keepdim(D::Minus1)?;
+    let y = xf.broadcast_div(&(ms + eps)?.sqrt()?)?;
+    y.to_dtype(dtype)?.broadcast_mul(w)
+}
+
+/// Softmax over the last dimension from plain ops (the maximum is subtracted for stability).
+pub fn softmax_last(x: &Tensor) -> Result<Tensor> {
+    let max = x.max_keepdim(D::Minus1)?.detach();
+    let e = x.broadcast_sub(&max)?.exp()?;
+    e.broadcast_div(&e.sum_keepdim(D::Minus1)?)
+}
+
+/// Log-softmax over the last dimension from plain ops.
+pub fn log_softmax_last(x: &Tensor) -> Result<Tensor> {
+    let max = x.max_keepdim(D::Minus1)?.detach();
+    let shifted = x.broadcast_sub(&max)?;
+    let lse = shifted.exp()?.sum_keepdim(D::Minus1)?.log()?;
+    shifted.broadcast_sub(&lse)
+}
+
+fn rotate_half(x: &Tensor) -> Result<Tensor> {
+    let d = x.dim(D::Minus1)?;
+    let x1 = x.narrow(D::Minus1, 0, d / 2)?;
+    let x2 = x.narrow(D::Minus1, d / 2, d / 2)?;
+    Tensor::cat(&[&x2.neg()?, &x1], D::Minus1)
+}
+
+/// One transformer block.
+#[derive(Debug, Clone)]
+pub struct Block {
+    /// Projections.
+    pub q: Linear,
+    /// .
+    pub k: Linear,
+    /// .
+    pub v: Linear,
+    /// .
+    pub o: Linear,
+    /// Qwen3's per-head norms.
+    pub q_norm: Option<Tensor>,
+    /// .
+    pub k_norm: Option<Tensor>,
+    /// SwiGLU.
+    pub gate: Linear,
+    /// .
+    pub up: Linear,
+    /// .
+    pub down: Linear,
+    /// Pre-attention norm.
+    pub ln1: Tensor,
+    /// Pre-MLP norm.
+    pub ln2: Tensor,
+}
+
+/// Cached keys and values of every block, `[B, kv_heads, S, head_dim]`.
+#[derive(Debug, Clone, Default)]
+pub struct KvCache {
+    /// Per block.
+    pub layers: Vec<Option<(Tensor, Tensor)>>,
+}
+
+impl KvCache {
+    /// Cached length.
+    pub fn len(&self) -> usize {
+        self.layers
+            .first()
+            .and_then(|l| l.as_ref())
+            .map(|(k, _)| k.dim(2).unwrap_or(0))
+            .unwrap_or(0)
+    }
+
+    /// Whether nothing is cached.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Keeps the rows `idx` (in that order, repeats allowed): m samples share one prefill.
+    pub fn select_rows(&self, idx: &[u32]) -> Result<KvCache> {
+        let mut out = Vec::with_capacity(self.layers.len());
+        for l in &self.layers {
+            out.push(match l {
+                Some((k, v)) => {
+                    let i = Tensor::new(idx, k.device())?;
+                    Some((k.index_select(&i, 0)?, v.index_select(&i, 0)?))
+                }
+                None => None,
+            });
+        }
+        Ok(KvCache { layers: out })
+    }
+}
+
+/// The transformer.
+#[derive(Debug, Clone)]
+pub struct Transformer {
+    /// Its configuration.
+    pub cfg: ModelConfig,
+    /// Architecture.
+    pub arch: Arch,
+    /// `[vocab, hidden]`.
+    pub embed: Tensor,
+    /// Blocks.
+    pub blocks: Vec<Block>,
+    /// Final norm.
+    pub norm: Tensor,
+    /// Untied output projection.
+    pub lm_head: Option<Tensor>,
+    /// Rotary inverse frequencies `[head_dim/2]` (f32).
+    inv_freq: Tensor,
+    /// Device.
+    pub device: Device,
+    /// Compute dtype.
+    pub dtype: DType,
+}
+
+/// The HF names of the tensors of block `i`.
+pub fn block_names(cfg: &ModelConfig, i: usize) -> Vec<String> {
+    let p = format!("model.layers.{i}");
+    let mut v = vec![
+        format!("{p}.self_attn.q_proj.weight"),
+        format!("{p}.self_attn.k_proj.weight"),
+        format!("{p}.self_attn.v_proj.weight"),
+        format!("{p}.self_attn.o_proj.weight"),
+        format!("{p}.mlp.gate_proj.weight"),
+        format!("{p}.mlp.up_proj.weight"),
+        format!("{p}.mlp.down_proj.weight"),
+        format!("{p}.input_layernorm.weight"),
+        format!("{p}.post_attention_layernorm.weight"),
+    ];
+    if cfg.qkv_bias() {
+        for n in ["q", "k", "v"] {
+            v.push(format!("{p}.self_attn.{n}_proj.bias"));
+        }
+    }
+    if cfg.o_bias() {
+        v.push(format!("{p}.self_attn.o_proj.bias"));
+    }
+    if matches!(cfg.arch(), Ok(Arch::Qwen3)) {
+        v.push(format!("{p}.self_attn.q_norm.weight"));
+        v.push(format!("{p}.self_attn.k_norm.weight"));
+    }
+    v
+}
+
+/// Every tensor name of a configuration with its shape, in a fixed order.
+pub fn tensor_shapes(cfg: &ModelConfig) -> Vec<(String, Vec<usize>)> {
+    let (h, i, v) = (cfg.hidden_size, cfg.intermediate_size, cfg.vocab_size);
+    let (q, kv, hd) = (
+        cfg.num_attention_heads * cfg.head_dim(),
+        cfg.kv_heads() * cfg.head_dim(),
+        cfg.head_dim(),
+    );
+    let mut out = vec![("model.embed_tokens.weight".to_string(), vec![v, h])];
+    for l in 0..cfg.num_hidden_layers {
+        for n in block_names(cfg, l) {
+            let shape = if n.ends_with("q_proj.weight") {
+                vec![q, h]
+            } else if n.ends_with("k_proj.weight") || n.ends_with("v_proj.weight") {
+                vec![kv, h]
+            } else if n.ends_with("o_proj.weight") {
+                vec![h, q]
+            } else if n.ends_with("gate_proj.weight") || n.ends_with("up_proj.weight") {
+                vec![i, h]
+            } else if n.ends_with("down_proj.weight") {
+                vec![h, i]
+            } else if n.ends_with("q_proj.bias") {
+                vec![q]
+            } else if n.ends_with("k_proj.bias") || n.ends_with("v_proj.bias") {
+                vec![kv]
+            } else if n.ends_with("o_proj.bias") || n.ends_with("layernorm.weight") {
+                vec![h]
+            } else {
+                vec![hd] // q_norm / k_norm
+            };
+            out.push((n, shape));
+        }
+    }
+    out.push(("model.norm.weight".to_string(), vec![h]));
+    if !cfg.tie_word_embeddings {
+        out.push(("lm_head.weight".to_string(), vec![v, h]));
+    }
+    out
+}
+
+impl Transformer {
+    /// Builds the model from named tensors (HF names), already on `device` in `dtype`.
+    pub fn from_tensors(
+        cfg: &ModelConfig,
+        t: &BTreeMap<String, Tensor>,
+        device: &Device,
+        dtype: DType,
+    ) -> std::result::Result<Self, ModelError> {
+        let arch = cfg.arch().map_err(ModelError::Config)?;
+        for (name, shape) in tensor_shapes(cfg) {
+            let x = t
+                .get(&name)
+                .ok_or_else(|| ModelError::MissingTensor(name.clone()))?;
+            if x.dims() != shape.as_slice() {
+                return Err(ModelError::Shape {
+                    name,
+                    expected: shape,
+                    found: x.dims().to_vec(),
+                });
+            }
+        }
+        let get = |n: &str| t[n].clone();
+        let opt = |n: &str| t.get(n).cloned();
+        let lin = |p: &str, bias: bool| Linear {
+            w: get(&format!("{p}.weight")),
+            b: if bias {
+                opt(&format!("{p}.bias"))
+            } else {
+                None
+            },
+            lora: None,
+        };
+        let mut blocks = Vec::new();
+        for l in 0..cfg.num_hidden_layers {
+            let p = format!("model.layers.{l}");
+            blocks.push(Block {
+                q: lin(&format!("{p}.self_attn.q_proj"), cfg.qkv_bias()),
+                k: lin(&format!("{p}.self_attn.k_proj"), cfg.qkv_bias()),
+                v: lin(&format!("{p}.self_attn.v_proj"), cfg.qkv_bias()),
+                o: lin(&format!("{p}.self_attn.o_proj"), cfg.o_bias()),
+                q_norm: opt(&format!("{p}.self_attn.q_norm.weight")),
+                k_norm: opt(&format!("{p}.self_attn.k_norm.weight")),
+                gate: lin(&format!("{p}.mlp.gate_proj"), false),
+                up: lin(&format!("{p}.mlp.up_proj"), false),
+                down: lin(&format!("{p}.mlp.down_proj"), false),
+                ln1: get(&format!("{p}.input_layernorm.weight")),
+                ln2: get(&format!("{p}.post_attention_layernorm.weight")),
+            });
+        }
+        let hd = cfg.head_dim();
+        let inv: Vec<f32> = (0..hd / 2)
+            .map(|i| (1.0 / cfg.rope_theta.powf(2.0 * i as f64 / hd as f64)) as f32)
+            .collect();
+        Ok(Transformer {
+            cfg: cfg.clone(),
+            arch,
+            embed: get("model.embed_tokens.weight"),
+            blocks,
+            norm: get("model.norm.weight"),
+            lm_head: if cfg.tie_word_embeddings {
+                None
+            } else {
+                Some(get("lm_head.weight"))
+            },
+            inv_freq: Tensor::from_vec(inv, hd / 2, device)?,
+            device: device.clone(),
+            dtype,
+        })
+    }
+
+    /// Every tensor with its HF name (adapters excluded).
+    pub fn named_tensors(&self) -> BTreeMap<String, Tensor> {
+        let mut m = BTreeMap::new();
+        m.insert("model.embed_tokens.weight".into(), self.embed.clone());
+        for (l, b) in self.blocks.iter().enumerate() {
+            let p = format!("model.layers.{l}");
+            let mut lin = |n: &str, x: &Linear| {
+                m.insert(format!("{p}.{n}.weight"), x.w.clone());
+                if let Some(bias) = &x.b {
+                    m.insert(format!("{p}.{n}.bias"), bias.clone());
+                }
+            };
+            lin("self_attn.q_proj", &b.q);
+            lin("self_attn.k_proj", &b.k);
+            lin("self_attn.v_proj", &b.v);
+            lin("self_attn.o_proj", &b.o);
+            lin("mlp.gate_proj", &b.gate);
+            lin("mlp.up_proj", &b.up);
+            lin("mlp.down_proj", &b.down);
+            m.insert(format!("{p}.input_layernorm.weight"), b.ln1.clone());
+            m.insert(
+                format!("{p}.post_attention_layernorm.weight"),
+                b.ln2.clone(),
+            );
+            if let Some(q) = &b.q_norm {
+                m.insert(format!("{p}.self_attn.q_norm.weight"), q.clone());
+            }
+            if let Some(k) = &b.k_norm {
+                m.insert(format!("{p}.self_attn.k_norm.weight"), k.clone());
+            }
+        }
+        m.insert("model.norm.weight".into(), self.norm.clone());
+        if let Some(h) = &self.lm_head {
+            m.insert("lm_head.weight".into(), h.clone());
+        }
+        m
+    }
+
+    /// Mutable access to every projection with its HF module path (for LoRA).
+    pub fn projections_mut(&mut self) -> Vec<(String, &mut Linear)> {
+        let mut v = Vec::new();
+        for (l, b) in self.blocks.iter_mut().enumerate() {
+            let p = format!("model.layers.{l}");
+            v.push((format!("{p}.self_attn.q_proj"), &mut b.q));
+            v.push((format!("{p}.self_attn.k_proj"), &mut b.k));
+            v.push((format!("{p}.self_attn.v_proj"), &mut b.v));
+            v.push((format!("{p}.self_attn.o_proj"), &mut b.o));
+            v.push((format!("{p}.mlp.gate_proj"), &mut b.gate));
+            v.push((format!("{p}.mlp.up_proj"), &mut b.up));
+            v.push((format!("{p}.mlp.down_proj"), &mut b.down));
+        }
+        v
+    }
+
+    /// Makes every base tensor a trainable variable and returns them with their names. The
+    /// model's tensors become the variables' tensors, so optimiser updates are seen at once.
+    pub fn make_trainable(&mut self) -> Result<Vec<(String, Var)>> {
+        let named = self.named_tensors();
+        let mut vars: BTreeMap<String, Var> = BTreeMap::new();
+        for (n, t) in named {
+            vars.insert(n, Var::from_tensor(&t)?);
+        }
+        let v = |n: &str| vars[n].as_tensor().clone();
+        self.embed = v("model.embed_tokens.weight");
+        self.norm = v("model.norm.weight");
+        if self.lm_head.is_some() {
+            self.lm_head = Some(v("lm_head.weight"));
+        }
+        for (l, b) in self.blocks.iter_mut().enumerate() {
+            let p = format!("model.layers.{l}");
+            for (n, x) in [
+                ("self_attn.q_proj", &mut b.q),
+                ("self_attn.k_proj", &mut b.k),
+                ("self_attn.v_proj", &mut b.v),
+                ("self_attn.o_proj", &mut b.o),
+                ("mlp.gate_proj", &mut b.gate),
+                ("mlp.up_proj", &mut b.up),
+                ("mlp.down_proj", &mut b.down),
+            ] {
+                x.w = v(&format!("{p}.{n}.weight"));
+                if x.b.is_some() {
+                    x.b = Some(v(&format!("{p}.{n}.bias")));
+                }
+            }
+            b.ln1 = v(&format!("{p}.input_layernorm.weight"));
+            b.ln2 = v(&format!("{p}.post_attention_layernorm.weight"));
+            if b.q_norm.is_some() {
+                b.q_norm = Some(v(&format!("{p}.self_attn.q_norm.weight")));
+                b.k_norm = Some(v(&format!("{p}.self_attn.k_norm.weight")));
+            }
+        }
+        Ok(vars.into_iter().collect())
+    }
+
+    fn rope(&self, positions: &Tensor) -> Result<(Tensor, Tensor)> {
+        // positions [B, T] → angles [B, 1, T, head_dim]
+        let p = positions.to_dtype(DType::F32)?.unsqueeze(2)?;
+        let f = p.broadcast_mul(&self.inv_freq.reshape((1, 1, ()))?)?;
+        let f = Tensor::cat(&[&f, &f], D::Minus1)?.unsqueeze(1)?;
+        Ok((
+            f.cos()?.to_dtype(self.dtype)?,
+            f.sin()?.to_dtype(self.dtype)?,
+        ))
+    }
+
+    /// Logits `[B, T, vocab]` of the tokens `ids` `[B, T]` at `positions` `[B, T]`.
+    ///
+    /// `mask` is an additive f32 attention mask `[B, 1, T, S]` over the cached plus new keys
+    /// (S = cached + T), or `None` for plain causal attention without a cache. With a cache, the
+    /// new keys and values are appended to it.
+    pub fn forward(
+        &self,
+        ids: &Tensor,
+        positions: &Tensor,
+        mask: Option<&Tensor>,
+        mut cache: Option<&mut KvCache>,
+    ) -> Result<Tensor> {
+        let (b, t) = ids.dims2()?;
+        let (nh, nkv, hd) = (
+            self.cfg.num_attention_heads,
+            self.cfg.kv_heads(),
+            self.cfg.head_dim(),
+        );
+        let eps = self.cfg.rms_norm_eps;
+        let (cos, sin) = self.rope(positions)?;
+        let own_mask;
+        let mask = match mask {
+            Some(m) => Some(m),
+            None if t > 1 => {
+                own_mask = causal_mask(b, t, 0, &self.device)?;
+                Some(&own_mask)
+            }
+            None => None,
+        };
+        if let Some(c) = cache.as_deref_mut() {
+            if c.layers.len() != self.blocks.len() {
+                c.layers = vec![None; self.blocks.len()];
+            }
+        }
+        let mut x = self
+            .embed
+            .embedding(&ids.flatten_all()?)?
+            .reshape((b, t, ()))?;
+        for (li, blk) in self.blocks.iter().enumerate() {
+            let h = rms_norm(&x, &blk.ln1, eps)?;
+            let q = blk
+                .q
+                .forward(&h)?
+                .reshape((b, t, nh, hd))?
+                .transpose(1, 2)?;
+            let k = blk
+                .k
+                .forward(&h)?
+                .reshape((b, t, nkv, hd))?
+                .transpose(1, 2)?;
+            let v = blk
+                .v
+                .forward(&h)?
+                .reshape((b, t, nkv, hd))?
+                .transpose(1, 2)?;
+            let (q, k) = match (&blk.q_norm, &blk.k_norm) {
+                (Some(qn), Some(kn)) => (rms_norm(&q, qn, eps)?, rms_norm(&k, kn, eps)?),
+                _ => (q, k),
+            };
+            let q = (q.broadcast_mul(&cos)? + rotate_half(&q)?.broadcast_mul(&sin)?)?;
+            let k = (k.broadcast_mul(&cos)? + rotate_half(&k)?.broadcast_mul(&sin)?)?;
+            let (k, v) = match cache.as_deref_mut() {
+                Some(c) => {
+                    let kv = match &c.layers[li] {
+                        Some((pk, pv)) => (Tensor::cat(&[pk, &k], 2)?, Tensor::cat(&[pv, &v], 2)?),
+                        None => (k.contiguous()?, v.contiguous()?),
+                    };
+                    c.layers[li] = Some(kv.clone());
+                    kv
+                }
+                None => (k, v),
+            };
+            let s = k.dim(2)?;
+            let rep = nh / nkv;
+            let expand = |x: &Tensor| -> Result<Tensor> {
+                if rep == 1 {
+                    Ok(x.clone())
+                } else {
+                    x.unsqueeze(2)?
+                        .broadcast_as((b, nkv, rep, s, hd))?
+                        .reshape((b, nh, s, hd))
+                }
+            };
+            let (k, v) = (expand(&k)?, expand(&v)?);
+            let acc = acc_dtype(self.dtype);
+            let scores = (q.contiguous()?.matmul(&k.t()?.contiguous()?)? / (hd as f64).sqrt())?
+                .to_dtype(acc)?;
+            let scores = match mask {
+                Some(m) => scores.broadcast_add(&m.to_dtype(acc)?)?,
+                None => scores,
+            };
+            let att = softmax_last(&scores)?.to_dtype(self.dtype)?;
+            let y = att
+                .matmul(&v.contiguous()?)?
+                .transpose(1, 2)?
+                .reshape((b, t, nh * hd))?;
+            x = (x + blk.o.forward(&y)?)?;
+            let h = rms_norm(&x, &blk.ln2, eps)?;
+            let g = blk.gate.forward(&h)?;
+            let m = (candle_nn::ops::silu(&g)? * blk.up.forward(&h)?)?;
+            x = (x + blk.down.forward(&m)?)?;
+        }
+        let x = rms_norm(&x, &self.norm, eps)?;
+        let head = self.lm_head.as_ref().unwrap_or(&self.embed);
+        x.broadcast_matmul(&head.t()?)
+    }
+}
+
+/// Additive causal mask `[B, 1, T, offset + T]`: query t sees keys `0 ..= offset + t`.
+pub fn causal_mask(b: usize, t: usize, offset: usize, device: &Device) -> Result<Tensor> {
+    let s = offset + t;
+    let mut m = vec![0f32; t * s];
+    for i in 0..t {
+        for j in (offset + i + 1)..s {
+            m[i * s + j] = -1e9;
+        }
+    }
+    Tensor::from_vec(m, (1, 1, t, s), device)?
+        .broadcast_as((b, 1, t, s))?
+        .contiguous()
+}
+
+/// Additive mask for left-padded rows: `valid[b][s]` says whether key s of row b is a real
+/// token; query t (key index `S − T + t`) sees the valid keys at or before it.
+pub fn padded_causal_mask(valid: &[Vec<bool>], t: usize, device: &Device) -> Result<Tensor> {
+    let b = valid.len();
+    let s = valid.first().map(|v| v.len()).unwrap_or(0);
+    let mut m = vec![0f32; b * t * s];
+    for (r, row) in valid.iter().enumerate() {
+        for i in 0..t {
+            let qi = s - t + i;
+            for (j, ok) in row.iter().enumerate() {
+                if j > qi || !ok {
+                    m[(r * t + i) * s + j] = -1e9;
+                }
+            }
+        }
+    }
+    Tensor::from_vec(m, (b, 1, t, s), device)
+}

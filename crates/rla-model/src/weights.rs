@@ -1,0 +1,148 @@
+//! Checkpoint files in Hugging Face's layout: `config.json` and `model.safetensors` (or sharded,
+//! with `model.safetensors.index.json`), any of f32 / f16 / bf16, converted to the run's dtype.
+
+use crate::config::ModelConfig;
+use crate::model::{tensor_shapes, Transformer};
+use crate::ModelError;
+use candle_core::{DType, Device, Tensor};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use rand_distr_normal::sample_normal;
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+mod rand_distr_normal {
+    use rand::Rng;
+    /// A standard normal sample (Box–Muller), so no extra crate is needed.
+    pub fn sample_normal(rng: &mut impl Rng) -> f32 {
+        let u1: f64 = rng.gen_range(f64::EPSILON..1.0);
+        let u2: f64 = rng.gen();
+        ((-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()) as f32
+    }
+}
+
+/// Parses a dtype name (`float32`, `bf16` …).
+pub fn parse_dtype(s: &str) -> Result<DType, String> {
+    Ok(match s.to_ascii_lowercase().as_str() {
+        "float32" | "f32" | "fp32" => DType::F32,
+        "float16" | "f16" | "fp16" | "half" => DType::F16,
+        "bfloat16" | "bf16" => DType::BF16,
+        "float64" | "f64" => DType::F64,
+        other => return Err(format!("unknown dtype {other}; use f32, f16, bf16 or f64")),
+    })
+}
+
+/// HF's name of a dtype.
+pub fn dtype_name(d: DType) -> &'static str {
+    match d {
+        DType::F16 => "float16",
+        DType::BF16 => "bfloat16",
+        DType::F64 => "float64",
+        _ => "float32",
+    }
+}
+
+/// Reads every tensor of a checkpoint folder, converted to `dtype` on `device`.
+pub fn load_tensors(
+    dir: &Path,
+    dtype: DType,
+    device: &Device,
+) -> Result<BTreeMap<String, Tensor>, ModelError> {
+    let index = dir.join("model.safetensors.index.json");
+    let files: Vec<std::path::PathBuf> = if index.exists() {
+        let text = std::fs::read_to_string(&index).map_err(|e| ModelError::io(&index, e))?;
+        let v: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| ModelError::invalid(&index, "json", e.to_string()))?;
+        let map = v
+            .get("weight_map")
+            .and_then(|m| m.as_object())
+            .ok_or_else(|| ModelError::invalid(&index, "weight_map", "missing or not an object"))?;
+        let mut f: Vec<String> = map
+            .values()
+            .filter_map(|x| x.as_str().map(str::to_string))
+            .collect();
+        f.sort();
+        f.dedup();
+        f.into_iter().map(|n| dir.join(n)).collect()
+    } else {
+        vec![dir.join("model.safetensors")]
+    };
+    let mut out = BTreeMap::new();
+    for f in files {
+        if !f.exists() {
+            return Err(ModelError::io(
+                &f,
+                std::io::Error::new(std::io::ErrorKind::NotFound, "no such file"),
+            ));
+        }
+        let ts = candle_core::safetensors::load(&f, &Device::Cpu)
+            .map_err(|e| ModelError::invalid(&f, "safetensors", e.to_string()))?;
+        for (n, t) in ts {
+            out.insert(n, t.to_dtype(dtype)?.to_device(device)?);
+        }
+    }
+    Ok(out)
+}
+
+/// Loads `config.json` and the weights of a checkpoint folder.
+pub fn load_model(dir: &Path, dtype: DType, device: &Device) -> Result<Transformer, ModelError> {
+    let cfg = ModelConfig::load(&dir.join("config.json"))?;
+    let tensors = load_tensors(dir, dtype, device)?;
+    Transformer::from_tensors(&cfg, &tensors, device, dtype)
+}
+
+/// Random weights for a configuration: N(0, 0.02) matrices, unit norms, zero biases.
+pub fn init_tensors(
+    cfg: &ModelConfig,
+    seed: u64,
+    dtype: DType,
+    device: &Device,
+) -> Result<BTreeMap<String, Tensor>, ModelError> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut out = BTreeMap::new();
+    for (n, shape) in tensor_shapes(cfg) {
+        let numel: usize = shape.iter().product();
+        let data: Vec<f32> = if n.ends_with("norm.weight") {
+            vec![1.0; numel]
+        } else if n.ends_with(".bias") {
+            vec![0.0; numel]
+        } else {
+            (0..numel).map(|_| 0.02 * sample_normal(&mut rng)).collect()
+        };
+        out.insert(n, Tensor::from_vec(data, shape, device)?.to_dtype(dtype)?);
+    }
+    Ok(out)
+}
+
+/// Writes bytes to `path` through a temporary file and a rename, so a crash never leaves a torn
+/// file.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ModelError> {
+    let tmp = path.with_extension(format!(
+        "{}.tmp",
+        path.extension().and_then(|e| e.to_str()).unwrap_or("")
+    ));
+    std::fs::write(&tmp, bytes).map_err(|e| ModelError::io(&tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| ModelError::io(path, e))
+}
+
+/// Saves named tensors as one safetensors file (atomically).
+pub fn save_tensors(tensors: &BTreeMap<String, Tensor>, path: &Path) -> Result<(), ModelError> {
+    let tmp = path.with_extension("safetensors.tmp");
+    let map: HashMap<String, Tensor> = tensors
+        .iter()
+        .map(|(k, v)| Ok((k.clone(), v.to_device(&Device::Cpu)?.contiguous()?)))
+        .collect::<Result<_, candle_core::Error>>()?;
+    candle_core::safetensors::save(&map, &tmp)
+        .map_err(|e| ModelError::invalid(&tmp, "safetensors", e.to_string()))?;
+    std::fs::rename(&tmp, path).map_err(|e| ModelError::io(path, e))
+}
+
+/// Saves a model in HF layout: `config.json` and `model.safetensors` (in the model's dtype).
+pub fn save_model(model: &Transformer, dir: &Path) -> Result<(), ModelError> {
+    std::fs::create_dir_all(dir).map_err(|e| ModelError::io(dir, e))?;
+    let mut cfg = model.cfg.clone();
+    cfg.torch_dtype = Some(dtype_name(model.dtype).to_string());
+    let json = serde_json::to_string_pretty(&cfg).map_err(|e| ModelError::Other(e.to_string()))?;
+    save_tensors(&model.named_tensors(), &dir.join("model.safetensors"))?;
+    write_atomic(&dir.join("config.json"), json.as_bytes())
+}
