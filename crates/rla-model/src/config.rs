@@ -142,20 +142,20 @@ impl ModelConfig {
                 return Err(format!("{k} must be positive"));
             }
         }
-        if self.kv_heads() == 0 || self.num_attention_heads % self.kv_heads() != 0 {
+        if self.kv_heads() == 0 || !self.num_attention_heads.is_multiple_of(self.kv_heads()) {
             return Err(format!(
                 "num_attention_heads = {} must be a multiple of num_key_value_heads = {}",
                 self.num_attention_heads,
                 self.kv_heads()
             ));
         }
-        if self.head_dim() % 2 != 0 || self.head_dim() == 0 {
+        if !self.head_dim().is_multiple_of(2) || self.head_dim() == 0 {
             return Err(format!(
                 "head_dim = {} must be even and positive",
                 self.head_dim()
             ));
         }
-        if self.head_dim.is_none() && self.hidden_size % self.num_attention_heads != 0 {
+        if self.head_dim.is_none() && !self.hidden_size.is_multiple_of(self.num_attention_heads) {
             return Err("hidden_size must be a multiple of num_attention_heads".into());
         }
         Ok(())
