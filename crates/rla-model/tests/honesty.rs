@@ -85,6 +85,9 @@ fn every_trainable_variable_gets_a_gradient() {
     }
 }
 
+/// One decoding step of a reference model: (token, offset) → logits.
+type StepFn = Box<dyn FnMut(&Tensor, usize) -> Tensor>;
+
 fn reference_config(cfg: &ModelConfig) -> serde_json::Value {
     let mut v = serde_json::to_value(cfg).unwrap();
     let o = v.as_object_mut().unwrap();
@@ -172,7 +175,7 @@ fn logits_of_every_position_equal_the_reference_with_its_own_cache() {
         let ours = m.forward(&x, &pos, None, None).unwrap();
         let vb = VarBuilder::from_tensors(tensors, DType::F32, &Device::Cpu);
         let rc = reference_config(&cfg);
-        let mut step: Box<dyn FnMut(&Tensor, usize) -> Tensor> = match arch {
+        let mut step: StepFn = match arch {
             Arch::Qwen2 => {
                 let c: candle_transformers::models::qwen2::Config =
                     serde_json::from_value(rc).unwrap();
