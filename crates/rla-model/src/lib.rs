@@ -7,6 +7,7 @@
 pub mod config;
 pub mod loss;
 pub mod model;
+pub mod tok;
 pub mod weights;
 
 use std::path::{Path, PathBuf};
