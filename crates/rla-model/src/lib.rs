@@ -4,10 +4,14 @@
 //! written with differentiable candle ops so every weight trains, loadable from and savable to
 //! Hugging Face's layout.
 
+pub mod batch;
 pub mod config;
+pub mod lora;
 pub mod loss;
 pub mod model;
+pub mod sample;
 pub mod tok;
+pub mod train;
 pub mod weights;
 
 use std::path::{Path, PathBuf};

@@ -144,7 +144,10 @@ impl KvCache {
             out.push(match l {
                 Some((k, v)) => {
                     let i = Tensor::new(idx, k.device())?;
-                    Some((k.index_select(&i, 0)?, v.index_select(&i, 0)?))
+                    Some((
+                        k.contiguous()?.index_select(&i, 0)?,
+                        v.contiguous()?.index_select(&i, 0)?,
+                    ))
                 }
                 None => None,
             });

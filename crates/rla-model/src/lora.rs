@@ -1,0 +1,219 @@
+//! LoRA adapters: rank-r updates `W + (α/r)·B·A` on the attention and MLP projections, with only
+//! the adapters trained; merging into the base weights; export and import in PEFT's format
+//! (`adapter_config.json`, `adapter_model.safetensors`) so PEFT and vLLM load them.
+
+use crate::model::{Lora, Transformer};
+use crate::weights::{save_tensors, write_atomic};
+use crate::ModelError;
+use candle_core::{DType, Tensor, Var};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The modules PEFT names for Qwen models.
+pub const ALL_TARGETS: [&str; 7] = [
+    "q_proj",
+    "k_proj",
+    "v_proj",
+    "o_proj",
+    "gate_proj",
+    "up_proj",
+    "down_proj",
+];
+
+/// LoRA settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LoraConfig {
+    /// Rank r.
+    pub r: usize,
+    /// Scale numerator α (the update is scaled by α / r).
+    pub alpha: f64,
+    /// Module names to adapt (`q_proj` …).
+    pub targets: Vec<String>,
+}
+
+impl Default for LoraConfig {
+    fn default() -> Self {
+        LoraConfig {
+            r: 8,
+            alpha: 16.0,
+            targets: ALL_TARGETS.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+}
+
+fn targeted(path: &str, targets: &[String]) -> bool {
+    targets.iter().any(|t| path.ends_with(&format!(".{t}")))
+}
+
+/// Attaches fresh adapters (A ~ U(−1/√in, 1/√in) as PEFT's Kaiming init gives, B = 0) and returns
+/// them as trainable variables named like PEFT's tensors (without the `base_model.model.` prefix).
+pub fn attach(
+    model: &mut Transformer,
+    cfg: &LoraConfig,
+    seed: u64,
+) -> Result<Vec<(String, Var)>, ModelError> {
+    if cfg.r == 0 {
+        return Err(ModelError::Config("lora r must be at least 1".into()));
+    }
+    for t in &cfg.targets {
+        if !ALL_TARGETS.contains(&t.as_str()) {
+            return Err(ModelError::Config(format!(
+                "unknown LoRA target {t}; choose from {ALL_TARGETS:?}"
+            )));
+        }
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let (dtype, dev) = (model.dtype, model.device.clone());
+    let mut vars = Vec::new();
+    for (path, lin) in model.projections_mut() {
+        if !targeted(&path, &cfg.targets) {
+            continue;
+        }
+        let (out, inp) = lin.w.dims2()?;
+        let bound = 1.0 / (inp as f64).sqrt();
+        let a: Vec<f32> = (0..cfg.r * inp)
+            .map(|_| rng.gen_range(-bound..bound) as f32)
+            .collect();
+        let a = Var::from_tensor(&Tensor::from_vec(a, (cfg.r, inp), &dev)?.to_dtype(dtype)?)?;
+        let b = Var::from_tensor(&Tensor::zeros((out, cfg.r), dtype, &dev)?)?;
+        lin.lora = Some(Lora {
+            a: a.as_tensor().clone(),
+            b: b.as_tensor().clone(),
+            scale: cfg.alpha / cfg.r as f64,
+        });
+        vars.push((format!("{path}.lora_A.weight"), a));
+        vars.push((format!("{path}.lora_B.weight"), b));
+    }
+    if vars.is_empty() {
+        return Err(ModelError::Config(
+            "no projection matched the LoRA targets".into(),
+        ));
+    }
+    Ok(vars)
+}
+
+/// Folds every adapter into its base weight (`W ← W + (α/r)·B·A`) and removes it.
+pub fn merge(model: &mut Transformer) -> Result<(), ModelError> {
+    for (_, lin) in model.projections_mut() {
+        if let Some(l) = lin.lora.take() {
+            let d = (l.b.matmul(&l.a)? * l.scale)?;
+            lin.w = (lin.w.detach() + d.detach())?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes the adapters in PEFT's format.
+pub fn save_peft(
+    model: &Transformer,
+    cfg: &LoraConfig,
+    dir: &Path,
+    base_model: &str,
+) -> Result<(), ModelError> {
+    std::fs::create_dir_all(dir).map_err(|e| ModelError::io(dir, e))?;
+    let mut t = BTreeMap::new();
+    let mut m = model.clone();
+    for (path, lin) in m.projections_mut() {
+        if let Some(l) = &lin.lora {
+            t.insert(
+                format!("base_model.model.{path}.lora_A.weight"),
+                l.a.to_dtype(DType::F32)?,
+            );
+            t.insert(
+                format!("base_model.model.{path}.lora_B.weight"),
+                l.b.to_dtype(DType::F32)?,
+            );
+        }
+    }
+    if t.is_empty() {
+        return Err(ModelError::Other(
+            "the model has no LoRA adapters to save".into(),
+        ));
+    }
+    save_tensors(&t, &dir.join("adapter_model.safetensors"))?;
+    let c = serde_json::json!({
+        "peft_type": "LORA",
+        "task_type": "CAUSAL_LM",
+        "base_model_name_or_path": base_model,
+        "r": cfg.r,
+        "lora_alpha": cfg.alpha,
+        "lora_dropout": 0.0,
+        "target_modules": cfg.targets,
+        "bias": "none",
+        "fan_in_fan_out": false,
+        "inference_mode": true,
+        "init_lora_weights": true,
+        "use_rslora": false,
+        "use_dora": false,
+        "modules_to_save": null,
+    });
+    write_atomic(
+        &dir.join("adapter_config.json"),
+        serde_json::to_string_pretty(&c).expect("json").as_bytes(),
+    )
+}
+
+/// Reads a PEFT adapter folder and attaches its adapters; returns its settings.
+pub fn load_peft(model: &mut Transformer, dir: &Path) -> Result<LoraConfig, ModelError> {
+    let cpath = dir.join("adapter_config.json");
+    let text = std::fs::read_to_string(&cpath).map_err(|e| ModelError::io(&cpath, e))?;
+    let v: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| ModelError::invalid(&cpath, "json", e.to_string()))?;
+    if v.get("peft_type").and_then(|x| x.as_str()) != Some("LORA") {
+        return Err(ModelError::invalid(
+            &cpath,
+            "peft_type",
+            "only LORA adapters are supported",
+        ));
+    }
+    let r = v
+        .get("r")
+        .and_then(|x| x.as_u64())
+        .ok_or_else(|| ModelError::invalid(&cpath, "r", "missing"))? as usize;
+    let alpha = v
+        .get("lora_alpha")
+        .and_then(|x| x.as_f64())
+        .ok_or_else(|| ModelError::invalid(&cpath, "lora_alpha", "missing"))?;
+    let targets: Vec<String> = match v.get("target_modules") {
+        Some(serde_json::Value::Array(a)) => a
+            .iter()
+            .filter_map(|x| x.as_str().map(str::to_string))
+            .collect(),
+        _ => {
+            return Err(ModelError::invalid(
+                &cpath,
+                "target_modules",
+                "expected a list",
+            ))
+        }
+    };
+    let wpath = dir.join("adapter_model.safetensors");
+    let t = candle_core::safetensors::load(&wpath, &candle_core::Device::Cpu)
+        .map_err(|e| ModelError::invalid(&wpath, "safetensors", e.to_string()))?;
+    let (dtype, dev) = (model.dtype, model.device.clone());
+    let mut found = 0;
+    for (path, lin) in model.projections_mut() {
+        let ka = format!("base_model.model.{path}.lora_A.weight");
+        let kb = format!("base_model.model.{path}.lora_B.weight");
+        if let (Some(a), Some(b)) = (t.get(&ka), t.get(&kb)) {
+            lin.lora = Some(Lora {
+                a: a.to_dtype(dtype)?.to_device(&dev)?,
+                b: b.to_dtype(dtype)?.to_device(&dev)?,
+                scale: alpha / r as f64,
+            });
+            found += 1;
+        }
+    }
+    if found == 0 {
+        return Err(ModelError::invalid(
+            &wpath,
+            "tensors",
+            "no lora_A/lora_B pair matches this model",
+        ));
+    }
+    Ok(LoraConfig { r, alpha, targets })
+}

@@ -1,0 +1,273 @@
+//! Batched sampling with a KV cache: left-padded prompts share one prefill each (the m samples of
+//! a prompt copy its cached keys and values instead of recomputing them), finished rows leave the
+//! batch, and every sampled token comes with its log-probability.
+
+use crate::model::{log_softmax_last, padded_causal_mask, KvCache, Transformer};
+use crate::tok::Tok;
+use crate::ModelError;
+use candle_core::{DType, Device, Tensor};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+
+/// How to sample.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SampleParams {
+    /// Softmax temperature; 0 means greedy.
+    pub temperature: f64,
+    /// Nucleus mass (1 keeps everything).
+    pub top_p: f64,
+    /// Keep only the k most likely tokens (0 keeps everything).
+    pub top_k: usize,
+    /// Most tokens to generate.
+    pub max_new_tokens: usize,
+    /// Generation ends when the text contains one of these (the text is cut before it).
+    pub stop: Vec<String>,
+    /// Seed of the sampler.
+    pub seed: u64,
+}
+
+impl Default for SampleParams {
+    fn default() -> Self {
+        SampleParams {
+            temperature: 1.0,
+            top_p: 1.0,
+            top_k: 0,
+            max_new_tokens: 64,
+            stop: vec![],
+            seed: 0,
+        }
+    }
+}
+
+impl SampleParams {
+    /// Greedy decoding.
+    pub fn greedy(max_new_tokens: usize) -> Self {
+        SampleParams {
+            temperature: 0.0,
+            max_new_tokens,
+            ..Default::default()
+        }
+    }
+}
+
+/// Why a sample ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Finish {
+    /// An end-of-sequence token.
+    Eos,
+    /// A stop string.
+    Stop,
+    /// `max_new_tokens`.
+    Length,
+}
+
+/// One generated response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// The generated token ids (the end-of-sequence token included, if any).
+    pub tokens: Vec<u32>,
+    /// `log π(token)` of each generated token under the model (temperature 1).
+    pub logprobs: Vec<f32>,
+    /// The decoded text, cut before a stop string.
+    pub text: String,
+    /// Why it ended.
+    pub finish: Finish,
+}
+
+/// Draws a token from one row of logits.
+pub fn draw(logits: &[f32], p: &SampleParams, rng: &mut ChaCha8Rng) -> u32 {
+    if p.temperature <= 0.0 {
+        let mut best = 0;
+        for (i, &x) in logits.iter().enumerate() {
+            if x > logits[best] {
+                best = i;
+            }
+        }
+        return best as u32;
+    }
+    let mut idx: Vec<usize> = (0..logits.len()).collect();
+    idx.sort_by(|&a, &b| logits[b].total_cmp(&logits[a]));
+    if p.top_k > 0 {
+        idx.truncate(p.top_k);
+    }
+    let max = logits[idx[0]] as f64;
+    let mut probs: Vec<f64> = idx
+        .iter()
+        .map(|&i| ((logits[i] as f64 - max) / p.temperature).exp())
+        .collect();
+    let total: f64 = probs.iter().sum();
+    probs.iter_mut().for_each(|x| *x /= total);
+    if p.top_p < 1.0 {
+        let mut cum = 0.0;
+        let mut keep = probs.len();
+        for (k, &q) in probs.iter().enumerate() {
+            cum += q;
+            if cum >= p.top_p {
+                keep = k + 1;
+                break;
+            }
+        }
+        probs.truncate(keep);
+        idx.truncate(keep);
+    }
+    let total: f64 = probs.iter().sum();
+    let mut u = rng.gen::<f64>() * total;
+    for (k, &q) in probs.iter().enumerate() {
+        if u < q {
+            return idx[k] as u32;
+        }
+        u -= q;
+    }
+    idx[probs.len() - 1] as u32
+}
+
+fn to_rows(t: &Tensor) -> candle_core::Result<Vec<Vec<f32>>> {
+    t.to_dtype(DType::F32)?
+        .to_device(&Device::Cpu)?
+        .to_vec2::<f32>()
+}
+
+/// Generates `n` samples for each prompt (token ids). Returns `out[prompt][sample]`.
+pub fn generate(
+    model: &Transformer,
+    tok: &Tok,
+    prompts: &[Vec<u32>],
+    n: usize,
+    p: &SampleParams,
+) -> Result<Vec<Vec<Sample>>, ModelError> {
+    let dev = model.device.clone();
+    let np = prompts.len();
+    if np == 0 || n == 0 {
+        return Ok(vec![Vec::new(); np]);
+    }
+    if prompts.iter().any(|x| x.is_empty()) {
+        return Err(ModelError::Other("empty prompt".into()));
+    }
+    let lmax = prompts.iter().map(Vec::len).max().unwrap_or(0);
+    // Prefill each distinct prompt once, left-padded.
+    let mut ids = Vec::with_capacity(np * lmax);
+    let mut pos = Vec::with_capacity(np * lmax);
+    let mut valid: Vec<Vec<bool>> = Vec::with_capacity(np);
+    for pr in prompts {
+        let pad = lmax - pr.len();
+        ids.extend(std::iter::repeat_n(tok.pad_id, pad).chain(pr.iter().copied()));
+        pos.extend(std::iter::repeat_n(0u32, pad).chain(0..pr.len() as u32));
+        valid.push(
+            std::iter::repeat_n(false, pad)
+                .chain(std::iter::repeat_n(true, pr.len()))
+                .collect(),
+        );
+    }
+    let x = Tensor::from_vec(ids, (np, lmax), &dev)?;
+    let ps = Tensor::from_vec(pos, (np, lmax), &dev)?;
+    let mask = padded_causal_mask(&valid, lmax, &dev)?;
+    let mut cache = KvCache::default();
+    let logits = model.forward(&x, &ps, Some(&mask), Some(&mut cache))?;
+    let last = logits.narrow(1, lmax - 1, 1)?.squeeze(1)?.contiguous()?;
+    // Share the prefill among the n samples of each prompt.
+    let rows: Vec<u32> = (0..np as u32)
+        .flat_map(|i| std::iter::repeat_n(i, n))
+        .collect();
+    let mut cache = cache.select_rows(&rows)?;
+    let mut cur = last.index_select(&Tensor::new(rows.as_slice(), &dev)?, 0)?;
+    let mut valid: Vec<Vec<bool>> = rows.iter().map(|&r| valid[r as usize].clone()).collect();
+    let mut next_pos: Vec<u32> = rows
+        .iter()
+        .map(|&r| prompts[r as usize].len() as u32)
+        .collect();
+    let mut active: Vec<usize> = (0..rows.len()).collect(); // sample index of each batch row
+    let mut out: Vec<Sample> = (0..rows.len())
+        .map(|_| Sample {
+            tokens: vec![],
+            logprobs: vec![],
+            text: String::new(),
+            finish: Finish::Length,
+        })
+        .collect();
+    let mut rng = ChaCha8Rng::seed_from_u64(p.seed);
+    for step in 0..p.max_new_tokens {
+        let lp = to_rows(&log_softmax_last(&cur.to_dtype(DType::F32)?)?)?;
+        let raw = to_rows(&cur)?;
+        let mut keep = Vec::with_capacity(active.len());
+        let mut fed = Vec::with_capacity(active.len());
+        for (row, &s) in active.iter().enumerate() {
+            let t = draw(&raw[row], p, &mut rng);
+            let o = &mut out[s];
+            o.tokens.push(t);
+            o.logprobs.push(lp[row][t as usize]);
+            if tok.eos_ids.contains(&t) {
+                o.finish = Finish::Eos;
+                continue;
+            }
+            if !p.stop.is_empty() {
+                let text = tok.decode(&o.tokens)?;
+                if let Some(cut) = p.stop.iter().filter_map(|st| text.find(st.as_str())).min() {
+                    o.text = text[..cut].to_string();
+                    o.finish = Finish::Stop;
+                    continue;
+                }
+            }
+            keep.push(row as u32);
+            fed.push(t);
+        }
+        if keep.is_empty() || step + 1 == p.max_new_tokens {
+            break;
+        }
+        if keep.len() < active.len() {
+            cache = cache.select_rows(&keep)?;
+            valid = keep.iter().map(|&r| valid[r as usize].clone()).collect();
+            next_pos = keep.iter().map(|&r| next_pos[r as usize]).collect();
+            active = keep.iter().map(|&r| active[r as usize]).collect();
+        }
+        for v in valid.iter_mut() {
+            v.push(true);
+        }
+        let r = active.len();
+        let x = Tensor::from_vec(fed, (r, 1), &dev)?;
+        let ps = Tensor::from_vec(next_pos.clone(), (r, 1), &dev)?;
+        next_pos.iter_mut().for_each(|q| *q += 1);
+        let mask = padded_causal_mask(&valid, 1, &dev)?;
+        cur = model
+            .forward(&x, &ps, Some(&mask), Some(&mut cache))?
+            .squeeze(1)?;
+    }
+    for o in out.iter_mut() {
+        if o.finish != Finish::Stop {
+            let body: Vec<u32> = o
+                .tokens
+                .iter()
+                .copied()
+                .filter(|t| !tok.eos_ids.contains(t))
+                .collect();
+            o.text = tok.decode(&body)?;
+        }
+    }
+    let mut it = out.into_iter();
+    Ok((0..np).map(|_| it.by_ref().take(n).collect()).collect())
+}
+
+/// `log π(response_t | prompt, response_<t)` for each (prompt, response) pair, without gradients.
+pub fn score(
+    model: &Transformer,
+    pairs: &[(Vec<u32>, Vec<u32>)],
+) -> Result<Vec<Vec<f32>>, ModelError> {
+    let mut out = Vec::with_capacity(pairs.len());
+    for chunk in pairs.chunks(16) {
+        let b = crate::batch::Batch::new(
+            chunk.iter().map(|(p, r)| (p.as_slice(), r.as_slice())),
+            0,
+            &model.device,
+        )?;
+        let lp = crate::loss::token_logprobs(model, &b.ids, &b.targets)?
+            .to_dtype(DType::F32)?
+            .to_vec2::<f32>()?;
+        for (i, (p, r)) in chunk.iter().enumerate() {
+            let start = p.len() - 1;
+            out.push(lp[i][start..start + r.len()].to_vec());
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,347 @@
+//! Updates: PPO-clip with a per-sample advantage broadcast over the response tokens, supervised
+//! fine-tuning on response tokens, AdamW with decoupled weight decay, global-norm gradient
+//! clipping, gradient accumulation over micro-batches. The optimiser state saves and loads, so
+//! training resumes exactly.
+
+use crate::batch::Batch;
+use crate::loss::{ppo_loss, sft_loss, token_logprobs};
+use crate::model::{acc_dtype, Transformer};
+use crate::ModelError;
+use candle_core::{DType, Tensor, Var};
+use rla_core::ppo::PpoConfig;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+/// Optimiser and batching settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TrainConfig {
+    /// Learning rate.
+    pub lr: f64,
+    /// AdamW β₁.
+    pub beta1: f64,
+    /// AdamW β₂.
+    pub beta2: f64,
+    /// AdamW ε.
+    pub eps: f64,
+    /// Decoupled weight decay.
+    pub weight_decay: f64,
+    /// Global gradient-norm clip (0 disables).
+    pub max_grad_norm: f64,
+    /// Sequences per forward/backward pass; gradients accumulate over the micro-batches of a step.
+    pub micro_batch: usize,
+    /// The PPO objective.
+    pub ppo: PpoConfig,
+}
+
+impl Default for TrainConfig {
+    fn default() -> Self {
+        TrainConfig {
+            lr: 1e-5,
+            beta1: 0.9,
+            beta2: 0.999,
+            eps: 1e-8,
+            weight_decay: 0.0,
+            max_grad_norm: 1.0,
+            micro_batch: 16,
+            ppo: PpoConfig::default(),
+        }
+    }
+}
+
+/// AdamW over named variables.
+#[derive(Debug)]
+pub struct AdamW {
+    /// The variables it updates.
+    pub vars: Vec<(String, Var)>,
+    m: Vec<Tensor>,
+    v: Vec<Tensor>,
+    /// Steps taken.
+    pub step: u64,
+}
+
+impl AdamW {
+    /// A fresh optimiser.
+    pub fn new(vars: Vec<(String, Var)>) -> candle_core::Result<Self> {
+        let m = vars
+            .iter()
+            .map(|(_, v)| v.as_tensor().zeros_like()?.to_dtype(DType::F32))
+            .collect::<candle_core::Result<_>>()?;
+        let v = vars
+            .iter()
+            .map(|(_, v)| v.as_tensor().zeros_like()?.to_dtype(DType::F32))
+            .collect::<candle_core::Result<_>>()?;
+        Ok(AdamW {
+            vars,
+            m,
+            v,
+            step: 0,
+        })
+    }
+
+    /// One update with the given gradients (by variable index); missing gradients skip the variable.
+    pub fn update(&mut self, grads: &[Option<Tensor>], c: &TrainConfig) -> candle_core::Result<()> {
+        self.step += 1;
+        let t = self.step as i32;
+        let (bc1, bc2) = (1.0 - c.beta1.powi(t), 1.0 - c.beta2.powi(t));
+        for (i, (_, var)) in self.vars.iter().enumerate() {
+            let Some(g) = &grads[i] else { continue };
+            let g = g.to_dtype(DType::F32)?;
+            self.m[i] = ((&self.m[i] * c.beta1)? + (&g * (1.0 - c.beta1))?)?;
+            self.v[i] = ((&self.v[i] * c.beta2)? + (g.sqr()? * (1.0 - c.beta2))?)?;
+            let mhat = (&self.m[i] / bc1)?;
+            let vhat = (&self.v[i] / bc2)?;
+            let w = var.as_tensor().to_dtype(DType::F32)?;
+            let upd = ((mhat / (vhat.sqrt()? + c.eps)?)? + (&w * c.weight_decay)?)?;
+            let nw = (w - (upd * c.lr)?)?.to_dtype(var.dtype())?;
+            var.set(&nw)?;
+        }
+        Ok(())
+    }
+
+    /// Saves the moments and the step count.
+    pub fn save(&self, path: &Path) -> Result<(), ModelError> {
+        let mut t = BTreeMap::new();
+        for (i, (n, _)) in self.vars.iter().enumerate() {
+            t.insert(format!("m.{n}"), self.m[i].clone());
+            t.insert(format!("v.{n}"), self.v[i].clone());
+        }
+        t.insert(
+            "step".into(),
+            Tensor::new(&[self.step as f64], &candle_core::Device::Cpu)?,
+        );
+        crate::weights::save_tensors(&t, path)
+    }
+
+    /// Loads moments saved by [`AdamW::save`] for the same variables.
+    pub fn load(&mut self, path: &Path) -> Result<(), ModelError> {
+        let t = candle_core::safetensors::load(path, &candle_core::Device::Cpu)
+            .map_err(|e| ModelError::invalid(path, "safetensors", e.to_string()))?;
+        let dev = self
+            .vars
+            .first()
+            .map(|(_, v)| v.device().clone())
+            .unwrap_or(candle_core::Device::Cpu);
+        for (i, (n, _)) in self.vars.iter().enumerate() {
+            let get = |k: String| {
+                t.get(&k)
+                    .cloned()
+                    .ok_or_else(|| ModelError::invalid(path, k, "missing"))
+            };
+            self.m[i] = get(format!("m.{n}"))?.to_device(&dev)?;
+            self.v[i] = get(format!("v.{n}"))?.to_device(&dev)?;
+        }
+        let step = t
+            .get("step")
+            .ok_or_else(|| ModelError::invalid(path, "step", "missing"))?;
+        self.step = step.to_vec1::<f64>()?[0] as u64;
+        Ok(())
+    }
+}
+
+/// One PPO training sample: a (prompt, response) pair with its advantage and the log-probs of the
+/// response tokens under the sampling policy (and the KL reference).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PpoSample {
+    /// Prompt token ids.
+    pub prompt: Vec<u32>,
+    /// Response token ids.
+    pub response: Vec<u32>,
+    /// The sample's advantage, broadcast over its tokens.
+    pub advantage: f32,
+    /// `log π_old` per response token.
+    pub old_logprobs: Vec<f32>,
+    /// `log π_ref` per response token, when the KL reference differs from `π_old`.
+    #[serde(default)]
+    pub ref_logprobs: Option<Vec<f32>>,
+}
+
+/// What one update did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct StepStats {
+    /// The loss of the step (before the update).
+    pub loss: f64,
+    /// Global gradient norm before clipping.
+    pub grad_norm: f64,
+    /// Sequences used.
+    pub sequences: usize,
+    /// Response tokens used.
+    pub tokens: usize,
+}
+
+fn pad_rows(
+    rows: &[&[f32]],
+    b: &Batch,
+    prompt_lens: &[usize],
+    dtype: DType,
+) -> candle_core::Result<Tensor> {
+    let (n, l) = b.ids.dims2()?;
+    let mut out = vec![0f32; n * l];
+    for (i, r) in rows.iter().enumerate() {
+        let start = prompt_lens[i] - 1;
+        for (j, &x) in r.iter().enumerate() {
+            out[i * l + start + j] = x;
+        }
+    }
+    Tensor::from_vec(out, (n, l), b.ids.device())?.to_dtype(dtype)
+}
+
+/// Accumulates `(loss · weight)` gradients of micro-batches, clips, steps the optimiser.
+fn accumulate_and_step(
+    opt: &mut AdamW,
+    cfg: &TrainConfig,
+    n: usize,
+    mut micro: impl FnMut(std::ops::Range<usize>) -> Result<(Tensor, usize), ModelError>,
+) -> Result<StepStats, ModelError> {
+    let mb = cfg.micro_batch.max(1);
+    let mut acc: Vec<Option<Tensor>> = vec![None; opt.vars.len()];
+    let mut stats = StepStats {
+        sequences: n,
+        ..Default::default()
+    };
+    let mut start = 0;
+    while start < n {
+        let end = (start + mb).min(n);
+        let (loss, toks) = micro(start..end)?;
+        let w = (end - start) as f64 / n as f64;
+        let scaled = (loss * w)?;
+        stats.loss += scaled.to_dtype(DType::F64)?.to_scalar::<f64>()?;
+        stats.tokens += toks;
+        let grads = scaled.backward()?;
+        for (i, (_, v)) in opt.vars.iter().enumerate() {
+            if let Some(g) = grads.get(v.as_tensor()) {
+                acc[i] = Some(match acc[i].take() {
+                    Some(a) => (a + g)?,
+                    None => g.clone(),
+                });
+            }
+        }
+        start = end;
+    }
+    let mut sq = 0f64;
+    for g in acc.iter().flatten() {
+        sq += g
+            .to_dtype(DType::F64)?
+            .sqr()?
+            .sum_all()?
+            .to_scalar::<f64>()?;
+    }
+    stats.grad_norm = sq.sqrt();
+    if cfg.max_grad_norm > 0.0 && stats.grad_norm > cfg.max_grad_norm {
+        let s = cfg.max_grad_norm / (stats.grad_norm + 1e-6);
+        for g in acc.iter_mut().flatten() {
+            *g = (&*g * s)?;
+        }
+    }
+    opt.update(&acc, cfg)?;
+    Ok(stats)
+}
+
+/// One PPO-clip update over `samples`.
+pub fn ppo_step(
+    model: &Transformer,
+    opt: &mut AdamW,
+    cfg: &TrainConfig,
+    samples: &[PpoSample],
+    pad: u32,
+) -> Result<StepStats, ModelError> {
+    for s in samples {
+        if s.old_logprobs.len() != s.response.len()
+            || s.ref_logprobs
+                .as_ref()
+                .is_some_and(|r| r.len() != s.response.len())
+        {
+            return Err(ModelError::Other(
+                "a PPO sample needs one old (and reference) log-prob per response token".into(),
+            ));
+        }
+    }
+    let acc = acc_dtype(model.dtype);
+    accumulate_and_step(opt, cfg, samples.len(), |r| {
+        let part = &samples[r];
+        let b = Batch::new(
+            part.iter()
+                .map(|s| (s.prompt.as_slice(), s.response.as_slice())),
+            pad,
+            &model.device,
+        )?;
+        let plens: Vec<usize> = part.iter().map(|s| s.prompt.len()).collect();
+        let old_rows: Vec<&[f32]> = part.iter().map(|s| s.old_logprobs.as_slice()).collect();
+        let old = pad_rows(&old_rows, &b, &plens, acc)?;
+        let refp = match (
+            cfg.ppo.kl_beta > 0.0,
+            part.iter().all(|s| s.ref_logprobs.is_some()),
+        ) {
+            (true, true) => {
+                let rows: Vec<&[f32]> = part
+                    .iter()
+                    .map(|s| s.ref_logprobs.as_deref().expect("checked"))
+                    .collect();
+                Some(pad_rows(&rows, &b, &plens, acc)?)
+            }
+            (true, false) => Some(old.clone()),
+            _ => None,
+        };
+        let adv = Tensor::from_vec(
+            part.iter().map(|s| s.advantage).collect::<Vec<f32>>(),
+            part.len(),
+            &model.device,
+        )?
+        .to_dtype(acc)?;
+        let lp = token_logprobs(model, &b.ids, &b.targets)?;
+        let mask = b.mask.to_dtype(acc)?;
+        let loss = ppo_loss(&lp, &old, refp.as_ref(), &adv, &mask, &cfg.ppo)?;
+        Ok((loss, part.iter().map(|s| s.response.len()).sum()))
+    })
+}
+
+/// One supervised update over (prompt, response) pairs.
+pub fn sft_step(
+    model: &Transformer,
+    opt: &mut AdamW,
+    cfg: &TrainConfig,
+    pairs: &[(Vec<u32>, Vec<u32>)],
+    pad: u32,
+) -> Result<StepStats, ModelError> {
+    let acc = acc_dtype(model.dtype);
+    accumulate_and_step(opt, cfg, pairs.len(), |r| {
+        let part = &pairs[r];
+        let b = Batch::new(
+            part.iter().map(|(p, x)| (p.as_slice(), x.as_slice())),
+            pad,
+            &model.device,
+        )?;
+        let lp = token_logprobs(model, &b.ids, &b.targets)?;
+        let loss = sft_loss(&lp, &b.mask.to_dtype(acc)?)?;
+        Ok((loss, part.iter().map(|(_, x)| x.len()).sum()))
+    })
+}
+
+/// Mean SFT loss without updating (for evaluation).
+pub fn sft_eval(
+    model: &Transformer,
+    pairs: &[(Vec<u32>, Vec<u32>)],
+    pad: u32,
+) -> Result<f64, ModelError> {
+    let acc = acc_dtype(model.dtype);
+    let mut total = 0.0;
+    for chunk in pairs.chunks(16) {
+        let b = Batch::new(
+            chunk.iter().map(|(p, x)| (p.as_slice(), x.as_slice())),
+            pad,
+            &model.device,
+        )?;
+        let lp = token_logprobs(model, &b.ids, &b.targets)?.detach();
+        total += sft_loss(&lp, &b.mask.to_dtype(acc)?)?
+            .to_dtype(DType::F64)?
+            .to_scalar::<f64>()?
+            * chunk.len() as f64;
+    }
+    Ok(total / pairs.len().max(1) as f64)
+}
+
+/// A variable lookup by name.
+pub fn var_map(vars: &[(String, Var)]) -> HashMap<&str, &Var> {
+    vars.iter().map(|(n, v)| (n.as_str(), v)).collect()
+}

@@ -1,0 +1,461 @@
+//! Using the model: sampling, scoring, SFT and PPO updates, checkpoints, LoRA.
+
+use candle_core::{DType, Device, Tensor};
+use rla_model::config::{Arch, ModelConfig};
+use rla_model::lora::{self, LoraConfig};
+use rla_model::model::Transformer;
+use rla_model::sample::{generate, score, Finish, SampleParams};
+use rla_model::tok::{build_word_level, Tok};
+use rla_model::train::{ppo_step, sft_eval, sft_step, AdamW, PpoSample, TrainConfig};
+use rla_model::weights::{init_tensors, load_model, save_model, save_tensors};
+
+const CORPUS: &str = "you arrive at fridge 1 . the fridge 1 is closed .\nyou open the fridge 1 . in it you see a egg 1 .\nyes no maybe \\boxed{1} \\boxed{-1}\ngo to cabinet 2 take egg 1 from fridge 1\n";
+
+fn setup(arch: Arch, seed: u64) -> (Transformer, Tok) {
+    let tok = build_word_level(CORPUS, 1).unwrap();
+    let cfg = ModelConfig::tiny(arch, tok.vocab_size(), 32, 2, 4, 2);
+    let t = init_tensors(&cfg, seed, DType::F32, &Device::Cpu).unwrap();
+    (
+        Transformer::from_tensors(&cfg, &t, &Device::Cpu, DType::F32).unwrap(),
+        tok,
+    )
+}
+
+fn logits(m: &Transformer, ids: &[u32]) -> Vec<f32> {
+    let x = Tensor::new(ids, &Device::Cpu)
+        .unwrap()
+        .unsqueeze(0)
+        .unwrap();
+    let p = Tensor::arange(0u32, ids.len() as u32, &Device::Cpu)
+        .unwrap()
+        .unsqueeze(0)
+        .unwrap();
+    m.forward(&x, &p, None, None)
+        .unwrap()
+        .flatten_all()
+        .unwrap()
+        .to_vec1()
+        .unwrap()
+}
+
+fn max_diff(a: &[f32], b: &[f32]) -> f32 {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max)
+}
+
+#[test]
+fn samples_sharing_a_prefill_have_the_logprobs_the_model_scores() {
+    let (m, tok) = setup(Arch::Qwen3, 1);
+    let prompt = tok.encode("you open the fridge 1 .").unwrap();
+    let p = SampleParams {
+        max_new_tokens: 12,
+        seed: 7,
+        ..Default::default()
+    };
+    let out = generate(&m, &tok, std::slice::from_ref(&prompt), 3, &p).unwrap();
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].len(), 3);
+    assert_ne!(out[0][0].tokens, out[0][1].tokens, "independent samples");
+    let pairs: Vec<(Vec<u32>, Vec<u32>)> = out[0]
+        .iter()
+        .map(|s| (prompt.clone(), s.tokens.clone()))
+        .collect();
+    let scored = score(&m, &pairs).unwrap();
+    for (s, lp) in out[0].iter().zip(&scored) {
+        assert_eq!(s.logprobs.len(), s.tokens.len());
+        assert!(
+            max_diff(&s.logprobs, lp) < 1e-4,
+            "{:?} vs {lp:?}",
+            s.logprobs
+        );
+    }
+    // seeded
+    assert_eq!(
+        generate(&m, &tok, std::slice::from_ref(&prompt), 3, &p).unwrap(),
+        out
+    );
+}
+
+#[test]
+fn left_padded_batches_generate_what_single_prompts_do() {
+    let (m, tok) = setup(Arch::Qwen2, 2);
+    let prompts: Vec<Vec<u32>> = [
+        "you",
+        "go to cabinet 2 take egg 1",
+        "the fridge 1 is closed .",
+    ]
+    .iter()
+    .map(|s| tok.encode(s).unwrap())
+    .collect();
+    let p = SampleParams::greedy(10);
+    let batched = generate(&m, &tok, &prompts, 2, &p).unwrap();
+    for (i, pr) in prompts.iter().enumerate() {
+        let single = generate(&m, &tok, std::slice::from_ref(pr), 1, &p).unwrap();
+        assert_eq!(batched[i][0].tokens, single[0][0].tokens, "prompt {i}");
+        assert_eq!(
+            batched[i][1].tokens, single[0][0].tokens,
+            "prompt {i}, second copy"
+        );
+        assert!(max_diff(&batched[i][0].logprobs, &single[0][0].logprobs) < 1e-4);
+    }
+    // top-k 1 is greedy
+    let k1 = SampleParams {
+        top_k: 1,
+        max_new_tokens: 10,
+        seed: 3,
+        ..Default::default()
+    };
+    assert_eq!(
+        generate(&m, &tok, &prompts, 1, &k1).unwrap()[1][0].tokens,
+        batched[1][0].tokens
+    );
+}
+
+#[test]
+fn stop_strings_and_length_end_generation() {
+    let (m, tok) = setup(Arch::Qwen3, 3);
+    let prompt = tok.encode("you").unwrap();
+    let free = generate(
+        &m,
+        &tok,
+        std::slice::from_ref(&prompt),
+        1,
+        &SampleParams::greedy(8),
+    )
+    .unwrap()[0][0]
+        .clone();
+    assert_eq!(free.finish, Finish::Length);
+    assert_eq!(free.tokens.len(), 8);
+    // stop at the text of the third generated token
+    let third = tok.decode(&free.tokens[2..3]).unwrap();
+    let p = SampleParams {
+        stop: vec![third.clone()],
+        ..SampleParams::greedy(8)
+    };
+    let s = generate(&m, &tok, &[prompt], 1, &p).unwrap()[0][0].clone();
+    assert_eq!(s.finish, Finish::Stop);
+    assert!(!s.text.contains(third.as_str()) || s.text.len() < free.text.len());
+    assert!(s.tokens.len() <= 3);
+}
+
+fn sft_pairs(tok: &Tok) -> Vec<(Vec<u32>, Vec<u32>)> {
+    CORPUS
+        .lines()
+        .map(|l| {
+            let words: Vec<&str> = l.split(' ').collect();
+            let (a, b) = words.split_at(words.len() / 2);
+            (
+                tok.encode(&a.join(" ")).unwrap(),
+                tok.encode(&format!(" {}", b.join(" "))).unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn sft_measurably_lowers_the_loss() {
+    let (mut m, tok) = setup(Arch::Qwen2, 4);
+    let vars = m.make_trainable().unwrap();
+    let mut opt = AdamW::new(vars).unwrap();
+    let cfg = TrainConfig {
+        lr: 3e-3,
+        micro_batch: 2,
+        ..Default::default()
+    };
+    let pairs = sft_pairs(&tok);
+    let before = sft_eval(&m, &pairs, tok.pad_id).unwrap();
+    for _ in 0..40 {
+        sft_step(&m, &mut opt, &cfg, &pairs, tok.pad_id).unwrap();
+    }
+    let after = sft_eval(&m, &pairs, tok.pad_id).unwrap();
+    assert!(after < 0.3 * before, "SFT loss {before:.3} → {after:.3}");
+}
+
+/// A toy bandit: the reward is 1 when the first generated word is "yes".
+#[test]
+fn ppo_clip_measurably_raises_the_reward() {
+    let (mut m, tok) = setup(Arch::Qwen3, 5);
+    let vars = m.make_trainable().unwrap();
+    let mut opt = AdamW::new(vars).unwrap();
+    let cfg = TrainConfig {
+        lr: 2e-3,
+        micro_batch: 8,
+        ..Default::default()
+    };
+    let yes = tok.encode(" yes").unwrap()[0];
+    let prompt = tok.encode("<|im_start|>").unwrap();
+    let reward_of = |m: &Transformer, seed: u64| -> f64 {
+        let out = generate(
+            m,
+            &tok,
+            std::slice::from_ref(&prompt),
+            64,
+            &SampleParams {
+                max_new_tokens: 1,
+                seed,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        out[0].iter().filter(|s| s.tokens[0] == yes).count() as f64 / 64.0
+    };
+    let start = reward_of(&m, 1000);
+    for it in 0..30 {
+        let out = generate(
+            &m,
+            &tok,
+            std::slice::from_ref(&prompt),
+            16,
+            &SampleParams {
+                max_new_tokens: 2,
+                seed: it,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let r: Vec<f32> = out[0]
+            .iter()
+            .map(|s| (s.tokens[0] == yes) as i32 as f32)
+            .collect();
+        let mean = r.iter().sum::<f32>() / 16.0;
+        let std = (r.iter().map(|x| (x - mean).powi(2)).sum::<f32>() / 16.0).sqrt();
+        let samples: Vec<PpoSample> = out[0]
+            .iter()
+            .zip(&r)
+            .map(|(s, x)| PpoSample {
+                prompt: prompt.clone(),
+                response: s.tokens.clone(),
+                advantage: if std > 1e-6 { (x - mean) / std } else { 0.0 },
+                old_logprobs: s.logprobs.clone(),
+                ref_logprobs: None,
+            })
+            .collect();
+        for _ in 0..2 {
+            ppo_step(&m, &mut opt, &cfg, &samples, tok.pad_id).unwrap();
+        }
+    }
+    let end = reward_of(&m, 1000);
+    assert!(
+        end > start + 0.4 && end > 0.6,
+        "reward {start:.2} → {end:.2}"
+    );
+}
+
+#[test]
+fn gradient_accumulation_equals_one_big_batch() {
+    let pairs = sft_pairs(&build_word_level(CORPUS, 1).unwrap());
+    let mut results = Vec::new();
+    for mb in [1usize, 2, 16] {
+        let (mut m, tok) = setup(Arch::Qwen2, 6);
+        let vars = m.make_trainable().unwrap();
+        let mut opt = AdamW::new(vars).unwrap();
+        let cfg = TrainConfig {
+            lr: 1e-3,
+            micro_batch: mb,
+            max_grad_norm: 0.05,
+            ..Default::default()
+        };
+        let s = sft_step(&m, &mut opt, &cfg, &pairs, tok.pad_id).unwrap();
+        results.push((s, logits(&m, &[4, 5, 6])));
+    }
+    for r in &results[1..] {
+        assert!((r.0.loss - results[0].0.loss).abs() < 1e-5);
+        assert!((r.0.grad_norm - results[0].0.grad_norm).abs() < 1e-4);
+        assert!(max_diff(&r.1, &results[0].1) < 1e-5);
+    }
+    assert!(results[0].0.grad_norm > 0.05, "clipping was exercised");
+}
+
+#[test]
+fn optimiser_state_resumes_exactly() {
+    let pairs = sft_pairs(&build_word_level(CORPUS, 1).unwrap());
+    let cfg = TrainConfig {
+        lr: 1e-3,
+        ..Default::default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    // uninterrupted: three steps
+    let (mut a, tok) = setup(Arch::Qwen2, 7);
+    let mut oa = AdamW::new(a.make_trainable().unwrap()).unwrap();
+    for _ in 0..3 {
+        sft_step(&a, &mut oa, &cfg, &pairs, tok.pad_id).unwrap();
+    }
+    // interrupted after two: save model and optimiser, load both, one more step
+    let (mut b, _) = setup(Arch::Qwen2, 7);
+    let mut ob = AdamW::new(b.make_trainable().unwrap()).unwrap();
+    for _ in 0..2 {
+        sft_step(&b, &mut ob, &cfg, &pairs, tok.pad_id).unwrap();
+    }
+    save_model(&b, dir.path()).unwrap();
+    ob.save(&dir.path().join("optimizer.safetensors")).unwrap();
+    let mut c = load_model(dir.path(), DType::F32, &Device::Cpu).unwrap();
+    let mut oc = AdamW::new(c.make_trainable().unwrap()).unwrap();
+    oc.load(&dir.path().join("optimizer.safetensors")).unwrap();
+    assert_eq!(oc.step, 2);
+    sft_step(&c, &mut oc, &cfg, &pairs, tok.pad_id).unwrap();
+    assert!(max_diff(&logits(&a, &[4, 9, 2]), &logits(&c, &[4, 9, 2])) < 1e-6);
+}
+
+#[test]
+fn hf_layout_round_trips_including_sharded_bf16() {
+    let (m, _) = setup(Arch::Qwen3, 8);
+    let dir = tempfile::tempdir().unwrap();
+    save_model(&m, dir.path()).unwrap();
+    let back = load_model(dir.path(), DType::F32, &Device::Cpu).unwrap();
+    assert_eq!(logits(&m, &[1, 2, 3, 4]), logits(&back, &[1, 2, 3, 4]));
+    let cfg: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("config.json")).unwrap())
+            .unwrap();
+    assert_eq!(cfg["architectures"][0], "Qwen3ForCausalLM");
+    assert_eq!(cfg["torch_dtype"], "float32");
+
+    // two bf16 shards with an index, as large checkpoints come
+    let sharded = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        dir.path().join("config.json"),
+        sharded.path().join("config.json"),
+    )
+    .unwrap();
+    let named = m.named_tensors();
+    let (mut s1, mut s2) = (
+        std::collections::BTreeMap::new(),
+        std::collections::BTreeMap::new(),
+    );
+    let mut map = serde_json::Map::new();
+    for (i, (n, t)) in named.iter().enumerate() {
+        let (dst, file) = if i % 2 == 0 {
+            (&mut s1, "model-00001-of-00002.safetensors")
+        } else {
+            (&mut s2, "model-00002-of-00002.safetensors")
+        };
+        dst.insert(n.clone(), t.to_dtype(DType::BF16).unwrap());
+        map.insert(n.clone(), file.into());
+    }
+    save_tensors(
+        &s1,
+        &sharded.path().join("model-00001-of-00002.safetensors"),
+    )
+    .unwrap();
+    save_tensors(
+        &s2,
+        &sharded.path().join("model-00002-of-00002.safetensors"),
+    )
+    .unwrap();
+    std::fs::write(
+        sharded.path().join("model.safetensors.index.json"),
+        serde_json::json!({"metadata": {}, "weight_map": map}).to_string(),
+    )
+    .unwrap();
+    let bf = load_model(sharded.path(), DType::F32, &Device::Cpu).unwrap();
+    let d = max_diff(&logits(&m, &[1, 2, 3, 4]), &logits(&bf, &[1, 2, 3, 4]));
+    assert!(d > 0.0 && d < 2e-2, "bf16 rounding only: {d}");
+    // and run in bf16 itself
+    let half = load_model(sharded.path(), DType::BF16, &Device::Cpu).unwrap();
+    assert_eq!(half.dtype, DType::BF16);
+    let x = Tensor::new(&[[1u32, 2, 3]], &Device::Cpu).unwrap();
+    let p = Tensor::new(&[[0u32, 1, 2]], &Device::Cpu).unwrap();
+    assert_eq!(
+        half.forward(&x, &p, None, None).unwrap().dtype(),
+        DType::BF16
+    );
+}
+
+#[test]
+fn bad_checkpoints_are_named() {
+    let (m, _) = setup(Arch::Qwen2, 9);
+    let dir = tempfile::tempdir().unwrap();
+    save_model(&m, dir.path()).unwrap();
+    let mut named = m.named_tensors();
+    named.remove("model.layers.1.mlp.up_proj.weight");
+    save_tensors(&named, &dir.path().join("model.safetensors")).unwrap();
+    let e = load_model(dir.path(), DType::F32, &Device::Cpu)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("model.layers.1.mlp.up_proj.weight"), "{e}");
+    let cfg = std::fs::read_to_string(dir.path().join("config.json"))
+        .unwrap()
+        .replace("Qwen2ForCausalLM", "LlamaForCausalLM");
+    std::fs::write(dir.path().join("config.json"), cfg).unwrap();
+    let e = load_model(dir.path(), DType::F32, &Device::Cpu)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("LlamaForCausalLM") && e.contains("config.json"),
+        "{e}"
+    );
+}
+
+#[test]
+fn lora_trains_only_adapters_merges_and_exports_in_peft_format() {
+    let (mut m, tok) = setup(Arch::Qwen2, 10);
+    let base = logits(&m, &[3, 4, 5, 6]);
+    let base_w = m.blocks[0]
+        .q
+        .w
+        .flatten_all()
+        .unwrap()
+        .to_vec1::<f32>()
+        .unwrap();
+    let lc = LoraConfig {
+        r: 4,
+        alpha: 8.0,
+        ..Default::default()
+    };
+    let vars = lora::attach(&mut m, &lc, 0).unwrap();
+    assert_eq!(vars.len(), 2 * 7 * 2);
+    assert_eq!(logits(&m, &[3, 4, 5, 6]), base, "B = 0 at initialisation");
+    let mut opt = AdamW::new(vars).unwrap();
+    let cfg = TrainConfig {
+        lr: 5e-3,
+        ..Default::default()
+    };
+    for _ in 0..5 {
+        sft_step(&m, &mut opt, &cfg, &sft_pairs(&tok), tok.pad_id).unwrap();
+    }
+    let adapted = logits(&m, &[3, 4, 5, 6]);
+    assert!(max_diff(&adapted, &base) > 1e-3, "adapters learned");
+    assert_eq!(
+        m.blocks[0]
+            .q
+            .w
+            .flatten_all()
+            .unwrap()
+            .to_vec1::<f32>()
+            .unwrap(),
+        base_w,
+        "base frozen"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    lora::save_peft(&m, &lc, dir.path(), "tiny-base").unwrap();
+    let c: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("adapter_config.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        (
+            c["peft_type"].as_str(),
+            c["r"].as_u64(),
+            c["lora_alpha"].as_f64()
+        ),
+        (Some("LORA"), Some(4), Some(8.0))
+    );
+    let t =
+        candle_core::safetensors::load(dir.path().join("adapter_model.safetensors"), &Device::Cpu)
+            .unwrap();
+    let a = &t["base_model.model.model.layers.0.self_attn.q_proj.lora_A.weight"];
+    let b = &t["base_model.model.model.layers.0.self_attn.q_proj.lora_B.weight"];
+    assert_eq!((a.dims(), b.dims()), (&[4usize, 32][..], &[32usize, 4][..]));
+
+    // import into a fresh base: same outputs
+    let (mut fresh, _) = setup(Arch::Qwen2, 10);
+    let got = lora::load_peft(&mut fresh, dir.path()).unwrap();
+    assert_eq!(got.r, 4);
+    assert!(max_diff(&logits(&fresh, &[3, 4, 5, 6]), &adapted) < 1e-5);
+    // merge: same outputs without adapters
+    lora::merge(&mut fresh).unwrap();
+    assert!(fresh.blocks[0].q.lora.is_none());
+    assert!(max_diff(&logits(&fresh, &[3, 4, 5, 6]), &adapted) < 1e-4);
+}
