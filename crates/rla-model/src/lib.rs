@@ -6,6 +6,7 @@
 
 pub mod batch;
 pub mod config;
+pub mod lm;
 pub mod lora;
 pub mod loss;
 pub mod model;
@@ -17,6 +18,7 @@ pub mod weights;
 use std::path::{Path, PathBuf};
 
 pub use config::{Arch, ModelConfig};
+pub use lm::{LanguageModel, Lm};
 pub use model::Transformer;
 
 /// Errors of the model crate.

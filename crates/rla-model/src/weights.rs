@@ -142,6 +142,16 @@ pub fn save_model(model: &Transformer, dir: &Path) -> Result<(), ModelError> {
     std::fs::create_dir_all(dir).map_err(|e| ModelError::io(dir, e))?;
     let mut cfg = model.cfg.clone();
     cfg.torch_dtype = Some(dtype_name(model.dtype).to_string());
+    // The keys transformers' AutoConfig needs.
+    let model_type = match model.arch {
+        crate::config::Arch::Qwen2 => "qwen2",
+        crate::config::Arch::Qwen3 => "qwen3",
+    };
+    cfg.extra.entry("model_type").or_insert(model_type.into());
+    cfg.extra.entry("hidden_act").or_insert("silu".into());
+    cfg.extra
+        .entry("use_sliding_window")
+        .or_insert(false.into());
     let json = serde_json::to_string_pretty(&cfg).map_err(|e| ModelError::Other(e.to_string()))?;
     save_tensors(&model.named_tensors(), &dir.join("model.safetensors"))?;
     write_atomic(&dir.join("config.json"), json.as_bytes())

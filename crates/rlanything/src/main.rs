@@ -1,6 +1,8 @@
 //! `rlanything`: the command-line program of RLAnything.
 
+mod bench_cmd;
 mod env_cmd;
+mod lm_cmd;
 mod quickstart;
 mod theory_cmd;
 
@@ -22,6 +24,12 @@ enum Command {
     /// The household environment: replay traces, benchmark, generate tasks, solve, play.
     #[command(subcommand)]
     Env(env_cmd::EnvCmd),
+    /// Language models: log-probabilities, generation, tiny models from scratch.
+    #[command(subcommand)]
+    Lm(lm_cmd::LmCmd),
+    /// Benchmarks: `bench lm` measures model throughput and FLOPs utilisation.
+    #[command(subcommand)]
+    Bench(bench_cmd::BenchCmd),
     /// Print the Theorem 1 table: bound and ideal-judge precision for μ and m.
     Theory(theory_cmd::Args),
 }
@@ -45,5 +53,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Quickstart(a) => quickstart::run(a),
         Command::Theory(a) => theory_cmd::run(a),
         Command::Env(c) => env_cmd::run(c),
+        Command::Lm(c) => lm_cmd::run(c),
+        Command::Bench(c) => bench_cmd::run(c),
     }
 }

@@ -122,3 +122,95 @@ fn env_generate_writes_loadable_games() {
         assert!(out.status.success());
     }
 }
+
+#[test]
+fn lm_init_logprobs_and_generate_work_on_a_tiny_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus.txt");
+    std::fs::write(&corpus, "go to fridge 1\nopen fridge 1\ntake apple 1 from fridge 1\nYou arrive at fridge 1. The fridge 1 is closed.\n").unwrap();
+    let model = dir.path().join("tiny");
+    let cfg = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../configs/tiny.toml");
+    let out = bin()
+        .args(["lm", "init", "--config"])
+        .arg(&cfg)
+        .arg("--tokenizer-corpus")
+        .arg(&corpus)
+        .arg("--out")
+        .arg(&model)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for f in [
+        "config.json",
+        "model.safetensors",
+        "tokenizer.json",
+        "tokenizer_config.json",
+    ] {
+        assert!(model.join(f).exists(), "{f}");
+    }
+    let out = bin()
+        .args(["lm", "logprobs", "--model"])
+        .arg(&model)
+        .args(["--text", "take apple 1 from fridge 1"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ids = v["token_ids"].as_array().unwrap();
+    let lps = v["logprobs"].as_array().unwrap();
+    assert_eq!(lps.len(), ids.len() - 1);
+    assert!(lps.iter().all(|x| x.as_f64().unwrap() < 0.0));
+    let gen = |seed: &str| {
+        bin()
+            .args(["lm", "generate", "--model"])
+            .arg(&model)
+            .args([
+                "--prompt",
+                "open fridge 1",
+                "--chat",
+                "--max-tokens",
+                "6",
+                "--seed",
+                seed,
+            ])
+            .output()
+            .unwrap()
+    };
+    let (a, b) = (gen("1"), gen("1"));
+    assert!(a.status.success());
+    assert_eq!(a.stdout, b.stdout, "seeded");
+    // a bad config is named
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "arch = \"llama\"\nhidden_size = 32\nintermediate_size = 64\nnum_hidden_layers = 1\nnum_attention_heads = 2\nnum_key_value_heads = 1\n").unwrap();
+    let out = bin()
+        .args(["lm", "init", "--config"])
+        .arg(&bad)
+        .arg("--tokenizer-corpus")
+        .arg(&corpus)
+        .arg("--out")
+        .arg(dir.path().join("x"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("llama"));
+    let typo = dir.path().join("typo.toml");
+    std::fs::write(&typo, "arch = \"qwen3\"\nhiden_size = 32\n").unwrap();
+    let out = bin()
+        .args(["lm", "init", "--config"])
+        .arg(&typo)
+        .arg("--tokenizer-corpus")
+        .arg(&corpus)
+        .arg("--out")
+        .arg(dir.path().join("y"))
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("hiden_size"));
+}

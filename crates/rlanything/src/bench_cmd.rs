@@ -1,0 +1,197 @@
+//! `rlanything bench lm`: model throughput on this machine, with model FLOPs utilisation.
+
+use anyhow::Result;
+use candle_core::{DType, Device, Tensor};
+use rla_model::config::{Arch, ModelConfig};
+use rla_model::sample::SampleParams;
+use rla_model::tok::build_word_level;
+use rla_model::train::TrainConfig;
+use rla_model::{LanguageModel, Lm};
+use std::path::PathBuf;
+use std::time::Instant;
+
+#[derive(clap::Subcommand)]
+pub enum BenchCmd {
+    /// Prefill, decode (batch 1 and 32) and training throughput of a tiny model.
+    Lm {
+        /// Width of the benchmark model.
+        #[arg(long, default_value_t = 256)]
+        hidden: usize,
+        /// Blocks.
+        #[arg(long, default_value_t = 4)]
+        layers: usize,
+        /// Vocabulary size.
+        #[arg(long, default_value_t = 4096)]
+        vocab: usize,
+        /// Also save the benchmark checkpoint here (for benchmarks/lm_bench_torch.py).
+        #[arg(long)]
+        save: Option<PathBuf>,
+        /// Threads (default: all cores).
+        #[arg(long)]
+        threads: Option<usize>,
+    },
+}
+
+/// Peak f32 FLOP/s of this CPU: cores × GHz × FLOPs per cycle (32 with AVX2+FMA, 64 with AVX-512).
+fn cpu_peak(threads: usize) -> (f64, String) {
+    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let mhz = info
+        .lines()
+        .find(|l| l.starts_with("cpu MHz"))
+        .and_then(|l| l.split(':').nth(1))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .unwrap_or(2000.0);
+    let flags = info.lines().find(|l| l.starts_with("flags")).unwrap_or("");
+    let per_cycle = if flags.contains(" avx512f") {
+        64.0
+    } else if flags.contains(" fma") && flags.contains(" avx2") {
+        32.0
+    } else {
+        8.0
+    };
+    let peak = threads as f64 * mhz * 1e6 * per_cycle;
+    (
+        peak,
+        format!(
+            "{threads} cores × {:.2} GHz × {per_cycle} f32 FLOP/cycle = {:.1} GFLOP/s",
+            mhz / 1000.0,
+            peak / 1e9
+        ),
+    )
+}
+
+fn corpus(vocab: usize) -> String {
+    // a corpus with exactly enough distinct words for the vocabulary
+    (0..vocab.saturating_sub(4) / 2)
+        .map(|i| format!("w{i} "))
+        .collect::<String>()
+        + "\n"
+        + &(0..vocab.saturating_sub(4) / 2)
+            .map(|i| format!("v{i} "))
+            .collect::<String>()
+}
+
+pub fn run(cmd: BenchCmd) -> Result<()> {
+    let BenchCmd::Lm {
+        hidden,
+        layers,
+        vocab,
+        save,
+        threads,
+    } = cmd;
+    let threads = threads.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    });
+    let tok = build_word_level(&corpus(vocab), 1)?;
+    let mut cfg = ModelConfig::tiny(
+        Arch::Qwen3,
+        tok.vocab_size().max(vocab),
+        hidden,
+        layers,
+        (hidden / 64).max(1),
+        (hidden / 128).max(1),
+    );
+    cfg.intermediate_size = hidden * 3;
+    let mut lm = Lm::init(&cfg, tok, 0, DType::F32, &Device::Cpu)?;
+    lm.tok.eos_ids.clear(); // run every decode to its full length
+    if let Some(dir) = &save {
+        lm.save(dir)?;
+    }
+    let n = cfg.num_params() as f64;
+    let (peak, peak_desc) = cpu_peak(threads);
+    println!("model: Qwen3 architecture, {:.2} M parameters (hidden {hidden}, {layers} layers, vocab {})", n / 1e6, cfg.vocab_size);
+    println!("peak:  {peak_desc}");
+    println!("{:<22} {:>12} {:>10}", "measurement", "tokens/s", "MFU");
+    let report = |name: &str, tokens: f64, secs: f64, flops_per_token: f64| {
+        let tps = tokens / secs;
+        println!(
+            "{name:<22} {tps:>12.0} {:>9.1}%",
+            100.0 * tps * flops_per_token / peak
+        );
+    };
+    // prefill: 8 × 256 tokens
+    let (b, t) = (8usize, 256usize);
+    let ids = Tensor::from_vec(
+        (0..b * t)
+            .map(|i| (i % cfg.vocab_size) as u32)
+            .collect::<Vec<_>>(),
+        (b, t),
+        &Device::Cpu,
+    )?;
+    let pos = Tensor::arange(0u32, t as u32, &Device::Cpu)?
+        .unsqueeze(0)?
+        .broadcast_as((b, t))?
+        .contiguous()?;
+    lm.model.forward(&ids, &pos, None, None)?;
+    let reps = 3;
+    let s = Instant::now();
+    for _ in 0..reps {
+        lm.model.forward(&ids, &pos, None, None)?;
+    }
+    report(
+        "prefill (8×256)",
+        (reps * b * t) as f64,
+        s.elapsed().as_secs_f64(),
+        2.0 * n,
+    );
+    // decode
+    for batch in [1usize, 32] {
+        let prompts: Vec<Vec<u32>> = (0..batch)
+            .map(|i| {
+                (0..16)
+                    .map(|j| ((i * 16 + j) % cfg.vocab_size) as u32 + 4)
+                    .collect()
+            })
+            .collect();
+        let p = SampleParams {
+            max_new_tokens: 64,
+            seed: 0,
+            ..Default::default()
+        };
+        let s = Instant::now();
+        lm.generate(&prompts, 1, &p)?;
+        let secs = s.elapsed().as_secs_f64();
+        report(
+            &format!("decode batch {batch} (64 new)"),
+            (batch * 64) as f64,
+            secs,
+            2.0 * n,
+        );
+    }
+    // training: forward + backward + AdamW on 8 × 128 tokens
+    lm.enable_training(
+        TrainConfig {
+            lr: 1e-4,
+            micro_batch: 8,
+            ..Default::default()
+        },
+        None,
+        0,
+        None,
+    )?;
+    let pairs: Vec<(Vec<u32>, Vec<u32>)> = (0..8)
+        .map(|i| {
+            (
+                (0..1).map(|j| (i + j) as u32 + 4).collect(),
+                (0..128)
+                    .map(|j| ((i * 128 + j) % (cfg.vocab_size - 4)) as u32 + 4)
+                    .collect(),
+            )
+        })
+        .collect();
+    lm.sft_update(&pairs)?;
+    let reps = 3;
+    let s = Instant::now();
+    for _ in 0..reps {
+        lm.sft_update(&pairs)?;
+    }
+    report(
+        "train (8×128, fwd+bwd+AdamW)",
+        (reps * 8 * 128) as f64,
+        s.elapsed().as_secs_f64(),
+        6.0 * n,
+    );
+    Ok(())
+}
