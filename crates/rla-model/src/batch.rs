@@ -15,6 +15,15 @@ pub struct Batch {
     pub mask: Tensor,
     /// Row lengths of prompt + response − 1.
     pub lens: Vec<usize>,
+    /// `[B·R]` indices into the flattened `[B·L]` positions of each row's response window
+    /// (R = the longest response; shorter rows repeat their last position, masked out).
+    pub resp_idx: Tensor,
+    /// `[B, R]` response targets.
+    pub resp_targets: Tensor,
+    /// `[B, R]` f32, 1 on real response tokens.
+    pub resp_mask: Tensor,
+    /// R.
+    pub resp_len: usize,
 }
 
 impl Batch {
@@ -51,11 +60,25 @@ impl Batch {
             }
         }
         let b = pairs.len();
+        let r = pairs.iter().map(|(_, x)| x.len()).max().unwrap_or(1);
+        let (mut ri, mut rt, mut rm) = (vec![], vec![], vec![]);
+        for (row, (p, x)) in pairs.iter().enumerate() {
+            for j in 0..r {
+                let t = p.len() - 1 + j.min(x.len() - 1);
+                ri.push((row * l + t) as u32);
+                rt.push(if j < x.len() { x[j] } else { pad });
+                rm.push(if j < x.len() { 1f32 } else { 0f32 });
+            }
+        }
         Ok(Batch {
             ids: Tensor::from_vec(ids, (b, l), dev)?,
             targets: Tensor::from_vec(tg, (b, l), dev)?,
             mask: Tensor::from_vec(mk, (b, l), dev)?,
             lens,
+            resp_idx: Tensor::from_vec(ri, b * r, dev)?,
+            resp_targets: Tensor::from_vec(rt, (b, r), dev)?,
+            resp_mask: Tensor::from_vec(rm, (b, r), dev)?,
+            resp_len: r,
         })
     }
 }

@@ -433,6 +433,24 @@ impl Transformer {
         ids: &Tensor,
         positions: &Tensor,
         mask: Option<&Tensor>,
+        cache: Option<&mut KvCache>,
+    ) -> Result<Tensor> {
+        let x = self.hidden(ids, positions, mask, cache)?;
+        self.logits(&x)
+    }
+
+    /// The output projection of final hidden states `[…, hidden]` → `[…, vocab]`.
+    pub fn logits(&self, x: &Tensor) -> Result<Tensor> {
+        let head = self.lm_head.as_ref().unwrap_or(&self.embed);
+        x.broadcast_matmul(&head.t()?)
+    }
+
+    /// Final hidden states `[B, T, hidden]`, after the last norm (see [`Transformer::forward`]).
+    pub fn hidden(
+        &self,
+        ids: &Tensor,
+        positions: &Tensor,
+        mask: Option<&Tensor>,
         mut cache: Option<&mut KvCache>,
     ) -> Result<Tensor> {
         let (b, t) = ids.dims2()?;
@@ -525,9 +543,7 @@ impl Transformer {
             let m = (candle_nn::ops::silu(&g)? * blk.up.forward(&h)?)?;
             x = (x + blk.down.forward(&m)?)?;
         }
-        let x = rms_norm(&x, &self.norm, eps)?;
-        let head = self.lm_head.as_ref().unwrap_or(&self.embed);
-        x.broadcast_matmul(&head.t()?)
+        rms_norm(&x, &self.norm, eps)
     }
 }
 

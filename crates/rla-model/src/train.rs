@@ -4,7 +4,7 @@
 //! training resumes exactly.
 
 use crate::batch::Batch;
-use crate::loss::{ppo_loss, sft_loss, token_logprobs};
+use crate::loss::{ppo_loss, response_logprobs, sft_loss};
 use crate::model::{acc_dtype, Transformer};
 use crate::ModelError;
 use candle_core::{DType, Tensor, Var};
@@ -170,21 +170,13 @@ pub struct StepStats {
     pub tokens: usize,
 }
 
-fn pad_rows(
-    rows: &[&[f32]],
-    b: &Batch,
-    prompt_lens: &[usize],
-    dtype: DType,
-) -> candle_core::Result<Tensor> {
-    let (n, l) = b.ids.dims2()?;
-    let mut out = vec![0f32; n * l];
-    for (i, r) in rows.iter().enumerate() {
-        let start = prompt_lens[i] - 1;
-        for (j, &x) in r.iter().enumerate() {
-            out[i * l + start + j] = x;
-        }
+fn pad_rows(rows: &[&[f32]], b: &Batch, dtype: DType) -> candle_core::Result<Tensor> {
+    let (n, r) = (rows.len(), b.resp_len);
+    let mut out = vec![0f32; n * r];
+    for (i, row) in rows.iter().enumerate() {
+        out[i * r..i * r + row.len()].copy_from_slice(row);
     }
-    Tensor::from_vec(out, (n, l), b.ids.device())?.to_dtype(dtype)
+    Tensor::from_vec(out, (n, r), b.ids.device())?.to_dtype(dtype)
 }
 
 /// Accumulates `(loss · weight)` gradients of micro-batches, clips, steps the optimiser.
@@ -266,9 +258,8 @@ pub fn ppo_step(
             pad,
             &model.device,
         )?;
-        let plens: Vec<usize> = part.iter().map(|s| s.prompt.len()).collect();
         let old_rows: Vec<&[f32]> = part.iter().map(|s| s.old_logprobs.as_slice()).collect();
-        let old = pad_rows(&old_rows, &b, &plens, acc)?;
+        let old = pad_rows(&old_rows, &b, acc)?;
         let refp = match (
             cfg.ppo.kl_beta > 0.0,
             part.iter().all(|s| s.ref_logprobs.is_some()),
@@ -278,7 +269,7 @@ pub fn ppo_step(
                     .iter()
                     .map(|s| s.ref_logprobs.as_deref().expect("checked"))
                     .collect();
-                Some(pad_rows(&rows, &b, &plens, acc)?)
+                Some(pad_rows(&rows, &b, acc)?)
             }
             (true, false) => Some(old.clone()),
             _ => None,
@@ -289,8 +280,8 @@ pub fn ppo_step(
             &model.device,
         )?
         .to_dtype(acc)?;
-        let lp = token_logprobs(model, &b.ids, &b.targets)?;
-        let mask = b.mask.to_dtype(acc)?;
+        let lp = response_logprobs(model, &b)?;
+        let mask = b.resp_mask.to_dtype(acc)?;
         let loss = ppo_loss(&lp, &old, refp.as_ref(), &adv, &mask, &cfg.ppo)?;
         Ok((loss, part.iter().map(|s| s.response.len()).sum()))
     })
@@ -312,8 +303,8 @@ pub fn sft_step(
             pad,
             &model.device,
         )?;
-        let lp = token_logprobs(model, &b.ids, &b.targets)?;
-        let loss = sft_loss(&lp, &b.mask.to_dtype(acc)?)?;
+        let lp = response_logprobs(model, &b)?;
+        let loss = sft_loss(&lp, &b.resp_mask.to_dtype(acc)?)?;
         Ok((loss, part.iter().map(|(_, x)| x.len()).sum()))
     })
 }
@@ -332,8 +323,8 @@ pub fn sft_eval(
             pad,
             &model.device,
         )?;
-        let lp = token_logprobs(model, &b.ids, &b.targets)?.detach();
-        total += sft_loss(&lp, &b.mask.to_dtype(acc)?)?
+        let lp = response_logprobs(model, &b)?.detach();
+        total += sft_loss(&lp, &b.resp_mask.to_dtype(acc)?)?
             .to_dtype(DType::F64)?
             .to_scalar::<f64>()?
             * chunk.len() as f64;

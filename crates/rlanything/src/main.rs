@@ -5,8 +5,14 @@ mod env_cmd;
 mod lm_cmd;
 mod quickstart;
 mod theory_cmd;
+mod train_cmd;
 
 use anyhow::Result;
+
+/// mimalloc keeps freed memory for reuse: training allocates and frees large tensors every step,
+/// which the system allocator would return to the kernel and fault in again.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use clap::{Parser, Subcommand};
 
 /// RLAnything: policy, reward model and environment trained together in one closed RL loop.
@@ -30,6 +36,19 @@ enum Command {
     /// Benchmarks: `bench lm` measures model throughput and FLOPs utilisation.
     #[command(subcommand)]
     Bench(bench_cmd::BenchCmd),
+    /// Warm-start tiny policy and reward models by SFT.
+    Pretrain(train_cmd::PretrainArgs),
+    /// Train (or resume) a run.
+    Train(train_cmd::TrainArgs),
+    /// Evaluate a policy checkpoint on an evaluation split.
+    Eval(train_cmd::EvalArgs),
+    /// Write and print a run's report.
+    Report {
+        /// The run folder.
+        run: std::path::PathBuf,
+    },
+    /// Run the four modes with the same seeds and budget; print the paper's Table 1.
+    Ablate(train_cmd::AblateArgs),
     /// Print the Theorem 1 table: bound and ideal-judge precision for μ and m.
     Theory(theory_cmd::Args),
 }
@@ -55,5 +74,10 @@ fn run(cli: Cli) -> Result<()> {
         Command::Env(c) => env_cmd::run(c),
         Command::Lm(c) => lm_cmd::run(c),
         Command::Bench(c) => bench_cmd::run(c),
+        Command::Pretrain(a) => train_cmd::run_pretrain(a),
+        Command::Train(a) => train_cmd::run_train(a),
+        Command::Eval(a) => train_cmd::run_eval(a),
+        Command::Report { run } => train_cmd::run_report(run),
+        Command::Ablate(a) => train_cmd::run_ablate(a),
     }
 }

@@ -1,0 +1,286 @@
+//! Run configuration (TOML). Unknown keys and impossible values are rejected with a message that
+//! names them.
+
+use rla_core::adapt::AdaptConfig;
+use rla_core::filter::Band;
+use rla_core::ppo::PpoConfig;
+use rla_model::lora::LoraConfig;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// Which parts of the system learn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Mode {
+    /// λ = 0: outcome-only GRPO, frozen judge (unused), fixed tasks.
+    #[serde(rename = "outcome")]
+    Outcome,
+    /// Integrated reward, frozen judge, fixed tasks.
+    #[serde(rename = "policy")]
+    Policy,
+    /// Integrated reward, judge trained on consistency, fixed tasks.
+    #[serde(rename = "policy+reward")]
+    PolicyReward,
+    /// Everything: judge trained and environment adapting.
+    #[serde(rename = "full")]
+    Full,
+}
+
+impl Mode {
+    /// All four, in the order of the paper's table.
+    pub const ALL: [Mode; 4] = [Mode::Outcome, Mode::Policy, Mode::PolicyReward, Mode::Full];
+
+    /// The name used in configs and tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Outcome => "outcome",
+            Mode::Policy => "policy",
+            Mode::PolicyReward => "policy+reward",
+            Mode::Full => "full",
+        }
+    }
+
+    /// Whether the judge is consulted for step rewards.
+    pub fn uses_judge(self) -> bool {
+        self != Mode::Outcome
+    }
+
+    /// Whether the judge is trained.
+    pub fn trains_judge(self) -> bool {
+        matches!(self, Mode::PolicyReward | Mode::Full)
+    }
+
+    /// Whether tasks adapt.
+    pub fn adapts(self) -> bool {
+        self == Mode::Full
+    }
+}
+
+/// A tiny model trained from scratch.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TinyModel {
+    /// `qwen2` or `qwen3`.
+    pub arch: String,
+    /// Width.
+    pub hidden_size: usize,
+    /// Blocks.
+    pub num_hidden_layers: usize,
+    /// Query heads.
+    pub num_attention_heads: usize,
+    /// Key/value heads.
+    pub num_key_value_heads: usize,
+}
+
+impl Default for TinyModel {
+    fn default() -> Self {
+        TinyModel { arch: "qwen3".into(), hidden_size: 96, num_hidden_layers: 2, num_attention_heads: 4, num_key_value_heads: 2 }
+    }
+}
+
+/// One model of the run (the policy or the reward model).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ModelSpec {
+    /// A checkpoint folder in HF layout; without it, a tiny model is trained from scratch by
+    /// `pretrain`.
+    pub path: Option<PathBuf>,
+    /// The tiny model's shape.
+    pub tiny: TinyModel,
+    /// Learning rate of RL updates.
+    pub lr: f64,
+    /// Sequences per micro-batch.
+    pub micro_batch: usize,
+    /// LoRA instead of full fine-tuning.
+    pub lora: Option<LoraConfig>,
+    /// Compute dtype (`f32`, `bf16`, `f16`).
+    pub dtype: String,
+    /// Run on CUDA device 0 (needs the `cuda` feature).
+    pub cuda: bool,
+    /// Sampling temperature.
+    pub temperature: f64,
+    /// Most new tokens per answer.
+    pub max_new_tokens: usize,
+}
+
+impl Default for ModelSpec {
+    fn default() -> Self {
+        ModelSpec { path: None, tiny: TinyModel::default(), lr: 1e-4, micro_batch: 32, lora: None, dtype: "f32".into(), cuda: false, temperature: 1.0, max_new_tokens: 16 }
+    }
+}
+
+/// Supervised warm starts of tiny models.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PretrainConfig {
+    /// Training tasks the demonstrations come from.
+    pub tasks: usize,
+    /// Probability that a demonstration step is a random command (the target stays the expert's).
+    pub noise: f64,
+    /// SFT steps of the policy.
+    pub policy_steps: usize,
+    /// SFT steps of the reward model.
+    pub reward_steps: usize,
+    /// Sequences per SFT step.
+    pub batch: usize,
+    /// SFT learning rate.
+    pub lr: f64,
+}
+
+impl Default for PretrainConfig {
+    fn default() -> Self {
+        PretrainConfig { tasks: 96, noise: 0.3, policy_steps: 150, reward_steps: 120, batch: 32, lr: 3e-3 }
+    }
+}
+
+/// Evaluation settings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EvalConfig {
+    /// In-domain tasks evaluated (the first n of the fixed split; 140 is all).
+    pub in_domain: usize,
+    /// OOD tasks evaluated (134 is all).
+    pub ood: usize,
+    /// Evaluate every this many iterations (and at the start and end).
+    pub every: usize,
+}
+
+impl Default for EvalConfig {
+    fn default() -> Self {
+        EvalConfig { in_domain: 140, ood: 134, every: 5 }
+    }
+}
+
+/// A run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RunConfig {
+    /// Seed of everything.
+    pub seed: u64,
+    /// What learns.
+    pub mode: Mode,
+    /// RL iterations.
+    pub iterations: usize,
+    /// Size of the task pool.
+    pub pool_size: usize,
+    /// Accepted rewrites grow the pool instead of replacing their parent's slot.
+    pub grow_pool: bool,
+    /// Tasks rolled out per iteration (plus every pending rewrite).
+    pub tasks_per_iteration: usize,
+    /// Rollouts per task.
+    pub rollouts_per_task: usize,
+    /// m: judge samples per step.
+    pub judge_samples: usize,
+    /// λ: weight of the step signal.
+    pub lambda: f64,
+    /// Step limit in training.
+    pub train_step_limit: usize,
+    /// Step limit in evaluation.
+    pub eval_step_limit: usize,
+    /// Past (observation, action) pairs shown to the policy.
+    pub history_window: usize,
+    /// PPO epochs per iteration.
+    pub update_epochs: usize,
+    /// Tasks that give policy samples.
+    pub policy_band: Band,
+    /// Tasks that give reward-model samples.
+    pub reward_band: Band,
+    /// The difficulty band of adaptation.
+    pub adapt: AdaptConfig,
+    /// The PPO objective.
+    pub ppo: PpoConfig,
+    /// The policy.
+    pub policy: ModelSpec,
+    /// The reward model.
+    pub reward: ModelSpec,
+    /// Warm starts.
+    pub pretrain: PretrainConfig,
+    /// Evaluation.
+    pub eval: EvalConfig,
+}
+
+impl Default for RunConfig {
+    fn default() -> Self {
+        RunConfig {
+            seed: 0,
+            mode: Mode::Full,
+            iterations: 20,
+            pool_size: 64,
+            grow_pool: false,
+            tasks_per_iteration: 16,
+            rollouts_per_task: 8,
+            judge_samples: 3,
+            lambda: 1.0,
+            train_step_limit: 40,
+            eval_step_limit: 60,
+            history_window: 2,
+            update_epochs: 4,
+            policy_band: Band::POLICY,
+            reward_band: Band::REWARD,
+            adapt: AdaptConfig::default(),
+            ppo: PpoConfig::default(),
+            policy: ModelSpec::default(),
+            reward: ModelSpec { max_new_tokens: 12, ..ModelSpec::default() },
+            pretrain: PretrainConfig::default(),
+            eval: EvalConfig::default(),
+        }
+    }
+}
+
+impl RunConfig {
+    /// Reads and validates a TOML file.
+    pub fn load(path: &Path) -> anyhow::Result<RunConfig> {
+        let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+        let cfg: RunConfig = toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        cfg.validate().map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        Ok(cfg)
+    }
+
+    /// Rejects impossible values, naming them.
+    pub fn validate(&self) -> Result<(), String> {
+        let pos = |name: &str, v: usize| if v == 0 { Err(format!("{name} must be at least 1")) } else { Ok(()) };
+        pos("judge_samples (m)", self.judge_samples)?;
+        pos("iterations", self.iterations)?;
+        pos("pool_size", self.pool_size)?;
+        pos("tasks_per_iteration", self.tasks_per_iteration)?;
+        pos("train_step_limit", self.train_step_limit)?;
+        pos("eval_step_limit", self.eval_step_limit)?;
+        pos("update_epochs", self.update_epochs)?;
+        if self.rollouts_per_task < 2 {
+            return Err("rollouts_per_task must be at least 2 (advantages compare rollouts of a task)".into());
+        }
+        if self.tasks_per_iteration > self.pool_size {
+            return Err(format!("tasks_per_iteration = {} exceeds pool_size = {}", self.tasks_per_iteration, self.pool_size));
+        }
+        if !(self.lambda >= 0.0 && self.lambda.is_finite()) {
+            return Err(format!("lambda = {} must be ≥ 0", self.lambda));
+        }
+        self.adapt.validate()?;
+        self.policy_band.validate().map_err(|e| format!("policy_band: {e}"))?;
+        self.reward_band.validate().map_err(|e| format!("reward_band: {e}"))?;
+        self.ppo.validate().map_err(|e| format!("ppo: {e}"))?;
+        for (n, m) in [("policy", &self.policy), ("reward", &self.reward)] {
+            if !(m.lr > 0.0) {
+                return Err(format!("{n}.lr = {} must be positive", m.lr));
+            }
+            pos(&format!("{n}.max_new_tokens"), m.max_new_tokens)?;
+            pos(&format!("{n}.micro_batch"), m.micro_batch)?;
+            if m.temperature < 0.0 {
+                return Err(format!("{n}.temperature must be ≥ 0"));
+            }
+            rla_model::weights::parse_dtype(&m.dtype).map_err(|e| format!("{n}.dtype: {e}"))?;
+        }
+        if !(0.0..=1.0).contains(&self.pretrain.noise) {
+            return Err("pretrain.noise must lie in [0, 1]".into());
+        }
+        Ok(())
+    }
+
+    /// λ as the mode uses it (0 for `outcome`).
+    pub fn effective_lambda(&self) -> f64 {
+        if self.mode.uses_judge() {
+            self.lambda
+        } else {
+            0.0
+        }
+    }
+}

@@ -1,0 +1,155 @@
+//! Warm starts for tiny models trained from scratch: a word-level tokenizer built from the
+//! environment's text, the policy fitted by SFT on expert demonstrations taken in noisy states,
+//! and the reward model fitted by SFT on weak labels (each step labelled with its trajectory's
+//! outcome, with a reasoning phrase naming what the step did).
+
+use crate::config::{ModelSpec, RunConfig};
+use crate::prompts::{judge_answer, judge_prompt, policy_answer, policy_prompt};
+use anyhow::{Context, Result};
+use candle_core::Device;
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rla_env::household::expert::{plan, GoalSpec};
+use rla_env::household::splits::{eval_tasks, train_tasks, Split};
+use rla_env::household::{Household, TaskSpec};
+use rla_env::Environment;
+use rla_model::config::{Arch, ModelConfig};
+use rla_model::tok::{build_word_level, Message, Tok};
+use rla_model::train::TrainConfig;
+use rla_model::{LanguageModel, Lm};
+use std::path::Path;
+
+/// A (prompt text, answer text) example.
+pub type Example = (String, String);
+
+/// Demonstrations: policy examples and judge examples from noisy expert episodes.
+pub fn demonstrations(tasks: &[TaskSpec], noise: f64, window: usize, seed: u64) -> Result<(Vec<Example>, Vec<Example>)> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let (mut pol, mut jud) = (Vec::new(), Vec::new());
+    for t in tasks {
+        // two episodes per task: one at the given noise, one noisier, so the judge sees failures
+        for eps_noise in [noise, (noise * 2.0).min(0.9)] {
+            let mut env = Household::from_task(t)?;
+            let goal = GoalSpec::from_task(env.world(), t).map_err(anyhow::Error::msg)?;
+            let mut obs = env.reset();
+            let mut hist: Vec<(String, String)> = Vec::new();
+            let mut steps: Vec<(String, String, String)> = Vec::new(); // (obs, answer, action)
+            let mut won = false;
+            for _ in 0..t.step_limit {
+                let adm = env.admissible().to_vec();
+                let Some(&a) = plan(env.world(), env.state(), &goal).and_then(|p| p.first().copied()).as_ref() else { break };
+                let mut list = Vec::new();
+                env.world().actions(env.state(), &mut list);
+                let expert_cmd = list.iter().find(|(_, b)| *b == a).map(|(c, _)| c.clone()).context("expert action admissible")?;
+                let expert_idx = adm.iter().position(|c| *c == expert_cmd).context("in list")?;
+                let prompt = policy_prompt(&t.sentence(), &hist, window, &obs, &adm);
+                pol.push((prompt, policy_answer(&expert_cmd, expert_idx)));
+                let (cmd, idx) = if rng.gen::<f64>() < eps_noise {
+                    let k = rng.gen_range(0..adm.len());
+                    (adm[k].clone(), k)
+                } else {
+                    (expert_cmd, expert_idx)
+                };
+                let r = env.step(&cmd);
+                steps.push((obs.clone(), policy_answer(&cmd, idx), cmd.clone()));
+                hist.push((std::mem::replace(&mut obs, r.feedback.clone()), cmd));
+                if r.done {
+                    won = r.won;
+                    break;
+                }
+            }
+            // weak labels: every step gets its trajectory's outcome
+            let mut next = steps.iter().skip(1).map(|s| s.0.clone()).collect::<Vec<_>>();
+            next.push(obs.clone());
+            for ((o, ans, act), nx) in steps.iter().zip(next) {
+                jud.push((judge_prompt(&t.sentence(), o, ans, act, &nx), judge_answer(act, won)));
+            }
+        }
+    }
+    pol.shuffle(&mut rng);
+    jud.shuffle(&mut rng);
+    Ok((pol, jud))
+}
+
+fn tiny_config(spec: &ModelSpec, vocab: usize) -> Result<ModelConfig> {
+    let arch = match spec.tiny.arch.as_str() {
+        "qwen2" => Arch::Qwen2,
+        "qwen3" => Arch::Qwen3,
+        a => anyhow::bail!("tiny.arch = {a:?}: use qwen2 or qwen3"),
+    };
+    let t = &spec.tiny;
+    let c = ModelConfig::tiny(arch, vocab, t.hidden_size, t.num_hidden_layers, t.num_attention_heads, t.num_key_value_heads);
+    c.validate().map_err(anyhow::Error::msg)?;
+    Ok(c)
+}
+
+fn encode_pairs(tok: &Tok, ex: &[Example]) -> Result<Vec<(Vec<u32>, Vec<u32>)>> {
+    ex.iter()
+        .map(|(p, a)| {
+            let prompt = tok.apply_chat_template(&[Message::new("user", p)], true)?;
+            let mut resp = tok.encode(a)?;
+            resp.extend(tok.eos_ids.first().copied());
+            Ok((tok.encode(&prompt)?, resp))
+        })
+        .collect()
+}
+
+/// SFT for `steps` minibatches; returns the loss of the first and last step.
+pub fn sft(lm: &mut Lm, data: &[(Vec<u32>, Vec<u32>)], steps: usize, batch: usize, seed: u64, bar: Option<&indicatif::ProgressBar>) -> Result<(f64, f64)> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let (mut first, mut last) = (f64::NAN, f64::NAN);
+    for i in 0..steps {
+        let b: Vec<(Vec<u32>, Vec<u32>)> = data.choose_multiple(&mut rng, batch.min(data.len())).cloned().collect();
+        let s = lm.sft_update(&b)?;
+        if i == 0 {
+            first = s.loss;
+        }
+        last = s.loss;
+        if let Some(p) = bar {
+            p.inc(1);
+            p.set_message(format!("loss {:.3}", s.loss));
+        }
+    }
+    Ok((first, last))
+}
+
+/// Builds the tokenizer and both tiny models, warm-starts them, and saves them under `out`
+/// (`out/policy`, `out/reward`). Returns a line per model describing what was done.
+pub fn pretrain(cfg: &RunConfig, out: &Path, progress: bool) -> Result<Vec<String>> {
+    let tasks = train_tasks(cfg.pretrain.tasks, cfg.seed.wrapping_add(17));
+    let (pol, jud) = demonstrations(&tasks, cfg.pretrain.noise, cfg.history_window, cfg.seed)?;
+    // The vocabulary: every text the models will read or write, plus the evaluation scenes' intros.
+    let mut corpus = String::new();
+    for (p, a) in pol.iter().chain(jud.iter()) {
+        corpus.push_str(p);
+        corpus.push('\n');
+        corpus.push_str(a);
+        corpus.push('\n');
+    }
+    for t in eval_tasks(Split::InDomain).iter().chain(eval_tasks(Split::Ood).iter()) {
+        let mut env = Household::from_task(t)?;
+        corpus.push_str(&env.reset());
+        corpus.push('\n');
+        corpus.push_str(&env.admissible().join("\n"));
+        corpus.push('\n');
+    }
+    corpus.push_str("<|im_start|>user\n<|im_end|>\n<|im_start|>assistant\n");
+    let tok = build_word_level(&corpus, 1)?;
+    let mut lines = Vec::new();
+    for (name, spec, data, steps) in [("policy", &cfg.policy, &pol, cfg.pretrain.policy_steps), ("reward", &cfg.reward, &jud, cfg.pretrain.reward_steps)] {
+        let mc = tiny_config(spec, tok.vocab_size())?;
+        let mut lm = Lm::init(&mc, tok.clone(), cfg.seed.wrapping_add(name.len() as u64), candle_core::DType::F32, &Device::Cpu)?;
+        lm.enable_training(TrainConfig { lr: cfg.pretrain.lr, micro_batch: spec.micro_batch, ..Default::default() }, None, cfg.seed, None)?;
+        let enc = encode_pairs(&tok, data)?;
+        let bar = progress.then(|| crate::bar(steps as u64, &format!("pretrain {name}")));
+        let (a, b) = sft(&mut lm, &enc, steps, cfg.pretrain.batch, cfg.seed.wrapping_add(3), bar.as_ref())?;
+        if let Some(b) = bar {
+            b.finish_and_clear();
+        }
+        lm.opt = None;
+        lm.save(&out.join(name))?;
+        lines.push(format!("{name}: {} parameters, {} examples, SFT loss {a:.3} → {b:.3}", mc.num_params(), enc.len()));
+    }
+    Ok(lines)
+}

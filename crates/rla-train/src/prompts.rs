@@ -1,0 +1,155 @@
+//! The policy's and the judge's prompts, the parsers of their answers, and the critique summary.
+
+use rla_core::reward::StepScore;
+
+/// The policy's view of one step.
+pub fn policy_prompt(task: &str, history: &[(String, String)], window: usize, observation: &str, admissible: &[String]) -> String {
+    let mut s = format!("Your task is to: {task}.\n");
+    let start = history.len().saturating_sub(window);
+    for (obs, act) in &history[start..] {
+        s.push_str(&format!("observation: {obs}\nyou took action: {act}\n"));
+    }
+    s.push_str(&format!("observation: {observation}\nadmissible actions:\n"));
+    for (i, a) in admissible.iter().enumerate() {
+        s.push_str(&format!("{}: {a}\n", i + 1));
+    }
+    s.push_str("Think about the next step, then give the number of your action in \\boxed{}.");
+    s
+}
+
+/// The policy's answer in the format its warm start teaches: the command, then its number.
+pub fn policy_answer(command: &str, index: usize) -> String {
+    format!("{command} \\boxed{{{}}}", index + 1)
+}
+
+fn last_boxed(text: &str) -> Option<&str> {
+    let start = text.rfind("\\boxed{")? + "\\boxed{".len();
+    let end = text[start..].find('}')? + start;
+    Some(text[start..end].trim())
+}
+
+/// The chosen command index: the last `\boxed{k}` (1-based) of the answer; an unparseable answer
+/// takes index 0 and an out-of-range one is clipped, as in the reference implementation.
+pub fn parse_action(text: &str, n: usize) -> (usize, bool) {
+    match last_boxed(text).and_then(|b| b.parse::<i64>().ok()) {
+        Some(k) => (((k - 1).max(0) as usize).min(n.saturating_sub(1)), true),
+        None => (0, false),
+    }
+}
+
+/// The judge's prompt for one step.
+pub fn judge_prompt(task: &str, observation: &str, answer: &str, action: &str, next_observation: &str) -> String {
+    format!(
+        "Your task is to judge one step of an agent whose task is to: {task}.\nobservation: {observation}\nthe agent answered: {answer}\nso it took action: {action}\nnext observation: {next_observation}\nScore 1 only if the action suits the task, the reasoning is relevant and consistent, and the next observation shows progress. Reason briefly, then answer \\boxed{{1}} or \\boxed{{-1}}."
+    )
+}
+
+/// The judge's verdict: `\boxed{1}` → +1, `\boxed{-1}` → −1, anything else unparsed (0).
+pub fn parse_verdict(text: &str) -> StepScore {
+    match last_boxed(text) {
+        Some("1") | Some("+1") => StepScore::Positive,
+        Some("-1") => StepScore::Negative,
+        _ => StepScore::Unparsed,
+    }
+}
+
+/// The reasoning part of an answer: the text before its last `\boxed{`.
+pub fn reasoning(text: &str) -> &str {
+    text.rfind("\\boxed{").map(|i| text[..i].trim()).unwrap_or(text.trim())
+}
+
+/// A short phrase naming what a command does ("took apple", "went to fridge").
+pub fn action_phrase(action: &str) -> String {
+    let w: Vec<&str> = action.split_whitespace().collect();
+    match w.as_slice() {
+        ["go", "to", r, ..] => format!("went to {r}"),
+        ["take", o, ..] => format!("took {o}"),
+        ["move", o, _, "to", r, ..] => format!("moved {o} to {r}"),
+        ["open", r, ..] => format!("opened {r}"),
+        ["close", r, ..] => format!("closed {r}"),
+        ["heat", o, ..] => format!("heated {o}"),
+        ["cool", o, ..] => format!("cooled {o}"),
+        ["clean", o, ..] => format!("cleaned {o}"),
+        ["use", o, ..] => format!("used {o}"),
+        ["slice", o, ..] => format!("sliced {o}"),
+        ["examine", ..] | ["look"] | ["inventory"] | ["help"] => "only looked".into(),
+        _ => "did nothing useful".into(),
+    }
+}
+
+/// A judge answer in the warm start's format: what the step did, and the verdict.
+pub fn judge_answer(action: &str, good: bool) -> String {
+    let p = action_phrase(action);
+    if good {
+        format!("{p} which helps \\boxed{{1}}")
+    } else {
+        format!("{p} which does not help \\boxed{{-1}}")
+    }
+}
+
+/// Summarises the judge's reasoning on high-risk steps into at most two sentences: the most
+/// frequent reasons, most frequent first.
+pub fn summarise_critiques(reasons: &[String]) -> Option<String> {
+    if reasons.is_empty() {
+        return None;
+    }
+    let mut counts: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
+    for r in reasons {
+        let key = r.split(" which ").next().unwrap_or(r).trim().to_string();
+        if !key.is_empty() {
+            *counts.entry(key).or_default() += 1;
+        }
+    }
+    let mut v: Vec<(String, usize)> = counts.into_iter().collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let top: Vec<String> = v.iter().take(3).map(|(k, c)| format!("{k} ({c}×)")).collect();
+    if top.is_empty() {
+        return None;
+    }
+    Some(format!("The failed attempts mostly {}. These steps made no progress toward the goal.", top.join(", ")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn actions_parse_like_the_reference() {
+        assert_eq!(parse_action("go there \\boxed{3}", 5), (2, true));
+        assert_eq!(parse_action("\\boxed{1} then \\boxed{4}", 5), (3, true));
+        assert_eq!(parse_action("no box", 5), (0, false));
+        assert_eq!(parse_action("\\boxed{x}", 5), (0, false));
+        assert_eq!(parse_action("\\boxed{99}", 5), (4, true));
+        assert_eq!(parse_action("\\boxed{0}", 5), (0, true));
+        assert_eq!(parse_action("\\boxed{-3}", 5), (0, true));
+    }
+
+    #[test]
+    fn verdicts_parse_and_anything_else_is_zero() {
+        assert_eq!(parse_verdict("good \\boxed{1}"), StepScore::Positive);
+        assert_eq!(parse_verdict("bad \\boxed{-1}"), StepScore::Negative);
+        assert_eq!(parse_verdict("\\boxed{-1} hmm \\boxed{1}"), StepScore::Positive);
+        assert_eq!(parse_verdict("\\boxed{2}"), StepScore::Unparsed);
+        assert_eq!(parse_verdict("maybe"), StepScore::Unparsed);
+        assert_eq!(parse_verdict("\\boxed{1"), StepScore::Unparsed);
+    }
+
+    #[test]
+    fn prompts_show_the_window_and_numbered_commands() {
+        let h = vec![("o1".to_string(), "a1".to_string()), ("o2".to_string(), "a2".to_string()), ("o3".to_string(), "a3".to_string())];
+        let p = policy_prompt("put a apple in fridge", &h, 2, "now", &["look".into(), "go to fridge 1".into()]);
+        assert!(!p.contains("o1") && p.contains("o2") && p.contains("you took action: a3"));
+        assert!(p.contains("1: look\n2: go to fridge 1\n"));
+        assert_eq!(reasoning(&policy_answer("go to fridge 1", 1)), "go to fridge 1");
+        assert_eq!(parse_action(&policy_answer("go to fridge 1", 1), 2), (1, true));
+    }
+
+    #[test]
+    fn critiques_summarise_in_two_sentences() {
+        let r: Vec<String> = ["went to cabinet which does not help", "went to cabinet which does not help", "only looked which does not help"].iter().map(|s| s.to_string()).collect();
+        let s = summarise_critiques(&r).unwrap();
+        assert!(s.starts_with("The failed attempts mostly went to cabinet (2×), only looked (1×)."));
+        assert_eq!(s.matches(". ").count() + 1, 2);
+        assert!(summarise_critiques(&[]).is_none());
+    }
+}

@@ -1,0 +1,25 @@
+//! The run report: a Markdown summary of `metrics.jsonl` and `tasks.jsonl`.
+
+use crate::run::{IterMetrics, RunDir};
+use anyhow::Result;
+
+fn f(x: Option<f64>) -> String {
+    x.map(|v| format!("{v:.3}")).unwrap_or_else(|| "—".into())
+}
+
+/// Writes `report.md` into the run folder and returns its text.
+pub fn write_report(dir: &RunDir) -> Result<String> {
+    let ms: Vec<IterMetrics> = dir.metrics()?;
+    let mut s = String::from("# RLAnything run report\n\n");
+    s.push_str("| iter | train success | eval in-domain | eval OOD | μ | bound | precision A | process acc | outcome acc | accepted | pending | pool | rollout s | judge s | update s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for m in &ms {
+        s.push_str(&format!(
+            "| {} | {:.3} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {:.1} | {:.1} |\n",
+            m.iteration, m.train_success, f(m.eval_in_domain), f(m.eval_ood), f(m.mu), f(m.bound), f(m.precision), f(m.process_acc), f(m.outcome_acc), m.accepted, m.pending_next, m.pool_size, m.time_rollout, m.time_judge, m.time_update
+        ));
+    }
+    let accepted: usize = ms.iter().map(|m| m.accepted).sum();
+    s.push_str(&format!("\nAccepted rewrites in all: {accepted}. Lineage in `tasks.jsonl`, sample trajectories in `samples/`.\n"));
+    crate::run::write_atomic(&dir.path.join("report.md"), &s)?;
+    Ok(s)
+}

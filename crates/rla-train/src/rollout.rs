@@ -1,0 +1,184 @@
+//! Rollouts: the policy plays many households at once (all tasks × rollouts batched into one
+//! generation call per step), and the judge scores every step m times.
+
+use crate::prompts::{judge_prompt, parse_action, parse_verdict, policy_prompt};
+use anyhow::Result;
+use indicatif::ProgressBar;
+use rla_core::reward::StepScore;
+use rla_env::household::expert::{progress_label, GoalSpec};
+use rla_env::household::{Household, TaskSpec};
+use rla_env::Environment;
+use rla_model::sample::SampleParams;
+use rla_model::tok::Message;
+use rla_model::LanguageModel;
+use serde::{Deserialize, Serialize};
+
+/// One step of a trajectory.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StepRec {
+    /// The observation the policy saw.
+    pub observation: String,
+    /// The policy's prompt (token ids, chat template applied).
+    pub prompt_ids: Vec<u32>,
+    /// The policy's answer (token ids).
+    pub response_ids: Vec<u32>,
+    /// `log π_old` of the answer's tokens.
+    pub logprobs: Vec<f32>,
+    /// The answer's text.
+    pub answer: String,
+    /// The command it chose.
+    pub action: String,
+    /// Whether the answer had a parseable `\boxed{k}`.
+    pub parsed: bool,
+    /// The environment's feedback.
+    pub next_observation: String,
+    /// The expert oracle's label: did the step shorten the remaining plan?
+    pub progress: bool,
+}
+
+/// One episode.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Trajectory {
+    /// Index of its task in the batch.
+    pub task: usize,
+    /// Its steps.
+    pub steps: Vec<StepRec>,
+    /// Whether the goal was reached.
+    pub won: bool,
+}
+
+/// Applies the model's chat template to a user message and tokenises it.
+pub fn encode_chat(lm: &dyn LanguageModel, text: &str) -> Result<Vec<u32>> {
+    let tok = lm.tok();
+    let s = match tok.chat_template {
+        Some(_) => tok.apply_chat_template(&[Message::new("user", text)], true)?,
+        None => text.to_string(),
+    };
+    Ok(tok.encode(&s)?)
+}
+
+struct Live {
+    env: Household,
+    goal: GoalSpec,
+    traj: Trajectory,
+    obs: String,
+    history: Vec<(String, String)>,
+}
+
+/// Plays `n` episodes of each task with the policy; all episodes step together.
+pub fn rollout(policy: &dyn LanguageModel, tasks: &[TaskSpec], n: usize, step_limit: usize, window: usize, sp: &SampleParams, bar: Option<&ProgressBar>) -> Result<Vec<Trajectory>> {
+    let mut live: Vec<Live> = Vec::new();
+    for (ti, t) in tasks.iter().enumerate() {
+        for _ in 0..n {
+            let mut env = Household::from_task(t)?.with_step_limit(step_limit.min(t.step_limit));
+            let goal = GoalSpec::from_task(env.world(), t).map_err(anyhow::Error::msg)?;
+            let obs = env.reset();
+            live.push(Live { env, goal, traj: Trajectory { task: ti, steps: vec![], won: false }, obs, history: vec![] });
+        }
+    }
+    let mut done: Vec<bool> = vec![false; live.len()];
+    for step in 0..step_limit {
+        let active: Vec<usize> = (0..live.len()).filter(|&i| !done[i]).collect();
+        if active.is_empty() {
+            break;
+        }
+        let mut prompts = Vec::with_capacity(active.len());
+        let mut adms = Vec::with_capacity(active.len());
+        for &i in &active {
+            let l = &mut live[i];
+            let adm = l.env.admissible().to_vec();
+            let text = policy_prompt(&l.env.world().task, &l.history, window, &l.obs, &adm);
+            prompts.push(encode_chat(policy, &text)?);
+            adms.push(adm);
+        }
+        let p = SampleParams { seed: sp.seed.wrapping_add(step as u64 * 7919), ..sp.clone() };
+        let out = policy.generate(&prompts, 1, &p)?;
+        for ((k, &i), s) in active.iter().enumerate().zip(out) {
+            let s = &s[0];
+            let l = &mut live[i];
+            let (idx, parsed) = parse_action(&s.text, adms[k].len());
+            let action = adms[k][idx].clone();
+            let before = l.env.state().clone();
+            let r = l.env.step(&action);
+            let progress = progress_label(l.env.world(), &before, l.env.state(), &l.goal);
+            l.traj.steps.push(StepRec {
+                observation: l.obs.clone(),
+                prompt_ids: prompts[k].clone(),
+                response_ids: s.tokens.clone(),
+                logprobs: s.logprobs.clone(),
+                answer: s.text.clone(),
+                action: action.clone(),
+                parsed,
+                next_observation: r.feedback.clone(),
+                progress,
+            });
+            l.history.push((std::mem::replace(&mut l.obs, r.feedback), action));
+            if r.done {
+                l.traj.won = r.won;
+                done[i] = true;
+            }
+        }
+        if let Some(b) = bar {
+            b.inc(active.len() as u64);
+        }
+    }
+    Ok(live.into_iter().map(|l| l.traj).collect())
+}
+
+/// The m verdicts of the judge on one step.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Verdicts {
+    /// The judge's prompt.
+    pub prompt_ids: Vec<u32>,
+    /// Its answers (token ids).
+    pub responses: Vec<Vec<u32>>,
+    /// `log π_old` of the answers' tokens.
+    pub logprobs: Vec<Vec<f32>>,
+    /// The answers' texts.
+    pub texts: Vec<String>,
+    /// The parsed verdicts S_ij.
+    pub scores: Vec<StepScore>,
+}
+
+/// Scores every step of every trajectory m times; the m answers of a step share its prefill.
+pub fn judge(reward: &dyn LanguageModel, tasks: &[TaskSpec], trajs: &[Trajectory], m: usize, sp: &SampleParams, bar: Option<&ProgressBar>) -> Result<Vec<Vec<Verdicts>>> {
+    let mut prompts = Vec::new();
+    let mut index = Vec::new();
+    for (ti, t) in trajs.iter().enumerate() {
+        let task = tasks[t.task].sentence();
+        for (si, s) in t.steps.iter().enumerate() {
+            let text = judge_prompt(&task, &s.observation, &s.answer, &s.action, &s.next_observation);
+            prompts.push(encode_chat(reward, &text)?);
+            index.push((ti, si));
+        }
+    }
+    let mut out: Vec<Vec<Option<Verdicts>>> = trajs.iter().map(|t| vec![None; t.steps.len()]).collect();
+    for (c, chunk) in prompts.chunks(64).enumerate() {
+        let p = SampleParams { seed: sp.seed.wrapping_add(c as u64 * 104_729), ..sp.clone() };
+        let gens = reward.generate(chunk, m, &p)?;
+        for (j, g) in gens.into_iter().enumerate() {
+            let (ti, si) = index[c * 64 + j];
+            out[ti][si] = Some(Verdicts {
+                prompt_ids: chunk[j].clone(),
+                scores: g.iter().map(|s| parse_verdict(&s.text)).collect(),
+                texts: g.iter().map(|s| s.text.clone()).collect(),
+                responses: g.iter().map(|s| s.tokens.clone()).collect(),
+                logprobs: g.into_iter().map(|s| s.logprobs).collect(),
+            });
+        }
+        if let Some(b) = bar {
+            b.inc(chunk.len() as u64);
+        }
+    }
+    Ok(out.into_iter().map(|v| v.into_iter().map(|x| x.expect("every step judged")).collect()).collect())
+}
+
+/// Greedy success rate of the policy on tasks (one episode each).
+pub fn evaluate(policy: &dyn LanguageModel, tasks: &[TaskSpec], step_limit: usize, window: usize, max_new_tokens: usize, bar: Option<&ProgressBar>) -> Result<f64> {
+    if tasks.is_empty() {
+        return Ok(0.0);
+    }
+    let sp = SampleParams { temperature: 0.0, max_new_tokens, ..Default::default() };
+    let trajs = rollout(policy, tasks, 1, step_limit, window, &sp, bar)?;
+    Ok(trajs.iter().filter(|t| t.won).count() as f64 / trajs.len() as f64)
+}

@@ -1,0 +1,181 @@
+//! `rlanything pretrain | train | eval | report | ablate` and the quickstart's run.
+
+use anyhow::{bail, Context, Result};
+use rla_env::household::splits::{eval_tasks, Split};
+use rla_train::config::{Mode, RunConfig};
+use rla_train::pretrain::pretrain;
+use rla_train::report::write_report;
+use rla_train::rollout::evaluate;
+use rla_train::run::RunDir;
+use rla_train::trainer::open;
+use std::path::{Path, PathBuf};
+
+#[derive(clap::Args)]
+pub struct PretrainArgs {
+    /// Run configuration (TOML).
+    #[arg(long)]
+    pub config: PathBuf,
+    /// Output folder (policy/ and reward/ are written inside).
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+#[derive(clap::Args)]
+pub struct TrainArgs {
+    /// Run configuration (TOML); with --resume, the run folder's own config is used.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Run folder.
+    #[arg(long, default_value = "runs/train")]
+    pub run: PathBuf,
+    /// Continue the run in --run (or the folder given here) from its last completed iteration.
+    #[arg(long, num_args = 0..=1, default_missing_value = "")]
+    pub resume: Option<PathBuf>,
+    /// No progress bars.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+#[derive(clap::Args)]
+pub struct EvalArgs {
+    /// A policy checkpoint (HF layout).
+    #[arg(long)]
+    pub model: PathBuf,
+    /// Which split: in-domain or ood.
+    #[arg(long, default_value = "in-domain")]
+    pub split: String,
+    /// Number of tasks (default: all).
+    #[arg(long)]
+    pub n: Option<usize>,
+    /// History window of the prompts.
+    #[arg(long, default_value_t = 2)]
+    pub window: usize,
+}
+
+#[derive(clap::Args)]
+pub struct AblateArgs {
+    /// Run configuration (TOML); its mode is ignored, all four are run.
+    #[arg(long)]
+    pub config: PathBuf,
+    /// Output folder (one run folder per mode).
+    #[arg(long, default_value = "runs/ablate")]
+    pub out: PathBuf,
+    /// No progress bars.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// Pretrains tiny models into `dir/pretrained` unless the config names checkpoints.
+pub fn ensure_pretrained(cfg: &RunConfig, dir: &Path, progress: bool) -> Result<()> {
+    if cfg.policy.path.is_some() && cfg.reward.path.is_some() {
+        return Ok(());
+    }
+    let pre = dir.join("pretrained");
+    if pre.join("policy/config.json").exists() && pre.join("reward/config.json").exists() {
+        return Ok(());
+    }
+    for line in pretrain(cfg, &pre, progress)? {
+        println!("pretrain {line}");
+    }
+    Ok(())
+}
+
+pub fn run_pretrain(a: PretrainArgs) -> Result<()> {
+    let cfg = RunConfig::load(&a.config)?;
+    for line in pretrain(&cfg, &a.out, true)? {
+        println!("{line}");
+    }
+    Ok(())
+}
+
+/// Trains a run to its end; returns (initial, final) evaluation success (in-domain, OOD).
+pub fn train_run(cfg: RunConfig, dir: &Path, resume: bool, progress: bool) -> Result<((f64, f64), (f64, f64))> {
+    if !resume {
+        ensure_pretrained(&cfg, dir, progress)?;
+    }
+    let mut t = open(cfg, dir, resume, progress)?;
+    t.run()?;
+    write_report(&t.dir)?;
+    let ms = t.dir.metrics()?;
+    let first = ms.first().context("no metrics")?;
+    let last = ms.iter().rev().find(|m| m.eval_in_domain.is_some()).context("no evaluation")?;
+    Ok((
+        (first.eval_in_domain.unwrap_or(0.0), first.eval_ood.unwrap_or(0.0)),
+        (last.eval_in_domain.unwrap_or(0.0), last.eval_ood.unwrap_or(0.0)),
+    ))
+}
+
+pub fn run_train(a: TrainArgs) -> Result<()> {
+    let (dir, resume) = match &a.resume {
+        Some(p) if !p.as_os_str().is_empty() => (p.clone(), true),
+        Some(_) => (a.run.clone(), true),
+        None => (a.run.clone(), false),
+    };
+    let cfg = match (&a.config, resume) {
+        (Some(c), _) => RunConfig::load(c)?,
+        (None, true) => RunConfig::load(&dir.join("config.toml"))?,
+        (None, false) => bail!("--config is required for a new run"),
+    };
+    let ((i0, o0), (i1, o1)) = train_run(cfg, &dir, resume, !a.quiet)?;
+    println!("evaluation success: in-domain {i0:.3} → {i1:.3}, OOD {o0:.3} → {o1:.3}");
+    println!("report: {}", dir.join("report.md").display());
+    Ok(())
+}
+
+pub fn run_eval(a: EvalArgs) -> Result<()> {
+    let split = match a.split.as_str() {
+        "in-domain" | "in_domain" => Split::InDomain,
+        "ood" => Split::Ood,
+        s => bail!("--split {s}: use in-domain or ood"),
+    };
+    let tasks = eval_tasks(split);
+    let n = a.n.unwrap_or(tasks.len()).min(tasks.len());
+    let lm = rla_model::Lm::load(&a.model, candle_core::DType::F32, &candle_core::Device::Cpu)?;
+    let bar = rla_train::bar((n * 60) as u64, "eval");
+    let s = evaluate(&lm, &tasks[..n], 60, a.window, 16, Some(&bar))?;
+    bar.finish_and_clear();
+    println!("{} success on {n} {} tasks: {s:.3}", a.model.display(), a.split);
+    Ok(())
+}
+
+pub fn run_report(dir: PathBuf) -> Result<()> {
+    let rd = RunDir { path: dir };
+    print!("{}", write_report(&rd)?);
+    Ok(())
+}
+
+pub fn run_ablate(a: AblateArgs) -> Result<()> {
+    let base = RunConfig::load(&a.config)?;
+    std::fs::create_dir_all(&a.out)?;
+    ensure_pretrained(&base, &a.out, !a.quiet)?;
+    let mut rows = Vec::new();
+    for mode in Mode::ALL {
+        let mut cfg = base.clone();
+        cfg.mode = mode;
+        if cfg.policy.path.is_none() {
+            cfg.policy.path = Some(a.out.join("pretrained/policy"));
+        }
+        if cfg.reward.path.is_none() {
+            cfg.reward.path = Some(a.out.join("pretrained/reward"));
+        }
+        let dir = a.out.join(mode.name().replace('+', "-"));
+        let resume = dir.join("checkpoint/state.json").exists();
+        let (before, after) = train_run(cfg, &dir, resume, !a.quiet)?;
+        let ms = RunDir { path: dir }.metrics()?;
+        let last = ms.last().context("no metrics")?;
+        rows.push((mode, before, after, last.process_acc, last.outcome_acc));
+    }
+    println!("{:<15} {:>22} {:>22} {:>13} {:>13}", "mode", "in-domain before→after", "OOD before→after", "process acc", "outcome acc");
+    for (mode, b, af, p, o) in rows {
+        let f = |x: Option<f64>| x.map(|v| format!("{:.1}", 100.0 * v)).unwrap_or_else(|| "—".into());
+        println!(
+            "{:<15} {:>22} {:>22} {:>13} {:>13}",
+            mode.name(),
+            format!("{:.1} → {:.1}", 100.0 * b.0, 100.0 * af.0),
+            format!("{:.1} → {:.1}", 100.0 * b.1, 100.0 * af.1),
+            f(p),
+            f(o)
+        );
+    }
+    Ok(())
+}
