@@ -25,13 +25,21 @@ pub fn token_logprobs(model: &Transformer, ids: &Tensor, targets: &Tensor) -> Re
 /// softmax run on the R response positions, not on the whole sequence.
 pub fn response_logprobs(model: &Transformer, b: &crate::batch::Batch) -> Result<Tensor> {
     let (n, l) = b.ids.dims2()?;
-    let pos = Tensor::arange(0u32, l as u32, b.ids.device())?.unsqueeze(0)?.broadcast_as((n, l))?.contiguous()?;
+    let pos = Tensor::arange(0u32, l as u32, b.ids.device())?
+        .unsqueeze(0)?
+        .broadcast_as((n, l))?
+        .contiguous()?;
     let h = model.hidden(&b.ids, &pos, None, None)?;
     let hd = h.dim(2)?;
-    let picked = h.reshape((n * l, hd))?.index_select(&b.resp_idx, 0)?.reshape((n, b.resp_len, hd))?;
+    let picked = h
+        .reshape((n * l, hd))?
+        .index_select(&b.resp_idx, 0)?
+        .reshape((n, b.resp_len, hd))?;
     let logits = model.logits(&picked)?;
     let logits = logits.to_dtype(acc_dtype(logits.dtype()))?;
-    log_softmax_last(&logits)?.gather(&b.resp_targets.unsqueeze(2)?, D::Minus1)?.squeeze(2)
+    log_softmax_last(&logits)?
+        .gather(&b.resp_targets.unsqueeze(2)?, D::Minus1)?
+        .squeeze(2)
 }
 
 fn masked_sequence_mean(x: &Tensor, mask: &Tensor) -> Result<Tensor> {

@@ -73,7 +73,13 @@ pub struct TinyModel {
 
 impl Default for TinyModel {
     fn default() -> Self {
-        TinyModel { arch: "qwen3".into(), hidden_size: 96, num_hidden_layers: 2, num_attention_heads: 4, num_key_value_heads: 2 }
+        TinyModel {
+            arch: "qwen3".into(),
+            hidden_size: 96,
+            num_hidden_layers: 2,
+            num_attention_heads: 4,
+            num_key_value_heads: 2,
+        }
     }
 }
 
@@ -104,7 +110,17 @@ pub struct ModelSpec {
 
 impl Default for ModelSpec {
     fn default() -> Self {
-        ModelSpec { path: None, tiny: TinyModel::default(), lr: 1e-4, micro_batch: 32, lora: None, dtype: "f32".into(), cuda: false, temperature: 1.0, max_new_tokens: 16 }
+        ModelSpec {
+            path: None,
+            tiny: TinyModel::default(),
+            lr: 1e-4,
+            micro_batch: 32,
+            lora: None,
+            dtype: "f32".into(),
+            cuda: false,
+            temperature: 1.0,
+            max_new_tokens: 16,
+        }
     }
 }
 
@@ -128,7 +144,14 @@ pub struct PretrainConfig {
 
 impl Default for PretrainConfig {
     fn default() -> Self {
-        PretrainConfig { tasks: 96, noise: 0.3, policy_steps: 150, reward_steps: 120, batch: 32, lr: 3e-3 }
+        PretrainConfig {
+            tasks: 96,
+            noise: 0.3,
+            policy_steps: 150,
+            reward_steps: 120,
+            batch: 32,
+            lr: 3e-3,
+        }
     }
 }
 
@@ -146,7 +169,11 @@ pub struct EvalConfig {
 
 impl Default for EvalConfig {
     fn default() -> Self {
-        EvalConfig { in_domain: 140, ood: 134, every: 5 }
+        EvalConfig {
+            in_domain: 140,
+            ood: 134,
+            every: 5,
+        }
     }
 }
 
@@ -219,7 +246,10 @@ impl Default for RunConfig {
             adapt: AdaptConfig::default(),
             ppo: PpoConfig::default(),
             policy: ModelSpec::default(),
-            reward: ModelSpec { max_new_tokens: 12, ..ModelSpec::default() },
+            reward: ModelSpec {
+                max_new_tokens: 12,
+                ..ModelSpec::default()
+            },
             pretrain: PretrainConfig::default(),
             eval: EvalConfig::default(),
         }
@@ -229,15 +259,24 @@ impl Default for RunConfig {
 impl RunConfig {
     /// Reads and validates a TOML file.
     pub fn load(path: &Path) -> anyhow::Result<RunConfig> {
-        let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
-        let cfg: RunConfig = toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-        cfg.validate().map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+        let cfg: RunConfig =
+            toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        cfg.validate()
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
         Ok(cfg)
     }
 
     /// Rejects impossible values, naming them.
     pub fn validate(&self) -> Result<(), String> {
-        let pos = |name: &str, v: usize| if v == 0 { Err(format!("{name} must be at least 1")) } else { Ok(()) };
+        let pos = |name: &str, v: usize| {
+            if v == 0 {
+                Err(format!("{name} must be at least 1"))
+            } else {
+                Ok(())
+            }
+        };
         pos("judge_samples (m)", self.judge_samples)?;
         pos("iterations", self.iterations)?;
         pos("pool_size", self.pool_size)?;
@@ -246,20 +285,30 @@ impl RunConfig {
         pos("eval_step_limit", self.eval_step_limit)?;
         pos("update_epochs", self.update_epochs)?;
         if self.rollouts_per_task < 2 {
-            return Err("rollouts_per_task must be at least 2 (advantages compare rollouts of a task)".into());
+            return Err(
+                "rollouts_per_task must be at least 2 (advantages compare rollouts of a task)"
+                    .into(),
+            );
         }
         if self.tasks_per_iteration > self.pool_size {
-            return Err(format!("tasks_per_iteration = {} exceeds pool_size = {}", self.tasks_per_iteration, self.pool_size));
+            return Err(format!(
+                "tasks_per_iteration = {} exceeds pool_size = {}",
+                self.tasks_per_iteration, self.pool_size
+            ));
         }
         if !(self.lambda >= 0.0 && self.lambda.is_finite()) {
             return Err(format!("lambda = {} must be ≥ 0", self.lambda));
         }
         self.adapt.validate()?;
-        self.policy_band.validate().map_err(|e| format!("policy_band: {e}"))?;
-        self.reward_band.validate().map_err(|e| format!("reward_band: {e}"))?;
+        self.policy_band
+            .validate()
+            .map_err(|e| format!("policy_band: {e}"))?;
+        self.reward_band
+            .validate()
+            .map_err(|e| format!("reward_band: {e}"))?;
         self.ppo.validate().map_err(|e| format!("ppo: {e}"))?;
         for (n, m) in [("policy", &self.policy), ("reward", &self.reward)] {
-            if !(m.lr > 0.0) {
+            if m.lr.is_nan() || m.lr <= 0.0 {
                 return Err(format!("{n}.lr = {} must be positive", m.lr));
             }
             pos(&format!("{n}.max_new_tokens"), m.max_new_tokens)?;

@@ -20,9 +20,11 @@ pub use trainer::Trainer;
 pub fn bar(len: u64, msg: &str) -> indicatif::ProgressBar {
     let b = indicatif::ProgressBar::new(len);
     b.set_style(
-        indicatif::ProgressStyle::with_template("{prefix:>18} [{bar:30}] {pos}/{len} {elapsed} {msg}")
-            .expect("valid template")
-            .progress_chars("=> "),
+        indicatif::ProgressStyle::with_template(
+            "{prefix:>18} [{bar:30}] {pos}/{len} {elapsed} {msg}",
+        )
+        .expect("valid template")
+        .progress_chars("=> "),
     );
     b.set_prefix(msg.to_string());
     b

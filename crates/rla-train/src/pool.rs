@@ -34,7 +34,10 @@ impl TaskPool {
             .into_iter()
             .map(|mut t| {
                 t.step_limit = cfg.train_step_limit;
-                Slot { task: t, history: vec![] }
+                Slot {
+                    task: t,
+                    history: vec![],
+                }
             })
             .collect();
         TaskPool { slots }
@@ -97,7 +100,11 @@ pub struct Lineage {
 /// The structured rewriter: picks the perturbation the critique points to. Failures that the judge
 /// blames on wandering ("went to", "only looked") get a hint first when making a task easier;
 /// otherwise targets, distractors and receptacle types move the difficulty.
-pub fn structured_rewrite(parent: &TaskSpec, dir: Direction, critique: Option<&str>) -> Option<(Perturbation, TaskSpec)> {
+pub fn structured_rewrite(
+    parent: &TaskSpec,
+    dir: Direction,
+    critique: Option<&str>,
+) -> Option<(Perturbation, TaskSpec)> {
     let mut cands = proposals(parent, dir);
     let wandering = critique.is_some_and(|c| c.contains("went to") || c.contains("only looked"));
     let rank = |p: &Perturbation| -> usize {

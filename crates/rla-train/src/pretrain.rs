@@ -24,7 +24,12 @@ use std::path::Path;
 pub type Example = (String, String);
 
 /// Demonstrations: policy examples and judge examples from noisy expert episodes.
-pub fn demonstrations(tasks: &[TaskSpec], noise: f64, window: usize, seed: u64) -> Result<(Vec<Example>, Vec<Example>)> {
+pub fn demonstrations(
+    tasks: &[TaskSpec],
+    noise: f64,
+    window: usize,
+    seed: u64,
+) -> Result<(Vec<Example>, Vec<Example>)> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let (mut pol, mut jud) = (Vec::new(), Vec::new());
     for t in tasks {
@@ -38,11 +43,23 @@ pub fn demonstrations(tasks: &[TaskSpec], noise: f64, window: usize, seed: u64) 
             let mut won = false;
             for _ in 0..t.step_limit {
                 let adm = env.admissible().to_vec();
-                let Some(&a) = plan(env.world(), env.state(), &goal).and_then(|p| p.first().copied()).as_ref() else { break };
+                let Some(&a) = plan(env.world(), env.state(), &goal)
+                    .and_then(|p| p.first().copied())
+                    .as_ref()
+                else {
+                    break;
+                };
                 let mut list = Vec::new();
                 env.world().actions(env.state(), &mut list);
-                let expert_cmd = list.iter().find(|(_, b)| *b == a).map(|(c, _)| c.clone()).context("expert action admissible")?;
-                let expert_idx = adm.iter().position(|c| *c == expert_cmd).context("in list")?;
+                let expert_cmd = list
+                    .iter()
+                    .find(|(_, b)| *b == a)
+                    .map(|(c, _)| c.clone())
+                    .context("expert action admissible")?;
+                let expert_idx = adm
+                    .iter()
+                    .position(|c| *c == expert_cmd)
+                    .context("in list")?;
                 let prompt = policy_prompt(&t.sentence(), &hist, window, &obs, &adm);
                 pol.push((prompt, policy_answer(&expert_cmd, expert_idx)));
                 let (cmd, idx) = if rng.gen::<f64>() < eps_noise {
@@ -60,10 +77,17 @@ pub fn demonstrations(tasks: &[TaskSpec], noise: f64, window: usize, seed: u64) 
                 }
             }
             // weak labels: every step gets its trajectory's outcome
-            let mut next = steps.iter().skip(1).map(|s| s.0.clone()).collect::<Vec<_>>();
+            let mut next = steps
+                .iter()
+                .skip(1)
+                .map(|s| s.0.clone())
+                .collect::<Vec<_>>();
             next.push(obs.clone());
             for ((o, ans, act), nx) in steps.iter().zip(next) {
-                jud.push((judge_prompt(&t.sentence(), o, ans, act, &nx), judge_answer(act, won)));
+                jud.push((
+                    judge_prompt(&t.sentence(), o, ans, act, &nx),
+                    judge_answer(act, won),
+                ));
             }
         }
     }
@@ -79,7 +103,14 @@ fn tiny_config(spec: &ModelSpec, vocab: usize) -> Result<ModelConfig> {
         a => anyhow::bail!("tiny.arch = {a:?}: use qwen2 or qwen3"),
     };
     let t = &spec.tiny;
-    let c = ModelConfig::tiny(arch, vocab, t.hidden_size, t.num_hidden_layers, t.num_attention_heads, t.num_key_value_heads);
+    let c = ModelConfig::tiny(
+        arch,
+        vocab,
+        t.hidden_size,
+        t.num_hidden_layers,
+        t.num_attention_heads,
+        t.num_key_value_heads,
+    );
     c.validate().map_err(anyhow::Error::msg)?;
     Ok(c)
 }
@@ -96,11 +127,21 @@ fn encode_pairs(tok: &Tok, ex: &[Example]) -> Result<Vec<(Vec<u32>, Vec<u32>)>> 
 }
 
 /// SFT for `steps` minibatches; returns the loss of the first and last step.
-pub fn sft(lm: &mut Lm, data: &[(Vec<u32>, Vec<u32>)], steps: usize, batch: usize, seed: u64, bar: Option<&indicatif::ProgressBar>) -> Result<(f64, f64)> {
+pub fn sft(
+    lm: &mut Lm,
+    data: &[(Vec<u32>, Vec<u32>)],
+    steps: usize,
+    batch: usize,
+    seed: u64,
+    bar: Option<&indicatif::ProgressBar>,
+) -> Result<(f64, f64)> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let (mut first, mut last) = (f64::NAN, f64::NAN);
     for i in 0..steps {
-        let b: Vec<(Vec<u32>, Vec<u32>)> = data.choose_multiple(&mut rng, batch.min(data.len())).cloned().collect();
+        let b: Vec<(Vec<u32>, Vec<u32>)> = data
+            .choose_multiple(&mut rng, batch.min(data.len()))
+            .cloned()
+            .collect();
         let s = lm.sft_update(&b)?;
         if i == 0 {
             first = s.loss;
@@ -127,7 +168,10 @@ pub fn pretrain(cfg: &RunConfig, out: &Path, progress: bool) -> Result<Vec<Strin
         corpus.push_str(a);
         corpus.push('\n');
     }
-    for t in eval_tasks(Split::InDomain).iter().chain(eval_tasks(Split::Ood).iter()) {
+    for t in eval_tasks(Split::InDomain)
+        .iter()
+        .chain(eval_tasks(Split::Ood).iter())
+    {
         let mut env = Household::from_task(t)?;
         corpus.push_str(&env.reset());
         corpus.push('\n');
@@ -137,19 +181,48 @@ pub fn pretrain(cfg: &RunConfig, out: &Path, progress: bool) -> Result<Vec<Strin
     corpus.push_str("<|im_start|>user\n<|im_end|>\n<|im_start|>assistant\n");
     let tok = build_word_level(&corpus, 1)?;
     let mut lines = Vec::new();
-    for (name, spec, data, steps) in [("policy", &cfg.policy, &pol, cfg.pretrain.policy_steps), ("reward", &cfg.reward, &jud, cfg.pretrain.reward_steps)] {
+    for (name, spec, data, steps) in [
+        ("policy", &cfg.policy, &pol, cfg.pretrain.policy_steps),
+        ("reward", &cfg.reward, &jud, cfg.pretrain.reward_steps),
+    ] {
         let mc = tiny_config(spec, tok.vocab_size())?;
-        let mut lm = Lm::init(&mc, tok.clone(), cfg.seed.wrapping_add(name.len() as u64), candle_core::DType::F32, &Device::Cpu)?;
-        lm.enable_training(TrainConfig { lr: cfg.pretrain.lr, micro_batch: spec.micro_batch, ..Default::default() }, None, cfg.seed, None)?;
+        let mut lm = Lm::init(
+            &mc,
+            tok.clone(),
+            cfg.seed.wrapping_add(name.len() as u64),
+            candle_core::DType::F32,
+            &Device::Cpu,
+        )?;
+        lm.enable_training(
+            TrainConfig {
+                lr: cfg.pretrain.lr,
+                micro_batch: spec.micro_batch,
+                ..Default::default()
+            },
+            None,
+            cfg.seed,
+            None,
+        )?;
         let enc = encode_pairs(&tok, data)?;
         let bar = progress.then(|| crate::bar(steps as u64, &format!("pretrain {name}")));
-        let (a, b) = sft(&mut lm, &enc, steps, cfg.pretrain.batch, cfg.seed.wrapping_add(3), bar.as_ref())?;
+        let (a, b) = sft(
+            &mut lm,
+            &enc,
+            steps,
+            cfg.pretrain.batch,
+            cfg.seed.wrapping_add(3),
+            bar.as_ref(),
+        )?;
         if let Some(b) = bar {
             b.finish_and_clear();
         }
         lm.opt = None;
         lm.save(&out.join(name))?;
-        lines.push(format!("{name}: {} parameters, {} examples, SFT loss {a:.3} → {b:.3}", mc.num_params(), enc.len()));
+        lines.push(format!(
+            "{name}: {} parameters, {} examples, SFT loss {a:.3} → {b:.3}",
+            mc.num_params(),
+            enc.len()
+        ));
     }
     Ok(lines)
 }

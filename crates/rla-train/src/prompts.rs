@@ -3,13 +3,21 @@
 use rla_core::reward::StepScore;
 
 /// The policy's view of one step.
-pub fn policy_prompt(task: &str, history: &[(String, String)], window: usize, observation: &str, admissible: &[String]) -> String {
+pub fn policy_prompt(
+    task: &str,
+    history: &[(String, String)],
+    window: usize,
+    observation: &str,
+    admissible: &[String],
+) -> String {
     let mut s = format!("Your task is to: {task}.\n");
     let start = history.len().saturating_sub(window);
     for (obs, act) in &history[start..] {
         s.push_str(&format!("observation: {obs}\nyou took action: {act}\n"));
     }
-    s.push_str(&format!("observation: {observation}\nadmissible actions:\n"));
+    s.push_str(&format!(
+        "observation: {observation}\nadmissible actions:\n"
+    ));
     for (i, a) in admissible.iter().enumerate() {
         s.push_str(&format!("{}: {a}\n", i + 1));
     }
@@ -38,7 +46,13 @@ pub fn parse_action(text: &str, n: usize) -> (usize, bool) {
 }
 
 /// The judge's prompt for one step.
-pub fn judge_prompt(task: &str, observation: &str, answer: &str, action: &str, next_observation: &str) -> String {
+pub fn judge_prompt(
+    task: &str,
+    observation: &str,
+    answer: &str,
+    action: &str,
+    next_observation: &str,
+) -> String {
     format!(
         "Your task is to judge one step of an agent whose task is to: {task}.\nobservation: {observation}\nthe agent answered: {answer}\nso it took action: {action}\nnext observation: {next_observation}\nScore 1 only if the action suits the task, the reasoning is relevant and consistent, and the next observation shows progress. Reason briefly, then answer \\boxed{{1}} or \\boxed{{-1}}."
     )
@@ -55,7 +69,9 @@ pub fn parse_verdict(text: &str) -> StepScore {
 
 /// The reasoning part of an answer: the text before its last `\boxed{`.
 pub fn reasoning(text: &str) -> &str {
-    text.rfind("\\boxed{").map(|i| text[..i].trim()).unwrap_or(text.trim())
+    text.rfind("\\boxed{")
+        .map(|i| text[..i].trim())
+        .unwrap_or(text.trim())
 }
 
 /// A short phrase naming what a command does ("took apple", "went to fridge").
@@ -102,11 +118,18 @@ pub fn summarise_critiques(reasons: &[String]) -> Option<String> {
     }
     let mut v: Vec<(String, usize)> = counts.into_iter().collect();
     v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    let top: Vec<String> = v.iter().take(3).map(|(k, c)| format!("{k} ({c}×)")).collect();
+    let top: Vec<String> = v
+        .iter()
+        .take(3)
+        .map(|(k, c)| format!("{k} ({c}×)"))
+        .collect();
     if top.is_empty() {
         return None;
     }
-    Some(format!("The failed attempts mostly {}. These steps made no progress toward the goal.", top.join(", ")))
+    Some(format!(
+        "The failed attempts mostly {}. These steps made no progress toward the goal.",
+        top.join(", ")
+    ))
 }
 
 #[cfg(test)]
@@ -128,7 +151,10 @@ mod tests {
     fn verdicts_parse_and_anything_else_is_zero() {
         assert_eq!(parse_verdict("good \\boxed{1}"), StepScore::Positive);
         assert_eq!(parse_verdict("bad \\boxed{-1}"), StepScore::Negative);
-        assert_eq!(parse_verdict("\\boxed{-1} hmm \\boxed{1}"), StepScore::Positive);
+        assert_eq!(
+            parse_verdict("\\boxed{-1} hmm \\boxed{1}"),
+            StepScore::Positive
+        );
         assert_eq!(parse_verdict("\\boxed{2}"), StepScore::Unparsed);
         assert_eq!(parse_verdict("maybe"), StepScore::Unparsed);
         assert_eq!(parse_verdict("\\boxed{1"), StepScore::Unparsed);
@@ -136,17 +162,40 @@ mod tests {
 
     #[test]
     fn prompts_show_the_window_and_numbered_commands() {
-        let h = vec![("o1".to_string(), "a1".to_string()), ("o2".to_string(), "a2".to_string()), ("o3".to_string(), "a3".to_string())];
-        let p = policy_prompt("put a apple in fridge", &h, 2, "now", &["look".into(), "go to fridge 1".into()]);
+        let h = vec![
+            ("o1".to_string(), "a1".to_string()),
+            ("o2".to_string(), "a2".to_string()),
+            ("o3".to_string(), "a3".to_string()),
+        ];
+        let p = policy_prompt(
+            "put a apple in fridge",
+            &h,
+            2,
+            "now",
+            &["look".into(), "go to fridge 1".into()],
+        );
         assert!(!p.contains("o1") && p.contains("o2") && p.contains("you took action: a3"));
         assert!(p.contains("1: look\n2: go to fridge 1\n"));
-        assert_eq!(reasoning(&policy_answer("go to fridge 1", 1)), "go to fridge 1");
-        assert_eq!(parse_action(&policy_answer("go to fridge 1", 1), 2), (1, true));
+        assert_eq!(
+            reasoning(&policy_answer("go to fridge 1", 1)),
+            "go to fridge 1"
+        );
+        assert_eq!(
+            parse_action(&policy_answer("go to fridge 1", 1), 2),
+            (1, true)
+        );
     }
 
     #[test]
     fn critiques_summarise_in_two_sentences() {
-        let r: Vec<String> = ["went to cabinet which does not help", "went to cabinet which does not help", "only looked which does not help"].iter().map(|s| s.to_string()).collect();
+        let r: Vec<String> = [
+            "went to cabinet which does not help",
+            "went to cabinet which does not help",
+            "only looked which does not help",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
         let s = summarise_critiques(&r).unwrap();
         assert!(s.starts_with("The failed attempts mostly went to cabinet (2×), only looked (1×)."));
         assert_eq!(s.matches(". ").count() + 1, 2);

@@ -66,14 +66,32 @@ struct Live {
 }
 
 /// Plays `n` episodes of each task with the policy; all episodes step together.
-pub fn rollout(policy: &dyn LanguageModel, tasks: &[TaskSpec], n: usize, step_limit: usize, window: usize, sp: &SampleParams, bar: Option<&ProgressBar>) -> Result<Vec<Trajectory>> {
+pub fn rollout(
+    policy: &dyn LanguageModel,
+    tasks: &[TaskSpec],
+    n: usize,
+    step_limit: usize,
+    window: usize,
+    sp: &SampleParams,
+    bar: Option<&ProgressBar>,
+) -> Result<Vec<Trajectory>> {
     let mut live: Vec<Live> = Vec::new();
     for (ti, t) in tasks.iter().enumerate() {
         for _ in 0..n {
             let mut env = Household::from_task(t)?.with_step_limit(step_limit.min(t.step_limit));
             let goal = GoalSpec::from_task(env.world(), t).map_err(anyhow::Error::msg)?;
             let obs = env.reset();
-            live.push(Live { env, goal, traj: Trajectory { task: ti, steps: vec![], won: false }, obs, history: vec![] });
+            live.push(Live {
+                env,
+                goal,
+                traj: Trajectory {
+                    task: ti,
+                    steps: vec![],
+                    won: false,
+                },
+                obs,
+                history: vec![],
+            });
         }
     }
     let mut done: Vec<bool> = vec![false; live.len()];
@@ -91,7 +109,10 @@ pub fn rollout(policy: &dyn LanguageModel, tasks: &[TaskSpec], n: usize, step_li
             prompts.push(encode_chat(policy, &text)?);
             adms.push(adm);
         }
-        let p = SampleParams { seed: sp.seed.wrapping_add(step as u64 * 7919), ..sp.clone() };
+        let p = SampleParams {
+            seed: sp.seed.wrapping_add(step as u64 * 7919),
+            ..sp.clone()
+        };
         let out = policy.generate(&prompts, 1, &p)?;
         for ((k, &i), s) in active.iter().enumerate().zip(out) {
             let s = &s[0];
@@ -112,7 +133,8 @@ pub fn rollout(policy: &dyn LanguageModel, tasks: &[TaskSpec], n: usize, step_li
                 next_observation: r.feedback.clone(),
                 progress,
             });
-            l.history.push((std::mem::replace(&mut l.obs, r.feedback), action));
+            l.history
+                .push((std::mem::replace(&mut l.obs, r.feedback), action));
             if r.done {
                 l.traj.won = r.won;
                 done[i] = true;
@@ -141,20 +163,37 @@ pub struct Verdicts {
 }
 
 /// Scores every step of every trajectory m times; the m answers of a step share its prefill.
-pub fn judge(reward: &dyn LanguageModel, tasks: &[TaskSpec], trajs: &[Trajectory], m: usize, sp: &SampleParams, bar: Option<&ProgressBar>) -> Result<Vec<Vec<Verdicts>>> {
+pub fn judge(
+    reward: &dyn LanguageModel,
+    tasks: &[TaskSpec],
+    trajs: &[Trajectory],
+    m: usize,
+    sp: &SampleParams,
+    bar: Option<&ProgressBar>,
+) -> Result<Vec<Vec<Verdicts>>> {
     let mut prompts = Vec::new();
     let mut index = Vec::new();
     for (ti, t) in trajs.iter().enumerate() {
         let task = tasks[t.task].sentence();
         for (si, s) in t.steps.iter().enumerate() {
-            let text = judge_prompt(&task, &s.observation, &s.answer, &s.action, &s.next_observation);
+            let text = judge_prompt(
+                &task,
+                &s.observation,
+                &s.answer,
+                &s.action,
+                &s.next_observation,
+            );
             prompts.push(encode_chat(reward, &text)?);
             index.push((ti, si));
         }
     }
-    let mut out: Vec<Vec<Option<Verdicts>>> = trajs.iter().map(|t| vec![None; t.steps.len()]).collect();
+    let mut out: Vec<Vec<Option<Verdicts>>> =
+        trajs.iter().map(|t| vec![None; t.steps.len()]).collect();
     for (c, chunk) in prompts.chunks(64).enumerate() {
-        let p = SampleParams { seed: sp.seed.wrapping_add(c as u64 * 104_729), ..sp.clone() };
+        let p = SampleParams {
+            seed: sp.seed.wrapping_add(c as u64 * 104_729),
+            ..sp.clone()
+        };
         let gens = reward.generate(chunk, m, &p)?;
         for (j, g) in gens.into_iter().enumerate() {
             let (ti, si) = index[c * 64 + j];
@@ -170,15 +209,33 @@ pub fn judge(reward: &dyn LanguageModel, tasks: &[TaskSpec], trajs: &[Trajectory
             b.inc(chunk.len() as u64);
         }
     }
-    Ok(out.into_iter().map(|v| v.into_iter().map(|x| x.expect("every step judged")).collect()).collect())
+    Ok(out
+        .into_iter()
+        .map(|v| {
+            v.into_iter()
+                .map(|x| x.expect("every step judged"))
+                .collect()
+        })
+        .collect())
 }
 
 /// Greedy success rate of the policy on tasks (one episode each).
-pub fn evaluate(policy: &dyn LanguageModel, tasks: &[TaskSpec], step_limit: usize, window: usize, max_new_tokens: usize, bar: Option<&ProgressBar>) -> Result<f64> {
+pub fn evaluate(
+    policy: &dyn LanguageModel,
+    tasks: &[TaskSpec],
+    step_limit: usize,
+    window: usize,
+    max_new_tokens: usize,
+    bar: Option<&ProgressBar>,
+) -> Result<f64> {
     if tasks.is_empty() {
         return Ok(0.0);
     }
-    let sp = SampleParams { temperature: 0.0, max_new_tokens, ..Default::default() };
+    let sp = SampleParams {
+        temperature: 0.0,
+        max_new_tokens,
+        ..Default::default()
+    };
     let trajs = rollout(policy, tasks, 1, step_limit, window, &sp, bar)?;
     Ok(trajs.iter().filter(|t| t.won).count() as f64 / trajs.len() as f64)
 }

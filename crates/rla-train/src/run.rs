@@ -86,14 +86,35 @@ pub struct RunState {
 impl RunState {
     /// A fresh state.
     pub fn new(pool: TaskPool) -> Self {
-        RunState { completed: 0, pool, pending: vec![], lineage: vec![], metrics: vec![] }
+        RunState {
+            completed: 0,
+            pool,
+            pending: vec![],
+            lineage: vec![],
+            metrics: vec![],
+        }
     }
 
     /// Proposes a rewrite of a slot's task.
-    pub fn propose(&mut self, slot: usize, dir: Direction, acc: f64, critique: Option<String>, k: usize) -> Option<Pending> {
+    pub fn propose(
+        &mut self,
+        slot: usize,
+        dir: Direction,
+        acc: f64,
+        critique: Option<String>,
+        k: usize,
+    ) -> Option<Pending> {
         let parent = &self.pool.slots[slot].task;
         let (p, task) = structured_rewrite(parent, dir, critique.as_deref())?;
-        Some(Pending { slot, task, direction: dir, parent_acc: acc, critique, perturbation: p.describe(), proposed_at: k })
+        Some(Pending {
+            slot,
+            task,
+            direction: dir,
+            parent_acc: acc,
+            critique,
+            perturbation: p.describe(),
+            proposed_at: k,
+        })
     }
 
     /// Records the decision on a pending rewrite; an accepted one replaces its slot's task
@@ -113,7 +134,10 @@ impl RunState {
         });
         if accepted {
             if grow {
-                self.pool.slots.push(crate::pool::Slot { task: p.task.clone(), history: vec![] });
+                self.pool.slots.push(crate::pool::Slot {
+                    task: p.task.clone(),
+                    history: vec![],
+                });
             } else if let Some(s) = self.pool.slots.get_mut(p.slot) {
                 let old = std::mem::replace(&mut s.task, p.task.clone());
                 s.history.push(old.id);
@@ -144,14 +168,17 @@ impl RunDir {
         let cpath = path.join("config.toml");
         let text = toml::to_string_pretty(cfg)?;
         if cpath.exists() && resume {
-            let old: RunConfig = toml::from_str(&std::fs::read_to_string(&cpath)?).with_context(|| format!("{}", cpath.display()))?;
+            let old: RunConfig = toml::from_str(&std::fs::read_to_string(&cpath)?)
+                .with_context(|| format!("{}", cpath.display()))?;
             if &old != cfg {
                 anyhow::bail!("{} was started with a different configuration; resume with `rlanything train --resume {}` alone", path.display(), path.display());
             }
         } else {
             write_atomic(&cpath, &text)?;
         }
-        Ok(RunDir { path: path.to_path_buf() })
+        Ok(RunDir {
+            path: path.to_path_buf(),
+        })
     }
 
     /// Where the last completed checkpoint lives.
@@ -171,7 +198,8 @@ impl RunDir {
         if !p.exists() {
             return Ok(None);
         }
-        let s: RunState = serde_json::from_str(&std::fs::read_to_string(&p)?).with_context(|| format!("{}", p.display()))?;
+        let s: RunState = serde_json::from_str(&std::fs::read_to_string(&p)?)
+            .with_context(|| format!("{}", p.display()))?;
         Ok(Some(s))
     }
 
@@ -201,12 +229,21 @@ impl RunDir {
     }
 
     fn write_metrics_file(&self, all: &[IterMetrics]) -> Result<()> {
-        let text: String = all.iter().map(|m| serde_json::to_string(m).expect("json") + "\n").collect();
+        let text: String = all
+            .iter()
+            .map(|m| serde_json::to_string(m).expect("json") + "\n")
+            .collect();
         write_atomic(&self.path.join("metrics.jsonl"), &text)
     }
 
     /// Saves models, optimisers, pool and metrics as the new last checkpoint.
-    pub fn checkpoint(&self, state: &RunState, policy: &Lm, reward: &Lm, m: &IterMetrics) -> Result<()> {
+    pub fn checkpoint(
+        &self,
+        state: &RunState,
+        policy: &Lm,
+        reward: &Lm,
+        m: &IterMetrics,
+    ) -> Result<()> {
         let mut state = state.clone();
         let mut all = self.read_metrics_file()?;
         all.retain(|x| x.iteration < m.iteration);
@@ -233,15 +270,30 @@ impl RunDir {
             std::fs::remove_dir_all(&old)?;
         }
         self.write_metrics_file(&all)?;
-        let lineage: String = state.lineage.iter().map(|l| serde_json::to_string(l).expect("json") + "\n").collect();
+        let lineage: String = state
+            .lineage
+            .iter()
+            .map(|l| serde_json::to_string(l).expect("json") + "\n")
+            .collect();
         write_atomic(&self.path.join("tasks.jsonl"), &lineage)?;
-        let pool: String = state.pool.slots.iter().map(|s| serde_json::to_string(s).expect("json") + "\n").collect();
+        let pool: String = state
+            .pool
+            .slots
+            .iter()
+            .map(|s| serde_json::to_string(s).expect("json") + "\n")
+            .collect();
         write_atomic(&self.path.join("pool.jsonl"), &pool)?;
         Ok(())
     }
 
     /// A few trajectories of an iteration with the judge's verdicts (`samples/iter-K.json`).
-    pub fn save_samples(&self, k: usize, tasks: &[TaskSpec], trajs: &[Trajectory], verdicts: &[Vec<Verdicts>]) -> Result<()> {
+    pub fn save_samples(
+        &self,
+        k: usize,
+        tasks: &[TaskSpec],
+        trajs: &[Trajectory],
+        verdicts: &[Vec<Verdicts>],
+    ) -> Result<()> {
         let dir = self.path.join("samples");
         std::fs::create_dir_all(&dir)?;
         let picked: Vec<serde_json::Value> = trajs
@@ -261,6 +313,9 @@ impl RunDir {
                 })
             })
             .collect();
-        write_atomic(&dir.join(format!("iter-{k:04}.json")), &serde_json::to_string_pretty(&picked)?)
+        write_atomic(
+            &dir.join(format!("iter-{k:04}.json")),
+            &serde_json::to_string_pretty(&picked)?,
+        )
     }
 }

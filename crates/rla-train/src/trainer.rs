@@ -12,7 +12,9 @@ use rla_core::consistency::consistency_advantages;
 use rla_core::filter::task_accuracy;
 use rla_core::metrics::judge_accuracy;
 use rla_core::reward::{step_rewards, Outcome, StepScore};
-use rla_core::theory::{empirical_precision, imbalance, theorem1_lower_bound, Calibration, IMBALANCE_MARGIN};
+use rla_core::theory::{
+    empirical_precision, imbalance, theorem1_lower_bound, Calibration, IMBALANCE_MARGIN,
+};
 use rla_env::household::splits::{eval_tasks, Split};
 use rla_env::household::TaskSpec;
 use rla_model::sample::SampleParams;
@@ -22,11 +24,24 @@ use std::path::Path;
 use std::time::Instant;
 
 /// Loads a model of the run for training.
-pub fn load_model(spec: &ModelSpec, dir: &Path, lr: f64, ppo: &rla_core::ppo::PpoConfig, seed: u64, resume: Option<&Path>) -> Result<Lm> {
+pub fn load_model(
+    spec: &ModelSpec,
+    dir: &Path,
+    lr: f64,
+    ppo: &rla_core::ppo::PpoConfig,
+    seed: u64,
+    resume: Option<&Path>,
+) -> Result<Lm> {
     let dtype = rla_model::weights::parse_dtype(&spec.dtype).map_err(anyhow::Error::msg)?;
     let device = rla_model::lm::device(spec.cuda)?;
-    let mut lm = Lm::load(dir, dtype, &device).with_context(|| format!("loading {}", dir.display()))?;
-    let tc = TrainConfig { lr, micro_batch: spec.micro_batch, ppo: *ppo, ..Default::default() };
+    let mut lm =
+        Lm::load(dir, dtype, &device).with_context(|| format!("loading {}", dir.display()))?;
+    let tc = TrainConfig {
+        lr,
+        micro_batch: spec.micro_batch,
+        ppo: *ppo,
+        ..Default::default()
+    };
     lm.enable_training(tc, spec.lora.clone(), seed, resume)?;
     Ok(lm)
 }
@@ -48,15 +63,30 @@ pub struct Trainer {
 }
 
 fn seed_of(cfg: &RunConfig, k: usize, tag: u64) -> u64 {
-    cfg.seed.wrapping_mul(1_000_003).wrapping_add(k as u64 * 7_919).wrapping_add(tag)
+    cfg.seed
+        .wrapping_mul(1_000_003)
+        .wrapping_add(k as u64 * 7_919)
+        .wrapping_add(tag)
 }
 
 impl Trainer {
     /// Greedy success on the first `n` tasks of an evaluation split.
     pub fn eval_split(&self, split: Split, n: usize) -> Result<f64> {
         let tasks: Vec<TaskSpec> = eval_tasks(split).into_iter().take(n).collect();
-        let bar = self.progress.then(|| crate::bar((tasks.len() * self.cfg.eval_step_limit) as u64, &format!("eval {split:?}")));
-        let r = evaluate(&self.policy, &tasks, self.cfg.eval_step_limit, self.cfg.history_window, self.cfg.policy.max_new_tokens, bar.as_ref());
+        let bar = self.progress.then(|| {
+            crate::bar(
+                (tasks.len() * self.cfg.eval_step_limit) as u64,
+                &format!("eval {split:?}"),
+            )
+        });
+        let r = evaluate(
+            &self.policy,
+            &tasks,
+            self.cfg.eval_step_limit,
+            self.cfg.history_window,
+            self.cfg.policy.max_new_tokens,
+            bar.as_ref(),
+        );
         if let Some(b) = bar {
             b.finish_and_clear();
         }
@@ -66,17 +96,44 @@ impl Trainer {
     /// One iteration of Algorithm 1.
     pub fn iteration(&mut self, k: usize) -> Result<IterMetrics> {
         let cfg = self.cfg.clone();
-        let mut m = IterMetrics { iteration: k, ..Default::default() };
+        let mut m = IterMetrics {
+            iteration: k,
+            ..Default::default()
+        };
 
         // 1. Rollout: sampled tasks plus every pending rewrite, n rollouts each, batched together.
         let t0 = Instant::now();
-        let sampled = self.state.pool.sample(cfg.tasks_per_iteration, seed_of(&cfg, k, 1));
+        let sampled = self
+            .state
+            .pool
+            .sample(cfg.tasks_per_iteration, seed_of(&cfg, k, 1));
         let pending: Vec<Pending> = std::mem::take(&mut self.state.pending);
-        let mut tasks: Vec<TaskSpec> = sampled.iter().map(|&s| self.state.pool.slots[s].task.clone()).collect();
+        let mut tasks: Vec<TaskSpec> = sampled
+            .iter()
+            .map(|&s| self.state.pool.slots[s].task.clone())
+            .collect();
         tasks.extend(pending.iter().map(|p| p.task.clone()));
-        let sp = SampleParams { temperature: cfg.policy.temperature, max_new_tokens: cfg.policy.max_new_tokens, seed: seed_of(&cfg, k, 2), ..Default::default() };
-        let bar = self.progress.then(|| crate::bar((tasks.len() * cfg.rollouts_per_task) as u64 * 8, &format!("iter {k} rollout")));
-        let trajs = rollout(&self.policy, &tasks, cfg.rollouts_per_task, cfg.train_step_limit, cfg.history_window, &sp, bar.as_ref())?;
+        let sp = SampleParams {
+            temperature: cfg.policy.temperature,
+            max_new_tokens: cfg.policy.max_new_tokens,
+            seed: seed_of(&cfg, k, 2),
+            ..Default::default()
+        };
+        let bar = self.progress.then(|| {
+            crate::bar(
+                (tasks.len() * cfg.rollouts_per_task) as u64 * 8,
+                &format!("iter {k} rollout"),
+            )
+        });
+        let trajs = rollout(
+            &self.policy,
+            &tasks,
+            cfg.rollouts_per_task,
+            cfg.train_step_limit,
+            cfg.history_window,
+            &sp,
+            bar.as_ref(),
+        )?;
         if let Some(b) = bar {
             b.finish_and_clear();
         }
@@ -87,9 +144,23 @@ impl Trainer {
         let t0 = Instant::now();
         let verdicts: Vec<Vec<Verdicts>> = {
             let steps: usize = trajs.iter().map(|t| t.steps.len()).sum();
-            let bar = self.progress.then(|| crate::bar(steps as u64, &format!("iter {k} judge")));
-            let jp = SampleParams { temperature: cfg.reward.temperature, max_new_tokens: cfg.reward.max_new_tokens, seed: seed_of(&cfg, k, 3), ..Default::default() };
-            let v = judge(&self.reward, &tasks, &trajs, cfg.judge_samples, &jp, bar.as_ref())?;
+            let bar = self
+                .progress
+                .then(|| crate::bar(steps as u64, &format!("iter {k} judge")));
+            let jp = SampleParams {
+                temperature: cfg.reward.temperature,
+                max_new_tokens: cfg.reward.max_new_tokens,
+                seed: seed_of(&cfg, k, 3),
+                ..Default::default()
+            };
+            let v = judge(
+                &self.reward,
+                &tasks,
+                &trajs,
+                cfg.judge_samples,
+                &jp,
+                bar.as_ref(),
+            )?;
             if let Some(b) = bar {
                 b.finish_and_clear();
             }
@@ -105,7 +176,9 @@ impl Trainer {
             count[t.task] += 1;
             wins[t.task] += t.won as usize;
         }
-        let acc: Vec<f64> = (0..n_tasks).map(|i| task_accuracy(wins[i], count[i])).collect();
+        let acc: Vec<f64> = (0..n_tasks)
+            .map(|i| task_accuracy(wins[i], count[i]))
+            .collect();
         let mut train_task = vec![true; n_tasks];
         for (j, p) in pending.iter().enumerate() {
             let i = sampled.len() + j;
@@ -129,17 +202,25 @@ impl Trainer {
                         proc_pairs.push((sc, s.progress));
                         out_pairs.push((sc, t.won));
                     }
-                    let mean = v.scores.iter().map(|x| x.value()).sum::<f64>() / v.scores.len() as f64;
-                    if t.won { pos_means.push(mean) } else { neg_means.push(mean) }
+                    let mean =
+                        v.scores.iter().map(|x| x.value()).sum::<f64>() / v.scores.len() as f64;
+                    if t.won {
+                        pos_means.push(mean)
+                    } else {
+                        neg_means.push(mean)
+                    }
                 }
             }
         }
         m.mu = cal.mu();
-        m.bound = m.mu.and_then(|mu| theorem1_lower_bound(mu, cfg.judge_samples));
+        m.bound =
+            m.mu.and_then(|mu| theorem1_lower_bound(mu, cfg.judge_samples));
         m.precision = empirical_precision(&pos_means, &neg_means).map(|p| p.precision);
         m.process_acc = judge_accuracy(&proc_pairs);
         m.outcome_acc = judge_accuracy(&out_pairs);
-        m.imbalanced_tasks = (0..n_tasks).filter(|&i| imbalance(wins[i], count[i], IMBALANCE_MARGIN).is_some_and(|x| x.flagged)).count();
+        m.imbalanced_tasks = (0..n_tasks)
+            .filter(|&i| imbalance(wins[i], count[i], IMBALANCE_MARGIN).is_some_and(|x| x.flagged))
+            .count();
         m.task_acc = acc.clone();
 
         // 3. Rewards and updates.
@@ -157,7 +238,11 @@ impl Trainer {
                 .iter()
                 .map(|&j| {
                     let t = &trajs[j];
-                    let scores: Vec<Vec<StepScore>> = if lambda > 0.0 { verdicts[j].iter().map(|v| v.scores.clone()).collect() } else { vec![vec![]; t.steps.len()] };
+                    let scores: Vec<Vec<StepScore>> = if lambda > 0.0 {
+                        verdicts[j].iter().map(|v| v.scores.clone()).collect()
+                    } else {
+                        vec![vec![]; t.steps.len()]
+                    };
                     step_rewards(Outcome::from_won(t.won), &scores, lambda)
                 })
                 .collect();
@@ -170,7 +255,13 @@ impl Trainer {
                 for (gi, &j) in group.iter().enumerate() {
                     for (si, s) in trajs[j].steps.iter().enumerate() {
                         if let Some(a) = adv[gi][si] {
-                            policy_samples.push(PpoSample { prompt: s.prompt_ids.clone(), response: s.response_ids.clone(), advantage: a as f32, old_logprobs: s.logprobs.clone(), ref_logprobs: None });
+                            policy_samples.push(PpoSample {
+                                prompt: s.prompt_ids.clone(),
+                                response: s.response_ids.clone(),
+                                advantage: a as f32,
+                                old_logprobs: s.logprobs.clone(),
+                                ref_logprobs: None,
+                            });
                         }
                     }
                 }
@@ -181,14 +272,24 @@ impl Trainer {
                         let adv = consistency_advantages(rewards[gi][si], &v.scores);
                         for (l, a) in adv.iter().enumerate() {
                             if let Some(a) = a {
-                                reward_samples.push(PpoSample { prompt: v.prompt_ids.clone(), response: v.responses[l].clone(), advantage: *a as f32, old_logprobs: v.logprobs[l].clone(), ref_logprobs: None });
+                                reward_samples.push(PpoSample {
+                                    prompt: v.prompt_ids.clone(),
+                                    response: v.responses[l].clone(),
+                                    advantage: *a as f32,
+                                    old_logprobs: v.logprobs[l].clone(),
+                                    ref_logprobs: None,
+                                });
                             }
                         }
                     }
                 }
             }
         }
-        m.mean_step_reward = if rsum.1 > 0 { rsum.0 / rsum.1 as f64 } else { 0.0 };
+        m.mean_step_reward = if rsum.1 > 0 {
+            rsum.0 / rsum.1 as f64
+        } else {
+            0.0
+        };
         m.policy_samples = policy_samples.len();
         m.reward_samples = reward_samples.len();
         for _ in 0..cfg.update_epochs {
@@ -211,7 +312,11 @@ impl Trainer {
                     continue;
                 }
                 let mut reasons = Vec::new();
-                for (j, _) in trajs.iter().enumerate().filter(|(_, t)| t.task == si && !t.won) {
+                for (j, _) in trajs
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, t)| t.task == si && !t.won)
+                {
                     for v in &verdicts[j] {
                         if v.scores.iter().all(|s| *s == StepScore::Negative) {
                             reasons.extend(v.texts.iter().map(|x| reasoning(x).to_string()));
@@ -236,11 +341,18 @@ impl Trainer {
     pub fn run(&mut self) -> Result<()> {
         let start = self.state.completed;
         if start == 0 && self.dir.metrics()?.is_empty() {
-            let mut m0 = IterMetrics { iteration: 0, ..Default::default() };
+            let mut m0 = IterMetrics {
+                iteration: 0,
+                ..Default::default()
+            };
             m0.eval_in_domain = Some(self.eval_split(Split::InDomain, self.cfg.eval.in_domain)?);
             m0.eval_ood = Some(self.eval_split(Split::Ood, self.cfg.eval.ood)?);
             self.dir.push_metrics(&m0)?;
-            tracing::info!(in_domain = m0.eval_in_domain, ood = m0.eval_ood, "initial evaluation");
+            tracing::info!(
+                in_domain = m0.eval_in_domain,
+                ood = m0.eval_ood,
+                "initial evaluation"
+            );
         }
         for k in (start + 1)..=self.cfg.iterations {
             let mut m = self.iteration(k)?;
@@ -261,7 +373,8 @@ impl Trainer {
                 "iteration done"
             );
             self.state.completed = k;
-            self.dir.checkpoint(&self.state, &self.policy, &self.reward, &m)?;
+            self.dir
+                .checkpoint(&self.state, &self.policy, &self.reward, &m)?;
         }
         Ok(())
     }
@@ -275,7 +388,10 @@ pub fn open(cfg: RunConfig, dir: &Path, resume: bool, progress: bool) -> Result<
             let ck = rd.checkpoint_dir();
             (s, Some(ck))
         }
-        Some(_) => anyhow::bail!("{} already holds a run; pass --resume to continue it", dir.display()),
+        Some(_) => anyhow::bail!(
+            "{} already holds a run; pass --resume to continue it",
+            dir.display()
+        ),
         None => (RunState::new(TaskPool::initial(&cfg)), None),
     };
     let base = |name: &str, spec: &ModelSpec| -> Result<std::path::PathBuf> {
@@ -293,9 +409,30 @@ pub fn open(cfg: RunConfig, dir: &Path, resume: bool, progress: bool) -> Result<
     };
     let pdir = base("policy", &cfg.policy)?;
     let rdir = base("reward", &cfg.reward)?;
-    let policy = load_model(&cfg.policy, &pdir, cfg.policy.lr, &cfg.ppo, cfg.seed, from.as_ref().map(|_| pdir.as_path()))?;
-    let reward = load_model(&cfg.reward, &rdir, cfg.reward.lr, &cfg.ppo, cfg.seed + 1, from.as_ref().map(|_| rdir.as_path()))?;
-    Ok(Trainer { cfg, policy, reward, state, dir: rd, progress })
+    let policy = load_model(
+        &cfg.policy,
+        &pdir,
+        cfg.policy.lr,
+        &cfg.ppo,
+        cfg.seed,
+        from.as_ref().map(|_| pdir.as_path()),
+    )?;
+    let reward = load_model(
+        &cfg.reward,
+        &rdir,
+        cfg.reward.lr,
+        &cfg.ppo,
+        cfg.seed + 1,
+        from.as_ref().map(|_| rdir.as_path()),
+    )?;
+    Ok(Trainer {
+        cfg,
+        policy,
+        reward,
+        state,
+        dir: rd,
+        progress,
+    })
 }
 
 /// Drops trajectories' bulky token ids for logging.

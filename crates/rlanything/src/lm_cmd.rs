@@ -136,7 +136,9 @@ impl TinyConfig {
             "qwen3" => Arch::Qwen3,
             a => bail!("arch = {a:?}: use \"qwen2\" or \"qwen3\""),
         };
-        if self.num_attention_heads == 0 || !self.hidden_size.is_multiple_of(self.num_attention_heads) {
+        if self.num_attention_heads == 0
+            || !self.hidden_size.is_multiple_of(self.num_attention_heads)
+        {
             bail!(
                 "hidden_size = {} must be a positive multiple of num_attention_heads = {}",
                 self.hidden_size,

@@ -89,7 +89,12 @@ pub fn run_pretrain(a: PretrainArgs) -> Result<()> {
 }
 
 /// Trains a run to its end; returns (initial, final) evaluation success (in-domain, OOD).
-pub fn train_run(cfg: RunConfig, dir: &Path, resume: bool, progress: bool) -> Result<((f64, f64), (f64, f64))> {
+pub fn train_run(
+    cfg: RunConfig,
+    dir: &Path,
+    resume: bool,
+    progress: bool,
+) -> Result<((f64, f64), (f64, f64))> {
     if !resume {
         ensure_pretrained(&cfg, dir, progress)?;
     }
@@ -98,10 +103,20 @@ pub fn train_run(cfg: RunConfig, dir: &Path, resume: bool, progress: bool) -> Re
     write_report(&t.dir)?;
     let ms = t.dir.metrics()?;
     let first = ms.first().context("no metrics")?;
-    let last = ms.iter().rev().find(|m| m.eval_in_domain.is_some()).context("no evaluation")?;
+    let last = ms
+        .iter()
+        .rev()
+        .find(|m| m.eval_in_domain.is_some())
+        .context("no evaluation")?;
     Ok((
-        (first.eval_in_domain.unwrap_or(0.0), first.eval_ood.unwrap_or(0.0)),
-        (last.eval_in_domain.unwrap_or(0.0), last.eval_ood.unwrap_or(0.0)),
+        (
+            first.eval_in_domain.unwrap_or(0.0),
+            first.eval_ood.unwrap_or(0.0),
+        ),
+        (
+            last.eval_in_domain.unwrap_or(0.0),
+            last.eval_ood.unwrap_or(0.0),
+        ),
     ))
 }
 
@@ -134,7 +149,11 @@ pub fn run_eval(a: EvalArgs) -> Result<()> {
     let bar = rla_train::bar((n * 60) as u64, "eval");
     let s = evaluate(&lm, &tasks[..n], 60, a.window, 16, Some(&bar))?;
     bar.finish_and_clear();
-    println!("{} success on {n} {} tasks: {s:.3}", a.model.display(), a.split);
+    println!(
+        "{} success on {n} {} tasks: {s:.3}",
+        a.model.display(),
+        a.split
+    );
     Ok(())
 }
 
@@ -165,9 +184,15 @@ pub fn run_ablate(a: AblateArgs) -> Result<()> {
         let last = ms.last().context("no metrics")?;
         rows.push((mode, before, after, last.process_acc, last.outcome_acc));
     }
-    println!("{:<15} {:>22} {:>22} {:>13} {:>13}", "mode", "in-domain before→after", "OOD before→after", "process acc", "outcome acc");
+    println!(
+        "{:<15} {:>22} {:>22} {:>13} {:>13}",
+        "mode", "in-domain before→after", "OOD before→after", "process acc", "outcome acc"
+    );
     for (mode, b, af, p, o) in rows {
-        let f = |x: Option<f64>| x.map(|v| format!("{:.1}", 100.0 * v)).unwrap_or_else(|| "—".into());
+        let f = |x: Option<f64>| {
+            x.map(|v| format!("{:.1}", 100.0 * v))
+                .unwrap_or_else(|| "—".into())
+        };
         println!(
             "{:<15} {:>22} {:>22} {:>13} {:>13}",
             mode.name(),

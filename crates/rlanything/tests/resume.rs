@@ -1,0 +1,219 @@
+//! A run killed mid-iteration resumes to the same result as an uninterrupted run.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_rlanything"))
+}
+
+const CONFIG: &str = r#"
+seed = 3
+mode = "full"
+iterations = 3
+pool_size = 6
+tasks_per_iteration = 3
+rollouts_per_task = 2
+judge_samples = 2
+train_step_limit = 6
+eval_step_limit = 6
+history_window = 1
+update_epochs = 1
+
+[policy]
+lr = 1e-3
+micro_batch = 4
+max_new_tokens = 8
+[policy.tiny]
+hidden_size = 32
+num_hidden_layers = 1
+num_attention_heads = 2
+num_key_value_heads = 1
+
+[reward]
+lr = 1e-3
+micro_batch = 4
+max_new_tokens = 8
+[reward.tiny]
+hidden_size = 32
+num_hidden_layers = 1
+num_attention_heads = 2
+num_key_value_heads = 1
+
+[pretrain]
+tasks = 4
+policy_steps = 3
+reward_steps = 3
+batch = 8
+
+[eval]
+in_domain = 3
+ood = 3
+every = 3
+"#;
+
+fn metrics(run: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(run.join("metrics.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v.as_object_mut()
+                .unwrap()
+                .retain(|k, _| !k.starts_with("time_"));
+            v
+        })
+        .collect()
+}
+
+fn weights(run: &Path) -> Vec<u8> {
+    let mut b = std::fs::read(run.join("checkpoint/policy/model.safetensors")).unwrap();
+    b.extend(std::fs::read(run.join("checkpoint/reward/model.safetensors")).unwrap());
+    b.extend(std::fs::read(run.join("checkpoint/policy/optimizer.safetensors")).unwrap());
+    b
+}
+
+#[test]
+fn a_run_killed_mid_iteration_resumes_to_the_same_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let pre = dir.path().join("pre");
+    let cfg_text = format!("{CONFIG}\n");
+    let cfg = dir.path().join("run.toml");
+    std::fs::write(&cfg, &cfg_text).unwrap();
+    let out = bin()
+        .args(["pretrain", "--config"])
+        .arg(&cfg)
+        .arg("--out")
+        .arg(&pre)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // both runs start from the same warm-started models
+    let with_paths = cfg_text
+        .replace(
+            "[policy]\n",
+            &format!("[policy]\npath = {:?}\n", pre.join("policy")),
+        )
+        .replace(
+            "[reward]\n",
+            &format!("[reward]\npath = {:?}\n", pre.join("reward")),
+        );
+    std::fs::write(&cfg, &with_paths).unwrap();
+
+    let full: PathBuf = dir.path().join("full");
+    let out = bin()
+        .args(["train", "--quiet", "--config"])
+        .arg(&cfg)
+        .arg("--run")
+        .arg(&full)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // the same run, killed once iteration 1 is checkpointed and iteration 2 has started
+    let cut = dir.path().join("cut");
+    let mut child = bin()
+        .args(["train", "--quiet", "--config"])
+        .arg(&cfg)
+        .arg("--run")
+        .arg(&cut)
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    loop {
+        let state = std::fs::read_to_string(cut.join("checkpoint/state.json")).unwrap_or_default();
+        if state.contains("\"completed\":1") {
+            break;
+        }
+        assert!(t.elapsed() < Duration::from_secs(300), "no checkpoint");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "finished before it could be killed"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(150));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let partial = metrics(&cut);
+    assert!(
+        partial.len() < metrics(&full).len(),
+        "killed before the end"
+    );
+
+    let out = bin()
+        .args(["train", "--quiet", "--resume"])
+        .arg(&cut)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(metrics(&cut), metrics(&full));
+    assert!(
+        weights(&cut) == weights(&full),
+        "models and optimiser state differ"
+    );
+    assert_eq!(
+        std::fs::read_to_string(cut.join("tasks.jsonl")).unwrap(),
+        std::fs::read_to_string(full.join("tasks.jsonl")).unwrap()
+    );
+
+    // resuming a finished run changes nothing; a new run in a used folder is refused
+    let out = bin()
+        .args(["train", "--quiet", "--resume"])
+        .arg(&cut)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert_eq!(metrics(&cut), metrics(&full));
+    let out = bin()
+        .args(["train", "--quiet", "--config"])
+        .arg(&cfg)
+        .arg("--run")
+        .arg(&full)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--resume"));
+}
+
+#[test]
+fn config_errors_name_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    for (text, needle) in [
+        ("judge_samples = 0\n", "judge_samples"),
+        ("[adapt]\nacc_low = 0.9\nacc_high = 0.1\n", "acc_low"),
+        ("lamda = 1.0\n", "lamda"),
+        ("rollouts_per_task = 1\n", "rollouts_per_task"),
+        ("mode = \"everything\"\n", "everything"),
+        ("[policy]\nlr = -1.0\n", "policy.lr"),
+    ] {
+        let cfg = dir.path().join("bad.toml");
+        std::fs::write(&cfg, text).unwrap();
+        let out = bin()
+            .args(["train", "--quiet", "--config"])
+            .arg(&cfg)
+            .arg("--run")
+            .arg(dir.path().join("r"))
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{text}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(needle) && !err.contains("panicked"),
+            "{text}: {err}"
+        );
+    }
+}
