@@ -207,6 +207,8 @@ pub struct RunConfig {
     pub history_window: usize,
     /// PPO epochs per iteration.
     pub update_epochs: usize,
+    /// How the policy's prompt lists the admissible commands.
+    pub prompt_style: crate::prompts::PromptStyle,
     /// Tasks that give policy samples.
     pub policy_band: Band,
     /// Tasks that give reward-model samples.
@@ -241,6 +243,7 @@ impl Default for RunConfig {
             eval_step_limit: 60,
             history_window: 2,
             update_epochs: 4,
+            prompt_style: crate::prompts::PromptStyle::Numbered,
             policy_band: Band::POLICY,
             reward_band: Band::REWARD,
             adapt: AdaptConfig::default(),

@@ -4,7 +4,9 @@
 //! outcome, with a reasoning phrase naming what the step did).
 
 use crate::config::{ModelSpec, RunConfig};
-use crate::prompts::{judge_answer, judge_prompt, policy_answer, policy_prompt};
+use crate::prompts::{
+    judge_answer, judge_prompt, policy_answer, policy_prompt_styled, PromptStyle,
+};
 use anyhow::{Context, Result};
 use candle_core::Device;
 use rand::seq::SliceRandom;
@@ -28,6 +30,7 @@ pub fn demonstrations(
     tasks: &[TaskSpec],
     noise: f64,
     window: usize,
+    style: PromptStyle,
     seed: u64,
 ) -> Result<(Vec<Example>, Vec<Example>)> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -60,7 +63,7 @@ pub fn demonstrations(
                     .iter()
                     .position(|c| *c == expert_cmd)
                     .context("in list")?;
-                let prompt = policy_prompt(&t.sentence(), &hist, window, &obs, &adm);
+                let prompt = policy_prompt_styled(&t.sentence(), &hist, window, &obs, &adm, style);
                 pol.push((prompt, policy_answer(&expert_cmd, expert_idx)));
                 let (cmd, idx) = if rng.gen::<f64>() < eps_noise {
                     let k = rng.gen_range(0..adm.len());
@@ -159,7 +162,13 @@ pub fn sft(
 /// (`out/policy`, `out/reward`). Returns a line per model describing what was done.
 pub fn pretrain(cfg: &RunConfig, out: &Path, progress: bool) -> Result<Vec<String>> {
     let tasks = train_tasks(cfg.pretrain.tasks, cfg.seed.wrapping_add(17));
-    let (pol, jud) = demonstrations(&tasks, cfg.pretrain.noise, cfg.history_window, cfg.seed)?;
+    let (pol, jud) = demonstrations(
+        &tasks,
+        cfg.pretrain.noise,
+        cfg.history_window,
+        cfg.prompt_style,
+        cfg.seed,
+    )?;
     // The vocabulary: every text the models will read or write, plus the evaluation scenes' intros.
     let mut corpus = String::new();
     for (p, a) in pol.iter().chain(jud.iter()) {

@@ -10,6 +10,37 @@ pub fn policy_prompt(
     observation: &str,
     admissible: &[String],
 ) -> String {
+    policy_prompt_styled(
+        task,
+        history,
+        window,
+        observation,
+        admissible,
+        PromptStyle::Numbered,
+    )
+}
+
+/// How the admissible commands are listed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PromptStyle {
+    /// `3: go to fridge 1`, the reference's numbered list.
+    #[default]
+    Numbered,
+    /// `go to fridge 1 \boxed{3}`: each line is exactly the answer that picks it, which a tiny
+    /// model trained from scratch learns by copying; parsing is unchanged.
+    Inline,
+}
+
+/// [`policy_prompt`] with a listing style.
+pub fn policy_prompt_styled(
+    task: &str,
+    history: &[(String, String)],
+    window: usize,
+    observation: &str,
+    admissible: &[String],
+    style: PromptStyle,
+) -> String {
     let mut s = format!("Your task is to: {task}.\n");
     let start = history.len().saturating_sub(window);
     for (obs, act) in &history[start..] {
@@ -19,7 +50,10 @@ pub fn policy_prompt(
         "observation: {observation}\nadmissible actions:\n"
     ));
     for (i, a) in admissible.iter().enumerate() {
-        s.push_str(&format!("{}: {a}\n", i + 1));
+        match style {
+            PromptStyle::Numbered => s.push_str(&format!("{}: {a}\n", i + 1)),
+            PromptStyle::Inline => s.push_str(&format!("{}\n", policy_answer(a, i))),
+        }
     }
     s.push_str("Think about the next step, then give the number of your action in \\boxed{}.");
     s

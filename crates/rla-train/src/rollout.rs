@@ -1,7 +1,9 @@
 //! Rollouts: the policy plays many households at once (all tasks × rollouts batched into one
 //! generation call per step), and the judge scores every step m times.
 
-use crate::prompts::{judge_prompt, parse_action, parse_verdict, policy_prompt};
+use crate::prompts::{
+    judge_prompt, parse_action, parse_verdict, policy_prompt_styled, PromptStyle,
+};
 use anyhow::Result;
 use indicatif::ProgressBar;
 use rla_core::reward::StepScore;
@@ -72,6 +74,7 @@ pub fn rollout(
     n: usize,
     step_limit: usize,
     window: usize,
+    style: PromptStyle,
     sp: &SampleParams,
     bar: Option<&ProgressBar>,
 ) -> Result<Vec<Trajectory>> {
@@ -105,7 +108,8 @@ pub fn rollout(
         for &i in &active {
             let l = &mut live[i];
             let adm = l.env.admissible().to_vec();
-            let text = policy_prompt(&l.env.world().task, &l.history, window, &l.obs, &adm);
+            let text =
+                policy_prompt_styled(&l.env.world().task, &l.history, window, &l.obs, &adm, style);
             prompts.push(encode_chat(policy, &text)?);
             adms.push(adm);
         }
@@ -225,6 +229,7 @@ pub fn evaluate(
     tasks: &[TaskSpec],
     step_limit: usize,
     window: usize,
+    style: PromptStyle,
     max_new_tokens: usize,
     bar: Option<&ProgressBar>,
 ) -> Result<f64> {
@@ -236,6 +241,6 @@ pub fn evaluate(
         max_new_tokens,
         ..Default::default()
     };
-    let trajs = rollout(policy, tasks, 1, step_limit, window, &sp, bar)?;
+    let trajs = rollout(policy, tasks, 1, step_limit, window, style, &sp, bar)?;
     Ok(trajs.iter().filter(|t| t.won).count() as f64 / trajs.len() as f64)
 }

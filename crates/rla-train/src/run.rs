@@ -148,9 +148,7 @@ impl RunState {
 
 /// Writes through a temporary file and a rename.
 pub fn write_atomic(path: &Path, text: &str) -> Result<()> {
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))
+    Ok(rla_model::weights::write_atomic(path, text.as_bytes())?)
 }
 
 /// A run folder.

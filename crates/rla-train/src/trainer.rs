@@ -84,6 +84,7 @@ impl Trainer {
             &tasks,
             self.cfg.eval_step_limit,
             self.cfg.history_window,
+            self.cfg.prompt_style,
             self.cfg.policy.max_new_tokens,
             bar.as_ref(),
         );
@@ -131,6 +132,7 @@ impl Trainer {
             cfg.rollouts_per_task,
             cfg.train_step_limit,
             cfg.history_window,
+            cfg.prompt_style,
             &sp,
             bar.as_ref(),
         )?;

@@ -138,10 +138,7 @@ fn bench(game: PathBuf, steps: usize, seed: u64) -> Result<()> {
 }
 
 fn write_atomic(path: &std::path::Path, text: &str) -> Result<()> {
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, text).with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("renaming to {}", path.display()))?;
-    Ok(())
+    Ok(rla_model::weights::write_atomic(path, text.as_bytes())?)
 }
 
 fn generate(split: SplitArg, n: usize, seed: u64, out: PathBuf) -> Result<()> {

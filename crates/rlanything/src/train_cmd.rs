@@ -50,6 +50,9 @@ pub struct EvalArgs {
     /// History window of the prompts.
     #[arg(long, default_value_t = 2)]
     pub window: usize,
+    /// Listing style of the admissible commands (numbered or inline), as in training.
+    #[arg(long, default_value = "numbered")]
+    pub prompt_style: String,
 }
 
 #[derive(clap::Args)]
@@ -147,7 +150,12 @@ pub fn run_eval(a: EvalArgs) -> Result<()> {
     let n = a.n.unwrap_or(tasks.len()).min(tasks.len());
     let lm = rla_model::Lm::load(&a.model, candle_core::DType::F32, &candle_core::Device::Cpu)?;
     let bar = rla_train::bar((n * 60) as u64, "eval");
-    let s = evaluate(&lm, &tasks[..n], 60, a.window, 16, Some(&bar))?;
+    let style = match a.prompt_style.as_str() {
+        "numbered" => rla_train::prompts::PromptStyle::Numbered,
+        "inline" => rla_train::prompts::PromptStyle::Inline,
+        s => bail!("--prompt-style {s}: use numbered or inline"),
+    };
+    let s = evaluate(&lm, &tasks[..n], 60, a.window, style, 16, Some(&bar))?;
     bar.finish_and_clear();
     println!(
         "{} success on {n} {} tasks: {s:.3}",
