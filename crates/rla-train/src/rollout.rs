@@ -67,17 +67,33 @@ struct Live {
     history: Vec<(String, String)>,
 }
 
-/// Plays `n` episodes of each task with the policy; all episodes step together.
+/// How episodes are played.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Episodes {
+    /// Rollouts per task.
+    pub rollouts: usize,
+    /// Step limit.
+    pub step_limit: usize,
+    /// Past (observation, action) pairs in the prompt.
+    pub window: usize,
+    /// Listing style of the admissible commands.
+    pub style: PromptStyle,
+}
+
+/// Plays `ep.rollouts` episodes of each task with the policy; all episodes step together.
 pub fn rollout(
     policy: &dyn LanguageModel,
     tasks: &[TaskSpec],
-    n: usize,
-    step_limit: usize,
-    window: usize,
-    style: PromptStyle,
+    ep: Episodes,
     sp: &SampleParams,
     bar: Option<&ProgressBar>,
 ) -> Result<Vec<Trajectory>> {
+    let Episodes {
+        rollouts: n,
+        step_limit,
+        window,
+        style,
+    } = ep;
     let mut live: Vec<Live> = Vec::new();
     for (ti, t) in tasks.iter().enumerate() {
         for _ in 0..n {
@@ -227,9 +243,7 @@ pub fn judge(
 pub fn evaluate(
     policy: &dyn LanguageModel,
     tasks: &[TaskSpec],
-    step_limit: usize,
-    window: usize,
-    style: PromptStyle,
+    ep: Episodes,
     max_new_tokens: usize,
     bar: Option<&ProgressBar>,
 ) -> Result<f64> {
@@ -241,6 +255,6 @@ pub fn evaluate(
         max_new_tokens,
         ..Default::default()
     };
-    let trajs = rollout(policy, tasks, 1, step_limit, window, style, &sp, bar)?;
+    let trajs = rollout(policy, tasks, Episodes { rollouts: 1, ..ep }, &sp, bar)?;
     Ok(trajs.iter().filter(|t| t.won).count() as f64 / trajs.len() as f64)
 }

@@ -3,7 +3,7 @@
 use crate::config::{ModelSpec, RunConfig};
 use crate::pool::{Pending, TaskPool};
 use crate::prompts::{reasoning, summarise_critiques};
-use crate::rollout::{evaluate, judge, rollout, Trajectory, Verdicts};
+use crate::rollout::{evaluate, judge, rollout, Episodes, Trajectory, Verdicts};
 use crate::run::{IterMetrics, RunDir, RunState};
 use anyhow::{Context, Result};
 use rla_core::adapt::{accept_rewrite, adaptation_direction, Direction};
@@ -82,9 +82,12 @@ impl Trainer {
         let r = evaluate(
             &self.policy,
             &tasks,
-            self.cfg.eval_step_limit,
-            self.cfg.history_window,
-            self.cfg.prompt_style,
+            Episodes {
+                rollouts: 1,
+                step_limit: self.cfg.eval_step_limit,
+                window: self.cfg.history_window,
+                style: self.cfg.prompt_style,
+            },
             self.cfg.policy.max_new_tokens,
             bar.as_ref(),
         );
@@ -129,10 +132,12 @@ impl Trainer {
         let trajs = rollout(
             &self.policy,
             &tasks,
-            cfg.rollouts_per_task,
-            cfg.train_step_limit,
-            cfg.history_window,
-            cfg.prompt_style,
+            Episodes {
+                rollouts: cfg.rollouts_per_task,
+                step_limit: cfg.train_step_limit,
+                window: cfg.history_window,
+                style: cfg.prompt_style,
+            },
             &sp,
             bar.as_ref(),
         )?;

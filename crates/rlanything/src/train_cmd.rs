@@ -155,7 +155,13 @@ pub fn run_eval(a: EvalArgs) -> Result<()> {
         "inline" => rla_train::prompts::PromptStyle::Inline,
         s => bail!("--prompt-style {s}: use numbered or inline"),
     };
-    let s = evaluate(&lm, &tasks[..n], 60, a.window, style, 16, Some(&bar))?;
+    let ep = rla_train::rollout::Episodes {
+        rollouts: 1,
+        step_limit: 60,
+        window: a.window,
+        style,
+    };
+    let s = evaluate(&lm, &tasks[..n], ep, 16, Some(&bar))?;
     bar.finish_and_clear();
     println!(
         "{} success on {n} {} tasks: {s:.3}",
