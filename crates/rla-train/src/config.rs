@@ -55,6 +55,17 @@ impl Mode {
     }
 }
 
+/// Who rewrites tasks and summarises critiques.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RewriterKind {
+    /// The household's structured rewriter and the phrase-count summariser.
+    #[default]
+    Structured,
+    /// The reward model prompted as the reference prompts its environment model.
+    RewardModel,
+}
+
 /// A tiny model trained from scratch.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -209,6 +220,8 @@ pub struct RunConfig {
     pub update_epochs: usize,
     /// How the policy's prompt lists the admissible commands.
     pub prompt_style: crate::prompts::PromptStyle,
+    /// Who rewrites tasks and summarises critiques.
+    pub rewriter: RewriterKind,
     /// Tasks that give policy samples.
     pub policy_band: Band,
     /// Tasks that give reward-model samples.
@@ -244,6 +257,7 @@ impl Default for RunConfig {
             history_window: 2,
             update_epochs: 4,
             prompt_style: crate::prompts::PromptStyle::Numbered,
+            rewriter: RewriterKind::Structured,
             policy_band: Band::POLICY,
             reward_band: Band::REWARD,
             adapt: AdaptConfig::default(),

@@ -9,6 +9,7 @@ pub mod pool;
 pub mod pretrain;
 pub mod prompts;
 pub mod report;
+pub mod rewriter;
 pub mod rollout;
 pub mod run;
 pub mod trainer;

@@ -4,7 +4,7 @@
 //! and renamed.
 
 use crate::config::RunConfig;
-use crate::pool::{structured_rewrite, Lineage, Pending, TaskPool};
+use crate::pool::{Lineage, Pending, TaskPool};
 use crate::rollout::{Trajectory, Verdicts};
 use anyhow::{Context, Result};
 use rla_core::adapt::Direction;
@@ -98,6 +98,7 @@ impl RunState {
     /// Proposes a rewrite of a slot's task.
     pub fn propose(
         &mut self,
+        rewriter: &dyn crate::rewriter::Rewriter,
         slot: usize,
         dir: Direction,
         acc: f64,
@@ -105,14 +106,14 @@ impl RunState {
         k: usize,
     ) -> Option<Pending> {
         let parent = &self.pool.slots[slot].task;
-        let (p, task) = structured_rewrite(parent, dir, critique.as_deref())?;
+        let (desc, task) = rewriter.rewrite(parent, dir, critique.as_deref(), k)?;
         Some(Pending {
             slot,
             task,
             direction: dir,
             parent_acc: acc,
             critique,
-            perturbation: p.describe(),
+            perturbation: desc,
             proposed_at: k,
         })
     }

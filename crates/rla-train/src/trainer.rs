@@ -2,7 +2,7 @@
 
 use crate::config::{ModelSpec, RunConfig};
 use crate::pool::{Pending, TaskPool};
-use crate::prompts::{reasoning, summarise_critiques};
+use crate::prompts::reasoning;
 use crate::rollout::{evaluate, judge, rollout, Episodes, Trajectory, Verdicts};
 use crate::run::{IterMetrics, RunDir, RunState};
 use anyhow::{Context, Result};
@@ -330,8 +330,29 @@ impl Trainer {
                         }
                     }
                 }
-                let critique = summarise_critiques(&reasons);
-                if let Some(p) = self.state.propose(slot, dir, acc[si], critique, k) {
+                let lm_rw = crate::rewriter::LmRewriter {
+                    lm: &self.reward,
+                    params: SampleParams {
+                        temperature: 0.7,
+                        max_new_tokens: 64,
+                        seed: seed_of(&cfg, k, 4 + si as u64),
+                        ..Default::default()
+                    },
+                };
+                let (rewriter, summariser): (
+                    &dyn crate::rewriter::Rewriter,
+                    &dyn crate::rewriter::Summariser,
+                ) = match cfg.rewriter {
+                    crate::config::RewriterKind::Structured => {
+                        (&crate::rewriter::Structured, &crate::rewriter::Phrases)
+                    }
+                    crate::config::RewriterKind::RewardModel => (&lm_rw, &lm_rw),
+                };
+                let critique = summariser.summarise(&reasons);
+                if let Some(p) = self
+                    .state
+                    .propose(rewriter, slot, dir, acc[si], critique, k)
+                {
                     self.state.pending.push(p);
                 }
             }

@@ -1,0 +1,191 @@
+//! Rewriters and summarisers behind one interface each: a language model prompted as the
+//! reference implementation prompts its environment model, or the structured household rewriter
+//! that maps critiques to perturbations.
+
+use crate::pool::structured_rewrite;
+use crate::prompts::summarise_critiques;
+use rla_core::adapt::Direction;
+use rla_env::household::data::alfred;
+use rla_env::household::perturb::{apply, retarget, Perturbation};
+use rla_env::household::task::layout;
+use rla_env::household::TaskSpec;
+use rla_model::sample::SampleParams;
+use rla_model::tok::Message;
+use rla_model::LanguageModel;
+
+/// Proposes a harder or easier variant of a task.
+pub trait Rewriter {
+    /// A rewrite (with a description of what changed), or `None` if none is valid.
+    fn rewrite(
+        &self,
+        parent: &TaskSpec,
+        dir: Direction,
+        critique: Option<&str>,
+        k: usize,
+    ) -> Option<(String, TaskSpec)>;
+}
+
+/// Summarises the judge's reasoning on high-risk steps into at most two sentences.
+pub trait Summariser {
+    /// The summary, or `None` when there is nothing to summarise.
+    fn summarise(&self, reasons: &[String]) -> Option<String>;
+}
+
+/// The household's structured rewriter (see [`structured_rewrite`]).
+pub struct Structured;
+
+impl Rewriter for Structured {
+    fn rewrite(
+        &self,
+        parent: &TaskSpec,
+        dir: Direction,
+        critique: Option<&str>,
+        _k: usize,
+    ) -> Option<(String, TaskSpec)> {
+        structured_rewrite(parent, dir, critique).map(|(p, t)| (p.describe(), t))
+    }
+}
+
+/// Counts the judge's reasons and names the most frequent.
+pub struct Phrases;
+
+impl Summariser for Phrases {
+    fn summarise(&self, reasons: &[String]) -> Option<String> {
+        summarise_critiques(reasons)
+    }
+}
+
+/// The two goal tokens of the reference's household rewriter, `\boxed{OBJECT,RECEPTACLE}`.
+pub fn parse_goal_tokens(text: &str) -> Option<(String, String)> {
+    let start = text.rfind("\\boxed{")? + "\\boxed{".len();
+    let end = text[start..].find('}')? + start;
+    let (a, b) = text[start..end].split_once(',')?;
+    let clean = |s: &str| s.trim().trim_end_matches("Type").to_string();
+    let (a, b) = (clean(a), clean(b));
+    (!a.is_empty() && !b.is_empty()).then_some((a, b))
+}
+
+/// A language model as rewriter and summariser.
+pub struct LmRewriter<'a> {
+    /// The model.
+    pub lm: &'a dyn LanguageModel,
+    /// Sampling.
+    pub params: SampleParams,
+}
+
+impl LmRewriter<'_> {
+    fn ask(&self, prompt: &str) -> Option<String> {
+        let tok = self.lm.tok();
+        let text = tok
+            .apply_chat_template(&[Message::new("user", prompt)], true)
+            .ok()?;
+        let ids = tok.encode(&text).ok()?;
+        let out = self.lm.generate(&[ids], 1, &self.params).ok()?;
+        out.into_iter().next()?.into_iter().next().map(|s| s.text)
+    }
+}
+
+impl Rewriter for LmRewriter<'_> {
+    fn rewrite(
+        &self,
+        parent: &TaskSpec,
+        dir: Direction,
+        critique: Option<&str>,
+        k: usize,
+    ) -> Option<(String, TaskSpec)> {
+        let t = alfred();
+        let objects = &t.rooms[parent.room.as_str()].objects;
+        let receps: Vec<String> = layout(parent.room, parent.layout_seed)
+            .into_iter()
+            .map(|(r, _)| r)
+            .collect();
+        let want = if dir == Direction::Harder {
+            "harder"
+        } else {
+            "easier"
+        };
+        let prompt = format!(
+            "A household task is too {} for the agent: \"{}\".\nMistakes seen: {}\nPropose a {want} task of the same kind by changing its object and receptacle. Harder tasks use objects and receptacles with fewer instances; easier ones with more. Objects here: {}. Receptacles here: {}.\nAnswer with \\boxed{{OBJECT,RECEPTACLE}}.",
+            if dir == Direction::Harder { "easy" } else { "hard" },
+            parent.sentence(),
+            critique.unwrap_or("none recorded."),
+            objects.join(", "),
+            receps.join(", ")
+        );
+        let answer = self.ask(&prompt)?;
+        let (o, r) = parse_goal_tokens(&answer)?;
+        let mut task = retarget(parent, &o, &r, k).ok()?;
+        if dir == Direction::Easier && task.hint.is_none() {
+            // the reference adds hints to easier tasks
+            task = apply(&task, &Perturbation::AddHint, k).ok().map(|mut t| {
+                t.id = task.id.clone();
+                t.parent = task.parent.clone();
+                t
+            })?;
+        }
+        Some((format!("goal becomes {o}, {r}"), task))
+    }
+}
+
+impl Summariser for LmRewriter<'_> {
+    fn summarise(&self, reasons: &[String]) -> Option<String> {
+        if reasons.is_empty() {
+            return None;
+        }
+        let prompt = format!(
+            "Summarise in at most two sentences what went wrong in these judged steps:\n{}",
+            reasons.join("\n")
+        );
+        let text = self.ask(&prompt)?;
+        let two: Vec<&str> = text.split_inclusive(". ").take(2).collect();
+        Some(two.concat().trim().to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn goal_tokens_parse() {
+        assert_eq!(
+            parse_goal_tokens("I pick \\boxed{CreditCard, ArmChair}"),
+            Some(("CreditCard".into(), "ArmChair".into()))
+        );
+        assert_eq!(
+            parse_goal_tokens("\\boxed{CreditCardType,ArmChairType}"),
+            Some(("CreditCard".into(), "ArmChair".into()))
+        );
+        assert_eq!(parse_goal_tokens("\\boxed{Apple}"), None);
+        assert_eq!(parse_goal_tokens("no answer"), None);
+    }
+
+    #[test]
+    fn structured_rewrites_move_toward_the_band_and_record_parents() {
+        let parent =
+            rla_env::household::splits::eval_tasks(rla_env::household::splits::Split::InDomain)
+                .remove(0);
+        for dir in [Direction::Harder, Direction::Easier] {
+            if let Some((desc, t)) = Structured.rewrite(
+                &parent,
+                dir,
+                Some("The failed attempts mostly went to cabinet (3×)."),
+                1,
+            ) {
+                assert_eq!(t.parent.as_deref(), Some(parent.id.as_str()));
+                assert!(!desc.is_empty());
+            }
+        }
+        // a wandering critique makes the easier rewrite a hint
+        let (desc, t) = Structured
+            .rewrite(
+                &parent,
+                Direction::Easier,
+                Some("The failed attempts mostly went to cabinet (3×)."),
+                1,
+            )
+            .unwrap();
+        assert_eq!(desc, "hint added");
+        assert!(t.hint.is_some());
+    }
+}
