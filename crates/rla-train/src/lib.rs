@@ -5,6 +5,7 @@
 //! PPO-clip, summarise the judge's critiques, and rewrite tasks that left the difficulty band.
 
 pub mod config;
+pub mod plots;
 pub mod pool;
 pub mod pretrain;
 pub mod prompts;

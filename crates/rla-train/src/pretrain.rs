@@ -5,7 +5,7 @@
 
 use crate::config::{ModelSpec, RunConfig};
 use crate::prompts::{
-    judge_answer, judge_prompt, policy_answer, policy_prompt_styled, PromptStyle,
+    judge_answer, judge_prompt, policy_answer_styled, policy_prompt_styled, PromptStyle,
 };
 use anyhow::{Context, Result};
 use candle_core::Device;
@@ -64,7 +64,7 @@ pub fn demonstrations(
                     .position(|c| *c == expert_cmd)
                     .context("in list")?;
                 let prompt = policy_prompt_styled(&t.sentence(), &hist, window, &obs, &adm, style);
-                pol.push((prompt, policy_answer(&expert_cmd, expert_idx)));
+                pol.push((prompt, policy_answer_styled(&expert_cmd, expert_idx, style)));
                 let (cmd, idx) = if rng.gen::<f64>() < eps_noise {
                     let k = rng.gen_range(0..adm.len());
                     (adm[k].clone(), k)
@@ -72,7 +72,11 @@ pub fn demonstrations(
                     (expert_cmd, expert_idx)
                 };
                 let r = env.step(&cmd);
-                steps.push((obs.clone(), policy_answer(&cmd, idx), cmd.clone()));
+                steps.push((
+                    obs.clone(),
+                    policy_answer_styled(&cmd, idx, style),
+                    cmd.clone(),
+                ));
                 hist.push((std::mem::replace(&mut obs, r.feedback.clone()), cmd));
                 if r.done {
                     won = r.won;

@@ -30,6 +30,9 @@ pub enum PromptStyle {
     /// `go to fridge 1 \boxed{3}`: each line is exactly the answer that picks it, which a tiny
     /// model trained from scratch learns by copying; parsing is unchanged.
     Inline,
+    /// `- go to fridge 1`, answered with the command itself in the box, `\\boxed{go to fridge 1}`
+    /// (see [`parse_choice`]): the tiny-scale format, which needs no number lookup.
+    Command,
 }
 
 /// [`policy_prompt`] with a listing style.
@@ -53,10 +56,34 @@ pub fn policy_prompt_styled(
         match style {
             PromptStyle::Numbered => s.push_str(&format!("{}: {a}\n", i + 1)),
             PromptStyle::Inline => s.push_str(&format!("{}\n", policy_answer(a, i))),
+            PromptStyle::Command => s.push_str(&format!("- {a}\n")),
         }
     }
     s.push_str("Think about the next step, then give the number of your action in \\boxed{}.");
     s
+}
+
+/// The policy's answer in a prompt style: the command, then its number in the box; or, for
+/// [`PromptStyle::Command`], the command in the box.
+pub fn policy_answer_styled(command: &str, index: usize, style: PromptStyle) -> String {
+    match style {
+        PromptStyle::Command => format!("\\boxed{{{command}}}"),
+        _ => policy_answer(command, index),
+    }
+}
+
+/// The chosen command: `\\boxed{k}` picks the k-th command (1-based; out of range is clipped);
+/// a box holding exactly one of the admissible commands picks that command; anything else is
+/// unparseable and takes index 0, as in the reference implementation.
+pub fn parse_choice(text: &str, admissible: &[String]) -> (usize, bool) {
+    if let Some(b) = last_boxed(text) {
+        if b.parse::<i64>().is_err() {
+            if let Some(i) = admissible.iter().position(|a| a == b) {
+                return (i, true);
+            }
+        }
+    }
+    parse_action(text, admissible.len())
 }
 
 /// The policy's answer in the format its warm start teaches: the command, then its number.
@@ -179,6 +206,15 @@ mod tests {
         assert_eq!(parse_action("\\boxed{99}", 5), (4, true));
         assert_eq!(parse_action("\\boxed{0}", 5), (0, true));
         assert_eq!(parse_action("\\boxed{-3}", 5), (0, true));
+        let adm: Vec<String> = vec!["look".into(), "go to fridge 1".into()];
+        assert_eq!(parse_choice("\\boxed{go to fridge 1}", &adm), (1, true));
+        assert_eq!(parse_choice("\\boxed{ go to fridge 1 }", &adm), (1, true));
+        assert_eq!(parse_choice("\\boxed{go to fridge 9}", &adm), (0, false));
+        assert_eq!(parse_choice("\\boxed{2}", &adm), (1, true));
+        assert_eq!(
+            parse_choice(&policy_answer_styled("look", 0, PromptStyle::Command), &adm),
+            (0, true)
+        );
     }
 
     #[test]

@@ -18,6 +18,15 @@ pub fn write_report(dir: &RunDir) -> Result<String> {
             m.iteration, m.train_success, f(m.eval_in_domain), f(m.eval_ood), f(m.mu), f(m.bound), f(m.precision), f(m.process_acc), f(m.outcome_acc), m.accepted, m.pending_next, m.pool_size, m.time_rollout, m.time_judge, m.time_update
         ));
     }
+    match crate::plots::write_plots(&dir.path, &ms) {
+        Ok(files) => {
+            s.push('\n');
+            for f in files {
+                s.push_str(&format!("![{f}]({f})\n"));
+            }
+        }
+        Err(e) => s.push_str(&format!("\n(plots not drawn: {e})\n")),
+    }
     let accepted: usize = ms.iter().map(|m| m.accepted).sum();
     s.push_str(&format!("\nAccepted rewrites in all: {accepted}. Lineage in `tasks.jsonl`, sample trajectories in `samples/`.\n"));
     crate::run::write_atomic(&dir.path.join("report.md"), &s)?;

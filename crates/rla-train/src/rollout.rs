@@ -2,7 +2,7 @@
 //! generation call per step), and the judge scores every step m times.
 
 use crate::prompts::{
-    judge_prompt, parse_action, parse_verdict, policy_prompt_styled, PromptStyle,
+    judge_prompt, parse_choice, parse_verdict, policy_prompt_styled, PromptStyle,
 };
 use anyhow::Result;
 use indicatif::ProgressBar;
@@ -137,7 +137,7 @@ pub fn rollout(
         for ((k, &i), s) in active.iter().enumerate().zip(out) {
             let s = &s[0];
             let l = &mut live[i];
-            let (idx, parsed) = parse_action(&s.text, adms[k].len());
+            let (idx, parsed) = parse_choice(&s.text, &adms[k]);
             let action = adms[k][idx].clone();
             let before = l.env.state().clone();
             let r = l.env.step(&action);

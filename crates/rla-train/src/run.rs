@@ -165,8 +165,14 @@ impl RunDir {
     pub fn create(path: &Path, cfg: &RunConfig, resume: bool) -> Result<RunDir> {
         std::fs::create_dir_all(path).with_context(|| format!("creating {}", path.display()))?;
         let cpath = path.join("config.toml");
-        if !resume && (path.join("checkpoint/state.json").exists() || path.join("checkpoint.old/state.json").exists()) {
-            anyhow::bail!("{} already holds a run; pass --resume to continue it", path.display());
+        if !resume
+            && (path.join("checkpoint/state.json").exists()
+                || path.join("checkpoint.old/state.json").exists())
+        {
+            anyhow::bail!(
+                "{} already holds a run; pass --resume to continue it",
+                path.display()
+            );
         }
         let text = toml::to_string_pretty(cfg)?;
         if cpath.exists() && resume {

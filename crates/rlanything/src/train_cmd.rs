@@ -153,7 +153,8 @@ pub fn run_eval(a: EvalArgs) -> Result<()> {
     let style = match a.prompt_style.as_str() {
         "numbered" => rla_train::prompts::PromptStyle::Numbered,
         "inline" => rla_train::prompts::PromptStyle::Inline,
-        s => bail!("--prompt-style {s}: use numbered or inline"),
+        "command" => rla_train::prompts::PromptStyle::Command,
+        s => bail!("--prompt-style {s}: use numbered, inline or command"),
     };
     let ep = rla_train::rollout::Episodes {
         rollouts: 1,

@@ -1,0 +1,129 @@
+//! PNG plots of a run: success per split, the judge's accuracies, μ against the Theorem 1 bound
+//! with the measured precision, and accepted tasks over iterations (the paper's Figure 7a).
+
+use crate::run::IterMetrics;
+use anyhow::Result;
+use plotters::prelude::*;
+use std::path::Path;
+
+/// One line: a name and (iteration, value) points.
+pub type Series = (String, Vec<(f64, f64)>);
+
+/// Draws line series into a PNG.
+pub fn line_chart(
+    path: &Path,
+    title: &str,
+    y_label: &str,
+    series: &[Series],
+    y_range: (f64, f64),
+) -> Result<()> {
+    let root = BitMapBackend::new(path, (720, 420)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let x_max = series
+        .iter()
+        .flat_map(|s| s.1.iter().map(|p| p.0))
+        .fold(1.0, f64::max);
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 22))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(52)
+        .build_cartesian_2d(0f64..x_max, y_range.0..y_range.1)?;
+    chart
+        .configure_mesh()
+        .x_desc("iteration")
+        .y_desc(y_label)
+        .draw()?;
+    let colors = [BLUE, RED, GREEN, MAGENTA, BLACK];
+    for (i, (name, pts)) in series.iter().enumerate() {
+        let c = colors[i % colors.len()];
+        chart
+            .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))?
+            .label(name.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
+        chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, c.filled())))?;
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()?;
+    root.present()?;
+    Ok(())
+}
+
+fn pts(ms: &[IterMetrics], f: impl Fn(&IterMetrics) -> Option<f64>) -> Vec<(f64, f64)> {
+    ms.iter()
+        .filter_map(|m| f(m).map(|v| (m.iteration as f64, v)))
+        .collect()
+}
+
+/// Writes the four plots into `dir`; returns their file names.
+pub fn write_plots(dir: &Path, ms: &[IterMetrics]) -> Result<Vec<String>> {
+    let trained: Vec<IterMetrics> = ms.iter().filter(|m| m.iteration > 0).cloned().collect();
+    let mut accepted = 0usize;
+    let cum: Vec<(f64, f64)> = trained
+        .iter()
+        .map(|m| {
+            accepted += m.accepted;
+            (m.iteration as f64, accepted as f64)
+        })
+        .collect();
+    let max_acc = (accepted as f64).max(1.0) * 1.1;
+    let plots: Vec<(&str, &str, &str, Vec<Series>, (f64, f64))> = vec![
+        (
+            "success.png",
+            "Success",
+            "success rate",
+            vec![
+                (
+                    "train rollouts".into(),
+                    pts(&trained, |m| Some(m.train_success)),
+                ),
+                ("eval in-domain".into(), pts(ms, |m| m.eval_in_domain)),
+                ("eval OOD".into(), pts(ms, |m| m.eval_ood)),
+            ],
+            (0.0, 1.0),
+        ),
+        (
+            "judge.png",
+            "Judge accuracy",
+            "accuracy",
+            vec![
+                (
+                    "process (oracle labels)".into(),
+                    pts(&trained, |m| m.process_acc),
+                ),
+                ("outcome".into(), pts(&trained, |m| m.outcome_acc)),
+            ],
+            (0.0, 1.0),
+        ),
+        (
+            "theory.png",
+            "Theorem 1: mu against the bound",
+            "value",
+            vec![
+                ("mu = p+ + p-".into(), pts(&trained, |m| m.mu)),
+                (
+                    "bound 1 - exp(-m(mu-1)^2/4)".into(),
+                    pts(&trained, |m| m.bound.or(Some(0.0))),
+                ),
+                ("precision A".into(), pts(&trained, |m| m.precision)),
+            ],
+            (0.0, 2.0),
+        ),
+        (
+            "accepted.png",
+            "Accepted tasks (cumulative)",
+            "tasks",
+            vec![("accepted".into(), cum)],
+            (0.0, max_acc),
+        ),
+    ];
+    let mut names = Vec::new();
+    for (file, title, y, series, range) in plots {
+        line_chart(&dir.join(file), title, y, &series, range)?;
+        names.push(file.to_string());
+    }
+    Ok(names)
+}
