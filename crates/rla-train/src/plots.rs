@@ -9,6 +9,15 @@ use std::path::Path;
 /// One line: a name and (iteration, value) points.
 pub type Series = (String, Vec<(f64, f64)>);
 
+/// A plot: file, title, y label, lines, y range.
+type Plot = (
+    &'static str,
+    &'static str,
+    &'static str,
+    Vec<Series>,
+    (f64, f64),
+);
+
 /// Draws line series into a PNG.
 pub fn line_chart(
     path: &Path,
@@ -70,7 +79,7 @@ pub fn write_plots(dir: &Path, ms: &[IterMetrics]) -> Result<Vec<String>> {
         })
         .collect();
     let max_acc = (accepted as f64).max(1.0) * 1.1;
-    let plots: Vec<(&str, &str, &str, Vec<Series>, (f64, f64))> = vec![
+    let plots: Vec<Plot> = vec![
         (
             "success.png",
             "Success",
