@@ -151,6 +151,9 @@ pub struct PretrainConfig {
     pub batch: usize,
     /// SFT learning rate.
     pub lr: f64,
+    /// Share of demonstration tasks given a hint ("The apple is in the fridge 1."), so the policy
+    /// learns to use hints that easier rewrites add.
+    pub hint_fraction: f64,
 }
 
 impl Default for PretrainConfig {
@@ -162,6 +165,7 @@ impl Default for PretrainConfig {
             reward_steps: 120,
             batch: 32,
             lr: 3e-3,
+            hint_fraction: 0.0,
         }
     }
 }
@@ -334,6 +338,9 @@ impl RunConfig {
                 return Err(format!("{n}.temperature must be ≥ 0"));
             }
             rla_model::weights::parse_dtype(&m.dtype).map_err(|e| format!("{n}.dtype: {e}"))?;
+        }
+        if !(0.0..=1.0).contains(&self.pretrain.hint_fraction) {
+            return Err("pretrain.hint_fraction must lie in [0, 1]".into());
         }
         if !(0.0..=1.0).contains(&self.pretrain.noise) {
             return Err("pretrain.noise must lie in [0, 1]".into());

@@ -165,7 +165,22 @@ pub fn sft(
 /// Builds the tokenizer and both tiny models, warm-starts them, and saves them under `out`
 /// (`out/policy`, `out/reward`). Returns a line per model describing what was done.
 pub fn pretrain(cfg: &RunConfig, out: &Path, progress: bool) -> Result<Vec<String>> {
-    let tasks = train_tasks(cfg.pretrain.tasks, cfg.seed.wrapping_add(17));
+    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed.wrapping_add(29));
+    let tasks: Vec<TaskSpec> = train_tasks(cfg.pretrain.tasks, cfg.seed.wrapping_add(17))
+        .into_iter()
+        .map(|t| {
+            if rng.gen::<f64>() < cfg.pretrain.hint_fraction {
+                rla_env::household::perturb::apply(
+                    &t,
+                    &rla_env::household::perturb::Perturbation::AddHint,
+                    0,
+                )
+                .unwrap_or(t)
+            } else {
+                t
+            }
+        })
+        .collect();
     let (pol, jud) = demonstrations(
         &tasks,
         cfg.pretrain.noise,
