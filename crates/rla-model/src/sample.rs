@@ -88,6 +88,22 @@ pub fn draw(logits: &[f32], p: &SampleParams, rng: &mut ChaCha8Rng) -> u32 {
         }
         return best as u32;
     }
+    if p.top_k == 0 && p.top_p >= 1.0 {
+        // Plain sampling needs no sort: draw from the tempered softmax directly.
+        let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max) as f64;
+        let w: Vec<f64> = logits
+            .iter()
+            .map(|&x| ((x as f64 - max) / p.temperature).exp())
+            .collect();
+        let mut u = rng.gen::<f64>() * w.iter().sum::<f64>();
+        for (i, &q) in w.iter().enumerate() {
+            if u < q {
+                return i as u32;
+            }
+            u -= q;
+        }
+        return (w.len() - 1) as u32;
+    }
     let mut idx: Vec<usize> = (0..logits.len()).collect();
     idx.sort_by(|&a, &b| logits[b].total_cmp(&logits[a]));
     if p.top_k > 0 {

@@ -202,7 +202,7 @@ fn ppo_clip_measurably_raises_the_reward() {
         out[0].iter().filter(|s| s.tokens[0] == yes).count() as f64 / 64.0
     };
     let start = reward_of(&m, 1000);
-    for it in 0..30 {
+    for it in 0..40 {
         let out = generate(
             &m,
             &tok,
