@@ -12,7 +12,7 @@ use candle_core::Device;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use rla_env::household::expert::{plan, GoalSpec};
+use rla_env::household::expert::{GoalSpec, SearchExpert};
 use rla_env::household::splits::{eval_tasks, train_tasks, Split};
 use rla_env::household::{Household, TaskSpec};
 use rla_env::Environment;
@@ -44,12 +44,10 @@ pub fn demonstrations(
             let mut hist: Vec<(String, String)> = Vec::new();
             let mut steps: Vec<(String, String, String)> = Vec::new(); // (obs, answer, action)
             let mut won = false;
+            let mut searcher = SearchExpert::new(env.world());
             for _ in 0..t.step_limit {
                 let adm = env.admissible().to_vec();
-                let Some(&a) = plan(env.world(), env.state(), &goal)
-                    .and_then(|p| p.first().copied())
-                    .as_ref()
-                else {
+                let Some(a) = searcher.next(env.world(), env.state(), &goal) else {
                     break;
                 };
                 let mut list = Vec::new();
@@ -71,7 +69,9 @@ pub fn demonstrations(
                 } else {
                     (expert_cmd, expert_idx)
                 };
+                let act = env.parse(&cmd).context("admissible command")?;
                 let r = env.step(&cmd);
+                searcher.observe(env.world(), env.state(), act);
                 steps.push((
                     obs.clone(),
                     policy_answer_styled(&cmd, idx, style),

@@ -171,6 +171,17 @@ fn appliance_type(w: &World, kind: GoalKind) -> Option<u16> {
 /// A shortest plan from `st` to the goal, or `None` if the goal cannot be reached. An empty plan
 /// means the goal already holds.
 pub fn plan(w: &World, st: &State, g: &GoalSpec) -> Option<Vec<Action>> {
+    plan_with(w, st, g, &|_| true)
+}
+
+/// [`plan`] using only the objects `known` admits (target instances and lamps): the plan of an
+/// agent that knows where those objects are and nothing else.
+pub fn plan_with(
+    w: &World,
+    st: &State,
+    g: &GoalSpec,
+    known: &dyn Fn(u16) -> bool,
+) -> Option<Vec<Action>> {
     if w.goal_reached(st) {
         return Some(Vec::new());
     }
@@ -180,7 +191,13 @@ pub fn plan(w: &World, st: &State, g: &GoalSpec) -> Option<Vec<Action>> {
             best = Some(sim.plan);
         }
     };
-    let targets = w.objects_of_type(g.object);
+    let targets: Vec<u16> = w
+        .objects_of_type(g.object)
+        .iter()
+        .copied()
+        .filter(|&o| known(o))
+        .collect();
+    let targets = targets.as_slice();
     // Where the held object could be put down, if it must be (`None`: keep it).
     let drops: Vec<Option<u16>> = match st.held {
         None => vec![None],
@@ -207,10 +224,15 @@ pub fn plan(w: &World, st: &State, g: &GoalSpec) -> Option<Vec<Action>> {
     };
     match g.kind {
         GoalKind::LookAtObjInLight => {
-            let lamps = w.objects_of_type(g.lamp?);
+            let lamps: Vec<u16> = w
+                .objects_of_type(g.lamp?)
+                .iter()
+                .copied()
+                .filter(|&o| known(o))
+                .collect();
             for &d in &drops {
                 for &o in targets {
-                    for &l in lamps {
+                    for &l in &lamps {
                         let Some(mut s) = start(d) else { continue };
                         if !s.take(o) {
                             continue;
@@ -315,5 +337,83 @@ pub fn progress_label(w: &World, before: &State, after: &State, g: &GoalSpec) ->
         (Some(b), Some(a)) => a < b,
         (None, Some(_)) => true,
         _ => false,
+    }
+}
+
+/// An expert that sees only what the agent sees: it acts on the objects it has observed (in
+/// receptacles it has looked into, in its hands, or named by the task's hint) and otherwise
+/// searches the receptacles that could hold what it needs, in the order the agent's command list
+/// shows them. Its steps are demonstrations a policy can imitate from its own observations.
+#[derive(Debug, Clone, Default)]
+pub struct SearchExpert {
+    observed: Vec<bool>,
+}
+
+impl SearchExpert {
+    /// A fresh searcher for a world; a hint naming a receptacle counts as having looked into it.
+    pub fn new(w: &World) -> Self {
+        let mut observed = vec![false; w.receptacles.len()];
+        if let Some(h) = &w.hint {
+            for (i, r) in w.receptacles.iter().enumerate() {
+                if h.ends_with(&format!(" {}.", r.name)) {
+                    observed[i] = true;
+                }
+            }
+        }
+        SearchExpert { observed }
+    }
+
+    /// Records what an executed action revealed.
+    pub fn observe(&mut self, w: &World, st: &State, a: Action) {
+        match a {
+            Action::Goto(r) => {
+                for &x in w.receptacles_at(w.receptacles[r as usize].loc) {
+                    if !w.receptacles[x as usize].openable || st.opened[x as usize] {
+                        self.observed[x as usize] = true;
+                    }
+                }
+            }
+            Action::Open(r) | Action::ExamineRecep(r)
+                if !w.receptacles[r as usize].openable || st.opened[r as usize] =>
+            {
+                self.observed[r as usize] = true;
+            }
+            _ => {}
+        }
+    }
+
+    /// The next action: the plan over known objects if there is one, else the next search step.
+    pub fn next(&self, w: &World, st: &State, g: &GoalSpec) -> Option<Action> {
+        let known = |o: u16| {
+            st.held == Some(o) || st.obj_in[o as usize].is_some_and(|r| self.observed[r as usize])
+        };
+        if let Some(p) = plan_with(w, st, g, &known) {
+            return p.first().copied();
+        }
+        // Search: the unobserved receptacles that could hold a target (or the lamp), by name.
+        let mut order: Vec<u16> = (0..w.receptacles.len() as u16).collect();
+        order.sort_by(|a, b| {
+            w.receptacles[*a as usize]
+                .name
+                .cmp(&w.receptacles[*b as usize].name)
+        });
+        let wanted = |r: u16| {
+            let rt = w.receptacles[r as usize].rtype;
+            let holder = || {
+                let name = w.types[rt as usize].trim_end_matches("Type");
+                super::data::alfred().lamp_holders.iter().any(|h| h == name)
+            };
+            w.can_contain(rt, g.object) || (g.lamp.is_some() && holder())
+        };
+        let r = order
+            .into_iter()
+            .find(|&r| !self.observed[r as usize] && wanted(r))?;
+        if w.receptacles[r as usize].loc != st.agent_loc {
+            return Some(Action::Goto(r));
+        }
+        if w.receptacles[r as usize].openable && !st.opened[r as usize] {
+            return Some(Action::Open(r));
+        }
+        Some(Action::ExamineRecep(r))
     }
 }
