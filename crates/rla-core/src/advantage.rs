@@ -35,14 +35,6 @@ pub fn policy_advantages(rollouts: &[RolloutRewards]) -> Vec<Vec<Option<f64>>> {
     out
 }
 
-/// Outcome-only GRPO advantages for a task: z-score of the outcomes over its rollouts, the same
-/// value broadcast over every step of a rollout. This equals [`policy_advantages`] with λ = 0
-/// only when all rollouts have equal length; it is the trajectory-level baseline the paper's
-/// `outcome` mode uses when steps are not aligned.
-pub fn trajectory_advantages(outcomes: &[f64]) -> Option<Vec<f64>> {
-    standardize(outcomes)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,18 +3,12 @@
 use crate::ModelError;
 use candle_core::{Device, Tensor};
 
-/// Inputs, targets and the response mask of a batch. Position t of row b predicts
-/// `targets[b, t]` from `ids[b, ..=t]`; the mask is 1 where that target is a response token.
+/// Inputs of a batch and the positions of each row's response: position t of row b predicts
+/// token t + 1 of its prompt + response from `ids[b, ..=t]`.
 #[derive(Debug, Clone)]
 pub struct Batch {
     /// `[B, L]` input ids.
     pub ids: Tensor,
-    /// `[B, L]` next-token targets.
-    pub targets: Tensor,
-    /// `[B, L]` f32, 1 on response targets.
-    pub mask: Tensor,
-    /// Row lengths of prompt + response − 1.
-    pub lens: Vec<usize>,
     /// `[B·R]` indices into the flattened `[B·L]` positions of each row's response window
     /// (R = the longest response; shorter rows repeat their last position, masked out).
     pub resp_idx: Tensor,
@@ -44,20 +38,12 @@ impl Batch {
             .map(|(p, r)| p.len() + r.len() - 1)
             .max()
             .unwrap_or(1);
-        let (mut ids, mut tg, mut mk, mut lens) = (vec![], vec![], vec![], vec![]);
+        let mut ids = Vec::new();
         for (p, r) in &pairs {
-            let full: Vec<u32> = p.iter().chain(r.iter()).copied().collect();
-            let n = full.len() - 1;
-            lens.push(n);
-            for t in 0..l {
-                ids.push(if t < n { full[t] } else { pad });
-                tg.push(if t < n { full[t + 1] } else { pad });
-                mk.push(if t + 1 >= p.len() && t < n {
-                    1f32
-                } else {
-                    0f32
-                });
-            }
+            // the last response token is only a target, never an input
+            let n = p.len() + r.len() - 1;
+            ids.extend(p.iter().chain(r.iter()).copied().take(n));
+            ids.extend(std::iter::repeat_n(pad, l - n));
         }
         let b = pairs.len();
         let r = pairs.iter().map(|(_, x)| x.len()).max().unwrap_or(1);
@@ -72,9 +58,6 @@ impl Batch {
         }
         Ok(Batch {
             ids: Tensor::from_vec(ids, (b, l), dev)?,
-            targets: Tensor::from_vec(tg, (b, l), dev)?,
-            mask: Tensor::from_vec(mk, (b, l), dev)?,
-            lens,
             resp_idx: Tensor::from_vec(ri, b * r, dev)?,
             resp_targets: Tensor::from_vec(rt, (b, r), dev)?,
             resp_mask: Tensor::from_vec(rm, (b, r), dev)?,

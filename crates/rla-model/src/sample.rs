@@ -277,12 +277,11 @@ pub fn score(
             0,
             &model.device,
         )?;
-        let lp = crate::loss::token_logprobs(model, &b.ids, &b.targets)?
+        let lp = crate::loss::response_logprobs(model, &b)?
             .to_dtype(DType::F32)?
             .to_vec2::<f32>()?;
-        for (i, (p, r)) in chunk.iter().enumerate() {
-            let start = p.len() - 1;
-            out.push(lp[i][start..start + r.len()].to_vec());
+        for (i, (_, r)) in chunk.iter().enumerate() {
+            out.push(lp[i][..r.len()].to_vec());
         }
     }
     Ok(out)

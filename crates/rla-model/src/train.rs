@@ -10,7 +10,7 @@ use crate::ModelError;
 use candle_core::{DType, Tensor, Var};
 use rla_core::ppo::PpoConfig;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Optimiser and batching settings.
@@ -330,9 +330,4 @@ pub fn sft_eval(
             * chunk.len() as f64;
     }
     Ok(total / pairs.len().max(1) as f64)
-}
-
-/// A variable lookup by name.
-pub fn var_map(vars: &[(String, Var)]) -> HashMap<&str, &Var> {
-    vars.iter().map(|(n, v)| (n.as_str(), v)).collect()
 }

@@ -3,7 +3,7 @@
 use crate::config::{ModelSpec, RunConfig};
 use crate::pool::{Pending, TaskPool};
 use crate::prompts::reasoning;
-use crate::rollout::{evaluate, judge, rollout, Episodes, Trajectory, Verdicts};
+use crate::rollout::{evaluate, judge, rollout, Episodes, Verdicts};
 use crate::run::{IterMetrics, RunDir, RunState};
 use anyhow::{Context, Result};
 use rla_core::adapt::{accept_rewrite, adaptation_direction, Direction};
@@ -460,13 +460,5 @@ pub fn open(cfg: RunConfig, dir: &Path, resume: bool, progress: bool) -> Result<
         state,
         dir: rd,
         progress,
-    })
-}
-
-/// Drops trajectories' bulky token ids for logging.
-pub fn summarise_trajectory(t: &Trajectory) -> serde_json::Value {
-    serde_json::json!({
-        "won": t.won,
-        "steps": t.steps.iter().map(|s| serde_json::json!({"action": s.action, "answer": s.answer, "feedback": s.next_observation, "progress": s.progress})).collect::<Vec<_>>()
     })
 }
