@@ -19,6 +19,7 @@
 
 pub mod adapt;
 pub mod advantage;
+pub mod coding;
 pub mod consistency;
 pub mod filter;
 pub mod metrics;

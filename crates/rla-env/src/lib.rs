@@ -4,6 +4,7 @@
 //! ([`household`]) is a native, ALFWorld-compatible text world: it reads ALFWorld's game files,
 //! prints ALFWorld's text, and steps far faster than TextWorld's engine.
 
+pub mod code;
 pub mod error;
 pub mod household;
 

@@ -23,6 +23,15 @@ pub trait LanguageModel {
         n: usize,
         p: &SampleParams,
     ) -> Result<Vec<Vec<Sample>>, ModelError>;
+    /// `n` samples per prompt, each drawn only among `allowed[prompt]` (complete token sequences;
+    /// see [`sample::generate_within`]).
+    fn generate_within(
+        &self,
+        prompts: &[Vec<u32>],
+        n: usize,
+        p: &SampleParams,
+        allowed: &[Vec<Vec<u32>>],
+    ) -> Result<Vec<Vec<Sample>>, ModelError>;
     /// Log-probabilities of responses.
     fn score(&self, pairs: &[(Vec<u32>, Vec<u32>)]) -> Result<Vec<Vec<f32>>, ModelError>;
     /// One PPO-clip update.
@@ -177,6 +186,16 @@ impl LanguageModel for Lm {
         p: &SampleParams,
     ) -> Result<Vec<Vec<Sample>>, ModelError> {
         sample::generate(&self.model, &self.tok, prompts, n, p)
+    }
+
+    fn generate_within(
+        &self,
+        prompts: &[Vec<u32>],
+        n: usize,
+        p: &SampleParams,
+        allowed: &[Vec<Vec<u32>>],
+    ) -> Result<Vec<Vec<Sample>>, ModelError> {
+        sample::generate_within(&self.model, &self.tok, prompts, n, p, Some(allowed))
     }
 
     fn score(&self, pairs: &[(Vec<u32>, Vec<u32>)]) -> Result<Vec<Vec<f32>>, ModelError> {

@@ -154,6 +154,44 @@ pub fn generate(
     n: usize,
     p: &SampleParams,
 ) -> Result<Vec<Vec<Sample>>, ModelError> {
+    generate_within(model, tok, prompts, n, p, None)
+}
+
+/// The tokens that may follow `done` so that the response stays a prefix of one of `allowed`;
+/// empty when none does.
+pub fn allowed_next(allowed: &[Vec<u32>], done: &[u32]) -> Vec<u32> {
+    let mut next: Vec<u32> = allowed
+        .iter()
+        .filter(|a| a.len() > done.len() && a.starts_with(done))
+        .map(|a| a[done.len()])
+        .collect();
+    next.sort_unstable();
+    next.dedup();
+    next
+}
+
+/// [`generate`], optionally constrained: with `allowed[prompt]` (complete token sequences, each
+/// normally ending in an end-of-sequence token), every response of that prompt is drawn only among
+/// tokens that keep it a prefix of one of them (constrained decoding over a token trie). The
+/// recorded log-probabilities stay the model's own, unmasked ones, so that scoring the response
+/// later gives the same numbers. A prompt with an empty list is unconstrained.
+pub fn generate_within(
+    model: &Transformer,
+    tok: &Tok,
+    prompts: &[Vec<u32>],
+    n: usize,
+    p: &SampleParams,
+    allowed: Option<&[Vec<Vec<u32>>]>,
+) -> Result<Vec<Vec<Sample>>, ModelError> {
+    if let Some(a) = allowed {
+        if a.len() != prompts.len() {
+            return Err(ModelError::Other(format!(
+                "{} allowed-response lists for {} prompts",
+                a.len(),
+                prompts.len()
+            )));
+        }
+    }
     let dev = model.device.clone();
     let np = prompts.len();
     if np == 0 || n == 0 {
@@ -210,7 +248,16 @@ pub fn generate(
         let mut keep = Vec::with_capacity(active.len());
         let mut fed = Vec::with_capacity(active.len());
         for (row, &s) in active.iter().enumerate() {
-            let t = draw(&raw[row], p, &mut rng);
+            let choices = match allowed {
+                Some(a) if !a[s / n].is_empty() => allowed_next(&a[s / n], &out[s].tokens),
+                _ => Vec::new(),
+            };
+            let t = if choices.is_empty() {
+                draw(&raw[row], p, &mut rng)
+            } else {
+                let masked: Vec<f32> = choices.iter().map(|&c| raw[row][c as usize]).collect();
+                choices[draw(&masked, p, &mut rng) as usize]
+            };
             let o = &mut out[s];
             o.tokens.push(t);
             o.logprobs.push(lp[row][t as usize]);

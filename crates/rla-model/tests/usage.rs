@@ -4,7 +4,7 @@ use candle_core::{DType, Device, Tensor};
 use rla_model::config::{Arch, ModelConfig};
 use rla_model::lora::{self, LoraConfig};
 use rla_model::model::Transformer;
-use rla_model::sample::{generate, score, Finish, SampleParams};
+use rla_model::sample::{allowed_next, generate, generate_within, score, Finish, SampleParams};
 use rla_model::tok::{build_word_level, Tok};
 use rla_model::train::{ppo_step, sft_eval, sft_step, AdamW, PpoSample, TrainConfig};
 use rla_model::weights::{init_tensors, load_model, save_model, save_tensors};
@@ -76,6 +76,72 @@ fn samples_sharing_a_prefill_have_the_logprobs_the_model_scores() {
         generate(&m, &tok, std::slice::from_ref(&prompt), 3, &p).unwrap(),
         out
     );
+}
+
+#[test]
+fn constrained_generation_stays_within_the_allowed_responses() {
+    let (m, tok) = setup(Arch::Qwen2, 3);
+    let eos = tok.eos_ids[0];
+    // (word-level pieces carry their leading space)
+    let with_eos = |s: &str| {
+        let mut v = tok.encode(s).unwrap();
+        v.push(eos);
+        v
+    };
+    let allowed = vec![
+        vec![
+            with_eos(" go to cabinet 2"),
+            with_eos(" take egg 1 from fridge 1"),
+        ],
+        vec![with_eos(" yes"), with_eos(" no")],
+    ];
+    assert_eq!(
+        allowed_next(&allowed[0], &tok.encode(" go to").unwrap()),
+        tok.encode(" go to cabinet").unwrap()[2..].to_vec()
+    );
+    let maybe = tok.encode(" maybe").unwrap();
+    assert!(
+        allowed_next(&allowed[1], &maybe).is_empty(),
+        "{maybe:?} {allowed:?}"
+    );
+    let prompts = vec![
+        tok.encode("you open the fridge 1 .").unwrap(),
+        tok.encode("the fridge 1 is closed .").unwrap(),
+    ];
+    let p = SampleParams {
+        max_new_tokens: 12,
+        seed: 11,
+        ..Default::default()
+    };
+    let out = generate_within(&m, &tok, &prompts, 8, &p, Some(&allowed)).unwrap();
+    let mut seen = std::collections::HashSet::new();
+    for (pi, samples) in out.iter().enumerate() {
+        for s in samples {
+            assert!(allowed[pi].contains(&s.tokens), "{:?}", s.text);
+            assert_eq!(s.finish, Finish::Eos);
+            seen.insert(s.tokens.clone());
+        }
+    }
+    assert!(seen.len() >= 3, "sampling explores the allowed set");
+    // The recorded log-probabilities are the model's own, unmasked ones.
+    let pairs: Vec<(Vec<u32>, Vec<u32>)> = out[0]
+        .iter()
+        .map(|s| (prompts[0].clone(), s.tokens.clone()))
+        .collect();
+    for (s, lp) in out[0].iter().zip(score(&m, &pairs).unwrap()) {
+        assert!(max_diff(&s.logprobs, &lp) < 1e-4);
+    }
+    // An untrained model left free almost never writes an allowed response.
+    let free = generate(&m, &tok, &prompts, 8, &p).unwrap();
+    let free_ok = free
+        .iter()
+        .enumerate()
+        .flat_map(|(pi, v)| v.iter().map(move |s| (pi, s)))
+        .filter(|(pi, s)| allowed[*pi].contains(&s.tokens))
+        .count();
+    assert!(free_ok < 8, "{free_ok} of 16 free samples allowed");
+    // Mismatched lists are an error, not a panic.
+    assert!(generate_within(&m, &tok, &prompts, 1, &p, Some(&allowed[..1])).is_err());
 }
 
 #[test]

@@ -224,6 +224,10 @@ pub struct RunConfig {
     pub update_epochs: usize,
     /// How the policy's prompt lists the admissible commands.
     pub prompt_style: crate::prompts::PromptStyle,
+    /// Draw the policy's answer only among the admissible answers (constrained decoding over a
+    /// token trie of `\boxed{command}` strings): every step is then a legal move, which tiny
+    /// models need; real models answer freely with reasoning.
+    pub constrain_actions: bool,
     /// Who rewrites tasks and summarises critiques.
     pub rewriter: RewriterKind,
     /// Tasks that give policy samples.
@@ -261,6 +265,7 @@ impl Default for RunConfig {
             history_window: 2,
             update_epochs: 4,
             prompt_style: crate::prompts::PromptStyle::Numbered,
+            constrain_actions: false,
             rewriter: RewriterKind::Structured,
             policy_band: Band::POLICY,
             reward_band: Band::REWARD,

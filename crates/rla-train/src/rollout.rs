@@ -2,7 +2,8 @@
 //! generation call per step), and the judge scores every step m times.
 
 use crate::prompts::{
-    judge_prompt, parse_choice, parse_verdict, policy_prompt_styled, PromptStyle,
+    judge_prompt, parse_choice, parse_verdict, policy_answer_styled, policy_prompt_styled,
+    PromptStyle,
 };
 use anyhow::Result;
 use indicatif::ProgressBar;
@@ -59,6 +60,24 @@ pub fn encode_chat(lm: &dyn LanguageModel, text: &str) -> Result<Vec<u32>> {
     Ok(tok.encode(&s)?)
 }
 
+/// The token sequences of every admissible answer, each ending in the end-of-sequence token.
+pub fn answer_tokens(
+    lm: &dyn LanguageModel,
+    admissible: &[String],
+    style: PromptStyle,
+) -> Result<Vec<Vec<u32>>> {
+    let tok = lm.tok();
+    admissible
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let mut ids = tok.encode(&policy_answer_styled(a, i, style))?;
+            ids.extend(tok.eos_ids.first().copied());
+            Ok(ids)
+        })
+        .collect()
+}
+
 struct Live {
     env: Household,
     goal: GoalSpec,
@@ -78,6 +97,8 @@ pub struct Episodes {
     pub window: usize,
     /// Listing style of the admissible commands.
     pub style: PromptStyle,
+    /// Answers are drawn only among the admissible ones (see `RunConfig::constrain_actions`).
+    pub constrained: bool,
 }
 
 /// Plays `ep.rollouts` episodes of each task with the policy; all episodes step together.
@@ -93,6 +114,7 @@ pub fn rollout(
         step_limit,
         window,
         style,
+        constrained,
     } = ep;
     let mut live: Vec<Live> = Vec::new();
     for (ti, t) in tasks.iter().enumerate() {
@@ -121,19 +143,27 @@ pub fn rollout(
         }
         let mut prompts = Vec::with_capacity(active.len());
         let mut adms = Vec::with_capacity(active.len());
+        let mut allowed = Vec::new();
         for &i in &active {
             let l = &mut live[i];
             let adm = l.env.admissible().to_vec();
             let text =
                 policy_prompt_styled(&l.env.world().task, &l.history, window, &l.obs, &adm, style);
             prompts.push(encode_chat(policy, &text)?);
+            if constrained {
+                allowed.push(answer_tokens(policy, &adm, style)?);
+            }
             adms.push(adm);
         }
         let p = SampleParams {
             seed: sp.seed.wrapping_add(step as u64 * 7919),
             ..sp.clone()
         };
-        let out = policy.generate(&prompts, 1, &p)?;
+        let out = if constrained {
+            policy.generate_within(&prompts, 1, &p, &allowed)?
+        } else {
+            policy.generate(&prompts, 1, &p)?
+        };
         for ((k, &i), s) in active.iter().enumerate().zip(out) {
             let s = &s[0];
             let l = &mut live[i];
@@ -250,11 +280,22 @@ pub fn evaluate(
     if tasks.is_empty() {
         return Ok(0.0);
     }
+    let trajs = evaluate_episodes(policy, tasks, ep, max_new_tokens, bar)?;
+    Ok(trajs.iter().filter(|t| t.won).count() as f64 / trajs.len() as f64)
+}
+
+/// The greedy episodes behind [`evaluate`].
+pub fn evaluate_episodes(
+    policy: &dyn LanguageModel,
+    tasks: &[TaskSpec],
+    ep: Episodes,
+    max_new_tokens: usize,
+    bar: Option<&ProgressBar>,
+) -> Result<Vec<Trajectory>> {
     let sp = SampleParams {
         temperature: 0.0,
         max_new_tokens,
         ..Default::default()
     };
-    let trajs = rollout(policy, tasks, Episodes { rollouts: 1, ..ep }, &sp, bar)?;
-    Ok(trajs.iter().filter(|t| t.won).count() as f64 / trajs.len() as f64)
+    rollout(policy, tasks, Episodes { rollouts: 1, ..ep }, &sp, bar)
 }

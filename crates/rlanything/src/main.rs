@@ -1,6 +1,7 @@
 //! `rlanything`: the command-line program of RLAnything.
 
 mod bench_cmd;
+mod code_cmd;
 mod env_cmd;
 mod lm_cmd;
 mod quickstart;
@@ -30,6 +31,9 @@ enum Command {
     /// The household environment: replay traces, benchmark, generate tasks, solve, play.
     #[command(subcommand)]
     Env(env_cmd::EnvCmd),
+    /// The coding setting: run programs on tests in the sandbox, HumanEval.
+    #[command(subcommand)]
+    Code(code_cmd::CodeCmd),
     /// Language models: log-probabilities, generation, tiny models from scratch.
     #[command(subcommand)]
     Lm(lm_cmd::LmCmd),
@@ -73,6 +77,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Theory(a) => theory_cmd::run(a),
         Command::Env(c) => env_cmd::run(c),
         Command::Lm(c) => lm_cmd::run(c),
+        Command::Code(c) => code_cmd::run(c),
         Command::Bench(c) => bench_cmd::run(c),
         Command::Pretrain(a) => train_cmd::run_pretrain(a),
         Command::Train(a) => train_cmd::run_train(a),

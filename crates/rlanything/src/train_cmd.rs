@@ -5,7 +5,6 @@ use rla_env::household::splits::{eval_tasks, Split};
 use rla_train::config::{Mode, RunConfig};
 use rla_train::pretrain::pretrain;
 use rla_train::report::write_report;
-use rla_train::rollout::evaluate;
 use rla_train::run::RunDir;
 use rla_train::trainer::open;
 use std::path::{Path, PathBuf};
@@ -50,9 +49,18 @@ pub struct EvalArgs {
     /// History window of the prompts.
     #[arg(long, default_value_t = 2)]
     pub window: usize,
-    /// Listing style of the admissible commands (numbered or inline), as in training.
+    /// Listing style of the admissible commands (numbered, inline or command), as in training.
     #[arg(long, default_value = "numbered")]
     pub prompt_style: String,
+    /// Draw answers only among the admissible ones, as in training with `constrain_actions`.
+    #[arg(long)]
+    pub constrained: bool,
+    /// Step limit of each episode.
+    #[arg(long, default_value_t = 60)]
+    pub step_limit: usize,
+    /// Print the first N episodes step by step.
+    #[arg(long, default_value_t = 0)]
+    pub show: usize,
 }
 
 #[derive(clap::Args)]
@@ -149,7 +157,7 @@ pub fn run_eval(a: EvalArgs) -> Result<()> {
     let tasks = eval_tasks(split);
     let n = a.n.unwrap_or(tasks.len()).min(tasks.len());
     let lm = rla_model::Lm::load(&a.model, candle_core::DType::F32, &candle_core::Device::Cpu)?;
-    let bar = rla_train::bar((n * 60) as u64, "eval");
+    let bar = rla_train::bar((n * a.step_limit) as u64, "eval");
     let style = match a.prompt_style.as_str() {
         "numbered" => rla_train::prompts::PromptStyle::Numbered,
         "inline" => rla_train::prompts::PromptStyle::Inline,
@@ -158,12 +166,24 @@ pub fn run_eval(a: EvalArgs) -> Result<()> {
     };
     let ep = rla_train::rollout::Episodes {
         rollouts: 1,
-        step_limit: 60,
+        step_limit: a.step_limit,
         window: a.window,
         style,
+        constrained: a.constrained,
     };
-    let s = evaluate(&lm, &tasks[..n], ep, 16, Some(&bar))?;
+    let trajs = rla_train::rollout::evaluate_episodes(&lm, &tasks[..n], ep, 16, Some(&bar))?;
     bar.finish_and_clear();
+    for (t, task) in trajs.iter().zip(&tasks[..n]).take(a.show) {
+        println!(
+            "task: {} ({})",
+            task.sentence(),
+            if t.won { "won" } else { "lost" }
+        );
+        for (i, s) in t.steps.iter().enumerate() {
+            println!("  {:>2}. {} → {}", i + 1, s.answer, s.next_observation);
+        }
+    }
+    let s = trajs.iter().filter(|t| t.won).count() as f64 / n.max(1) as f64;
     println!(
         "{} success on {n} {} tasks: {s:.3}",
         a.model.display(),

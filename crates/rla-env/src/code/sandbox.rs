@@ -1,0 +1,521 @@
+//! A sandbox for untrusted, model-written programs.
+//!
+//! Every run gets its own process in its own session (so its whole process group can be killed),
+//! a fresh temporary working directory that is removed afterwards, and these limits:
+//!
+//! | limit | how |
+//! |---|---|
+//! | wall-clock time | the parent waits with a deadline, then kills the process group |
+//! | CPU time | `RLIMIT_CPU` (SIGXCPU, then SIGKILL) |
+//! | memory | `RLIMIT_AS` (allocations fail; Python raises `MemoryError`) |
+//! | processes | `RLIMIT_NPROC`, enforced because the program runs under its own unprivileged uid when the sandbox runs as root |
+//! | output | the parent stops reading and kills the group past `output_bytes`; `RLIMIT_FSIZE` caps files |
+//! | network | a fresh, empty network namespace (`unshare(CLONE_NEWNET)`, root or user namespaces); Landlock's TCP rules where the kernel has them |
+//! | files | Landlock (where the kernel has it): read-only system directories and the interpreter's prefix, read-write only the working directory; without Landlock, the unprivileged uid's file permissions |
+//!
+//! What applied on this machine is reported by [`Sandbox::isolation`]; the README lists what is
+//! and is not isolated.
+
+use nix::sys::signal::{kill, killpg, Signal};
+use nix::unistd::{Gid, Pid, Uid};
+use rlimit::Resource;
+use serde::{Deserialize, Serialize};
+use std::io::{Read, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The limits of one run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Limits {
+    /// Wall-clock seconds.
+    pub wall_secs: f64,
+    /// CPU seconds.
+    pub cpu_secs: u64,
+    /// Address-space bytes.
+    pub memory_bytes: u64,
+    /// Processes (and threads) of the program's user.
+    pub processes: u64,
+    /// Bytes of standard output plus standard error kept; more is a verdict.
+    pub output_bytes: usize,
+    /// Largest file the program may write.
+    pub file_bytes: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            wall_secs: 5.0,
+            cpu_secs: 4,
+            memory_bytes: 512 << 20,
+            processes: 16,
+            output_bytes: 1 << 20,
+            file_bytes: 16 << 20,
+        }
+    }
+}
+
+impl Limits {
+    /// Checks that every limit is positive.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(self.wall_secs > 0.0 && self.wall_secs.is_finite()) {
+            return Err(format!("wall_secs = {}: must be > 0", self.wall_secs));
+        }
+        for (name, v) in [
+            ("cpu_secs", self.cpu_secs),
+            ("memory_bytes", self.memory_bytes),
+            ("processes", self.processes),
+            ("output_bytes", self.output_bytes as u64),
+            ("file_bytes", self.file_bytes),
+        ] {
+            if v == 0 {
+                return Err(format!("{name} = 0: must be > 0"));
+            }
+        }
+        if self.memory_bytes < 32 << 20 {
+            return Err(format!(
+                "memory_bytes = {}: an interpreter needs at least 32 MiB",
+                self.memory_bytes
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    /// The program exited with status 0.
+    Exited,
+    /// Past the wall-clock or CPU limit.
+    Timeout,
+    /// Out of memory.
+    Memory,
+    /// Non-zero exit or a signal.
+    Crash,
+    /// Printed more than the output limit.
+    OutputLimit,
+}
+
+/// The result of one run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    /// How it ended.
+    pub status: Status,
+    /// Exit code, if it exited.
+    pub code: Option<i32>,
+    /// Signal that ended it, if any.
+    pub signal: Option<i32>,
+    /// Standard output (at most the output limit).
+    pub stdout: String,
+    /// Standard error (at most the output limit).
+    pub stderr: String,
+    /// Wall-clock seconds.
+    pub secs: f64,
+}
+
+/// What isolation applies on this machine.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Isolation {
+    /// Programs run under their own unprivileged uid (the sandbox runs as root).
+    pub own_uid: bool,
+    /// A fresh network namespace.
+    pub network_namespace: bool,
+    /// The Landlock ABI version in force for files (and TCP from ABI 4), or none.
+    pub landlock_abi: Option<i32>,
+}
+
+/// Errors of the sandbox itself (not of the program).
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    /// Setting up a run failed.
+    #[error("sandbox: {0}")]
+    Setup(String),
+    /// The limits are impossible.
+    #[error("sandbox limits: {0}")]
+    Limits(String),
+}
+
+fn setup<E: std::fmt::Display>(what: &str) -> impl FnOnce(E) -> SandboxError + '_ {
+    move |e| SandboxError::Setup(format!("{what}: {e}"))
+}
+
+/// Uids that programs run under when the sandbox runs as root: one block of [`UID_BLOCK`] per
+/// process (chosen by its pid, so concurrent processes do not share uids), shared by all its
+/// sandboxes; a uid is used by one program at a time and its processes are killed afterwards.
+const UID_BASE: u32 = 200_000;
+const UID_BLOCK: u32 = 256;
+
+static UID_POOL: Mutex<Option<Vec<u32>>> = Mutex::new(None);
+
+fn take_pool_uid() -> u32 {
+    loop {
+        {
+            let mut g = UID_POOL.lock().unwrap_or_else(|e| e.into_inner());
+            let pool = g.get_or_insert_with(|| {
+                let base = UID_BASE + (std::process::id() % 10_000) * UID_BLOCK;
+                (base..base + UID_BLOCK).rev().collect()
+            });
+            if let Some(u) = pool.pop() {
+                return u;
+            }
+        }
+        // More concurrent runs than uids: wait for one to finish.
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+fn give_back_uid(u: u32) {
+    reap_uid(u);
+    if let Some(p) = UID_POOL.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+        p.push(u);
+    }
+}
+
+/// Runs programs under limits; cheap to clone and share between threads.
+#[derive(Clone)]
+pub struct Sandbox {
+    python: PathBuf,
+    limits: Limits,
+    base: Arc<tempfile::TempDir>,
+    isolation: Isolation,
+}
+
+impl std::fmt::Debug for Sandbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sandbox")
+            .field("python", &self.python)
+            .field("limits", &self.limits)
+            .field("isolation", &self.isolation)
+            .finish()
+    }
+}
+
+/// The Python interpreter programs run with: `RLA_PYTHON`, else the system's `/usr/bin/python3`
+/// (readable by unprivileged users), else `python3` on the `PATH`.
+pub fn find_python() -> Result<PathBuf, SandboxError> {
+    if let Some(p) = std::env::var_os("RLA_PYTHON") {
+        return Ok(PathBuf::from(p));
+    }
+    for c in ["/usr/bin/python3", "/usr/local/bin/python3"] {
+        if Path::new(c).exists() {
+            return Ok(PathBuf::from(c));
+        }
+    }
+    if let Some(path) = std::env::var_os("PATH") {
+        for d in std::env::split_paths(&path) {
+            let c = d.join("python3");
+            if c.exists() {
+                return Ok(c);
+            }
+        }
+    }
+    Err(SandboxError::Setup(
+        "no Python interpreter: install python3 or set RLA_PYTHON".into(),
+    ))
+}
+
+fn landlock_abi() -> Option<i32> {
+    // landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)
+    let v = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<u8>(),
+            0usize,
+            1u32,
+        )
+    };
+    (v > 0).then_some(v as i32)
+}
+
+fn probe_netns(root: bool) -> bool {
+    // A throwaway child tries the same unshare the runs will do.
+    let mut c = Command::new("/bin/true");
+    let flags = if root {
+        nix::sched::CloneFlags::CLONE_NEWNET
+    } else {
+        nix::sched::CloneFlags::CLONE_NEWUSER | nix::sched::CloneFlags::CLONE_NEWNET
+    };
+    unsafe {
+        c.pre_exec(move || nix::sched::unshare(flags).map_err(std::io::Error::from));
+    }
+    c.stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+}
+
+impl Sandbox {
+    /// A sandbox running `python` under `limits`. Runs may be made from many threads at once.
+    pub fn new(python: PathBuf, limits: Limits) -> Result<Sandbox, SandboxError> {
+        limits.validate().map_err(SandboxError::Limits)?;
+        if !python.exists() {
+            return Err(SandboxError::Setup(format!(
+                "interpreter {} does not exist",
+                python.display()
+            )));
+        }
+        let root = Uid::effective().is_root();
+        let base = tempfile::Builder::new()
+            .prefix("rla-sandbox-")
+            .tempdir()
+            .map_err(setup("temporary directory"))?;
+        // Others may pass through the base but neither list nor write it.
+        std::fs::set_permissions(
+            base.path(),
+            std::os::unix::fs::PermissionsExt::from_mode(0o711),
+        )
+        .map_err(setup("temporary directory"))?;
+        let isolation = Isolation {
+            own_uid: root,
+            network_namespace: probe_netns(root),
+            landlock_abi: landlock_abi(),
+        };
+        Ok(Sandbox {
+            python,
+            limits,
+            base: Arc::new(base),
+            isolation,
+        })
+    }
+
+    /// A sandbox with the default interpreter ([`find_python`]).
+    pub fn with_limits(limits: Limits) -> Result<Sandbox, SandboxError> {
+        Sandbox::new(find_python()?, limits)
+    }
+
+    /// What isolation applies here.
+    pub fn isolation(&self) -> &Isolation {
+        &self.isolation
+    }
+
+    /// The limits.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Runs a Python program with `stdin` as its input.
+    pub fn run_python(&self, source: &str, stdin: &[u8]) -> Result<RunResult, SandboxError> {
+        let uid = self.isolation.own_uid.then(take_pool_uid);
+        let r = self.run_as(uid, source, stdin);
+        if let Some(u) = uid {
+            give_back_uid(u);
+        }
+        r
+    }
+
+    fn run_as(
+        &self,
+        uid: Option<u32>,
+        source: &str,
+        stdin: &[u8],
+    ) -> Result<RunResult, SandboxError> {
+        let work = tempfile::Builder::new()
+            .prefix("run-")
+            .tempdir_in(self.base.path())
+            .map_err(setup("working directory"))?;
+        let prog = work.path().join("main.py");
+        std::fs::write(&prog, source).map_err(setup("writing the program"))?;
+        if let Some(u) = uid {
+            for p in [work.path(), prog.as_path()] {
+                nix::unistd::chown(p, Some(Uid::from_raw(u)), Some(Gid::from_raw(u)))
+                    .map_err(setup("chown"))?;
+            }
+        }
+        let ruleset = match self.isolation.landlock_abi {
+            Some(_) => Some(self.ruleset(work.path())?),
+            None => None,
+        };
+        let mut cmd = Command::new(&self.python);
+        cmd.arg("-I") // isolated mode: no user site, no PYTHON* variables
+            .arg("main.py")
+            .current_dir(work.path())
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("HOME", work.path())
+            .env("LANG", "C.UTF-8")
+            .env("PYTHONHASHSEED", "0")
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let lim = self.limits.clone();
+        let netns = self.isolation.network_namespace;
+        let mut ruleset = ruleset;
+        // Runs in the child between fork and exec: system calls only, no allocation.
+        unsafe {
+            cmd.pre_exec(move || {
+                nix::unistd::setsid().map_err(std::io::Error::from)?;
+                Resource::CORE.set(0, 0)?;
+                Resource::CPU.set(lim.cpu_secs, lim.cpu_secs + 1)?;
+                Resource::AS.set(lim.memory_bytes, lim.memory_bytes)?;
+                Resource::FSIZE.set(lim.file_bytes, lim.file_bytes)?;
+                Resource::NPROC.set(lim.processes, lim.processes)?;
+                if netns {
+                    let flags = if uid.is_some() {
+                        nix::sched::CloneFlags::CLONE_NEWNET
+                    } else {
+                        nix::sched::CloneFlags::CLONE_NEWUSER | nix::sched::CloneFlags::CLONE_NEWNET
+                    };
+                    nix::sched::unshare(flags).map_err(std::io::Error::from)?;
+                }
+                if let Some(u) = uid {
+                    nix::unistd::setgroups(&[]).map_err(std::io::Error::from)?;
+                    nix::unistd::setgid(Gid::from_raw(u)).map_err(std::io::Error::from)?;
+                    nix::unistd::setuid(Uid::from_raw(u)).map_err(std::io::Error::from)?;
+                }
+                if let Some(rs) = ruleset.take() {
+                    rs.restrict_self().map_err(std::io::Error::other)?;
+                }
+                Ok(())
+            });
+        }
+        let start = Instant::now();
+        let mut child = cmd.spawn().map_err(setup("starting the interpreter"))?;
+        let pgid = Pid::from_raw(child.id() as i32);
+        // Feed the input from a thread: a program that never reads it must not block us.
+        let mut sin = child.stdin.take().expect("piped");
+        let input = stdin.to_vec();
+        let feeder = std::thread::spawn(move || {
+            let _ = sin.write_all(&input);
+        });
+        let over = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let readers: Vec<_> = [
+            Box::new(child.stdout.take().expect("piped")) as Box<dyn Read + Send>,
+            Box::new(child.stderr.take().expect("piped")),
+        ]
+        .into_iter()
+        .map(|mut r| {
+            let over = over.clone();
+            let cap = lim.output_bytes;
+            std::thread::spawn(move || {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 8192];
+                loop {
+                    match r.read(&mut chunk) {
+                        Ok(0) | Err(_) => break,
+                        Ok(k) => {
+                            if buf.len() + k > cap {
+                                over.store(true, std::sync::atomic::Ordering::SeqCst);
+                                let _ = killpg(pgid, Signal::SIGKILL);
+                                break;
+                            }
+                            buf.extend_from_slice(&chunk[..k]);
+                        }
+                    }
+                }
+                buf
+            })
+        })
+        .collect();
+        let deadline = start + Duration::from_secs_f64(lim.wall_secs);
+        let mut timed_out = false;
+        let status = loop {
+            if let Some(s) = child.try_wait().map_err(setup("waiting"))? {
+                break s;
+            }
+            if Instant::now() >= deadline {
+                timed_out = true;
+                let _ = killpg(pgid, Signal::SIGKILL);
+                break child.wait().map_err(setup("waiting"))?;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        };
+        // Children that outlive the program would hold the pipes open.
+        let _ = killpg(pgid, Signal::SIGKILL);
+        let secs = start.elapsed().as_secs_f64();
+        let mut outs = readers
+            .into_iter()
+            .map(|h| h.join().unwrap_or_default())
+            .collect::<Vec<_>>();
+        let _ = feeder.join();
+        let stderr = String::from_utf8_lossy(&outs.pop().unwrap_or_default()).into_owned();
+        let stdout = String::from_utf8_lossy(&outs.pop().unwrap_or_default()).into_owned();
+        let code = status.code();
+        let signal = status.signal();
+        let over = over.load(std::sync::atomic::Ordering::SeqCst);
+        let status = if over {
+            Status::OutputLimit
+        } else if timed_out || signal == Some(libc::SIGXCPU) {
+            Status::Timeout
+        } else if code == Some(0) {
+            Status::Exited
+        } else if stderr.contains("MemoryError") || stderr.contains("Cannot allocate memory") {
+            Status::Memory
+        } else {
+            Status::Crash
+        };
+        drop(work);
+        Ok(RunResult {
+            status,
+            code,
+            signal,
+            stdout,
+            stderr,
+            secs,
+        })
+    }
+
+    fn ruleset(&self, work: &Path) -> Result<landlock::RulesetCreated, SandboxError> {
+        use landlock::{
+            Access, AccessFs, AccessNet, Ruleset, RulesetAttr, RulesetCreatedAttr, ABI,
+        };
+        let abi = ABI::V4;
+        let ll = |e: landlock::RulesetError| SandboxError::Setup(format!("landlock: {e}"));
+        let mut read: Vec<PathBuf> = ["/usr", "/lib", "/lib64", "/lib32", "/bin", "/etc"]
+            .iter()
+            .map(PathBuf::from)
+            .filter(|p| p.exists())
+            .collect();
+        // The interpreter's own installation (e.g. a virtual environment or pyenv prefix).
+        if let Ok(real) = self.python.canonicalize() {
+            if let Some(prefix) = real.parent().and_then(Path::parent) {
+                read.push(prefix.to_path_buf());
+            }
+        }
+        let rs = Ruleset::default()
+            .handle_access(AccessFs::from_all(abi))
+            .map_err(ll)?
+            .handle_access(AccessNet::from_all(abi))
+            .map_err(ll)?
+            .create()
+            .map_err(ll)?
+            .add_rules(landlock::path_beneath_rules(
+                &read,
+                AccessFs::from_read(abi),
+            ))
+            .map_err(ll)?
+            .add_rules(landlock::path_beneath_rules(
+                ["/dev/null", "/dev/zero", "/dev/urandom"],
+                AccessFs::from_read(abi) | AccessFs::WriteFile,
+            ))
+            .map_err(ll)?
+            .add_rules(landlock::path_beneath_rules(
+                [work],
+                AccessFs::from_all(abi),
+            ))
+            .map_err(ll)?;
+        Ok(rs)
+    }
+}
+
+/// Kills every process left under a pool uid (children that left the process group).
+fn reap_uid(uid: u32) {
+    let mut c = Command::new("/bin/true");
+    // kill(-1) from a process of that uid reaches exactly that uid's processes.
+    unsafe {
+        c.pre_exec(move || {
+            nix::unistd::setgroups(&[]).map_err(std::io::Error::from)?;
+            nix::unistd::setgid(Gid::from_raw(uid)).map_err(std::io::Error::from)?;
+            nix::unistd::setuid(Uid::from_raw(uid)).map_err(std::io::Error::from)?;
+            let _ = kill(Pid::from_raw(-1), Signal::SIGKILL);
+            Ok(())
+        });
+    }
+    let _ = c.stdout(Stdio::null()).stderr(Stdio::null()).status();
+}
