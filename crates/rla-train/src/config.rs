@@ -192,12 +192,51 @@ impl Default for EvalConfig {
     }
 }
 
+/// Which setting the run trains in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Setting {
+    /// The text household (ALFWorld-compatible): the reward model judges steps.
+    #[default]
+    Household,
+    /// Coding: the policy writes programs, the reward model writes unit tests.
+    Coding,
+}
+
+/// The coding setting.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CodingConfig {
+    /// Training problems have 1 to `max_ops` operations; the OOD split has `max_ops + 1`.
+    pub max_ops: usize,
+    /// Ground-truth tests per problem (at least 4, as the curator requires).
+    pub tests: usize,
+    /// Sandbox limits of each program run.
+    pub limits: rla_env::code::sandbox::Limits,
+}
+
+impl Default for CodingConfig {
+    fn default() -> Self {
+        CodingConfig {
+            max_ops: 3,
+            tests: 6,
+            limits: rla_env::code::sandbox::Limits {
+                wall_secs: 5.0,
+                cpu_secs: 4,
+                ..Default::default()
+            },
+        }
+    }
+}
+
 /// A run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RunConfig {
     /// Seed of everything.
     pub seed: u64,
+    /// Household or coding.
+    pub setting: Setting,
     /// What learns.
     pub mode: Mode,
     /// RL iterations.
@@ -246,12 +285,15 @@ pub struct RunConfig {
     pub pretrain: PretrainConfig,
     /// Evaluation.
     pub eval: EvalConfig,
+    /// The coding setting (with `setting = "coding"`).
+    pub coding: CodingConfig,
 }
 
 impl Default for RunConfig {
     fn default() -> Self {
         RunConfig {
             seed: 0,
+            setting: Setting::Household,
             mode: Mode::Full,
             iterations: 20,
             pool_size: 64,
@@ -278,6 +320,7 @@ impl Default for RunConfig {
             },
             pretrain: PretrainConfig::default(),
             eval: EvalConfig::default(),
+            coding: CodingConfig::default(),
         }
     }
 }
@@ -304,6 +347,27 @@ impl RunConfig {
             }
         };
         pos("judge_samples (m)", self.judge_samples)?;
+        if self.coding.tests < 4 {
+            return Err(format!(
+                "coding.tests = {}: a problem needs at least 4 ground-truth tests",
+                self.coding.tests
+            ));
+        }
+        if !(1..=5).contains(&self.coding.max_ops) {
+            return Err(format!(
+                "coding.max_ops = {}: must lie in 1..=5",
+                self.coding.max_ops
+            ));
+        }
+        self.coding
+            .limits
+            .validate()
+            .map_err(|e| format!("coding.limits: {e}"))?;
+        if self.prompt_style == crate::prompts::PromptStyle::Unlisted && !self.constrain_actions {
+            return Err(
+                "prompt_style = \"unlisted\" needs constrain_actions = true (the constraint carries the admissible commands)".into(),
+            );
+        }
         pos("iterations", self.iterations)?;
         pos("pool_size", self.pool_size)?;
         pos("tasks_per_iteration", self.tasks_per_iteration)?;

@@ -4,6 +4,7 @@
 //! step m times, compute integrated rewards and consistency rewards, update both models with
 //! PPO-clip, summarise the judge's critiques, and rewrite tasks that left the difficulty band.
 
+pub mod coding;
 pub mod config;
 pub mod plots;
 pub mod pool;

@@ -158,6 +158,14 @@ pub fn sft(
             p.inc(1);
             p.set_message(format!("loss {:.3}", s.loss));
         }
+        if (i + 1) % (steps / 10).max(1) == 0 {
+            tracing::info!(
+                step = i + 1,
+                of = steps,
+                loss = format!("{:.3}", s.loss),
+                "SFT"
+            );
+        }
     }
     Ok((first, last))
 }
@@ -165,6 +173,9 @@ pub fn sft(
 /// Builds the tokenizer and both tiny models, warm-starts them, and saves them under `out`
 /// (`out/policy`, `out/reward`). Returns a line per model describing what was done.
 pub fn pretrain(cfg: &RunConfig, out: &Path, progress: bool) -> Result<Vec<String>> {
+    if cfg.setting == crate::config::Setting::Coding {
+        return crate::coding::pretrain(cfg, out, progress);
+    }
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed.wrapping_add(29));
     let tasks: Vec<TaskSpec> = train_tasks(cfg.pretrain.tasks, cfg.seed.wrapping_add(17))
         .into_iter()
@@ -213,44 +224,60 @@ pub fn pretrain(cfg: &RunConfig, out: &Path, progress: bool) -> Result<Vec<Strin
         ("policy", &cfg.policy, &pol, cfg.pretrain.policy_steps),
         ("reward", &cfg.reward, &jud, cfg.pretrain.reward_steps),
     ] {
-        let mc = tiny_config(spec, tok.vocab_size())?;
-        let mut lm = Lm::init(
-            &mc,
-            tok.clone(),
-            cfg.seed.wrapping_add(name.len() as u64),
-            candle_core::DType::F32,
-            &Device::Cpu,
-        )?;
-        lm.enable_training(
-            TrainConfig {
-                lr: cfg.pretrain.lr,
-                micro_batch: spec.micro_batch,
-                ..Default::default()
-            },
-            None,
-            cfg.seed,
-            None,
-        )?;
-        let enc = encode_pairs(&tok, data)?;
-        let bar = progress.then(|| crate::bar(steps as u64, &format!("pretrain {name}")));
-        let (a, b) = sft(
-            &mut lm,
-            &enc,
-            steps,
-            cfg.pretrain.batch,
-            cfg.seed.wrapping_add(3),
-            bar.as_ref(),
-        )?;
-        if let Some(b) = bar {
-            b.finish_and_clear();
-        }
-        lm.opt = None;
-        lm.save(&out.join(name))?;
-        lines.push(format!(
-            "{name}: {} parameters, {} examples, SFT loss {a:.3} → {b:.3}",
-            mc.num_params(),
-            enc.len()
-        ));
+        lines.push(fit_tiny(cfg, name, spec, &tok, data, steps, out, progress)?);
     }
     Ok(lines)
+}
+
+/// Initialises a tiny model with the tokenizer, fits it by SFT on `data` for `steps` steps, and
+/// saves it as `out/name`. Returns a line describing what was done.
+#[allow(clippy::too_many_arguments)]
+pub fn fit_tiny(
+    cfg: &RunConfig,
+    name: &str,
+    spec: &ModelSpec,
+    tok: &Tok,
+    data: &[Example],
+    steps: usize,
+    out: &Path,
+    progress: bool,
+) -> Result<String> {
+    let mc = tiny_config(spec, tok.vocab_size())?;
+    let mut lm = Lm::init(
+        &mc,
+        tok.clone(),
+        cfg.seed.wrapping_add(name.len() as u64),
+        candle_core::DType::F32,
+        &Device::Cpu,
+    )?;
+    lm.enable_training(
+        TrainConfig {
+            lr: cfg.pretrain.lr,
+            micro_batch: spec.micro_batch,
+            ..Default::default()
+        },
+        None,
+        cfg.seed,
+        None,
+    )?;
+    let enc = encode_pairs(tok, data)?;
+    let bar = progress.then(|| crate::bar(steps as u64, &format!("pretrain {name}")));
+    let (a, b) = sft(
+        &mut lm,
+        &enc,
+        steps,
+        cfg.pretrain.batch,
+        cfg.seed.wrapping_add(3),
+        bar.as_ref(),
+    )?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    lm.opt = None;
+    lm.save(&out.join(name))?;
+    Ok(format!(
+        "{name}: {} parameters, {} examples, SFT loss {a:.3} → {b:.3}",
+        mc.num_params(),
+        enc.len()
+    ))
 }

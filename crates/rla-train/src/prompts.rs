@@ -33,6 +33,10 @@ pub enum PromptStyle {
     /// `- go to fridge 1`, answered with the command itself in the box, `\\boxed{go to fridge 1}`
     /// (see [`parse_choice`]): the tiny-scale format, which needs no number lookup.
     Command,
+    /// No listing; answered like [`PromptStyle::Command`]. Only with constrained decoding
+    /// (`constrain_actions`), which carries the admissible set instead of the prompt: the
+    /// shortest prompts, for tiny models on CPU.
+    Unlisted,
 }
 
 /// [`policy_prompt`] with a listing style.
@@ -49,17 +53,26 @@ pub fn policy_prompt_styled(
     for (obs, act) in &history[start..] {
         s.push_str(&format!("observation: {obs}\nyou took action: {act}\n"));
     }
-    s.push_str(&format!(
-        "observation: {observation}\nadmissible actions:\n"
-    ));
+    s.push_str(&format!("observation: {observation}\n"));
+    if style != PromptStyle::Unlisted {
+        s.push_str("admissible actions:\n");
+    }
     for (i, a) in admissible.iter().enumerate() {
         match style {
             PromptStyle::Numbered => s.push_str(&format!("{}: {a}\n", i + 1)),
             PromptStyle::Inline => s.push_str(&format!("{}\n", policy_answer(a, i))),
             PromptStyle::Command => s.push_str(&format!("- {a}\n")),
+            PromptStyle::Unlisted => break,
         }
     }
-    s.push_str("Think about the next step, then give the number of your action in \\boxed{}.");
+    match style {
+        PromptStyle::Command | PromptStyle::Unlisted => {
+            s.push_str("Think about the next step, then give your action in \\boxed{}.")
+        }
+        _ => s.push_str(
+            "Think about the next step, then give the number of your action in \\boxed{}.",
+        ),
+    }
     s
 }
 
@@ -67,7 +80,7 @@ pub fn policy_prompt_styled(
 /// [`PromptStyle::Command`], the command in the box.
 pub fn policy_answer_styled(command: &str, index: usize, style: PromptStyle) -> String {
     match style {
-        PromptStyle::Command => format!("\\boxed{{{command}}}"),
+        PromptStyle::Command | PromptStyle::Unlisted => format!("\\boxed{{{command}}}"),
         _ => policy_answer(command, index),
     }
 }

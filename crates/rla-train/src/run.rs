@@ -66,6 +66,9 @@ pub struct IterMetrics {
     pub time_adapt: f64,
     /// Seconds: evaluation.
     pub time_eval: f64,
+    /// The coding setting's metrics (code accuracy, unit-test accuracy, detection).
+    #[serde(default)]
+    pub code: Option<rla_core::coding::CodingMetrics>,
 }
 
 /// Everything besides the models that a resumed run needs.
@@ -81,6 +84,9 @@ pub struct RunState {
     pub lineage: Vec<Lineage>,
     /// Metrics of every completed iteration (and iteration 0).
     pub metrics: Vec<IterMetrics>,
+    /// The coding setting's problems.
+    #[serde(default)]
+    pub code: crate::coding::CodeState,
 }
 
 impl RunState {
@@ -92,6 +98,7 @@ impl RunState {
             pending: vec![],
             lineage: vec![],
             metrics: vec![],
+            code: Default::default(),
         }
     }
 
@@ -278,20 +285,34 @@ impl RunDir {
             std::fs::remove_dir_all(&old)?;
         }
         self.write_metrics_file(&all)?;
-        let lineage: String = state
-            .lineage
-            .iter()
-            .map(|l| serde_json::to_string(l).expect("json") + "\n")
-            .collect();
+        fn lines<T: Serialize>(xs: &[T]) -> String {
+            xs.iter()
+                .map(|x| serde_json::to_string(x).expect("json") + "\n")
+                .collect()
+        }
+        let coding = !state.code.pool.is_empty();
+        let lineage = if coding {
+            lines(&state.code.lineage)
+        } else {
+            lines(&state.lineage)
+        };
         write_atomic(&self.path.join("tasks.jsonl"), &lineage)?;
-        let pool: String = state
-            .pool
-            .slots
-            .iter()
-            .map(|s| serde_json::to_string(s).expect("json") + "\n")
-            .collect();
+        let pool = if coding {
+            lines(&state.code.pool)
+        } else {
+            lines(&state.pool.slots)
+        };
         write_atomic(&self.path.join("pool.jsonl"), &pool)?;
         Ok(())
+    }
+
+    /// Writes a JSON value to a file of the run folder (atomically).
+    pub fn save_json<T: Serialize>(&self, rel: &str, v: &T) -> Result<()> {
+        let p = self.path.join(rel);
+        if let Some(d) = p.parent() {
+            std::fs::create_dir_all(d)?;
+        }
+        write_atomic(&p, &serde_json::to_string_pretty(v)?)
     }
 
     /// A few trajectories of an iteration with the judge's verdicts (`samples/iter-K.json`).

@@ -1,6 +1,6 @@
 //! The RLAnything loop. [`Trainer::iteration`] is the paper's Algorithm 1, one step per call.
 
-use crate::config::{ModelSpec, RunConfig};
+use crate::config::{ModelSpec, RunConfig, Setting};
 use crate::pool::{Pending, TaskPool};
 use crate::prompts::reasoning;
 use crate::rollout::{evaluate, judge, rollout, Episodes, Verdicts};
@@ -60,6 +60,8 @@ pub struct Trainer {
     pub dir: RunDir,
     /// Progress bars on stderr.
     pub progress: bool,
+    /// The coding setting's sandbox, made on first use.
+    pub sandbox: Option<rla_env::code::sandbox::Sandbox>,
 }
 
 fn seed_of(cfg: &RunConfig, k: usize, tag: u64) -> u64 {
@@ -98,8 +100,24 @@ impl Trainer {
         r
     }
 
-    /// One iteration of Algorithm 1.
+    /// Evaluation success on the first `n` problems or tasks of a split, in the run's setting.
+    pub fn evaluate(&mut self, split: Split, n: usize) -> Result<f64> {
+        match self.cfg.setting {
+            Setting::Household => self.eval_split(split, n),
+            Setting::Coding => self.coding_eval(split, n),
+        }
+    }
+
+    /// One iteration of Algorithm 1 in the run's setting.
     pub fn iteration(&mut self, k: usize) -> Result<IterMetrics> {
+        match self.cfg.setting {
+            Setting::Household => self.household_iteration(k),
+            Setting::Coding => self.coding_iteration(k),
+        }
+    }
+
+    /// One iteration of Algorithm 1 in the household.
+    pub fn household_iteration(&mut self, k: usize) -> Result<IterMetrics> {
         let cfg = self.cfg.clone();
         let mut m = IterMetrics {
             iteration: k,
@@ -375,8 +393,8 @@ impl Trainer {
                 iteration: 0,
                 ..Default::default()
             };
-            m0.eval_in_domain = Some(self.eval_split(Split::InDomain, self.cfg.eval.in_domain)?);
-            m0.eval_ood = Some(self.eval_split(Split::Ood, self.cfg.eval.ood)?);
+            m0.eval_in_domain = Some(self.evaluate(Split::InDomain, self.cfg.eval.in_domain)?);
+            m0.eval_ood = Some(self.evaluate(Split::Ood, self.cfg.eval.ood)?);
             self.dir.push_metrics(&m0)?;
             tracing::info!(
                 in_domain = m0.eval_in_domain,
@@ -388,8 +406,8 @@ impl Trainer {
             let mut m = self.iteration(k)?;
             if k % self.cfg.eval.every.max(1) == 0 || k == self.cfg.iterations {
                 let t0 = Instant::now();
-                m.eval_in_domain = Some(self.eval_split(Split::InDomain, self.cfg.eval.in_domain)?);
-                m.eval_ood = Some(self.eval_split(Split::Ood, self.cfg.eval.ood)?);
+                m.eval_in_domain = Some(self.evaluate(Split::InDomain, self.cfg.eval.in_domain)?);
+                m.eval_ood = Some(self.evaluate(Split::Ood, self.cfg.eval.ood)?);
                 m.time_eval = t0.elapsed().as_secs_f64();
             }
             tracing::info!(
@@ -422,7 +440,14 @@ pub fn open(cfg: RunConfig, dir: &Path, resume: bool, progress: bool) -> Result<
             "{} already holds a run; pass --resume to continue it",
             dir.display()
         ),
-        None => (RunState::new(TaskPool::initial(&cfg)), None),
+        None => match cfg.setting {
+            Setting::Household => (RunState::new(TaskPool::initial(&cfg)), None),
+            Setting::Coding => {
+                let mut s = RunState::new(TaskPool { slots: vec![] });
+                s.code = crate::coding::CodeState::initial(&cfg);
+                (s, None)
+            }
+        },
     };
     let base = |name: &str, spec: &ModelSpec| -> Result<std::path::PathBuf> {
         match (&from, &spec.path) {
@@ -462,5 +487,6 @@ pub fn open(cfg: RunConfig, dir: &Path, resume: bool, progress: bool) -> Result<
         state,
         dir: rd,
         progress,
+        sandbox: None,
     })
 }

@@ -162,14 +162,15 @@ pub fn run_eval(a: EvalArgs) -> Result<()> {
         "numbered" => rla_train::prompts::PromptStyle::Numbered,
         "inline" => rla_train::prompts::PromptStyle::Inline,
         "command" => rla_train::prompts::PromptStyle::Command,
-        s => bail!("--prompt-style {s}: use numbered, inline or command"),
+        "unlisted" => rla_train::prompts::PromptStyle::Unlisted,
+        s => bail!("--prompt-style {s}: use numbered, inline, command or unlisted"),
     };
     let ep = rla_train::rollout::Episodes {
         rollouts: 1,
         step_limit: a.step_limit,
         window: a.window,
         style,
-        constrained: a.constrained,
+        constrained: a.constrained || style == rla_train::prompts::PromptStyle::Unlisted,
     };
     let trajs = rla_train::rollout::evaluate_episodes(&lm, &tasks[..n], ep, 16, Some(&bar))?;
     bar.finish_and_clear();

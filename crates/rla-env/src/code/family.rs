@@ -119,11 +119,10 @@ impl ArithSpec {
         self.ops.iter().try_fold(x, |v, op| op.apply(v))
     }
 
-    /// Whether every test input in [-9, 20] gives a result of at most a million in size (so
+    /// Whether every test input in [-9, 20] gives a result of at most a thousand in size (so
     /// outputs stay short and Rust's integers agree with Python's).
     pub fn well_formed(&self) -> bool {
-        !self.ops.is_empty()
-            && (-9..=20).all(|x| self.eval(x).is_some_and(|v| v.abs() <= 1_000_000))
+        !self.ops.is_empty() && (-9..=20).all(|x| self.eval(x).is_some_and(|v| v.abs() <= 1_000))
     }
 
     /// The statement.
@@ -202,10 +201,16 @@ impl ArithSpec {
 
 /// `n` seeded problems with 1 to `max_ops` operations.
 pub fn generate(n: usize, max_ops: usize, seed: u64) -> Vec<ArithSpec> {
+    generate_between(n, 1, max_ops, seed)
+}
+
+/// `n` seeded problems with `min_ops` to `max_ops` operations.
+pub fn generate_between(n: usize, min_ops: usize, max_ops: usize, seed: u64) -> Vec<ArithSpec> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut out = Vec::with_capacity(n);
+    let lo = min_ops.max(1);
     while out.len() < n {
-        let k = rng.gen_range(1..=max_ops.max(1));
+        let k = rng.gen_range(lo..=max_ops.max(lo));
         let s = ArithSpec {
             ops: (0..k).map(|_| Op::random(&mut rng)).collect(),
             seed: rng.gen(),
