@@ -6,7 +6,11 @@ use std::path::PathBuf;
 #[test]
 fn shipped_configs_are_valid() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../configs");
-    for name in ["quickstart.toml", "alfworld-qwen2.5-7b.toml"] {
+    for name in [
+        "quickstart.toml",
+        "alfworld-qwen2.5-7b.toml",
+        "coding-tiny.toml",
+    ] {
         let c = RunConfig::load(&dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e:#}"));
         assert!(c.iterations > 0);
     }

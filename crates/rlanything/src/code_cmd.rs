@@ -31,6 +31,21 @@ pub enum CodeCmd {
         #[command(flatten)]
         limits: LimitArgs,
     },
+    /// Greedy code accuracy of a coder checkpoint on problems from JSON lines (one problem per
+    /// line: `{"id", "statement", "tests": [{"input", "output"}]}`).
+    Eval {
+        /// The coder (HF layout).
+        #[arg(long)]
+        model: PathBuf,
+        /// The problems.
+        #[arg(long)]
+        problems: PathBuf,
+        /// Most new tokens per program.
+        #[arg(long, default_value_t = 512)]
+        max_tokens: usize,
+        #[command(flatten)]
+        limits: LimitArgs,
+    },
     /// Print what the sandbox isolates on this machine.
     Isolation,
 }
@@ -169,6 +184,41 @@ pub fn run(c: CodeCmd) -> Result<()> {
                 "pass@1: {:.3} ({n} of {} problems)",
                 n as f64 / ok.len().max(1) as f64,
                 ok.len()
+            );
+            Ok(())
+        }
+        CodeCmd::Eval {
+            model,
+            problems,
+            max_tokens,
+            limits,
+        } => {
+            use rla_model::LanguageModel;
+            let problems = rla_env::code::load_jsonl(&problems)?;
+            let lm =
+                rla_model::Lm::load(&model, candle_core::DType::F32, &candle_core::Device::Cpu)?;
+            let sb = Sandbox::with_limits(limits.limits())?;
+            let sp = rla_model::sample::SampleParams::greedy(max_tokens);
+            let bar = rla_train::bar(problems.len() as u64, "code eval");
+            let mut ok = 0;
+            for p in &problems {
+                let prompt = rla_train::rollout::encode_chat(
+                    &lm,
+                    &rla_env::code::coder_prompt(&p.statement),
+                )?;
+                let out = lm.generate(&[prompt], 1, &sp)?;
+                let prog = rla_env::code::extract_program(&out[0][0].text).unwrap_or_default();
+                let v = rla_env::code::run_matrix(&sb, &[prog], &p.tests)?;
+                let pass = v[0].iter().all(|x| x.passed());
+                ok += pass as usize;
+                bar.inc(1);
+                bar.suspend(|| println!("{}: {}", p.id, if pass { "pass" } else { "fail" }));
+            }
+            bar.finish_and_clear();
+            println!(
+                "code accuracy: {:.3} ({ok} of {} problems)",
+                ok as f64 / problems.len().max(1) as f64,
+                problems.len()
             );
             Ok(())
         }

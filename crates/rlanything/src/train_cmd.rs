@@ -220,9 +220,13 @@ pub fn run_ablate(a: AblateArgs) -> Result<()> {
         let last = ms.last().context("no metrics")?;
         rows.push((mode, before, after, last.process_acc, last.outcome_acc));
     }
+    let (judge_a, judge_b) = match base.setting {
+        rla_train::config::Setting::Household => ("process acc", "outcome acc"),
+        rla_train::config::Setting::Coding => ("unit-test acc", "detection"),
+    };
     println!(
         "{:<15} {:>22} {:>22} {:>13} {:>13}",
-        "mode", "in-domain before→after", "OOD before→after", "process acc", "outcome acc"
+        "mode", "in-domain before→after", "OOD before→after", judge_a, judge_b
     );
     for (mode, b, af, p, o) in rows {
         let f = |x: Option<f64>| {

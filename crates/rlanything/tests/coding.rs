@@ -120,4 +120,74 @@ fn the_coding_loop_runs_end_to_end() {
     );
     assert!(a[2]["pending_evaluated"].as_u64().unwrap() > 0);
     assert!(a[0]["eval_in_domain"].as_f64().is_some());
+
+    // The trained coder is evaluated on problems from JSON lines.
+    let problems = dir.path().join("problems.jsonl");
+    let lines: Vec<String> = rla_env::code::family::generate(5, 2, 77)
+        .iter()
+        .enumerate()
+        .map(|(i, s)| serde_json::to_string(&s.problem(&format!("p{i}"), 4)).unwrap())
+        .collect();
+    std::fs::write(&problems, lines.join("\n")).unwrap();
+    let out = bin()
+        .args(["code", "eval", "--max-tokens", "40", "--model"])
+        .arg(dir.path().join("a/checkpoint/policy"))
+        .arg("--problems")
+        .arg(&problems)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("of 5 problems"), "{text}");
+    assert_eq!(
+        text.lines().filter(|l| l.starts_with('p')).count(),
+        5,
+        "{text}"
+    );
+}
+
+#[test]
+fn code_exec_prints_a_verdict_per_test() {
+    let dir = tempfile::tempdir().unwrap();
+    let prog = dir.path().join("p.py");
+    std::fs::write(&prog, "a, b = map(int, input().split())\nprint(a + b)\n").unwrap();
+    let tests = dir.path().join("t.md");
+    std::fs::write(
+        &tests,
+        "**Test Input:**\n```input\n1 2\n```\n**Test Output:**\n```output\n3\n```\n\
+         **Test Input:**\n```input\n2 2\n```\n**Test Output:**\n```output\n5\n```\n",
+    )
+    .unwrap();
+    let out = bin()
+        .args(["code", "exec", "--program"])
+        .arg(&prog)
+        .arg("--tests")
+        .arg(&tests)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "a failing test is a non-zero exit");
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("test 1: pass"), "{text}");
+    assert!(lines[1].starts_with("test 2: fail"), "{text}");
+    assert_eq!(lines[2], "1 passed, 1 failed");
+    // bad input is named, not a panic
+    std::fs::write(&tests, "no tests here").unwrap();
+    let out = bin()
+        .args(["code", "exec", "--program"])
+        .arg(&prog)
+        .arg("--tests")
+        .arg(&tests)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("no tests") && !err.contains("panicked"),
+        "{err}"
+    );
 }

@@ -199,6 +199,13 @@ fn config_errors_name_the_key() {
         ("rollouts_per_task = 1\n", "rollouts_per_task"),
         ("mode = \"everything\"\n", "everything"),
         ("[policy]\nlr = -1.0\n", "policy.lr"),
+        (
+            "setting = \"coding\"\n[coding]\ntests = 2\n",
+            "coding.tests",
+        ),
+        ("[coding.limits]\ncpu_secs = 0\n", "cpu_secs"),
+        ("setting = \"gui\"\n", "gui"),
+        ("prompt_style = \"unlisted\"\n", "constrain_actions"),
     ] {
         let cfg = dir.path().join("bad.toml");
         std::fs::write(&cfg, text).unwrap();
