@@ -61,6 +61,10 @@ pub struct EvalArgs {
     /// Print the first N episodes step by step.
     #[arg(long, default_value_t = 0)]
     pub show: usize,
+    /// Take the history window, prompt style, constraint and step limit from a run's config
+    /// (e.g. `runs/quickstart/config.toml`) instead of the flags.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -157,7 +161,7 @@ pub fn run_eval(a: EvalArgs) -> Result<()> {
     let tasks = eval_tasks(split);
     let n = a.n.unwrap_or(tasks.len()).min(tasks.len());
     let lm = rla_model::Lm::load(&a.model, candle_core::DType::F32, &candle_core::Device::Cpu)?;
-    let bar = rla_train::bar((n * a.step_limit) as u64, "eval");
+    let bar = rla_train::bar((n * a.step_limit.max(60)) as u64, "eval");
     let style = match a.prompt_style.as_str() {
         "numbered" => rla_train::prompts::PromptStyle::Numbered,
         "inline" => rla_train::prompts::PromptStyle::Inline,
@@ -165,12 +169,24 @@ pub fn run_eval(a: EvalArgs) -> Result<()> {
         "unlisted" => rla_train::prompts::PromptStyle::Unlisted,
         s => bail!("--prompt-style {s}: use numbered, inline, command or unlisted"),
     };
-    let ep = rla_train::rollout::Episodes {
-        rollouts: 1,
-        step_limit: a.step_limit,
-        window: a.window,
-        style,
-        constrained: a.constrained || style == rla_train::prompts::PromptStyle::Unlisted,
+    let ep = match &a.config {
+        Some(c) => {
+            let cfg = RunConfig::load(c)?;
+            rla_train::rollout::Episodes {
+                rollouts: 1,
+                step_limit: cfg.eval_step_limit,
+                window: cfg.history_window,
+                style: cfg.prompt_style,
+                constrained: cfg.constrain_actions,
+            }
+        }
+        None => rla_train::rollout::Episodes {
+            rollouts: 1,
+            step_limit: a.step_limit,
+            window: a.window,
+            style,
+            constrained: a.constrained || style == rla_train::prompts::PromptStyle::Unlisted,
+        },
     };
     let trajs = rla_train::rollout::evaluate_episodes(&lm, &tasks[..n], ep, 16, Some(&bar))?;
     bar.finish_and_clear();
