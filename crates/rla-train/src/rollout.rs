@@ -160,6 +160,12 @@ pub fn rollout(
             ..sp.clone()
         };
         let out = if constrained {
+            // room for the longest admissible answer, whatever max_new_tokens says
+            let longest = allowed.iter().flatten().map(Vec::len).max().unwrap_or(0);
+            let p = SampleParams {
+                max_new_tokens: p.max_new_tokens.max(longest),
+                ..p
+            };
             policy.generate_within(&prompts, 1, &p, &allowed)?
         } else {
             policy.generate(&prompts, 1, &p)?
