@@ -236,12 +236,7 @@ impl Trainer {
             iteration: k,
             ..Default::default()
         };
-        let seed = |tag: u64| {
-            cfg.seed
-                .wrapping_mul(1_000_003)
-                .wrapping_add(k as u64 * 7_919)
-                .wrapping_add(tag)
-        };
+        let seed = |tag: u64| crate::trainer::seed_of(&cfg, k, tag);
 
         // 1. Rollout: n programs for each sampled problem and each pending rewrite.
         let t0 = Instant::now();
@@ -409,16 +404,7 @@ impl Trainer {
                 }
             }
         }
-        m.policy_samples = policy_samples.len();
-        m.reward_samples = reward_samples.len();
-        for _ in 0..cfg.update_epochs {
-            if !policy_samples.is_empty() {
-                m.policy_loss = self.policy.ppo_update(&policy_samples)?.loss;
-            }
-            if !reward_samples.is_empty() {
-                m.reward_loss = self.reward.ppo_update(&reward_samples)?.loss;
-            }
-        }
+        self.update(&policy_samples, &reward_samples, &mut m)?;
         m.time_update = t0.elapsed().as_secs_f64();
 
         // 4–5. Critique and adapt: problems outside the band get a harder or easier rewrite,

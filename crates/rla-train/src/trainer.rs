@@ -64,7 +64,8 @@ pub struct Trainer {
     pub sandbox: Option<rla_env::code::sandbox::Sandbox>,
 }
 
-fn seed_of(cfg: &RunConfig, k: usize, tag: u64) -> u64 {
+/// The seed of one random choice of iteration `k`.
+pub(crate) fn seed_of(cfg: &RunConfig, k: usize, tag: u64) -> u64 {
     cfg.seed
         .wrapping_mul(1_000_003)
         .wrapping_add(k as u64 * 7_919)
@@ -98,6 +99,26 @@ impl Trainer {
             b.finish_and_clear();
         }
         r
+    }
+
+    /// PPO-clip updates of both models (`update_epochs` passes), recorded in the metrics.
+    pub fn update(
+        &mut self,
+        policy_samples: &[PpoSample],
+        reward_samples: &[PpoSample],
+        m: &mut IterMetrics,
+    ) -> Result<()> {
+        m.policy_samples = policy_samples.len();
+        m.reward_samples = reward_samples.len();
+        for _ in 0..self.cfg.update_epochs {
+            if !policy_samples.is_empty() {
+                m.policy_loss = self.policy.ppo_update(policy_samples)?.loss;
+            }
+            if !reward_samples.is_empty() {
+                m.reward_loss = self.reward.ppo_update(reward_samples)?.loss;
+            }
+        }
+        Ok(())
     }
 
     /// Evaluation success on the first `n` problems or tasks of a split, in the run's setting.
@@ -317,16 +338,7 @@ impl Trainer {
         } else {
             0.0
         };
-        m.policy_samples = policy_samples.len();
-        m.reward_samples = reward_samples.len();
-        for _ in 0..cfg.update_epochs {
-            if !policy_samples.is_empty() {
-                m.policy_loss = self.policy.ppo_update(&policy_samples)?.loss;
-            }
-            if !reward_samples.is_empty() {
-                m.reward_loss = self.reward.ppo_update(&reward_samples)?.loss;
-            }
-        }
+        self.update(&policy_samples, &reward_samples, &mut m)?;
         m.time_update = t0.elapsed().as_secs_f64();
 
         // 4. Critique: the judge's reasoning on high-risk steps (all m say −1) of failed rollouts.
