@@ -110,13 +110,27 @@ impl Trainer {
     ) -> Result<()> {
         m.policy_samples = policy_samples.len();
         m.reward_samples = reward_samples.len();
+        let passes = self.cfg.update_epochs
+            * (usize::from(!policy_samples.is_empty()) + usize::from(!reward_samples.is_empty()));
+        let bar = self
+            .progress
+            .then(|| crate::bar(passes as u64, &format!("iter {} update", m.iteration)));
         for _ in 0..self.cfg.update_epochs {
             if !policy_samples.is_empty() {
                 m.policy_loss = self.policy.ppo_update(policy_samples)?.loss;
+                if let Some(b) = &bar {
+                    b.inc(1);
+                }
             }
             if !reward_samples.is_empty() {
                 m.reward_loss = self.reward.ppo_update(reward_samples)?.loss;
+                if let Some(b) = &bar {
+                    b.inc(1);
+                }
             }
+        }
+        if let Some(b) = bar {
+            b.finish_and_clear();
         }
         Ok(())
     }
