@@ -12,7 +12,7 @@ use anyhow::Result;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rla_core::adapt::{accept_rewrite, adaptation_direction, Direction};
-use rla_core::coding::{all_pass, program_advantages, test_advantages, CodingMetrics, CodingTally};
+use rla_core::coding::{all_pass, program_advantages, test_advantages, CodingTally};
 use rla_core::filter::{task_accuracy, Band};
 use rla_core::reward::StepScore;
 use rla_core::theory::{theorem1_lower_bound, Calibration};
@@ -240,14 +240,8 @@ impl Trainer {
 
         // 1. Rollout: n programs for each sampled problem and each pending rewrite.
         let t0 = Instant::now();
-        let sampled = {
-            use rand::seq::SliceRandom;
-            let mut rng = ChaCha8Rng::seed_from_u64(seed(1));
-            let mut idx: Vec<usize> = (0..self.state.code.pool.len()).collect();
-            idx.shuffle(&mut rng);
-            idx.truncate(cfg.tasks_per_iteration);
-            idx
-        };
+        let sampled =
+            crate::pool::sample_slots(self.state.code.pool.len(), cfg.tasks_per_iteration, seed(1));
         let pending = std::mem::take(&mut self.state.code.pending);
         let mut specs: Vec<ArithSpec> = sampled
             .iter()
@@ -298,15 +292,14 @@ impl Trainer {
             gts.push(to_bool(&run_matrix(&sb, &progs, &p.tests)?));
             gens.push(generated_passes(&sb, &progs, &tests_of(&tests[i]))?);
         }
+        // which programs pass every ground-truth test, per problem
+        let correct: Vec<Vec<bool>> = gts.iter().map(|gt| all_pass(gt)).collect();
         m.time_judge = t0.elapsed().as_secs_f64();
 
         // Accuracy per problem; pending rewrites are accepted or dropped by the core rule.
-        let acc: Vec<f64> = gts
+        let acc: Vec<f64> = correct
             .iter()
-            .map(|gt| {
-                let ok = all_pass(gt);
-                task_accuracy(ok.iter().filter(|&&c| c).count(), ok.len())
-            })
+            .map(|ok| task_accuracy(ok.iter().filter(|&&c| c).count(), ok.len()))
             .collect();
         let mut train_task = vec![true; specs.len()];
         for (j, p) in pending.iter().enumerate() {
@@ -346,9 +339,8 @@ impl Trainer {
         // rejecting incorrect ones), the Theorem 1 bound at m.
         let mut tally = CodingTally::default();
         let mut cal = Calibration::default();
-        for (gt, gen) in gts.iter().zip(&gens) {
-            let correct = all_pass(gt);
-            tally.add(&correct, gen);
+        for (correct, gen) in correct.iter().zip(&gens) {
+            tally.add(correct, gen);
             for g in gen.iter().flatten() {
                 for (&c, &pass) in correct.iter().zip(g) {
                     let s = if pass {
@@ -391,7 +383,7 @@ impl Trainer {
                 }
             }
             if cfg.mode.trains_judge() {
-                if let Some(adv) = test_advantages(&all_pass(&gts[i]), &gens[i]) {
+                if let Some(adv) = test_advantages(&correct[i], &gens[i]) {
                     for (s, a) in tests[i].iter().zip(adv) {
                         reward_samples.push(PpoSample {
                             prompt: tester_prompts[i].clone(),
@@ -435,7 +427,7 @@ impl Trainer {
                     spec,
                     direction: dir,
                     parent_acc: acc[si],
-                    critique: critique(&gts[si], &all_pass(&gts[si]), &gens[si]),
+                    critique: critique(&gts[si], &correct[si], &gens[si]),
                     proposed_at: k,
                 });
             }
@@ -470,7 +462,7 @@ fn to_bool(v: &[Vec<rla_env::code::Verdict>]) -> Vec<Vec<bool>> {
 
 /// The test writer's target for one test: its input, and (with probability `noise`) a wrong
 /// output, so the warm-started writer is imperfect.
-fn noisy_test(spec: &ArithSpec, t: &TestCase, noise: f64, rng: &mut ChaCha8Rng) -> TestCase {
+fn noisy_test(t: &TestCase, noise: f64, rng: &mut ChaCha8Rng) -> TestCase {
     if rng.gen::<f64>() < noise {
         let v: i64 = t.output.trim().parse().unwrap_or(0);
         TestCase {
@@ -478,7 +470,6 @@ fn noisy_test(spec: &ArithSpec, t: &TestCase, noise: f64, rng: &mut ChaCha8Rng) 
             output: format!("{}\n", v + rng.gen_range(1..=3)),
         }
     } else {
-        let _ = spec;
         t.clone()
     }
 }
@@ -513,7 +504,7 @@ pub fn pretrain(cfg: &RunConfig, out: &Path, progress: bool) -> Result<Vec<Strin
         for t in s.tests(2) {
             tester.push((
                 tester_prompt(&s.statement()),
-                format_tests(&[noisy_test(s, &t, noise, &mut rng)]),
+                format_tests(&[noisy_test(&t, noise, &mut rng)]),
             ));
         }
     }
@@ -560,12 +551,4 @@ pub fn pretrain(cfg: &RunConfig, out: &Path, progress: bool) -> Result<Vec<Strin
             progress,
         )?,
     ])
-}
-
-/// Coding metrics of a run's iteration, for reports.
-pub fn metrics_line(m: &CodingMetrics) -> String {
-    format!(
-        "code accuracy {:.3}, unit-test accuracy {:.3}, detection {:.3}",
-        m.code_accuracy, m.test_accuracy, m.detection
-    )
 }

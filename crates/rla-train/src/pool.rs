@@ -45,12 +45,17 @@ impl TaskPool {
 
     /// Samples `n` distinct slots.
     pub fn sample(&self, n: usize, seed: u64) -> Vec<usize> {
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let mut idx: Vec<usize> = (0..self.slots.len()).collect();
-        idx.shuffle(&mut rng);
-        idx.truncate(n.min(self.slots.len()));
-        idx
+        sample_slots(self.slots.len(), n, seed)
     }
+}
+
+/// `n` distinct slot indices out of `len` (all of them, shuffled, when `n ≥ len`), seeded.
+pub fn sample_slots(len: usize, n: usize, seed: u64) -> Vec<usize> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut idx: Vec<usize> = (0..len).collect();
+    idx.shuffle(&mut rng);
+    idx.truncate(n.min(len));
+    idx
 }
 
 /// A rewrite waiting for its accuracy to be measured.
