@@ -19,7 +19,8 @@ use rla_core::theory::{theorem1_lower_bound, Calibration};
 use rla_env::code::family::{generate, generate_between, ArithSpec};
 use rla_env::code::sandbox::Sandbox;
 use rla_env::code::{
-    coder_prompt, extract_program, format_tests, parse_tests, run_matrix, tester_prompt, TestCase,
+    coder_prompt, extract_program, format_tests, parse_tests, run_matrix, tester_prompt, Problem,
+    TestCase,
 };
 use rla_env::household::splits::Split;
 use rla_model::sample::{Sample, SampleParams};
@@ -199,6 +200,29 @@ fn critique(gt: &[Vec<bool>], correct: &[bool], gen: &[Option<Vec<bool>>]) -> St
     )
 }
 
+/// Whether the coder's greedy program for each problem passes all its tests.
+pub fn greedy_passes(
+    lm: &dyn LanguageModel,
+    sb: &Sandbox,
+    problems: &[Problem],
+    max_new_tokens: usize,
+) -> Result<Vec<bool>> {
+    let texts: Vec<String> = problems
+        .iter()
+        .map(|p| coder_prompt(&p.statement))
+        .collect();
+    let out = lm.generate(
+        &prompts(lm, &texts)?,
+        1,
+        &SampleParams::greedy(max_new_tokens),
+    )?;
+    problems
+        .iter()
+        .zip(&out)
+        .map(|(p, s)| Ok(all_pass(&to_bool(&run_matrix(sb, &programs_of(s), &p.tests)?))[0]))
+        .collect()
+}
+
 impl Trainer {
     fn sandbox(&mut self) -> Result<Sandbox> {
         if self.sandbox.is_none() {
@@ -215,17 +239,12 @@ impl Trainer {
             return Ok(0.0);
         }
         let sb = self.sandbox()?;
-        let texts: Vec<String> = specs.iter().map(|s| coder_prompt(&s.statement())).collect();
-        let sp = SampleParams::greedy(self.cfg.policy.max_new_tokens);
-        let out = self
-            .policy
-            .generate(&prompts(&self.policy, &texts)?, 1, &sp)?;
-        let mut ok = 0;
-        for (spec, s) in specs.iter().zip(&out) {
-            let gt = run_matrix(&sb, &programs_of(s), &spec.tests(self.cfg.coding.tests))?;
-            ok += all_pass(&to_bool(&gt))[0] as usize;
-        }
-        Ok(ok as f64 / specs.len() as f64)
+        let problems: Vec<Problem> = specs
+            .iter()
+            .map(|s| s.problem("", self.cfg.coding.tests))
+            .collect();
+        let ok = greedy_passes(&self.policy, &sb, &problems, self.cfg.policy.max_new_tokens)?;
+        Ok(ok.iter().filter(|&&o| o).count() as f64 / specs.len() as f64)
     }
 
     /// One iteration of Algorithm 1 in the coding setting.

@@ -193,26 +193,20 @@ pub fn run(c: CodeCmd) -> Result<()> {
             max_tokens,
             limits,
         } => {
-            use rla_model::LanguageModel;
             let problems = rla_env::code::load_jsonl(&problems)?;
             let lm =
                 rla_model::Lm::load(&model, candle_core::DType::F32, &candle_core::Device::Cpu)?;
             let sb = Sandbox::with_limits(limits.limits())?;
-            let sp = rla_model::sample::SampleParams::greedy(max_tokens);
             let bar = rla_train::bar(problems.len() as u64, "code eval");
             let mut ok = 0;
-            for p in &problems {
-                let prompt = rla_train::rollout::encode_chat(
-                    &lm,
-                    &rla_env::code::coder_prompt(&p.statement),
-                )?;
-                let out = lm.generate(&[prompt], 1, &sp)?;
-                let prog = rla_env::code::extract_program(&out[0][0].text).unwrap_or_default();
-                let v = rla_env::code::run_matrix(&sb, &[prog], &p.tests)?;
-                let pass = v[0].iter().all(|x| x.passed());
-                ok += pass as usize;
-                bar.inc(1);
-                bar.suspend(|| println!("{}: {}", p.id, if pass { "pass" } else { "fail" }));
+            // a few problems per generation call keeps memory bounded for real models
+            for chunk in problems.chunks(16) {
+                let passes = rla_train::coding::greedy_passes(&lm, &sb, chunk, max_tokens)?;
+                for (p, pass) in chunk.iter().zip(passes) {
+                    ok += pass as usize;
+                    bar.suspend(|| println!("{}: {}", p.id, if pass { "pass" } else { "fail" }));
+                }
+                bar.inc(chunk.len() as u64);
             }
             bar.finish_and_clear();
             println!(
