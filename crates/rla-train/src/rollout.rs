@@ -101,6 +101,20 @@ pub struct Episodes {
     pub constrained: bool,
 }
 
+impl Episodes {
+    /// How a run evaluates: one greedy episode per task with the run's step limit for evaluation,
+    /// history window, prompt style and constraint.
+    pub fn evaluation(cfg: &crate::config::RunConfig) -> Episodes {
+        Episodes {
+            rollouts: 1,
+            step_limit: cfg.eval_step_limit,
+            window: cfg.history_window,
+            style: cfg.prompt_style,
+            constrained: cfg.constrain_actions,
+        }
+    }
+}
+
 /// Plays `ep.rollouts` episodes of each task with the policy; all episodes step together.
 pub fn rollout(
     policy: &dyn LanguageModel,

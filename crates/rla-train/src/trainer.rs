@@ -85,13 +85,7 @@ impl Trainer {
         let r = evaluate(
             &self.policy,
             &tasks,
-            Episodes {
-                rollouts: 1,
-                step_limit: self.cfg.eval_step_limit,
-                window: self.cfg.history_window,
-                style: self.cfg.prompt_style,
-                constrained: self.cfg.constrain_actions,
-            },
+            Episodes::evaluation(&self.cfg),
             self.cfg.policy.max_new_tokens,
             bar.as_ref(),
         );

@@ -49,7 +49,8 @@ pub struct EvalArgs {
     /// History window of the prompts.
     #[arg(long, default_value_t = 2)]
     pub window: usize,
-    /// Listing style of the admissible commands (numbered, inline or command), as in training.
+    /// Listing style of the admissible commands (numbered, inline, command or unlisted), as in
+    /// training.
     #[arg(long, default_value = "numbered")]
     pub prompt_style: String,
     /// Draw answers only among the admissible ones, as in training with `constrain_actions`.
@@ -161,33 +162,26 @@ pub fn run_eval(a: EvalArgs) -> Result<()> {
     let tasks = eval_tasks(split);
     let n = a.n.unwrap_or(tasks.len()).min(tasks.len());
     let lm = rla_model::Lm::load(&a.model, candle_core::DType::F32, &candle_core::Device::Cpu)?;
-    let bar = rla_train::bar((n * a.step_limit.max(60)) as u64, "eval");
-    let style = match a.prompt_style.as_str() {
-        "numbered" => rla_train::prompts::PromptStyle::Numbered,
-        "inline" => rla_train::prompts::PromptStyle::Inline,
-        "command" => rla_train::prompts::PromptStyle::Command,
-        "unlisted" => rla_train::prompts::PromptStyle::Unlisted,
-        s => bail!("--prompt-style {s}: use numbered, inline, command or unlisted"),
-    };
     let ep = match &a.config {
-        Some(c) => {
-            let cfg = RunConfig::load(c)?;
+        Some(c) => rla_train::rollout::Episodes::evaluation(&RunConfig::load(c)?),
+        None => {
+            let style = match a.prompt_style.as_str() {
+                "numbered" => rla_train::prompts::PromptStyle::Numbered,
+                "inline" => rla_train::prompts::PromptStyle::Inline,
+                "command" => rla_train::prompts::PromptStyle::Command,
+                "unlisted" => rla_train::prompts::PromptStyle::Unlisted,
+                s => bail!("--prompt-style {s}: use numbered, inline, command or unlisted"),
+            };
             rla_train::rollout::Episodes {
                 rollouts: 1,
-                step_limit: cfg.eval_step_limit,
-                window: cfg.history_window,
-                style: cfg.prompt_style,
-                constrained: cfg.constrain_actions,
+                step_limit: a.step_limit,
+                window: a.window,
+                style,
+                constrained: a.constrained || style == rla_train::prompts::PromptStyle::Unlisted,
             }
         }
-        None => rla_train::rollout::Episodes {
-            rollouts: 1,
-            step_limit: a.step_limit,
-            window: a.window,
-            style,
-            constrained: a.constrained || style == rla_train::prompts::PromptStyle::Unlisted,
-        },
     };
+    let bar = rla_train::bar((n * ep.step_limit) as u64, "eval");
     let trajs = rla_train::rollout::evaluate_episodes(&lm, &tasks[..n], ep, 16, Some(&bar))?;
     bar.finish_and_clear();
     for (t, task) in trajs.iter().zip(&tasks[..n]).take(a.show) {
