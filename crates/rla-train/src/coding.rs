@@ -4,7 +4,7 @@
 //! rollout (programs), judge (tests), rewards and updates, critique, adapt.
 
 use crate::config::RunConfig;
-use crate::pretrain::{fit_tiny, Example};
+use crate::pretrain::{example_corpus, fit_tiny, Example, CHAT_MARKERS};
 use crate::rollout::encode_chat;
 use crate::run::IterMetrics;
 use crate::trainer::Trainer;
@@ -527,13 +527,7 @@ pub fn pretrain(cfg: &RunConfig, out: &Path, progress: bool) -> Result<Vec<Strin
             ));
         }
     }
-    let mut corpus = String::new();
-    for (p, a) in coder.iter().chain(tester.iter()) {
-        corpus.push_str(p);
-        corpus.push('\n');
-        corpus.push_str(a);
-        corpus.push('\n');
-    }
+    let mut corpus = example_corpus(coder.iter().chain(tester.iter()));
     // Every statement the evaluation and rewrites can produce is built from the same words; the
     // numbers are listed so that any test output has a token.
     for split in [Split::InDomain, Split::Ood] {
@@ -546,7 +540,7 @@ pub fn pretrain(cfg: &RunConfig, out: &Path, progress: bool) -> Result<Vec<Strin
     for v in -1100..=1100 {
         corpus.push_str(&format!("{v}\n {v}\n"));
     }
-    corpus.push_str("<|im_start|>user\n<|im_end|>\n<|im_start|>assistant\n");
+    corpus.push_str(CHAT_MARKERS);
     let tok = build_word_level(&corpus, 1)?;
     Ok(vec![
         fit_tiny(

@@ -7,6 +7,7 @@ use crate::config::{ModelSpec, RunConfig};
 use crate::prompts::{
     judge_answer, judge_prompt, policy_answer_styled, policy_prompt_styled, PromptStyle,
 };
+use crate::rollout::{encode_prompt, encode_response};
 use anyhow::{Context, Result};
 use candle_core::Device;
 use rand::seq::SliceRandom;
@@ -17,7 +18,7 @@ use rla_env::household::splits::{eval_tasks, train_tasks, Split};
 use rla_env::household::{Household, TaskSpec};
 use rla_env::Environment;
 use rla_model::config::{Arch, ModelConfig};
-use rla_model::tok::{build_word_level, Message, Tok};
+use rla_model::tok::{build_word_level, Tok};
 use rla_model::train::TrainConfig;
 use rla_model::{LanguageModel, Lm};
 use std::path::Path;
@@ -124,13 +125,23 @@ fn tiny_config(spec: &ModelSpec, vocab: usize) -> Result<ModelConfig> {
 
 fn encode_pairs(tok: &Tok, ex: &[Example]) -> Result<Vec<(Vec<u32>, Vec<u32>)>> {
     ex.iter()
-        .map(|(p, a)| {
-            let prompt = tok.apply_chat_template(&[Message::new("user", p)], true)?;
-            let mut resp = tok.encode(a)?;
-            resp.extend(tok.eos_ids.first().copied());
-            Ok((tok.encode(&prompt)?, resp))
-        })
+        .map(|(p, a)| Ok((encode_prompt(tok, p)?, encode_response(tok, a)?)))
         .collect()
+}
+
+/// The chat template's markers, added to every tiny tokenizer's corpus.
+pub const CHAT_MARKERS: &str = "<|im_start|>user\n<|im_end|>\n<|im_start|>assistant\n";
+
+/// The text of (prompt, answer) examples, a line each, for building a word-level vocabulary.
+pub fn example_corpus<'a>(examples: impl Iterator<Item = &'a Example>) -> String {
+    let mut corpus = String::new();
+    for (p, a) in examples {
+        corpus.push_str(p);
+        corpus.push('\n');
+        corpus.push_str(a);
+        corpus.push('\n');
+    }
+    corpus
 }
 
 /// SFT for `steps` minibatches; returns the loss of the first and last step.
@@ -200,13 +211,7 @@ pub fn pretrain(cfg: &RunConfig, out: &Path, progress: bool) -> Result<Vec<Strin
         cfg.seed,
     )?;
     // The vocabulary: every text the models will read or write, plus the evaluation scenes' intros.
-    let mut corpus = String::new();
-    for (p, a) in pol.iter().chain(jud.iter()) {
-        corpus.push_str(p);
-        corpus.push('\n');
-        corpus.push_str(a);
-        corpus.push('\n');
-    }
+    let mut corpus = example_corpus(pol.iter().chain(jud.iter()));
     for t in eval_tasks(Split::InDomain)
         .iter()
         .chain(eval_tasks(Split::Ood).iter())
@@ -217,7 +222,7 @@ pub fn pretrain(cfg: &RunConfig, out: &Path, progress: bool) -> Result<Vec<Strin
         corpus.push_str(&env.admissible().join("\n"));
         corpus.push('\n');
     }
-    corpus.push_str("<|im_start|>user\n<|im_end|>\n<|im_start|>assistant\n");
+    corpus.push_str(CHAT_MARKERS);
     let tok = build_word_level(&corpus, 1)?;
     let mut lines = Vec::new();
     for (name, spec, data, steps) in [

@@ -12,7 +12,7 @@ use rla_env::household::expert::{progress_label, GoalSpec};
 use rla_env::household::{Household, TaskSpec};
 use rla_env::Environment;
 use rla_model::sample::SampleParams;
-use rla_model::tok::Message;
+use rla_model::tok::{Message, Tok};
 use rla_model::LanguageModel;
 use serde::{Deserialize, Serialize};
 
@@ -52,12 +52,24 @@ pub struct Trajectory {
 
 /// Applies the model's chat template to a user message and tokenises it.
 pub fn encode_chat(lm: &dyn LanguageModel, text: &str) -> Result<Vec<u32>> {
-    let tok = lm.tok();
+    encode_prompt(lm.tok(), text)
+}
+
+/// [`encode_chat`] with a tokenizer.
+pub fn encode_prompt(tok: &Tok, text: &str) -> Result<Vec<u32>> {
     let s = match tok.chat_template {
         Some(_) => tok.apply_chat_template(&[Message::new("user", text)], true)?,
         None => text.to_string(),
     };
     Ok(tok.encode(&s)?)
+}
+
+/// An answer's tokens as the model emits them: the text, then the end-of-sequence token. Warm
+/// starts train on exactly these and constrained decoding allows exactly these.
+pub fn encode_response(tok: &Tok, text: &str) -> Result<Vec<u32>> {
+    let mut ids = tok.encode(text)?;
+    ids.extend(tok.eos_ids.first().copied());
+    Ok(ids)
 }
 
 /// The token sequences of every admissible answer, each ending in the end-of-sequence token.
@@ -66,15 +78,10 @@ pub fn answer_tokens(
     admissible: &[String],
     style: PromptStyle,
 ) -> Result<Vec<Vec<u32>>> {
-    let tok = lm.tok();
     admissible
         .iter()
         .enumerate()
-        .map(|(i, a)| {
-            let mut ids = tok.encode(&policy_answer_styled(a, i, style))?;
-            ids.extend(tok.eos_ids.first().copied());
-            Ok(ids)
-        })
+        .map(|(i, a)| encode_response(lm.tok(), &policy_answer_styled(a, i, style)))
         .collect()
 }
 

@@ -323,8 +323,6 @@ impl RunDir {
         trajs: &[Trajectory],
         verdicts: &[Vec<Verdicts>],
     ) -> Result<()> {
-        let dir = self.path.join("samples");
-        std::fs::create_dir_all(&dir)?;
         let picked: Vec<serde_json::Value> = trajs
             .iter()
             .enumerate()
@@ -342,9 +340,6 @@ impl RunDir {
                 })
             })
             .collect();
-        write_atomic(
-            &dir.join(format!("iter-{k:04}.json")),
-            &serde_json::to_string_pretty(&picked)?,
-        )
+        self.save_json(&format!("samples/iter-{k:04}.json"), &picked)
     }
 }
