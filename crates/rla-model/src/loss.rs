@@ -2,8 +2,9 @@
 //! ([`rla_core::ppo`]): PPO-clip with the log-ratio clamp, the k3 KL estimate, token-mean then
 //! sequence-mean; and the supervised (SFT) negative log-likelihood.
 
-use crate::model::{acc_dtype, log_softmax_last, Result, Transformer};
-use candle_core::{Tensor, D};
+use crate::fused;
+use crate::model::{acc_dtype, Result, Transformer};
+use candle_core::Tensor;
 use rla_core::ppo::PpoConfig;
 
 /// Log-probabilities `[B, L]` the model gives `targets[b, t]` after `ids[b, ..=t]`.
@@ -16,9 +17,7 @@ pub fn token_logprobs(model: &Transformer, ids: &Tensor, targets: &Tensor) -> Re
         .broadcast_as((b, l))?
         .contiguous()?;
     let logits = model.forward(ids, &pos, None, None)?;
-    let logits = logits.to_dtype(acc_dtype(logits.dtype()))?;
-    let lp = log_softmax_last(&logits)?;
-    lp.gather(&targets.unsqueeze(2)?, D::Minus1)?.squeeze(2)
+    fused::token_logprobs(&logits.to_dtype(acc_dtype(logits.dtype()))?, targets)
 }
 
 /// Log-probabilities `[B, R]` of each row's response tokens only: the output projection and the
@@ -36,10 +35,10 @@ pub fn response_logprobs(model: &Transformer, b: &crate::batch::Batch) -> Result
         .index_select(&b.resp_idx, 0)?
         .reshape((n, b.resp_len, hd))?;
     let logits = model.logits(&picked)?;
-    let logits = logits.to_dtype(acc_dtype(logits.dtype()))?;
-    log_softmax_last(&logits)?
-        .gather(&b.resp_targets.unsqueeze(2)?, D::Minus1)?
-        .squeeze(2)
+    fused::token_logprobs(
+        &logits.to_dtype(acc_dtype(logits.dtype()))?,
+        &b.resp_targets,
+    )
 }
 
 fn masked_sequence_mean(x: &Tensor, mask: &Tensor) -> Result<Tensor> {

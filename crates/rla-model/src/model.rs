@@ -4,6 +4,7 @@
 //! (Qwen3), tied or untied embeddings, and optional LoRA adapters on every projection.
 
 use crate::config::{Arch, ModelConfig};
+use crate::fused::{self, rms_norm};
 use crate::ModelError;
 use candle_core::{DType, Device, Tensor, Var, D};
 use std::collections::BTreeMap;
@@ -36,15 +37,21 @@ pub struct Linear {
 impl Linear {
     /// Applies the projection to `[…, in]`.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let mut y = x.broadcast_matmul(&self.w.t()?)?;
+        // One 2-D product over all leading positions: a single large GEMM (and a single weight
+        // gradient) instead of one small product per batch row.
+        let mut out_shape = x.dims().to_vec();
+        let inner = out_shape.pop().unwrap_or(1);
+        let x2 = x.reshape(((), inner))?;
+        let mut y = x2.matmul(&self.w.t()?)?;
         if let Some(b) = &self.b {
             y = y.broadcast_add(b)?;
         }
         if let Some(l) = &self.lora {
-            let d = x.broadcast_matmul(&l.a.t()?)?.broadcast_matmul(&l.b.t()?)?;
+            let d = x2.matmul(&l.a.t()?)?.matmul(&l.b.t()?)?;
             y = (y + (d * l.scale)?)?;
         }
-        Ok(y)
+        out_shape.push(y.dim(1)?);
+        y.reshape(out_shape)
     }
 }
 
@@ -58,7 +65,8 @@ pub fn acc_dtype(d: DType) -> DType {
 }
 
 /// RMSNorm from plain ops: `x / sqrt(mean(x²) + ε) · w`, computed in f32 (f64 for f64 models).
-pub fn rms_norm(x: &Tensor, w: &Tensor, eps: f64) -> Result<Tensor> {
+/// The model calls [`crate::fused::rms_norm`], which runs this where its kernel does not apply.
+pub fn rms_norm_plain(x: &Tensor, w: &Tensor, eps: f64) -> Result<Tensor> {
     let dtype = x.dtype();
     let xf = x.to_dtype(acc_dtype(dtype))?;
     let ms = xf.sqr()?.mean_keepdim(D::Minus1)?;
@@ -413,10 +421,10 @@ impl Transformer {
     }
 
     fn rope(&self, positions: &Tensor) -> Result<(Tensor, Tensor)> {
-        // positions [B, T] → angles [B, 1, T, head_dim]
+        // positions [B, T] → angles [B, T, 1, head_dim] (heads broadcast)
         let p = positions.to_dtype(DType::F32)?.unsqueeze(2)?;
         let f = p.broadcast_mul(&self.inv_freq.reshape((1, 1, ()))?)?;
-        let f = Tensor::cat(&[&f, &f], D::Minus1)?.unsqueeze(1)?;
+        let f = Tensor::cat(&[&f, &f], D::Minus1)?.unsqueeze(2)?;
         Ok((
             f.cos()?.to_dtype(self.dtype)?,
             f.sin()?.to_dtype(self.dtype)?,
@@ -461,47 +469,30 @@ impl Transformer {
         );
         let eps = self.cfg.rms_norm_eps;
         let (cos, sin) = self.rope(positions)?;
-        let own_mask;
-        let mask = match mask {
-            Some(m) => Some(m),
-            None if t > 1 => {
-                own_mask = causal_mask(b, t, 0, &self.device)?;
-                Some(&own_mask)
-            }
-            None => None,
-        };
         if let Some(c) = cache.as_deref_mut() {
             if c.layers.len() != self.blocks.len() {
                 c.layers = vec![None; self.blocks.len()];
             }
         }
+        let scale = 1.0 / (hd as f64).sqrt();
         let mut x = self
             .embed
             .embedding(&ids.flatten_all()?)?
             .reshape((b, t, ()))?;
         for (li, blk) in self.blocks.iter().enumerate() {
             let h = rms_norm(&x, &blk.ln1, eps)?;
-            let q = blk
-                .q
-                .forward(&h)?
-                .reshape((b, t, nh, hd))?
-                .transpose(1, 2)?;
-            let k = blk
-                .k
-                .forward(&h)?
-                .reshape((b, t, nkv, hd))?
-                .transpose(1, 2)?;
-            let v = blk
-                .v
-                .forward(&h)?
-                .reshape((b, t, nkv, hd))?
-                .transpose(1, 2)?;
+            // projections as [B, T, heads, head_dim]; norms and rotary work per head vector
+            let q = blk.q.forward(&h)?.reshape((b, t, nh, hd))?;
+            let k = blk.k.forward(&h)?.reshape((b, t, nkv, hd))?;
+            let v = blk.v.forward(&h)?.reshape((b, t, nkv, hd))?;
             let (q, k) = match (&blk.q_norm, &blk.k_norm) {
                 (Some(qn), Some(kn)) => (rms_norm(&q, qn, eps)?, rms_norm(&k, kn, eps)?),
                 _ => (q, k),
             };
             let q = (q.broadcast_mul(&cos)? + rotate_half(&q)?.broadcast_mul(&sin)?)?;
             let k = (k.broadcast_mul(&cos)? + rotate_half(&k)?.broadcast_mul(&sin)?)?;
+            // [B, heads, T, head_dim] views
+            let (q, k, v) = (q.transpose(1, 2)?, k.transpose(1, 2)?, v.transpose(1, 2)?);
             let (k, v) = match cache.as_deref_mut() {
                 Some(c) => {
                     let kv = match &c.layers[li] {
@@ -513,30 +504,7 @@ impl Transformer {
                 }
                 None => (k, v),
             };
-            let s = k.dim(2)?;
-            let rep = nh / nkv;
-            let expand = |x: &Tensor| -> Result<Tensor> {
-                if rep == 1 {
-                    Ok(x.clone())
-                } else {
-                    x.unsqueeze(2)?
-                        .broadcast_as((b, nkv, rep, s, hd))?
-                        .reshape((b, nh, s, hd))
-                }
-            };
-            let (k, v) = (expand(&k)?, expand(&v)?);
-            let acc = acc_dtype(self.dtype);
-            let scores = (q.contiguous()?.matmul(&k.t()?.contiguous()?)? / (hd as f64).sqrt())?
-                .to_dtype(acc)?;
-            let scores = match mask {
-                Some(m) => scores.broadcast_add(&m.to_dtype(acc)?)?,
-                None => scores,
-            };
-            let att = softmax_last(&scores)?.to_dtype(self.dtype)?;
-            let y = att
-                .matmul(&v.contiguous()?)?
-                .transpose(1, 2)?
-                .reshape((b, t, nh * hd))?;
+            let y = fused::attention(&q, &k, &v, mask, scale)?.reshape((b, t, nh * hd))?;
             x = (x + blk.o.forward(&y)?)?;
             let h = rms_norm(&x, &blk.ln2, eps)?;
             let g = blk.gate.forward(&h)?;

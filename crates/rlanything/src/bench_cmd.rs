@@ -29,7 +29,26 @@ pub enum BenchCmd {
         /// Threads (default: all cores).
         #[arg(long)]
         threads: Option<usize>,
+        /// Run only these measurements (for profiling one of them).
+        #[arg(long, value_enum, value_delimiter = ',')]
+        only: Vec<Measurement>,
+        /// Timed repetitions of each measurement (after one untimed warm-up).
+        #[arg(long, default_value_t = 3)]
+        reps: usize,
     },
+}
+
+/// One measurement of `bench lm`.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Measurement {
+    /// Prefill of 8 × 256 tokens.
+    Prefill,
+    /// Decode at batch 1.
+    Decode1,
+    /// Decode at batch 32.
+    Decode32,
+    /// Forward + backward + AdamW on 8 × 128 tokens.
+    Train,
 }
 
 /// Peak f32 FLOP/s of this CPU: cores × GHz × FLOPs per cycle (32 with AVX2+FMA, 64 with AVX-512).
@@ -78,7 +97,11 @@ pub fn run(cmd: BenchCmd) -> Result<()> {
         vocab,
         save,
         threads,
+        only,
+        reps,
     } = cmd;
+    let reps = reps.max(1);
+    let wanted = |m: Measurement| only.is_empty() || only.contains(&m);
     let threads = threads.unwrap_or_else(|| {
         std::thread::available_parallelism()
             .map(|n| n.get())
@@ -111,33 +134,37 @@ pub fn run(cmd: BenchCmd) -> Result<()> {
             100.0 * tps * flops_per_token / peak
         );
     };
-    // prefill: 8 × 256 tokens
-    let (b, t) = (8usize, 256usize);
-    let ids = Tensor::from_vec(
-        (0..b * t)
-            .map(|i| (i % cfg.vocab_size) as u32)
-            .collect::<Vec<_>>(),
-        (b, t),
-        &Device::Cpu,
-    )?;
-    let pos = Tensor::arange(0u32, t as u32, &Device::Cpu)?
-        .unsqueeze(0)?
-        .broadcast_as((b, t))?
-        .contiguous()?;
-    lm.model.forward(&ids, &pos, None, None)?;
-    let reps = 3;
-    let s = Instant::now();
-    for _ in 0..reps {
+    if wanted(Measurement::Prefill) {
+        // prefill: 8 × 256 tokens
+        let (b, t) = (8usize, 256usize);
+        let ids = Tensor::from_vec(
+            (0..b * t)
+                .map(|i| (i % cfg.vocab_size) as u32)
+                .collect::<Vec<_>>(),
+            (b, t),
+            &Device::Cpu,
+        )?;
+        let pos = Tensor::arange(0u32, t as u32, &Device::Cpu)?
+            .unsqueeze(0)?
+            .broadcast_as((b, t))?
+            .contiguous()?;
         lm.model.forward(&ids, &pos, None, None)?;
+        let s = Instant::now();
+        for _ in 0..reps {
+            lm.model.forward(&ids, &pos, None, None)?;
+        }
+        report(
+            "prefill (8×256)",
+            (reps * b * t) as f64,
+            s.elapsed().as_secs_f64(),
+            2.0 * n,
+        );
     }
-    report(
-        "prefill (8×256)",
-        (reps * b * t) as f64,
-        s.elapsed().as_secs_f64(),
-        2.0 * n,
-    );
     // decode
-    for batch in [1usize, 32] {
+    for (batch, m) in [(1usize, Measurement::Decode1), (32, Measurement::Decode32)] {
+        if !wanted(m) {
+            continue;
+        }
         let prompts: Vec<Vec<u32>> = (0..batch)
             .map(|i| {
                 (0..16)
@@ -150,48 +177,52 @@ pub fn run(cmd: BenchCmd) -> Result<()> {
             seed: 0,
             ..Default::default()
         };
-        let s = Instant::now();
         lm.generate(&prompts, 1, &p)?;
+        let s = Instant::now();
+        for _ in 0..reps {
+            lm.generate(&prompts, 1, &p)?;
+        }
         let secs = s.elapsed().as_secs_f64();
         report(
             &format!("decode batch {batch} (64 new)"),
-            (batch * 64) as f64,
+            (reps * batch * 64) as f64,
             secs,
             2.0 * n,
         );
     }
-    // training: forward + backward + AdamW on 8 × 128 tokens
-    lm.enable_training(
-        TrainConfig {
-            lr: 1e-4,
-            micro_batch: 8,
-            ..Default::default()
-        },
-        None,
-        0,
-        None,
-    )?;
-    let pairs: Vec<(Vec<u32>, Vec<u32>)> = (0..8)
-        .map(|i| {
-            (
-                (0..1).map(|j| (i + j) as u32 + 4).collect(),
-                (0..128)
-                    .map(|j| ((i * 128 + j) % (cfg.vocab_size - 4)) as u32 + 4)
-                    .collect(),
-            )
-        })
-        .collect();
-    lm.sft_update(&pairs)?;
-    let reps = 3;
-    let s = Instant::now();
-    for _ in 0..reps {
+    if wanted(Measurement::Train) {
+        // training: forward + backward + AdamW on 8 × 128 tokens
+        lm.enable_training(
+            TrainConfig {
+                lr: 1e-4,
+                micro_batch: 8,
+                ..Default::default()
+            },
+            None,
+            0,
+            None,
+        )?;
+        let pairs: Vec<(Vec<u32>, Vec<u32>)> = (0..8)
+            .map(|i| {
+                (
+                    (0..1).map(|j| (i + j) as u32 + 4).collect(),
+                    (0..128)
+                        .map(|j| ((i * 128 + j) % (cfg.vocab_size - 4)) as u32 + 4)
+                        .collect(),
+                )
+            })
+            .collect();
         lm.sft_update(&pairs)?;
+        let s = Instant::now();
+        for _ in 0..reps {
+            lm.sft_update(&pairs)?;
+        }
+        report(
+            "train (8×128, fwd+bwd+AdamW)",
+            (reps * 8 * 128) as f64,
+            s.elapsed().as_secs_f64(),
+            6.0 * n,
+        );
     }
-    report(
-        "train (8×128, fwd+bwd+AdamW)",
-        (reps * 8 * 128) as f64,
-        s.elapsed().as_secs_f64(),
-        6.0 * n,
-    );
     Ok(())
 }

@@ -1,0 +1,829 @@
+//! Fused CPU kernels with their own backward passes: attention (grouped-query, causal or with an
+//! additive mask, reading keys and values in any layout), RMSNorm, and the log-probability of
+//! target tokens (log-softmax and gather in one pass).
+//!
+//! A chain of plain tensor ops allocates and traverses a fresh tensor per op, forward and
+//! backward; these kernels do each job in one pass over the data (attention with one small GEMM
+//! per head instead of a batched product per op). Each is a candle custom op whose `bwd` returns
+//! the exact gradient, so training goes through them. They run for f32 and f64 tensors on the CPU;
+//! on other devices and dtypes the plain-op versions run instead, and the tests check that both
+//! agree in value and in gradient.
+
+use crate::model::{log_softmax_last, softmax_last, Result};
+use candle_core::{
+    bail, CpuStorage, CustomOp2, CustomOp3, DType, Layout, Shape, Storage, Tensor, WithDType, D,
+};
+use rayon::prelude::*;
+use std::sync::Arc;
+
+/// The element types the kernels run in.
+pub trait Float: WithDType + num_traits::Float + num_traits::NumAssign + Send + Sync + 'static {}
+impl Float for f32 {}
+impl Float for f64 {}
+
+/// Whether the fused kernels handle this tensor (f32 or f64 on the CPU).
+pub fn fusable(t: &Tensor) -> bool {
+    t.device().is_cpu() && matches!(t.dtype(), DType::F32 | DType::F64)
+}
+
+/// Runs `f` on the CPU data of `t` (the whole storage; index it with the layout).
+fn read<T: Float, R>(t: &Tensor, f: impl FnOnce(&[T], &Layout) -> Result<R>) -> Result<R> {
+    let (s, l) = t.storage_and_layout();
+    match &*s {
+        Storage::Cpu(c) => f(c.as_slice::<T>()?, l),
+        _ => bail!("fused kernels run on the CPU only"),
+    }
+}
+
+/// A raw pointer shared by workers that write disjoint elements.
+#[derive(Clone, Copy)]
+struct Out<T>(*mut T);
+unsafe impl<T> Send for Out<T> {}
+unsafe impl<T> Sync for Out<T> {}
+
+impl<T> Out<T> {
+    /// The pointer (a method, so that closures capture the whole `Send` wrapper).
+    fn get(self) -> *mut T {
+        self.0
+    }
+}
+
+/// A strided 4-D view: start offset and strides.
+#[derive(Clone, Copy, Debug)]
+struct View {
+    off: usize,
+    st: [usize; 4],
+}
+
+impl View {
+    fn of(l: &Layout) -> Result<(View, [usize; 4])> {
+        let (d, s) = (l.dims(), l.stride());
+        if d.len() != 4 {
+            bail!("fused attention expects 4-D tensors, got {:?}", d);
+        }
+        Ok((
+            View {
+                off: l.start_offset(),
+                st: [s[0], s[1], s[2], s[3]],
+            },
+            [d[0], d[1], d[2], d[3]],
+        ))
+    }
+
+    /// Offset of the matrix `[a, b, ·, ·]`.
+    fn at(&self, a: usize, b: usize) -> usize {
+        self.off + a * self.st[0] + b * self.st[1]
+    }
+}
+
+/// `dst[m×n] = (dst if acc) + alpha · lhs[m×k] · rhs[k×n]`, every matrix given by a pointer and
+/// its (row, column) strides; single-threaded (the callers parallelise over heads).
+#[allow(clippy::too_many_arguments)]
+unsafe fn mm<T: Float>(
+    (m, n, k): (usize, usize, usize),
+    dst: *mut T,
+    (d_rs, d_cs): (usize, usize),
+    acc: bool,
+    lhs: *const T,
+    (l_rs, l_cs): (usize, usize),
+    rhs: *const T,
+    (r_rs, r_cs): (usize, usize),
+    alpha: T,
+) {
+    gemm::gemm(
+        m,
+        n,
+        k,
+        dst,
+        d_cs as isize,
+        d_rs as isize,
+        acc,
+        lhs,
+        l_cs as isize,
+        l_rs as isize,
+        rhs,
+        r_cs as isize,
+        r_rs as isize,
+        T::one(),
+        alpha,
+        false,
+        false,
+        false,
+        gemm::Parallelism::None,
+    )
+}
+
+// ---------------------------------------------------------------------------------------------
+// Attention
+
+/// An additive attention mask `[B or 1, T, S]` (f32), shared by every head.
+#[derive(Debug)]
+struct Mask {
+    data: Vec<f32>,
+    per_batch: bool,
+}
+
+/// `softmax(scale · q kᵀ + mask) v` per head; query head h reads key/value head `h / (H / KV)`.
+/// Without a mask, query i sees keys `0 ..= i + S − T` (causal, after any cached keys).
+struct Attention {
+    scale: f64,
+    mask: Option<Arc<Mask>>,
+}
+
+struct Dims {
+    b: usize,
+    h: usize,
+    kv: usize,
+    t: usize,
+    s: usize,
+    d: usize,
+}
+
+impl Attention {
+    fn dims(&self, q: &[usize; 4], k: &[usize; 4], v: &[usize; 4]) -> Result<Dims> {
+        let (b, h, t, d) = (q[0], q[1], q[2], q[3]);
+        let (kv, s) = (k[1], k[2]);
+        if k[0] != b || k[3] != d || v != k || kv == 0 || h % kv != 0 {
+            bail!("fused attention: q {q:?}, k {k:?} and v {v:?} do not fit together");
+        }
+        if let Some(m) = &self.mask {
+            let rows = if m.per_batch { b } else { 1 };
+            if m.data.len() != rows * t * s {
+                bail!("fused attention: the mask does not match [{b}, 1, {t}, {s}]");
+            }
+        }
+        Ok(Dims { b, h, kv, t, s, d })
+    }
+
+    /// Fills `p` (`[T, S]`, row-major) with the attention probabilities of head (b, h).
+    #[allow(clippy::too_many_arguments)]
+    fn probs<T: Float>(
+        &self,
+        dm: &Dims,
+        b: usize,
+        qp: *const T,
+        qv: View,
+        kp: *const T,
+        kv: View,
+        p: &mut [T],
+    ) {
+        let (t, s) = (dm.t, dm.s);
+        unsafe {
+            mm(
+                (t, s, dm.d),
+                p.as_mut_ptr(),
+                (s, 1),
+                false,
+                qp,
+                (qv.st[2], qv.st[3]),
+                kp,
+                (kv.st[3], kv.st[2]),
+                T::from_f64(self.scale),
+            );
+        }
+        let off = s - t;
+        for i in 0..t {
+            let row = &mut p[i * s..(i + 1) * s];
+            match &self.mask {
+                Some(m) => {
+                    let base = (if m.per_batch { b } else { 0 } * t + i) * s;
+                    for (x, &a) in row.iter_mut().zip(&m.data[base..base + s]) {
+                        *x += T::from_f64(a as f64);
+                    }
+                }
+                None => row[(i + off + 1).min(s)..].fill(T::neg_infinity()),
+            }
+            let max = row
+                .iter()
+                .copied()
+                .fold(T::neg_infinity(), num_traits::Float::max);
+            let mut sum = T::zero();
+            for x in row.iter_mut() {
+                *x = (*x - max).exp();
+                sum += *x;
+            }
+            let inv = T::one() / sum;
+            row.iter_mut().for_each(|x| *x *= inv);
+        }
+    }
+
+    fn forward<T: Float>(
+        &self,
+        q: &[T],
+        ql: &Layout,
+        k: &[T],
+        kl: &Layout,
+        v: &[T],
+        vl: &Layout,
+    ) -> Result<(Vec<T>, Shape)> {
+        let (qv, qd) = View::of(ql)?;
+        let (kv, kd) = View::of(kl)?;
+        let (vv, vd) = View::of(vl)?;
+        let dm = self.dims(&qd, &kd, &vd)?;
+        let (t, s, d, h) = (dm.t, dm.s, dm.d, dm.h);
+        let rep = dm.h / dm.kv;
+        let mut out = vec![T::zero(); dm.b * t * h * d];
+        let o = Out(out.as_mut_ptr());
+        (0..dm.b * h).into_par_iter().for_each_init(
+            || vec![T::zero(); t * s],
+            |p, unit| {
+                let (b, hh) = (unit / h, unit % h);
+                let qp = q[qv.at(b, hh)..].as_ptr();
+                let kp = k[kv.at(b, hh / rep)..].as_ptr();
+                let vp = v[vv.at(b, hh / rep)..].as_ptr();
+                self.probs(&dm, b, qp, qv, kp, kv, p);
+                unsafe {
+                    // out is [B, T, H, D]: head (b, hh) is rows b·T·H·D + i·H·D + hh·D
+                    mm(
+                        (t, d, s),
+                        o.get().add(b * t * h * d + hh * d),
+                        (h * d, 1),
+                        false,
+                        p.as_ptr(),
+                        (s, 1),
+                        vp,
+                        (vv.st[2], vv.st[3]),
+                        T::one(),
+                    );
+                }
+            },
+        );
+        Ok((out, Shape::from((dm.b, t, h, d))))
+    }
+
+    /// Gradients of q, k and v (contiguous `[B, T, H, D]` for q, `[B, KV, S, D]` for k and v).
+    #[allow(clippy::too_many_arguments)]
+    fn backward<T: Float>(
+        &self,
+        q: &[T],
+        ql: &Layout,
+        k: &[T],
+        kl: &Layout,
+        v: &[T],
+        vl: &Layout,
+        o: &[T],
+        g: &[T],
+    ) -> Result<(Vec<T>, Vec<T>, Vec<T>)> {
+        let (qv, qd) = View::of(ql)?;
+        let (kv, kd) = View::of(kl)?;
+        let (vv, vd) = View::of(vl)?;
+        let dm = self.dims(&qd, &kd, &vd)?;
+        let (t, s, d, h) = (dm.t, dm.s, dm.d, dm.h);
+        let rep = h / dm.kv;
+        let scale = T::from_f64(self.scale);
+        let mut dq = vec![T::zero(); dm.b * t * h * d];
+        let mut dk = vec![T::zero(); dm.b * dm.kv * s * d];
+        let mut dv = vec![T::zero(); dm.b * dm.kv * s * d];
+        let (dqp, dkp, dvp) = (
+            Out(dq.as_mut_ptr()),
+            Out(dk.as_mut_ptr()),
+            Out(dv.as_mut_ptr()),
+        );
+        (0..dm.b * dm.kv).into_par_iter().for_each_init(
+            || {
+                (
+                    vec![T::zero(); t * s],
+                    vec![T::zero(); t * s],
+                    vec![T::zero(); t],
+                )
+            },
+            |(p, dp, delta), unit| {
+                let (b, kh) = (unit / dm.kv, unit % dm.kv);
+                let kp = k[kv.at(b, kh)..].as_ptr();
+                let vp = v[vv.at(b, kh)..].as_ptr();
+                let dk_u = unsafe { dkp.get().add(unit * s * d) };
+                let dv_u = unsafe { dvp.get().add(unit * s * d) };
+                for r in 0..rep {
+                    let hh = kh * rep + r;
+                    let qp = q[qv.at(b, hh)..].as_ptr();
+                    let base = b * t * h * d + hh * d; // [B, T, H, D] rows of this head
+                    let gp = g[base..].as_ptr();
+                    self.probs(&dm, b, qp, qv, kp, kv, p);
+                    for (i, di) in delta.iter_mut().enumerate() {
+                        let row = base + i * h * d;
+                        *di = g[row..row + d]
+                            .iter()
+                            .zip(&o[row..row + d])
+                            .fold(T::zero(), |a, (&x, &y)| a + x * y);
+                    }
+                    unsafe {
+                        // dV += Pᵀ dO
+                        mm(
+                            (s, d, t),
+                            dv_u,
+                            (d, 1),
+                            r > 0,
+                            p.as_ptr(),
+                            (1, s),
+                            gp,
+                            (h * d, 1),
+                            T::one(),
+                        );
+                        // dP = dO Vᵀ
+                        mm(
+                            (t, s, d),
+                            dp.as_mut_ptr(),
+                            (s, 1),
+                            false,
+                            gp,
+                            (h * d, 1),
+                            vp,
+                            (vv.st[3], vv.st[2]),
+                            T::one(),
+                        );
+                    }
+                    // dS = P ⊙ (dP − δ)
+                    for i in 0..t {
+                        let di = delta[i];
+                        for (x, &pp) in dp[i * s..(i + 1) * s]
+                            .iter_mut()
+                            .zip(&p[i * s..(i + 1) * s])
+                        {
+                            *x = pp * (*x - di);
+                        }
+                    }
+                    unsafe {
+                        // dQ = scale · dS K
+                        mm(
+                            (t, d, s),
+                            dqp.get().add(base),
+                            (h * d, 1),
+                            false,
+                            dp.as_ptr(),
+                            (s, 1),
+                            kp,
+                            (kv.st[2], kv.st[3]),
+                            scale,
+                        );
+                        // dK += scale · dSᵀ Q
+                        mm(
+                            (s, d, t),
+                            dk_u,
+                            (d, 1),
+                            r > 0,
+                            dp.as_ptr(),
+                            (1, s),
+                            qp,
+                            (qv.st[2], qv.st[3]),
+                            scale,
+                        );
+                    }
+                }
+            },
+        );
+        Ok((dq, dk, dv))
+    }
+}
+
+impl CustomOp3 for Attention {
+    fn name(&self) -> &'static str {
+        "fused-attention"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+        s3: &CpuStorage,
+        l3: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        match (s1, s2, s3) {
+            (CpuStorage::F32(q), CpuStorage::F32(k), CpuStorage::F32(v)) => {
+                let (o, sh) = self.forward(q, l1, k, l2, v, l3)?;
+                Ok((CpuStorage::F32(o), sh))
+            }
+            (CpuStorage::F64(q), CpuStorage::F64(k), CpuStorage::F64(v)) => {
+                let (o, sh) = self.forward(q, l1, k, l2, v, l3)?;
+                Ok((CpuStorage::F64(o), sh))
+            }
+            _ => bail!("fused attention: q, k and v must all be f32 or all f64"),
+        }
+    }
+
+    fn bwd(
+        &self,
+        q: &Tensor,
+        k: &Tensor,
+        v: &Tensor,
+        res: &Tensor,
+        grad: &Tensor,
+    ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+        let res = res.contiguous()?;
+        let grad = grad.contiguous()?;
+        let (b, h, t, d) = q.dims4()?;
+        let (_, kvh, s, _) = k.dims4()?;
+        let dev = q.device();
+        macro_rules! run {
+            ($ty:ty) => {{
+                let (dq, dk, dv) = read::<$ty, _>(q, |qs, ql| {
+                    read::<$ty, _>(k, |ks, kl| {
+                        read::<$ty, _>(v, |vs, vl| {
+                            read::<$ty, _>(&res, |os, ol| {
+                                read::<$ty, _>(&grad, |gs, gl| {
+                                    self.backward(
+                                        qs,
+                                        ql,
+                                        ks,
+                                        kl,
+                                        vs,
+                                        vl,
+                                        &os[ol.start_offset()..],
+                                        &gs[gl.start_offset()..],
+                                    )
+                                })
+                            })
+                        })
+                    })
+                })?;
+                (
+                    Tensor::from_vec(dq, (b, t, h, d), dev)?.transpose(1, 2)?,
+                    Tensor::from_vec(dk, (b, kvh, s, d), dev)?,
+                    Tensor::from_vec(dv, (b, kvh, s, d), dev)?,
+                )
+            }};
+        }
+        let (dq, dk, dv) = match q.dtype() {
+            DType::F32 => run!(f32),
+            DType::F64 => run!(f64),
+            other => bail!("fused attention: unsupported dtype {other:?}"),
+        };
+        Ok((Some(dq), Some(dk), Some(dv)))
+    }
+}
+
+/// Attention of queries `q` `[B, H, T, D]` over keys and values `[B, KV, S, D]` (H a multiple of
+/// KV; any strides), scaled by `scale`, with an additive mask `[B or 1, 1, T, S]` or, without one,
+/// causal (query i sees keys up to `i + S − T`). Returns `[B, T, H, D]`.
+pub fn attention(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    mask: Option<&Tensor>,
+    scale: f64,
+) -> Result<Tensor> {
+    let (b, _, t, _) = q.dims4()?;
+    let s = k.dim(2)?;
+    if fusable(q)
+        && q.dtype() == k.dtype()
+        && k.dtype() == v.dtype()
+        && k.device().is_cpu()
+        && v.device().is_cpu()
+    {
+        let mask = match mask {
+            Some(m) => {
+                let (mb, one, mt, ms) = m.dims4()?;
+                if one != 1 || mt != t || ms != s || (mb != b && mb != 1) {
+                    bail!(
+                        "attention mask {:?} does not fit [{b}, 1, {t}, {s}]",
+                        m.dims()
+                    );
+                }
+                Some(Arc::new(Mask {
+                    data: m.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?,
+                    per_batch: mb > 1,
+                }))
+            }
+            None => None,
+        };
+        return q.apply_op3(k, v, Attention { scale, mask });
+    }
+    attention_plain(q, k, v, mask, scale)
+}
+
+/// [`attention`] from plain tensor ops (for devices and dtypes without the fused kernel, and as
+/// the reference the kernel is tested against).
+pub fn attention_plain(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    mask: Option<&Tensor>,
+    scale: f64,
+) -> Result<Tensor> {
+    let (b, h, t, d) = q.dims4()?;
+    let (_, kvh, s, _) = k.dims4()?;
+    let rep = h / kvh;
+    let expand = |x: &Tensor| -> Result<Tensor> {
+        if rep == 1 {
+            Ok(x.clone())
+        } else {
+            x.unsqueeze(2)?
+                .broadcast_as((b, kvh, rep, s, d))?
+                .reshape((b, h, s, d))
+        }
+    };
+    let (k, v) = (expand(k)?, expand(v)?);
+    let acc = crate::model::acc_dtype(q.dtype());
+    let scores = (q.contiguous()?.matmul(&k.t()?.contiguous()?)? * scale)?.to_dtype(acc)?;
+    let own;
+    let mask = match mask {
+        Some(m) => m,
+        None => {
+            own = crate::model::causal_mask(b, t, s - t, q.device())?;
+            &own
+        }
+    };
+    let scores = scores.broadcast_add(&mask.to_dtype(acc)?)?;
+    let att = softmax_last(&scores)?.to_dtype(q.dtype())?;
+    att.matmul(&v.contiguous()?)?.transpose(1, 2)
+}
+
+// ---------------------------------------------------------------------------------------------
+// RMSNorm
+
+struct RmsNorm {
+    eps: f64,
+}
+
+/// Rows per parallel task of the row-wise kernels.
+const ROWS: usize = 32;
+
+impl RmsNorm {
+    fn inv_rms<T: Float>(&self, x: &[T]) -> T {
+        let ms = x.iter().fold(T::zero(), |a, &v| a + v * v) / T::from_f64(x.len() as f64);
+        T::one() / (ms + T::from_f64(self.eps)).sqrt()
+    }
+
+    fn forward<T: Float>(&self, x: &[T], w: &[T]) -> Vec<T> {
+        let d = w.len();
+        let mut out = vec![T::zero(); x.len()];
+        out.par_chunks_mut(d * ROWS)
+            .zip(x.par_chunks(d * ROWS))
+            .for_each(|(o, x)| {
+                for (o, x) in o.chunks_mut(d).zip(x.chunks(d)) {
+                    let r = self.inv_rms(x);
+                    for ((o, &x), &w) in o.iter_mut().zip(x).zip(w) {
+                        *o = x * r * w;
+                    }
+                }
+            });
+        out
+    }
+
+    fn backward<T: Float>(&self, x: &[T], w: &[T], g: &[T]) -> (Vec<T>, Vec<T>) {
+        let d = w.len();
+        let mut dx = vec![T::zero(); x.len()];
+        let dw = dx
+            .par_chunks_mut(d * ROWS)
+            .zip(x.par_chunks(d * ROWS).zip(g.par_chunks(d * ROWS)))
+            .map(|(dx, (x, g))| {
+                let mut dw = vec![T::zero(); d];
+                for ((dx, x), g) in dx.chunks_mut(d).zip(x.chunks(d)).zip(g.chunks(d)) {
+                    let r = self.inv_rms(x);
+                    // c = mean(g ⊙ w ⊙ x̂)
+                    let mut c = T::zero();
+                    for i in 0..d {
+                        let xh = x[i] * r;
+                        c += g[i] * w[i] * xh;
+                        dw[i] += g[i] * xh;
+                    }
+                    c /= T::from_f64(d as f64);
+                    for i in 0..d {
+                        dx[i] = r * (g[i] * w[i] - x[i] * r * c);
+                    }
+                }
+                dw
+            })
+            .reduce(
+                || vec![T::zero(); d],
+                |mut a, b| {
+                    a.iter_mut().zip(b).for_each(|(a, b)| *a += b);
+                    a
+                },
+            );
+        (dx, dw)
+    }
+}
+
+fn contiguous_slice<'a, T: Float>(s: &'a [T], l: &Layout, what: &str) -> Result<&'a [T]> {
+    match l.contiguous_offsets() {
+        Some((a, b)) => Ok(&s[a..b]),
+        None => bail!("fused {what}: expected a contiguous tensor"),
+    }
+}
+
+impl CustomOp2 for RmsNorm {
+    fn name(&self) -> &'static str {
+        "fused-rms-norm"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        let out = match (s1, s2) {
+            (CpuStorage::F32(x), CpuStorage::F32(w)) => CpuStorage::F32(self.forward(
+                contiguous_slice(x, l1, "rms norm")?,
+                contiguous_slice(w, l2, "rms norm")?,
+            )),
+            (CpuStorage::F64(x), CpuStorage::F64(w)) => CpuStorage::F64(self.forward(
+                contiguous_slice(x, l1, "rms norm")?,
+                contiguous_slice(w, l2, "rms norm")?,
+            )),
+            _ => bail!("fused rms norm: x and w must both be f32 or both f64"),
+        };
+        Ok((out, l1.shape().clone()))
+    }
+
+    fn bwd(
+        &self,
+        x: &Tensor,
+        w: &Tensor,
+        _res: &Tensor,
+        grad: &Tensor,
+    ) -> Result<(Option<Tensor>, Option<Tensor>)> {
+        let grad = grad.contiguous()?;
+        macro_rules! run {
+            ($ty:ty) => {{
+                let (dx, dw) = read::<$ty, _>(x, |xs, xl| {
+                    read::<$ty, _>(w, |ws, wl| {
+                        read::<$ty, _>(&grad, |gs, gl| {
+                            Ok(self.backward(
+                                contiguous_slice(xs, xl, "rms norm")?,
+                                contiguous_slice(ws, wl, "rms norm")?,
+                                contiguous_slice(gs, gl, "rms norm")?,
+                            ))
+                        })
+                    })
+                })?;
+                (
+                    Tensor::from_vec(dx, x.shape(), x.device())?,
+                    Tensor::from_vec(dw, w.shape(), w.device())?,
+                )
+            }};
+        }
+        let (dx, dw) = match x.dtype() {
+            DType::F32 => run!(f32),
+            DType::F64 => run!(f64),
+            other => bail!("fused rms norm: unsupported dtype {other:?}"),
+        };
+        Ok((Some(dx), Some(dw)))
+    }
+}
+
+/// RMSNorm over the last dimension: `x / sqrt(mean(x²) + ε) · w`.
+pub fn rms_norm(x: &Tensor, w: &Tensor, eps: f64) -> Result<Tensor> {
+    if fusable(x) && x.dtype() == w.dtype() && w.device().is_cpu() {
+        let d = x.dim(D::Minus1)?;
+        if w.dims() != [d] {
+            bail!("rms norm: weight {:?} for rows of {d}", w.dims());
+        }
+        return x.contiguous()?.apply_op2(&w.contiguous()?, RmsNorm { eps });
+    }
+    crate::model::rms_norm_plain(x, w, eps)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Log-probabilities of target tokens
+
+struct TokenLogprobs;
+
+impl TokenLogprobs {
+    fn forward<T: Float>(x: &[T], targets: &[u32], v: usize) -> Result<Vec<T>> {
+        if let Some(&t) = targets.iter().find(|&&t| t as usize >= v) {
+            bail!("target token {t} outside a vocabulary of {v}");
+        }
+        let mut out = vec![T::zero(); targets.len()];
+        out.par_chunks_mut(ROWS)
+            .zip(x.par_chunks(v * ROWS).zip(targets.par_chunks(ROWS)))
+            .for_each(|(o, (x, tg))| {
+                for ((o, row), &t) in o.iter_mut().zip(x.chunks(v)).zip(tg) {
+                    let max = row
+                        .iter()
+                        .copied()
+                        .fold(T::neg_infinity(), num_traits::Float::max);
+                    let sum = row.iter().fold(T::zero(), |a, &z| a + (z - max).exp());
+                    *o = row[t as usize] - max - sum.ln();
+                }
+            });
+        Ok(out)
+    }
+
+    /// `d logits = g · (onehot(target) − softmax)`, with the log-normaliser recovered from the
+    /// result: `lse = logits[target] − logp`.
+    fn backward<T: Float>(x: &[T], targets: &[u32], res: &[T], g: &[T], v: usize) -> Vec<T> {
+        let mut dx = vec![T::zero(); x.len()];
+        dx.par_chunks_mut(v * ROWS)
+            .zip(x.par_chunks(v * ROWS))
+            .zip(
+                targets
+                    .par_chunks(ROWS)
+                    .zip(res.par_chunks(ROWS).zip(g.par_chunks(ROWS))),
+            )
+            .for_each(|((dx, x), (tg, (res, g)))| {
+                for ((((dx, row), &t), &r), &g) in
+                    dx.chunks_mut(v).zip(x.chunks(v)).zip(tg).zip(res).zip(g)
+                {
+                    let lse = row[t as usize] - r;
+                    for (d, &z) in dx.iter_mut().zip(row) {
+                        *d = -g * (z - lse).exp();
+                    }
+                    dx[t as usize] += g;
+                }
+            });
+        dx
+    }
+}
+
+fn u32_slice<'a>(s: &'a CpuStorage, l: &Layout) -> Result<&'a [u32]> {
+    match s {
+        CpuStorage::U32(t) => match l.contiguous_offsets() {
+            Some((a, b)) => Ok(&t[a..b]),
+            None => bail!("token log-probabilities: targets must be contiguous"),
+        },
+        _ => bail!("token log-probabilities: targets must be u32"),
+    }
+}
+
+impl CustomOp2 for TokenLogprobs {
+    fn name(&self) -> &'static str {
+        "fused-token-logprobs"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        let (n, v) = l1.shape().dims2()?;
+        let tg = u32_slice(s2, l2)?;
+        if tg.len() != n {
+            bail!("token log-probabilities: {} targets for {n} rows", tg.len());
+        }
+        let out = match s1 {
+            CpuStorage::F32(x) => CpuStorage::F32(Self::forward(
+                contiguous_slice(x, l1, "log-probabilities")?,
+                tg,
+                v,
+            )?),
+            CpuStorage::F64(x) => CpuStorage::F64(Self::forward(
+                contiguous_slice(x, l1, "log-probabilities")?,
+                tg,
+                v,
+            )?),
+            _ => bail!("token log-probabilities: logits must be f32 or f64"),
+        };
+        Ok((out, Shape::from(n)))
+    }
+
+    fn bwd(
+        &self,
+        logits: &Tensor,
+        targets: &Tensor,
+        res: &Tensor,
+        grad: &Tensor,
+    ) -> Result<(Option<Tensor>, Option<Tensor>)> {
+        let (_, v) = logits.dims2()?;
+        let tg = targets.to_vec1::<u32>()?;
+        let res = res.contiguous()?;
+        let grad = grad.contiguous()?;
+        macro_rules! run {
+            ($ty:ty) => {{
+                let dx = read::<$ty, _>(logits, |xs, xl| {
+                    read::<$ty, _>(&res, |rs, rl| {
+                        read::<$ty, _>(&grad, |gs, gl| {
+                            Ok(Self::backward(
+                                contiguous_slice(xs, xl, "log-probabilities")?,
+                                &tg,
+                                contiguous_slice(rs, rl, "log-probabilities")?,
+                                contiguous_slice(gs, gl, "log-probabilities")?,
+                                v,
+                            ))
+                        })
+                    })
+                })?;
+                Tensor::from_vec(dx, logits.shape(), logits.device())?
+            }};
+        }
+        let dx = match logits.dtype() {
+            DType::F32 => run!(f32),
+            DType::F64 => run!(f64),
+            other => bail!("token log-probabilities: unsupported dtype {other:?}"),
+        };
+        Ok((Some(dx), None))
+    }
+}
+
+/// `log softmax(logits)[target]` for logits `[…, V]` and u32 targets `[…]`; returns `[…]`.
+pub fn token_logprobs(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
+    let v = logits.dim(D::Minus1)?;
+    if fusable(logits) && targets.device().is_cpu() && targets.dtype() == DType::U32 {
+        let flat = logits.reshape(((), v))?.contiguous()?;
+        let tg = targets.flatten_all()?.contiguous()?;
+        return flat.apply_op2(&tg, TokenLogprobs)?.reshape(targets.shape());
+    }
+    token_logprobs_plain(logits, targets)
+}
+
+/// [`token_logprobs`] from plain tensor ops.
+pub fn token_logprobs_plain(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
+    log_softmax_last(logits)?
+        .gather(&targets.unsqueeze(D::Minus1)?, D::Minus1)?
+        .squeeze(D::Minus1)
+}

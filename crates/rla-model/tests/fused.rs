@@ -1,0 +1,181 @@
+//! The fused CPU kernels agree with their plain-op references in value and in gradient.
+
+use candle_core::{DType, Device, Tensor, Var};
+use rla_model::fused;
+use rla_model::model::{padded_causal_mask, rms_norm_plain};
+
+fn randn(shape: &[usize], dtype: DType, seed: u64) -> Tensor {
+    // deterministic pseudo-random values in [-1, 1)
+    let n: usize = shape.iter().product();
+    let mut s = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    let v: Vec<f64> = (0..n)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((s >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
+        })
+        .collect();
+    Tensor::from_vec(v, shape, &Device::Cpu)
+        .unwrap()
+        .to_dtype(dtype)
+        .unwrap()
+}
+
+fn max_diff(a: &Tensor, b: &Tensor) -> f64 {
+    assert_eq!(a.dims(), b.dims());
+    (a.to_dtype(DType::F64).unwrap() - b.to_dtype(DType::F64).unwrap())
+        .unwrap()
+        .abs()
+        .unwrap()
+        .flatten_all()
+        .unwrap()
+        .max(0)
+        .unwrap()
+        .to_scalar::<f64>()
+        .unwrap()
+}
+
+/// Value and gradients (w.r.t. `vars`) of `sum(f(vars) ⊙ probe)`.
+fn value_and_grads(
+    vars: &[Var],
+    probe: &Tensor,
+    f: impl Fn(&[Tensor]) -> Tensor,
+) -> (Tensor, Vec<Tensor>) {
+    let ts: Vec<Tensor> = vars.iter().map(|v| v.as_tensor().clone()).collect();
+    let y = f(&ts);
+    let loss = (&y * probe).unwrap().sum_all().unwrap();
+    let g = loss.backward().unwrap();
+    (
+        y.detach(),
+        vars.iter()
+            .map(|v| g.get(v.as_tensor()).expect("a gradient").clone())
+            .collect(),
+    )
+}
+
+fn check_attention(dtype: DType, tol: f64, h: usize, kvh: usize, t: usize, s: usize, masked: bool) {
+    let (b, d) = (3, 8);
+    let q = Var::from_tensor(&randn(&[b, h, t, d], dtype, 1)).unwrap();
+    // keys and values read through a strided view: a narrow of a longer buffer
+    let k = Var::from_tensor(&randn(&[b, kvh, s + 3, d], dtype, 2)).unwrap();
+    let v = Var::from_tensor(&randn(&[b, kvh, s + 3, d], dtype, 3)).unwrap();
+    let mask = masked.then(|| {
+        let valid: Vec<Vec<bool>> = (0..b)
+            .map(|r| (0..s).map(|j| j >= r).collect()) // row r has r left-padding keys
+            .collect();
+        padded_causal_mask(&valid, t, &Device::Cpu).unwrap()
+    });
+    let probe = randn(&[b, t, h, d], dtype, 4);
+    let scale = 1.0 / (d as f64).sqrt();
+    let vars = [q, k, v];
+    let run = |fused_op: bool| {
+        value_and_grads(&vars, &probe, |x| {
+            let (k, v) = (x[1].narrow(2, 1, s).unwrap(), x[2].narrow(2, 2, s).unwrap());
+            if fused_op {
+                fused::attention(&x[0], &k, &v, mask.as_ref(), scale).unwrap()
+            } else {
+                fused::attention_plain(&x[0], &k, &v, mask.as_ref(), scale).unwrap()
+            }
+        })
+    };
+    let (yf, gf) = run(true);
+    let (yp, gp) = run(false);
+    assert!(
+        max_diff(&yf, &yp) < tol,
+        "values differ by {}",
+        max_diff(&yf, &yp)
+    );
+    for (i, (a, c)) in gf.iter().zip(&gp).enumerate() {
+        let e = max_diff(a, c);
+        assert!(e < tol, "gradient {i} differs by {e}");
+    }
+    // the gradient is not trivially zero
+    assert!(gf
+        .iter()
+        .all(|g| max_diff(g, &g.zeros_like().unwrap()) > 1e-3));
+}
+
+#[test]
+fn attention_matches_plain_ops_in_value_and_gradient() {
+    for dtype in [DType::F32, DType::F64] {
+        let tol = if dtype == DType::F32 { 1e-5 } else { 1e-12 };
+        // grouped-query causal self-attention
+        check_attention(dtype, tol, 4, 2, 6, 6, false);
+        // multi-head, queries after cached keys (causal offset)
+        check_attention(dtype, tol, 2, 2, 3, 7, false);
+        // one query over a cache with left padding (generation)
+        check_attention(dtype, tol, 4, 1, 1, 5, true);
+        // padded prefill
+        check_attention(dtype, tol, 4, 2, 5, 5, true);
+    }
+}
+
+#[test]
+fn rms_norm_matches_plain_ops_in_value_and_gradient() {
+    for dtype in [DType::F32, DType::F64] {
+        let tol = if dtype == DType::F32 { 1e-5 } else { 1e-12 };
+        let x = Var::from_tensor(&randn(&[5, 70, 12], dtype, 5)).unwrap();
+        let w = Var::from_tensor(&(randn(&[12], dtype, 6) + 1.0).unwrap()).unwrap();
+        let probe = randn(&[5, 70, 12], dtype, 7);
+        let vars = [x, w];
+        let (yf, gf) = value_and_grads(&vars, &probe, |t| {
+            fused::rms_norm(&t[0], &t[1], 1e-6).unwrap()
+        });
+        let (yp, gp) = value_and_grads(&vars, &probe, |t| {
+            rms_norm_plain(&t[0], &t[1], 1e-6).unwrap()
+        });
+        assert!(max_diff(&yf, &yp) < tol);
+        for (a, c) in gf.iter().zip(&gp) {
+            assert!(max_diff(a, c) < tol * 10.0, "{}", max_diff(a, c));
+        }
+        // a transposed (non-contiguous) input gives the same as its contiguous copy
+        let xt = randn(&[12, 9], dtype, 8).t().unwrap();
+        let a = fused::rms_norm(&xt, &vars[1], 1e-6).unwrap();
+        let c = fused::rms_norm(&xt.contiguous().unwrap(), &vars[1], 1e-6).unwrap();
+        assert_eq!(max_diff(&a, &c), 0.0);
+    }
+}
+
+#[test]
+fn token_logprobs_match_plain_ops_in_value_and_gradient() {
+    for dtype in [DType::F32, DType::F64] {
+        let tol = if dtype == DType::F32 { 1e-5 } else { 1e-12 };
+        let logits = Var::from_tensor(&(randn(&[3, 40, 50], dtype, 9) * 4.0).unwrap()).unwrap();
+        let targets = Tensor::from_vec(
+            (0..120u32).map(|i| (i * 7 + 3) % 50).collect::<Vec<_>>(),
+            (3, 40),
+            &Device::Cpu,
+        )
+        .unwrap();
+        let probe = randn(&[3, 40], dtype, 10);
+        let vars = [logits];
+        let (yf, gf) = value_and_grads(&vars, &probe, |t| {
+            fused::token_logprobs(&t[0], &targets).unwrap()
+        });
+        let (yp, gp) = value_and_grads(&vars, &probe, |t| {
+            fused::token_logprobs_plain(&t[0], &targets).unwrap()
+        });
+        assert!(max_diff(&yf, &yp) < tol);
+        assert!(max_diff(&gf[0], &gp[0]) < tol);
+        // every log-probability is a log-probability
+        assert!(yf
+            .to_dtype(DType::F64)
+            .unwrap()
+            .flatten_all()
+            .unwrap()
+            .to_vec1::<f64>()
+            .unwrap()
+            .iter()
+            .all(|&x| x < 0.0));
+    }
+    // a target outside the vocabulary is an error, not a panic
+    let logits = randn(&[2, 5], DType::F32, 11);
+    let bad = Tensor::new(&[1u32, 5], &Device::Cpu).unwrap();
+    let e = fused::token_logprobs(&logits, &bad)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("outside a vocabulary of 5"), "{e}");
+}
