@@ -17,7 +17,10 @@ use rayon::prelude::*;
 use std::sync::Arc;
 
 /// The element types the kernels run in.
-pub trait Float: WithDType + num_traits::Float + num_traits::NumAssign + Send + Sync + 'static {}
+pub trait Float:
+    WithDType + num_traits::Float + num_traits::NumAssign + Send + Sync + 'static
+{
+}
 impl Float for f32 {}
 impl Float for f64 {}
 

@@ -26,7 +26,7 @@ pub enum BenchCmd {
         /// Also save the benchmark checkpoint here (for benchmarks/lm_bench_torch.py).
         #[arg(long)]
         save: Option<PathBuf>,
-        /// Threads (default: all cores).
+        /// Threads (default: RAYON_NUM_THREADS, else the physical cores).
         #[arg(long)]
         threads: Option<usize>,
         /// Run only these measurements (for profiling one of them).
@@ -102,11 +102,8 @@ pub fn run(cmd: BenchCmd) -> Result<()> {
     } = cmd;
     let reps = reps.max(1);
     let wanted = |m: Measurement| only.is_empty() || only.contains(&m);
-    let threads = threads.unwrap_or_else(|| {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-    });
+    // no tensor op has run yet, so the kernels' thread pools start with this count
+    let threads = rla_model::set_thread_count(threads);
     let tok = build_word_level(&corpus(vocab), 1)?;
     let mut cfg = ModelConfig::tiny(
         Arch::Qwen3,

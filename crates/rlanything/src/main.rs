@@ -58,6 +58,8 @@ enum Command {
 }
 
 fn main() {
+    // before any thread starts; `bench lm --threads` may change it before the first tensor op
+    rla_model::set_thread_count(None);
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
