@@ -830,3 +830,423 @@ pub fn token_logprobs_plain(logits: &Tensor, targets: &Tensor) -> Result<Tensor>
         .gather(&targets.unsqueeze(D::Minus1)?, D::Minus1)?
         .squeeze(D::Minus1)
 }
+
+// ---------------------------------------------------------------------------------------------
+// Rotary embedding
+
+/// Rotary tables of a forward pass: `cos` and `sin` `[B, T, 1, D]` (both halves repeated, as the
+/// plain rotate-half formula uses them), with their values on the host for the CPU kernel.
+pub struct Rotary {
+    /// `[B, T, 1, D]`.
+    pub cos: Tensor,
+    /// `[B, T, 1, D]`.
+    pub sin: Tensor,
+    host: Option<Arc<(Vec<f32>, Vec<f32>)>>,
+}
+
+impl Rotary {
+    /// Tables for a model of dtype `dtype` (the values are computed in f32, as the plain path does).
+    pub fn new(cos: Tensor, sin: Tensor) -> Result<Rotary> {
+        let host = if cos.device().is_cpu() {
+            Some(Arc::new((
+                cos.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?,
+                sin.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?,
+            )))
+        } else {
+            None
+        };
+        Ok(Rotary { cos, sin, host })
+    }
+}
+
+/// Rotates `x` `[B·T, heads, D]` (rows in batch-major order) and lays it out as `[B, heads, T, D]`.
+struct RopeOp {
+    tables: Arc<(Vec<f32>, Vec<f32>)>,
+    b: usize,
+    t: usize,
+}
+
+impl RopeOp {
+    /// `dst[b, h, t, :] = x[n, h, :] ⊙ cos[n] ± rotate_half(x[n, h, :]) ⊙ sin[n]`, or with
+    /// `inverse` the transposed map from `[B, heads, T, D]` back to `[B·T, heads, D]`.
+    fn run<T: Float>(&self, x: &[T], heads: usize, d: usize, inverse: bool) -> Vec<T> {
+        let (t, h2) = (self.t, d / 2);
+        let (cos, sin) = (&self.tables.0, &self.tables.1);
+        let mut out = vec![T::zero(); x.len()];
+        let o = Out(out.as_mut_ptr());
+        (0..self.b * heads).into_par_iter().for_each(|unit| {
+            let (b, h) = (unit / heads, unit % heads);
+            let o = o.get();
+            for tt in 0..t {
+                let n = b * t + tt;
+                let rows = (n * heads + h) * d; // [B·T, heads, D]
+                let cols = ((b * heads + h) * t + tt) * d; // [B, heads, T, D]
+                let (src, dst) = if inverse { (cols, rows) } else { (rows, cols) };
+                let (c, s) = (&cos[n * d..(n + 1) * d], &sin[n * d..(n + 1) * d]);
+                for i in 0..d {
+                    let (ci, si) = (T::from_f64(c[i] as f64), T::from_f64(s[i] as f64));
+                    let v = if !inverse {
+                        // rotate_half(x)_i = −x_{i+D/2} (first half), x_{i−D/2} (second)
+                        let r = if i < h2 {
+                            -x[src + i + h2]
+                        } else {
+                            x[src + i - h2]
+                        };
+                        x[src + i] * ci + r * si
+                    } else {
+                        // transpose: (rotate_half)ᵀ(a)_i = a_{i+D/2} (first half), −a_{i−D/2}
+                        let r = if i < h2 {
+                            x[src + i + h2] * T::from_f64(s[i + h2] as f64)
+                        } else {
+                            -x[src + i - h2] * T::from_f64(s[i - h2] as f64)
+                        };
+                        x[src + i] * ci + r
+                    };
+                    // SAFETY: each unit writes only the rows of its own (b, h)
+                    unsafe { *o.add(dst + i) = v };
+                }
+            }
+        });
+        out
+    }
+}
+
+impl candle_core::CustomOp1 for RopeOp {
+    fn name(&self) -> &'static str {
+        "fused-rope"
+    }
+
+    fn cpu_fwd(&self, s: &CpuStorage, l: &Layout) -> Result<(CpuStorage, Shape)> {
+        let (n, heads, d) = l.shape().dims3()?;
+        if n != self.b * self.t || self.tables.0.len() != n * d || d % 2 != 0 {
+            bail!("fused rope: input {:?} does not fit the tables", l.dims());
+        }
+        let shape = Shape::from((self.b, heads, self.t, d));
+        Ok(match s {
+            CpuStorage::F32(x) => (
+                CpuStorage::F32(self.run(contiguous_slice(x, l, "rope")?, heads, d, false)),
+                shape,
+            ),
+            CpuStorage::F64(x) => (
+                CpuStorage::F64(self.run(contiguous_slice(x, l, "rope")?, heads, d, false)),
+                shape,
+            ),
+            _ => bail!("fused rope: f32 or f64 only"),
+        })
+    }
+
+    fn bwd(&self, x: &Tensor, _res: &Tensor, grad: &Tensor) -> Result<Option<Tensor>> {
+        let (_, heads, d) = x.dims3()?;
+        let grad = grad.contiguous()?;
+        macro_rules! run {
+            ($ty:ty) => {
+                read::<$ty, _>(&grad, |gs, gl| {
+                    Ok(self.run(contiguous_slice(gs, gl, "rope")?, heads, d, true))
+                })
+                .and_then(|v| Tensor::from_vec(v, x.shape(), x.device()))?
+            };
+        }
+        Ok(Some(match x.dtype() {
+            DType::F32 => run!(f32),
+            DType::F64 => run!(f64),
+            other => bail!("fused rope: unsupported dtype {other:?}"),
+        }))
+    }
+}
+
+/// Rotary position embedding of `x` `[B·T, heads, D]` (rows of batch b at positions t in order
+/// `b·T + t`), returned as `[B, heads, T, D]`.
+pub fn rope(x: &Tensor, r: &Rotary) -> Result<Tensor> {
+    let (b, t, _, d) = r.cos.dims4()?;
+    let (n, _, dx) = x.dims3()?;
+    if n != b * t || dx != d {
+        bail!(
+            "rope: input {:?} does not fit tables for [{b}, {t}, {d}]",
+            x.dims()
+        );
+    }
+    match &r.host {
+        Some(tables) if fusable(x) => x.contiguous()?.apply_op1(RopeOp {
+            tables: tables.clone(),
+            b,
+            t,
+        }),
+        _ => rope_plain(x, r),
+    }
+}
+
+/// [`rope`] from plain tensor ops.
+pub fn rope_plain(x: &Tensor, r: &Rotary) -> Result<Tensor> {
+    let (b, t, _, d) = r.cos.dims4()?;
+    let heads = x.dim(1)?;
+    let x = x.reshape((b, t, heads, d))?;
+    let half = d / 2;
+    let rot = Tensor::cat(
+        &[
+            &x.narrow(D::Minus1, half, half)?.neg()?,
+            &x.narrow(D::Minus1, 0, half)?,
+        ],
+        D::Minus1,
+    )?;
+    let y = (x.broadcast_mul(&r.cos)? + rot.broadcast_mul(&r.sin)?)?;
+    y.transpose(1, 2)?.contiguous()
+}
+
+// ---------------------------------------------------------------------------------------------
+// SwiGLU
+
+/// `silu(g) ⊙ u`.
+struct SwiGlu;
+
+fn sigmoid<T: Float>(x: T) -> T {
+    T::one() / (T::one() + (-x).exp())
+}
+
+impl SwiGlu {
+    fn forward<T: Float>(g: &[T], u: &[T]) -> Vec<T> {
+        let mut out = vec![T::zero(); g.len()];
+        out.par_chunks_mut(1 << 14)
+            .zip(g.par_chunks(1 << 14).zip(u.par_chunks(1 << 14)))
+            .for_each(|(o, (g, u))| {
+                for ((o, &g), &u) in o.iter_mut().zip(g).zip(u) {
+                    *o = g * sigmoid(g) * u;
+                }
+            });
+        out
+    }
+
+    /// `dg = dy·u·σ(g)·(1 + g·(1 − σ(g)))`, `du = dy·g·σ(g)`.
+    fn backward<T: Float>(g: &[T], u: &[T], dy: &[T]) -> (Vec<T>, Vec<T>) {
+        let mut dg = vec![T::zero(); g.len()];
+        let mut du = vec![T::zero(); g.len()];
+        const C: usize = 1 << 14;
+        dg.par_chunks_mut(C)
+            .zip(du.par_chunks_mut(C))
+            .zip(g.par_chunks(C).zip(u.par_chunks(C).zip(dy.par_chunks(C))))
+            .for_each(|((dg, du), (g, (u, dy)))| {
+                for i in 0..g.len() {
+                    let s = sigmoid(g[i]);
+                    dg[i] = dy[i] * u[i] * s * (T::one() + g[i] * (T::one() - s));
+                    du[i] = dy[i] * g[i] * s;
+                }
+            });
+        (dg, du)
+    }
+}
+
+impl CustomOp2 for SwiGlu {
+    fn name(&self) -> &'static str {
+        "fused-swiglu"
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        if l1.shape() != l2.shape() {
+            bail!(
+                "fused swiglu: shapes {:?} and {:?} differ",
+                l1.dims(),
+                l2.dims()
+            );
+        }
+        let out = match (s1, s2) {
+            (CpuStorage::F32(g), CpuStorage::F32(u)) => CpuStorage::F32(Self::forward(
+                contiguous_slice(g, l1, "swiglu")?,
+                contiguous_slice(u, l2, "swiglu")?,
+            )),
+            (CpuStorage::F64(g), CpuStorage::F64(u)) => CpuStorage::F64(Self::forward(
+                contiguous_slice(g, l1, "swiglu")?,
+                contiguous_slice(u, l2, "swiglu")?,
+            )),
+            _ => bail!("fused swiglu: both f32 or both f64"),
+        };
+        Ok((out, l1.shape().clone()))
+    }
+
+    fn bwd(
+        &self,
+        g: &Tensor,
+        u: &Tensor,
+        _res: &Tensor,
+        grad: &Tensor,
+    ) -> Result<(Option<Tensor>, Option<Tensor>)> {
+        let grad = grad.contiguous()?;
+        macro_rules! run {
+            ($ty:ty) => {{
+                let (dg, du) = read::<$ty, _>(g, |gs, gl| {
+                    read::<$ty, _>(u, |us, ul| {
+                        read::<$ty, _>(&grad, |ds, dl| {
+                            Ok(Self::backward(
+                                contiguous_slice(gs, gl, "swiglu")?,
+                                contiguous_slice(us, ul, "swiglu")?,
+                                contiguous_slice(ds, dl, "swiglu")?,
+                            ))
+                        })
+                    })
+                })?;
+                (
+                    Tensor::from_vec(dg, g.shape(), g.device())?,
+                    Tensor::from_vec(du, u.shape(), u.device())?,
+                )
+            }};
+        }
+        let (dg, du) = match g.dtype() {
+            DType::F32 => run!(f32),
+            DType::F64 => run!(f64),
+            other => bail!("fused swiglu: unsupported dtype {other:?}"),
+        };
+        Ok((Some(dg), Some(du)))
+    }
+}
+
+/// The SwiGLU gate `silu(g) ⊙ u`.
+pub fn swiglu(g: &Tensor, u: &Tensor) -> Result<Tensor> {
+    if fusable(g) && g.dtype() == u.dtype() && u.device().is_cpu() && g.dims() == u.dims() {
+        return g.contiguous()?.apply_op2(&u.contiguous()?, SwiGlu);
+    }
+    swiglu_plain(g, u)
+}
+
+/// [`swiglu`] from plain tensor ops.
+pub fn swiglu_plain(g: &Tensor, u: &Tensor) -> Result<Tensor> {
+    candle_nn::ops::silu(g)? * u
+}
+
+// ---------------------------------------------------------------------------------------------
+// Optimiser arithmetic
+
+/// `Σ x²` of a tensor, accumulated in f64.
+pub fn sum_squares(t: &Tensor) -> Result<f64> {
+    fn host<T: Float>(t: &Tensor) -> Result<f64> {
+        let t = t.contiguous()?;
+        read::<T, _>(&t, |s, l| {
+            let s = contiguous_slice(s, l, "sum of squares")?;
+            Ok(s.par_chunks(1 << 16)
+                .map(|c| c.iter().fold(0f64, |a, &x| a + x.to_f64() * x.to_f64()))
+                .sum())
+        })
+    }
+    match t.dtype() {
+        DType::F32 if t.device().is_cpu() => host::<f32>(t),
+        DType::F64 if t.device().is_cpu() => host::<f64>(t),
+        _ => t.to_dtype(DType::F64)?.sqr()?.sum_all()?.to_scalar::<f64>(),
+    }
+}
+
+/// Hyper-parameters of one AdamW step, bias corrections included.
+#[derive(Debug, Clone, Copy)]
+pub struct AdamStep {
+    /// Learning rate.
+    pub lr: f64,
+    /// β₁.
+    pub beta1: f64,
+    /// β₂.
+    pub beta2: f64,
+    /// ε.
+    pub eps: f64,
+    /// Decoupled weight decay.
+    pub weight_decay: f64,
+    /// `1 − β₁ᵗ`.
+    pub bc1: f64,
+    /// `1 − β₂ᵗ`.
+    pub bc2: f64,
+    /// Factor applied to the gradient first (global-norm clipping).
+    pub grad_scale: f64,
+}
+
+/// One AdamW step in a single pass over the weight `w`, its gradient `g` and the f32 moments
+/// `m` and `v`: returns the new weight and moments (all on the CPU), or `None` when the kernel
+/// does not apply (other devices or dtypes).
+pub fn adamw(
+    w: &Tensor,
+    g: &Tensor,
+    m: &Tensor,
+    v: &Tensor,
+    s: &AdamStep,
+) -> Result<Option<(Tensor, Tensor, Tensor)>> {
+    if !(fusable(w)
+        && g.dtype() == w.dtype()
+        && g.device().is_cpu()
+        && m.device().is_cpu()
+        && v.device().is_cpu())
+        || m.dtype() != DType::F32
+        || v.dtype() != DType::F32
+    {
+        return Ok(None);
+    }
+    fn run<T: Float>(
+        w: &Tensor,
+        g: &Tensor,
+        m: &Tensor,
+        v: &Tensor,
+        s: &AdamStep,
+    ) -> Result<(Vec<T>, Vec<f32>, Vec<f32>)> {
+        let (w, g, m, v) = (
+            w.contiguous()?,
+            g.contiguous()?,
+            m.contiguous()?,
+            v.contiguous()?,
+        );
+        read::<T, _>(&w, |ws, wl| {
+            read::<T, _>(&g, |gs, gl| {
+                read::<f32, _>(&m, |ms, ml| {
+                    read::<f32, _>(&v, |vs, vl| {
+                        let (ws, gs) = (
+                            contiguous_slice(ws, wl, "adamw")?,
+                            contiguous_slice(gs, gl, "adamw")?,
+                        );
+                        let (ms, vs) = (
+                            contiguous_slice(ms, ml, "adamw")?,
+                            contiguous_slice(vs, vl, "adamw")?,
+                        );
+                        if gs.len() != ws.len() || ms.len() != ws.len() || vs.len() != ws.len() {
+                            bail!("adamw: weight, gradient and moments differ in size");
+                        }
+                        let n = ws.len();
+                        let (mut nw, mut nm, mut nv) =
+                            (vec![T::zero(); n], vec![0f32; n], vec![0f32; n]);
+                        const C: usize = 1 << 14;
+                        nw.par_chunks_mut(C)
+                            .zip(nm.par_chunks_mut(C).zip(nv.par_chunks_mut(C)))
+                            .enumerate()
+                            .for_each(|(c, (nw, (nm, nv)))| {
+                                let o = c * C;
+                                for i in 0..nw.len() {
+                                    let gi = gs[o + i].to_f64() * s.grad_scale;
+                                    let mi = s.beta1 * ms[o + i] as f64 + (1.0 - s.beta1) * gi;
+                                    let vi = s.beta2 * vs[o + i] as f64 + (1.0 - s.beta2) * gi * gi;
+                                    let wi = ws[o + i].to_f64();
+                                    let upd = (mi / s.bc1) / ((vi / s.bc2).sqrt() + s.eps)
+                                        + s.weight_decay * wi;
+                                    nw[i] = T::from_f64(wi - s.lr * upd);
+                                    nm[i] = mi as f32;
+                                    nv[i] = vi as f32;
+                                }
+                            });
+                        Ok((nw, nm, nv))
+                    })
+                })
+            })
+        })
+    }
+    let dev = w.device();
+    let (nw, nm, nv) = match w.dtype() {
+        DType::F32 => {
+            let (a, b, c) = run::<f32>(w, g, m, v, s)?;
+            (Tensor::from_vec(a, w.shape(), dev)?, b, c)
+        }
+        _ => {
+            let (a, b, c) = run::<f64>(w, g, m, v, s)?;
+            (Tensor::from_vec(a, w.shape(), dev)?, b, c)
+        }
+    };
+    Ok(Some((
+        nw,
+        Tensor::from_vec(nm, m.shape(), dev)?,
+        Tensor::from_vec(nv, v.shape(), dev)?,
+    )))
+}

@@ -37,21 +37,29 @@ pub struct Linear {
 impl Linear {
     /// Applies the projection to `[…, in]`.
     pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        if x.rank() == 2 {
+            return self.forward_2d(x);
+        }
         // One 2-D product over all leading positions: a single large GEMM (and a single weight
         // gradient) instead of one small product per batch row.
         let mut out_shape = x.dims().to_vec();
         let inner = out_shape.pop().unwrap_or(1);
-        let x2 = x.reshape(((), inner))?;
-        let mut y = x2.matmul(&self.w.t()?)?;
+        let y = self.forward_2d(&x.reshape(((), inner))?)?;
+        out_shape.push(y.dim(1)?);
+        y.reshape(out_shape)
+    }
+
+    /// The projection of rows `[N, in]`.
+    fn forward_2d(&self, x: &Tensor) -> Result<Tensor> {
+        let mut y = x.matmul(&self.w.t()?)?;
         if let Some(b) = &self.b {
             y = y.broadcast_add(b)?;
         }
         if let Some(l) = &self.lora {
-            let d = x2.matmul(&l.a.t()?)?.matmul(&l.b.t()?)?;
+            let d = x.matmul(&l.a.t()?)?.matmul(&l.b.t()?)?;
             y = (y + (d * l.scale)?)?;
         }
-        out_shape.push(y.dim(1)?);
-        y.reshape(out_shape)
+        Ok(y)
     }
 }
 
@@ -87,13 +95,6 @@ pub fn log_softmax_last(x: &Tensor) -> Result<Tensor> {
     let shifted = x.broadcast_sub(&max)?;
     let lse = shifted.exp()?.sum_keepdim(D::Minus1)?.log()?;
     shifted.broadcast_sub(&lse)
-}
-
-fn rotate_half(x: &Tensor) -> Result<Tensor> {
-    let d = x.dim(D::Minus1)?;
-    let x1 = x.narrow(D::Minus1, 0, d / 2)?;
-    let x2 = x.narrow(D::Minus1, d / 2, d / 2)?;
-    Tensor::cat(&[&x2.neg()?, &x1], D::Minus1)
 }
 
 /// One transformer block.
@@ -469,49 +470,50 @@ impl Transformer {
         );
         let eps = self.cfg.rms_norm_eps;
         let (cos, sin) = self.rope(positions)?;
+        let rot = fused::Rotary::new(cos, sin)?;
         if let Some(c) = cache.as_deref_mut() {
             if c.layers.len() != self.blocks.len() {
                 c.layers = vec![None; self.blocks.len()];
             }
         }
         let scale = 1.0 / (hd as f64).sqrt();
-        let mut x = self
-            .embed
-            .embedding(&ids.flatten_all()?)?
-            .reshape((b, t, ()))?;
+        let n = b * t;
+        // The residual stream stays [B·T, hidden]: every projection is one 2-D product.
+        let mut x = self.embed.embedding(&ids.flatten_all()?)?;
         for (li, blk) in self.blocks.iter().enumerate() {
             let h = rms_norm(&x, &blk.ln1, eps)?;
-            // projections as [B, T, heads, head_dim]; norms and rotary work per head vector
-            let q = blk.q.forward(&h)?.reshape((b, t, nh, hd))?;
-            let k = blk.k.forward(&h)?.reshape((b, t, nkv, hd))?;
+            // projections as [B·T, heads, head_dim]; norms and rotary work per head vector
+            let q = blk.q.forward(&h)?.reshape((n, nh, hd))?;
+            let k = blk.k.forward(&h)?.reshape((n, nkv, hd))?;
             let v = blk.v.forward(&h)?.reshape((b, t, nkv, hd))?;
             let (q, k) = match (&blk.q_norm, &blk.k_norm) {
                 (Some(qn), Some(kn)) => (rms_norm(&q, qn, eps)?, rms_norm(&k, kn, eps)?),
                 _ => (q, k),
             };
-            let q = (q.broadcast_mul(&cos)? + rotate_half(&q)?.broadcast_mul(&sin)?)?;
-            let k = (k.broadcast_mul(&cos)? + rotate_half(&k)?.broadcast_mul(&sin)?)?;
-            // [B, heads, T, head_dim] views
-            let (q, k, v) = (q.transpose(1, 2)?, k.transpose(1, 2)?, v.transpose(1, 2)?);
+            // [B, heads, T, head_dim]
+            let (q, k, v) = (
+                fused::rope(&q, &rot)?,
+                fused::rope(&k, &rot)?,
+                v.transpose(1, 2)?,
+            );
             let (k, v) = match cache.as_deref_mut() {
                 Some(c) => {
                     let kv = match &c.layers[li] {
                         Some((pk, pv)) => (Tensor::cat(&[pk, &k], 2)?, Tensor::cat(&[pv, &v], 2)?),
-                        None => (k.contiguous()?, v.contiguous()?),
+                        None => (k, v.contiguous()?),
                     };
                     c.layers[li] = Some(kv.clone());
                     kv
                 }
                 None => (k, v),
             };
-            let y = fused::attention(&q, &k, &v, mask, scale)?.reshape((b, t, nh * hd))?;
+            let y = fused::attention(&q, &k, &v, mask, scale)?.reshape((n, nh * hd))?;
             x = (x + blk.o.forward(&y)?)?;
             let h = rms_norm(&x, &blk.ln2, eps)?;
-            let g = blk.gate.forward(&h)?;
-            let m = (candle_nn::ops::silu(&g)? * blk.up.forward(&h)?)?;
+            let m = fused::swiglu(&blk.gate.forward(&h)?, &blk.up.forward(&h)?)?;
             x = (x + blk.down.forward(&m)?)?;
         }
-        rms_norm(&x, &self.norm, eps)
+        rms_norm(&x, &self.norm, eps)?.reshape((b, t, ()))
     }
 }
 

@@ -4,6 +4,7 @@
 //! training resumes exactly.
 
 use crate::batch::Batch;
+use crate::fused;
 use crate::loss::{ppo_loss, response_logprobs, sft_loss};
 use crate::model::{acc_dtype, Transformer};
 use crate::ModelError;
@@ -82,12 +83,40 @@ impl AdamW {
 
     /// One update with the given gradients (by variable index); missing gradients skip the variable.
     pub fn update(&mut self, grads: &[Option<Tensor>], c: &TrainConfig) -> candle_core::Result<()> {
+        self.update_scaled(grads, 1.0, c)
+    }
+
+    /// [`AdamW::update`] with every gradient first multiplied by `grad_scale` (clipping).
+    pub fn update_scaled(
+        &mut self,
+        grads: &[Option<Tensor>],
+        grad_scale: f64,
+        c: &TrainConfig,
+    ) -> candle_core::Result<()> {
         self.step += 1;
         let t = self.step as i32;
         let (bc1, bc2) = (1.0 - c.beta1.powi(t), 1.0 - c.beta2.powi(t));
+        let hp = fused::AdamStep {
+            lr: c.lr,
+            beta1: c.beta1,
+            beta2: c.beta2,
+            eps: c.eps,
+            weight_decay: c.weight_decay,
+            bc1,
+            bc2,
+            grad_scale,
+        };
         for (i, (_, var)) in self.vars.iter().enumerate() {
             let Some(g) = &grads[i] else { continue };
-            let g = g.to_dtype(DType::F32)?;
+            // one pass on the CPU; plain tensor ops elsewhere
+            if let Some((w, m, v)) = fused::adamw(var.as_tensor(), g, &self.m[i], &self.v[i], &hp)?
+            {
+                var.set(&w)?;
+                self.m[i] = m;
+                self.v[i] = v;
+                continue;
+            }
+            let g = (g.to_dtype(DType::F32)? * grad_scale)?;
             self.m[i] = ((&self.m[i] * c.beta1)? + (&g * (1.0 - c.beta1))?)?;
             self.v[i] = ((&self.v[i] * c.beta2)? + (g.sqr()? * (1.0 - c.beta2))?)?;
             let mhat = (&self.m[i] / bc1)?;
@@ -213,20 +242,15 @@ fn accumulate_and_step(
     }
     let mut sq = 0f64;
     for g in acc.iter().flatten() {
-        sq += g
-            .to_dtype(DType::F64)?
-            .sqr()?
-            .sum_all()?
-            .to_scalar::<f64>()?;
+        sq += fused::sum_squares(g)?;
     }
     stats.grad_norm = sq.sqrt();
-    if cfg.max_grad_norm > 0.0 && stats.grad_norm > cfg.max_grad_norm {
-        let s = cfg.max_grad_norm / (stats.grad_norm + 1e-6);
-        for g in acc.iter_mut().flatten() {
-            *g = (&*g * s)?;
-        }
-    }
-    opt.update(&acc, cfg)?;
+    let scale = if cfg.max_grad_norm > 0.0 && stats.grad_norm > cfg.max_grad_norm {
+        cfg.max_grad_norm / (stats.grad_norm + 1e-6)
+    } else {
+        1.0
+    };
+    opt.update_scaled(&acc, scale, cfg)?;
     Ok(stats)
 }
 

@@ -179,3 +179,133 @@ fn token_logprobs_match_plain_ops_in_value_and_gradient() {
         .to_string();
     assert!(e.contains("outside a vocabulary of 5"), "{e}");
 }
+
+#[test]
+fn rope_matches_plain_ops_in_value_and_gradient() {
+    for dtype in [DType::F32, DType::F64] {
+        let tol = if dtype == DType::F32 { 1e-5 } else { 1e-12 };
+        let (b, t, heads, d) = (2, 5, 3, 8);
+        // tables of arbitrary positions (a left-padded row included)
+        let pos: Vec<f32> = vec![0., 0., 0., 1., 2., 0., 1., 2., 3., 4.];
+        let inv: Vec<f32> = (0..d / 2)
+            .map(|i| 1.0 / 10000f32.powf(2.0 * i as f32 / d as f32))
+            .collect();
+        let mut ang = vec![];
+        for p in &pos {
+            for _ in 0..2 {
+                ang.extend(inv.iter().map(|f| p * f));
+            }
+        }
+        let ang = Tensor::from_vec(ang, (b, t, 1, d), &Device::Cpu).unwrap();
+        let rot = fused::Rotary::new(
+            ang.cos().unwrap().to_dtype(dtype).unwrap(),
+            ang.sin().unwrap().to_dtype(dtype).unwrap(),
+        )
+        .unwrap();
+        let x = Var::from_tensor(&randn(&[b * t, heads, d], dtype, 12)).unwrap();
+        let probe = randn(&[b, heads, t, d], dtype, 13);
+        let vars = [x];
+        let (yf, gf) = value_and_grads(&vars, &probe, |v| fused::rope(&v[0], &rot).unwrap());
+        let (yp, gp) = value_and_grads(&vars, &probe, |v| fused::rope_plain(&v[0], &rot).unwrap());
+        assert!(max_diff(&yf, &yp) < tol, "{}", max_diff(&yf, &yp));
+        assert!(
+            max_diff(&gf[0], &gp[0]) < tol,
+            "{}",
+            max_diff(&gf[0], &gp[0])
+        );
+        // a rotation keeps every head vector's length
+        let n_in = vars[0]
+            .as_tensor()
+            .sqr()
+            .unwrap()
+            .sum_all()
+            .unwrap()
+            .to_dtype(DType::F64)
+            .unwrap()
+            .to_scalar::<f64>()
+            .unwrap();
+        let n_out = yf
+            .sqr()
+            .unwrap()
+            .sum_all()
+            .unwrap()
+            .to_dtype(DType::F64)
+            .unwrap()
+            .to_scalar::<f64>()
+            .unwrap();
+        assert!((n_in - n_out).abs() < 1e-3 * n_in);
+    }
+}
+
+#[test]
+fn swiglu_matches_plain_ops_in_value_and_gradient() {
+    for dtype in [DType::F32, DType::F64] {
+        let tol = if dtype == DType::F32 { 1e-5 } else { 1e-12 };
+        let g = Var::from_tensor(&(randn(&[7, 33], dtype, 14) * 3.0).unwrap()).unwrap();
+        let u = Var::from_tensor(&randn(&[7, 33], dtype, 15)).unwrap();
+        let probe = randn(&[7, 33], dtype, 16);
+        let vars = [g, u];
+        let (yf, gf) = value_and_grads(&vars, &probe, |v| fused::swiglu(&v[0], &v[1]).unwrap());
+        let (yp, gp) = value_and_grads(&vars, &probe, |v| {
+            fused::swiglu_plain(&v[0], &v[1]).unwrap()
+        });
+        assert!(max_diff(&yf, &yp) < tol);
+        for (a, c) in gf.iter().zip(&gp) {
+            assert!(max_diff(a, c) < tol, "{}", max_diff(a, c));
+        }
+    }
+}
+
+#[test]
+fn adamw_kernel_follows_the_update_rule() {
+    let w = Tensor::new(&[0.5f32, -1.0, 2.0], &Device::Cpu).unwrap();
+    let g = Tensor::new(&[0.1f32, -0.2, 0.0], &Device::Cpu).unwrap();
+    let m = Tensor::new(&[0.01f32, 0.0, -0.3], &Device::Cpu).unwrap();
+    let v = Tensor::new(&[0.001f32, 0.02, 0.5], &Device::Cpu).unwrap();
+    let s = fused::AdamStep {
+        lr: 0.1,
+        beta1: 0.9,
+        beta2: 0.99,
+        eps: 1e-8,
+        weight_decay: 0.01,
+        bc1: 1.0 - 0.9f64.powi(3),
+        bc2: 1.0 - 0.99f64.powi(3),
+        grad_scale: 0.5,
+    };
+    let (nw, nm, nv) = fused::adamw(&w, &g, &m, &v, &s)
+        .unwrap()
+        .expect("the CPU kernel applies");
+    let (w, g, m, v) = (
+        w.to_vec1::<f32>().unwrap(),
+        g.to_vec1::<f32>().unwrap(),
+        m.to_vec1::<f32>().unwrap(),
+        v.to_vec1::<f32>().unwrap(),
+    );
+    let (nw, nm, nv) = (
+        nw.to_vec1::<f32>().unwrap(),
+        nm.to_vec1::<f32>().unwrap(),
+        nv.to_vec1::<f32>().unwrap(),
+    );
+    for i in 0..3 {
+        let gi = g[i] as f64 * 0.5;
+        let mi = 0.9 * m[i] as f64 + 0.1 * gi;
+        let vi = 0.99 * v[i] as f64 + 0.01 * gi * gi;
+        let upd = (mi / s.bc1) / ((vi / s.bc2).sqrt() + 1e-8) + 0.01 * w[i] as f64;
+        assert!((nm[i] as f64 - mi).abs() < 1e-7);
+        assert!((nv[i] as f64 - vi).abs() < 1e-7);
+        assert!(
+            (nw[i] as f64 - (w[i] as f64 - 0.1 * upd)).abs() < 1e-6,
+            "{i}"
+        );
+    }
+    // bf16 weights are not the kernel's: the caller falls back to plain ops
+    let wb = Tensor::new(&[1f32], &Device::Cpu)
+        .unwrap()
+        .to_dtype(DType::BF16)
+        .unwrap();
+    let one = Tensor::new(&[0f32], &Device::Cpu).unwrap();
+    assert!(fused::adamw(&wb, &wb, &one, &one, &s).unwrap().is_none());
+    // the sum of squares accumulates in f64
+    let x = Tensor::new(&[3f32, 4.0], &Device::Cpu).unwrap();
+    assert_eq!(fused::sum_squares(&x).unwrap(), 25.0);
+}
