@@ -51,7 +51,7 @@ impl Linear {
 
     /// The projection of rows `[N, in]`.
     fn forward_2d(&self, x: &Tensor) -> Result<Tensor> {
-        let mut y = x.matmul(&self.w.t()?)?;
+        let mut y = project(x, &self.w)?;
         if let Some(b) = &self.b {
             y = y.broadcast_add(b)?;
         }
@@ -60,6 +60,19 @@ impl Linear {
             y = (y + (d * l.scale)?)?;
         }
         Ok(y)
+    }
+}
+
+/// Rows below which `x·Wᵀ` is computed as `(W·xᵀ)ᵀ`: with few rows (decoding) the GEMM kernel
+/// is 1.5–2× faster with the weight on the left.
+const FEW_ROWS: usize = 48;
+
+/// `x·Wᵀ` for rows `x` `[N, in]` and a weight `[out, in]`; returns contiguous `[N, out]`.
+pub fn project(x: &Tensor, w: &Tensor) -> Result<Tensor> {
+    if x.dim(0)? < FEW_ROWS && x.device().is_cpu() {
+        w.matmul(&x.t()?)?.t()?.contiguous()
+    } else {
+        x.matmul(&w.t()?)
     }
 }
 
@@ -451,7 +464,10 @@ impl Transformer {
     /// The output projection of final hidden states `[…, hidden]` → `[…, vocab]`.
     pub fn logits(&self, x: &Tensor) -> Result<Tensor> {
         let head = self.lm_head.as_ref().unwrap_or(&self.embed);
-        x.broadcast_matmul(&head.t()?)
+        let mut shape = x.dims().to_vec();
+        let hidden = shape.pop().unwrap_or(1);
+        shape.push(head.dim(0)?);
+        project(&x.reshape(((), hidden))?, head)?.reshape(shape)
     }
 
     /// Final hidden states `[B, T, hidden]`, after the last norm (see [`Transformer::forward`]).

@@ -183,6 +183,21 @@ pub fn generate_within(
     p: &SampleParams,
     allowed: Option<&[Vec<Vec<u32>>]>,
 ) -> Result<Vec<Vec<Sample>>, ModelError> {
+    // On the CPU, run inside the kernels' thread pool: each of the many small parallel sections of
+    // a decoding step then starts from a pool thread instead of waking the pool from outside.
+    model
+        .device
+        .with_context(|| generate_inner(model, tok, prompts, n, p, allowed))
+}
+
+fn generate_inner(
+    model: &Transformer,
+    tok: &Tok,
+    prompts: &[Vec<u32>],
+    n: usize,
+    p: &SampleParams,
+    allowed: Option<&[Vec<Vec<u32>>]>,
+) -> Result<Vec<Vec<Sample>>, ModelError> {
     if let Some(a) = allowed {
         if a.len() != prompts.len() {
             return Err(ModelError::Other(format!(

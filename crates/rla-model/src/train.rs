@@ -209,7 +209,18 @@ fn pad_rows(rows: &[&[f32]], b: &Batch, dtype: DType) -> candle_core::Result<Ten
 }
 
 /// Accumulates `(loss · weight)` gradients of micro-batches, clips, steps the optimiser.
+/// On the CPU the step runs inside the kernels' thread pool (see [`crate::sample::generate`]).
 fn accumulate_and_step(
+    dev: &candle_core::Device,
+    opt: &mut AdamW,
+    cfg: &TrainConfig,
+    n: usize,
+    micro: impl FnMut(std::ops::Range<usize>) -> Result<(Tensor, usize), ModelError> + Send,
+) -> Result<StepStats, ModelError> {
+    dev.with_context(|| accumulate_and_step_inner(opt, cfg, n, micro))
+}
+
+fn accumulate_and_step_inner(
     opt: &mut AdamW,
     cfg: &TrainConfig,
     n: usize,
@@ -274,7 +285,7 @@ pub fn ppo_step(
         }
     }
     let acc = acc_dtype(model.dtype);
-    accumulate_and_step(opt, cfg, samples.len(), |r| {
+    accumulate_and_step(&model.device, opt, cfg, samples.len(), |r| {
         let part = &samples[r];
         let b = Batch::new(
             part.iter()
@@ -320,7 +331,7 @@ pub fn sft_step(
     pad: u32,
 ) -> Result<StepStats, ModelError> {
     let acc = acc_dtype(model.dtype);
-    accumulate_and_step(opt, cfg, pairs.len(), |r| {
+    accumulate_and_step(&model.device, opt, cfg, pairs.len(), |r| {
         let part = &pairs[r];
         let b = Batch::new(
             part.iter().map(|(p, x)| (p.as_slice(), x.as_slice())),
