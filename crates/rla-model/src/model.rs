@@ -63,17 +63,9 @@ impl Linear {
     }
 }
 
-/// Rows below which `x·Wᵀ` is computed as `(W·xᵀ)ᵀ`: with few rows (decoding) the GEMM kernel
-/// is 1.5–2× faster with the weight on the left.
-const FEW_ROWS: usize = 48;
-
-/// `x·Wᵀ` for rows `x` `[N, in]` and a weight `[out, in]`; returns contiguous `[N, out]`.
+/// `x·Wᵀ` for rows `x` `[N, in]` and a weight `[out, in]`.
 pub fn project(x: &Tensor, w: &Tensor) -> Result<Tensor> {
-    if x.dim(0)? < FEW_ROWS && x.device().is_cpu() {
-        w.matmul(&x.t()?)?.t()?.contiguous()
-    } else {
-        x.matmul(&w.t()?)
-    }
+    fused::linear(x, w)
 }
 
 /// The dtype reductions run in: f64 for f64 models, f32 otherwise.
