@@ -309,3 +309,33 @@ fn adamw_kernel_follows_the_update_rule() {
     let x = Tensor::new(&[3f32, 4.0], &Device::Cpu).unwrap();
     assert_eq!(fused::sum_squares(&x).unwrap(), 25.0);
 }
+
+#[test]
+fn linear_matches_plain_ops_in_value_and_gradient() {
+    for dtype in [DType::F32, DType::F64] {
+        let tol = if dtype == DType::F32 { 1e-4 } else { 1e-11 };
+        // few rows (weight on the left) and many rows
+        for rows in [1, 5, 100] {
+            let x = Var::from_tensor(&randn(&[rows, 24], dtype, 17 + rows as u64)).unwrap();
+            let w = Var::from_tensor(&randn(&[40, 24], dtype, 18)).unwrap();
+            let probe = randn(&[rows, 40], dtype, 19);
+            let vars = [x, w];
+            let (yf, gf) = value_and_grads(&vars, &probe, |v| fused::linear(&v[0], &v[1]).unwrap());
+            let (yp, gp) = value_and_grads(&vars, &probe, |v| {
+                fused::linear_plain(&v[0], &v[1]).unwrap()
+            });
+            assert!(
+                max_diff(&yf, &yp) < tol,
+                "{rows} rows: {}",
+                max_diff(&yf, &yp)
+            );
+            for (a, c) in gf.iter().zip(&gp) {
+                assert!(max_diff(a, c) < tol, "{rows} rows: {}", max_diff(a, c));
+            }
+        }
+    }
+    // mismatched widths are an error
+    let x = randn(&[3, 5], DType::F32, 20);
+    let w = randn(&[4, 6], DType::F32, 21);
+    assert!(fused::linear(&x, &w).is_err());
+}
