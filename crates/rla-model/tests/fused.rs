@@ -339,3 +339,19 @@ fn linear_matches_plain_ops_in_value_and_gradient() {
     let w = randn(&[4, 6], DType::F32, 21);
     assert!(fused::linear(&x, &w).is_err());
 }
+
+#[test]
+fn fast_exp_is_accurate_and_saturates() {
+    let mut xs: Vec<f32> = (0..20001)
+        .map(|i| -87.0 + 175.0 * i as f32 / 20000.0)
+        .collect();
+    let want: Vec<f64> = xs.iter().map(|&x| (x as f64).exp()).collect();
+    fused::exp_f32_slice(&mut xs);
+    for (got, want) in xs.iter().zip(&want) {
+        let rel = ((*got as f64 - want) / want).abs();
+        assert!(rel < 3e-7, "exp: {got} against {want}");
+    }
+    let mut edge = vec![f32::NEG_INFINITY, -1e9, -100.0, 0.0, 100.0, f32::INFINITY];
+    fused::exp_f32_slice(&mut edge);
+    assert_eq!(edge, vec![0.0, 0.0, 0.0, 1.0, f32::INFINITY, f32::INFINITY]);
+}
