@@ -44,7 +44,7 @@ fn exp_f32(x: f32) -> f32 {
     const ROUND: f32 = 12_582_912.0; // 1.5 · 2²³: adding and subtracting it rounds to an integer
     const LO: f32 = -87.336_55;
     const HI: f32 = 88.722_83;
-    let xc = x.max(LO).min(HI);
+    let xc = x.clamp(LO, HI);
     let n = (xc * std::f32::consts::LOG2_E + ROUND) - ROUND;
     let r = xc - n * LN2_HI - n * LN2_LO;
     let mut p = 1.987_569_1e-4f32;
@@ -52,10 +52,10 @@ fn exp_f32(x: f32) -> f32 {
     p = p * r + 8.333_452e-3;
     p = p * r + 4.166_579_6e-2;
     p = p * r + 1.666_666_5e-1;
-    p = p * r + 5.000_000_1e-1;
+    p = p * r + 0.5;
     let e = p * r * r + r + 1.0;
     // 2ⁿ from the exponent bits (n + 127 lies in [1, 254] after the clamp)
-    let y = e * f32::from_bits(((n + 127.0) as u32) << 23);
+    let y = e * f32::from_bits((((n + 127.0) as i32) << 23) as u32);
     if x < LO {
         0.0
     } else if x > HI {
@@ -1056,18 +1056,17 @@ pub fn rope_plain(x: &Tensor, r: &Rotary) -> Result<Tensor> {
 /// `silu(g) ⊙ u`.
 struct SwiGlu;
 
-fn sigmoid<T: Float>(x: T) -> T {
-    T::one() / (T::one() + (-x).exp())
-}
-
 impl SwiGlu {
     fn forward<T: Float>(g: &[T], u: &[T]) -> Vec<T> {
         let mut out = vec![T::zero(); g.len()];
         out.par_chunks_mut(1 << 14)
             .zip(g.par_chunks(1 << 14).zip(u.par_chunks(1 << 14)))
             .for_each(|(o, (g, u))| {
+                // σ(g) = 1 / (1 + e^−g)
+                o.iter_mut().zip(g).for_each(|(o, &g)| *o = -g);
+                T::exp_in_place(o);
                 for ((o, &g), &u) in o.iter_mut().zip(g).zip(u) {
-                    *o = g * sigmoid(g) * u;
+                    *o = g * u / (T::one() + *o);
                 }
             });
         out
@@ -1082,8 +1081,10 @@ impl SwiGlu {
             .zip(du.par_chunks_mut(C))
             .zip(g.par_chunks(C).zip(u.par_chunks(C).zip(dy.par_chunks(C))))
             .for_each(|((dg, du), (g, (u, dy)))| {
+                dg.iter_mut().zip(g).for_each(|(d, &g)| *d = -g);
+                T::exp_in_place(dg);
                 for i in 0..g.len() {
-                    let s = sigmoid(g[i]);
+                    let s = T::one() / (T::one() + dg[i]);
                     dg[i] = dy[i] * u[i] * s * (T::one() + g[i] * (T::one() - s));
                     du[i] = dy[i] * g[i] * s;
                 }

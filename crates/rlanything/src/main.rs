@@ -15,7 +15,8 @@ use anyhow::Result;
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// `mi_option_purge_delay` in mimalloc 2's `mi_option_e` (the Rust bindings do not name it).
+/// `mi_option_purge_delay`: its position in `mi_option_e` in mimalloc 2 and 3 (the Rust bindings
+/// do not name it).
 const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
 /// Keeps freed memory mapped: by default mimalloc hands it back to the kernel after 10 ms, and a
