@@ -332,6 +332,13 @@ pub fn score(
     model: &Transformer,
     pairs: &[(Vec<u32>, Vec<u32>)],
 ) -> Result<Vec<Vec<f32>>, ModelError> {
+    model.device.with_context(|| score_inner(model, pairs))
+}
+
+fn score_inner(
+    model: &Transformer,
+    pairs: &[(Vec<u32>, Vec<u32>)],
+) -> Result<Vec<Vec<f32>>, ModelError> {
     let mut out = Vec::with_capacity(pairs.len());
     for chunk in pairs.chunks(16) {
         let b = crate::batch::Batch::new(

@@ -350,6 +350,16 @@ pub fn sft_eval(
     pairs: &[(Vec<u32>, Vec<u32>)],
     pad: u32,
 ) -> Result<f64, ModelError> {
+    model
+        .device
+        .with_context(|| sft_eval_inner(model, pairs, pad))
+}
+
+fn sft_eval_inner(
+    model: &Transformer,
+    pairs: &[(Vec<u32>, Vec<u32>)],
+    pad: u32,
+) -> Result<f64, ModelError> {
     let acc = acc_dtype(model.dtype);
     let mut total = 0.0;
     for chunk in pairs.chunks(16) {
