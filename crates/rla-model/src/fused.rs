@@ -95,6 +95,106 @@ fn read<T: Float, R>(t: &Tensor, f: impl FnOnce(&[T], &Layout) -> Result<R>) -> 
     }
 }
 
+fn contiguous_slice<'a, T: Float>(s: &'a [T], l: &Layout, what: &str) -> Result<&'a [T]> {
+    match l.contiguous_offsets() {
+        Some((a, b)) => Ok(&s[a..b]),
+        None => bail!("fused {what}: expected a contiguous tensor"),
+    }
+}
+
+/// A fused kernel of two inputs of one dtype, read as contiguous data, with the gradients of both.
+trait Binary: Send + Sync + 'static {
+    fn name(&self) -> &'static str;
+    /// The output's shape, once the inputs are checked.
+    fn shape(&self, a: &Shape, b: &Shape) -> Result<Shape>;
+    fn forward<T: Float>(&self, a: &[T], b: &[T], sa: &Shape, sb: &Shape) -> Vec<T>;
+    fn backward<T: Float>(
+        &self,
+        a: &[T],
+        b: &[T],
+        g: &[T],
+        sa: &Shape,
+        sb: &Shape,
+    ) -> (Vec<T>, Vec<T>);
+}
+
+/// The custom op of a [`Binary`] kernel.
+struct Op2<K>(K);
+
+impl<K: Binary> CustomOp2 for Op2<K> {
+    fn name(&self) -> &'static str {
+        self.0.name()
+    }
+
+    fn cpu_fwd(
+        &self,
+        s1: &CpuStorage,
+        l1: &Layout,
+        s2: &CpuStorage,
+        l2: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        let (k, name) = (&self.0, self.0.name());
+        let shape = k.shape(l1.shape(), l2.shape())?;
+        let out = match (s1, s2) {
+            (CpuStorage::F32(a), CpuStorage::F32(b)) => CpuStorage::F32(k.forward(
+                contiguous_slice(a, l1, name)?,
+                contiguous_slice(b, l2, name)?,
+                l1.shape(),
+                l2.shape(),
+            )),
+            (CpuStorage::F64(a), CpuStorage::F64(b)) => CpuStorage::F64(k.forward(
+                contiguous_slice(a, l1, name)?,
+                contiguous_slice(b, l2, name)?,
+                l1.shape(),
+                l2.shape(),
+            )),
+            _ => bail!("{name}: both inputs must be f32 or both f64"),
+        };
+        Ok((out, shape))
+    }
+
+    fn bwd(
+        &self,
+        a: &Tensor,
+        b: &Tensor,
+        _res: &Tensor,
+        grad: &Tensor,
+    ) -> Result<(Option<Tensor>, Option<Tensor>)> {
+        fn run<T: Float, K: Binary>(
+            k: &K,
+            a: &Tensor,
+            b: &Tensor,
+            g: &Tensor,
+        ) -> Result<(Tensor, Tensor)> {
+            let name = k.name();
+            let (da, db) = read::<T, _>(a, |sa, la| {
+                read::<T, _>(b, |sb, lb| {
+                    read::<T, _>(g, |sg, lg| {
+                        Ok(k.backward(
+                            contiguous_slice(sa, la, name)?,
+                            contiguous_slice(sb, lb, name)?,
+                            contiguous_slice(sg, lg, name)?,
+                            la.shape(),
+                            lb.shape(),
+                        ))
+                    })
+                })
+            })?;
+            Ok((
+                Tensor::from_vec(da, a.shape(), a.device())?,
+                Tensor::from_vec(db, b.shape(), b.device())?,
+            ))
+        }
+        let grad = grad.contiguous()?;
+        let (da, db) = match a.dtype() {
+            DType::F32 => run::<f32, K>(&self.0, a, b, &grad)?,
+            DType::F64 => run::<f64, K>(&self.0, a, b, &grad)?,
+            other => bail!("{}: unsupported dtype {other:?}", self.0.name()),
+        };
+        Ok((Some(da), Some(db)))
+    }
+}
+
 /// A raw pointer shared by workers that write disjoint elements.
 #[derive(Clone, Copy)]
 struct Out<T>(*mut T);
@@ -603,7 +703,7 @@ impl RmsNorm {
         T::one() / (ms + T::from_f64(self.eps)).sqrt()
     }
 
-    fn forward<T: Float>(&self, x: &[T], w: &[T]) -> Vec<T> {
+    fn rows<T: Float>(&self, x: &[T], w: &[T]) -> Vec<T> {
         let d = w.len();
         let mut out = vec![T::zero(); x.len()];
         out.par_chunks_mut(d * ROWS)
@@ -619,7 +719,7 @@ impl RmsNorm {
         out
     }
 
-    fn backward<T: Float>(&self, x: &[T], w: &[T], g: &[T]) -> (Vec<T>, Vec<T>) {
+    fn grads<T: Float>(&self, x: &[T], w: &[T], g: &[T]) -> (Vec<T>, Vec<T>) {
         let d = w.len();
         let mut dx = vec![T::zero(); x.len()];
         let dw = dx
@@ -654,72 +754,31 @@ impl RmsNorm {
     }
 }
 
-fn contiguous_slice<'a, T: Float>(s: &'a [T], l: &Layout, what: &str) -> Result<&'a [T]> {
-    match l.contiguous_offsets() {
-        Some((a, b)) => Ok(&s[a..b]),
-        None => bail!("fused {what}: expected a contiguous tensor"),
-    }
-}
-
-impl CustomOp2 for RmsNorm {
+impl Binary for RmsNorm {
     fn name(&self) -> &'static str {
-        "fused-rms-norm"
+        "fused rms norm"
     }
 
-    fn cpu_fwd(
-        &self,
-        s1: &CpuStorage,
-        l1: &Layout,
-        s2: &CpuStorage,
-        l2: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        let out = match (s1, s2) {
-            (CpuStorage::F32(x), CpuStorage::F32(w)) => CpuStorage::F32(self.forward(
-                contiguous_slice(x, l1, "rms norm")?,
-                contiguous_slice(w, l2, "rms norm")?,
-            )),
-            (CpuStorage::F64(x), CpuStorage::F64(w)) => CpuStorage::F64(self.forward(
-                contiguous_slice(x, l1, "rms norm")?,
-                contiguous_slice(w, l2, "rms norm")?,
-            )),
-            _ => bail!("fused rms norm: x and w must both be f32 or both f64"),
-        };
-        Ok((out, l1.shape().clone()))
-    }
-
-    fn bwd(
-        &self,
-        x: &Tensor,
-        w: &Tensor,
-        _res: &Tensor,
-        grad: &Tensor,
-    ) -> Result<(Option<Tensor>, Option<Tensor>)> {
-        let grad = grad.contiguous()?;
-        macro_rules! run {
-            ($ty:ty) => {{
-                let (dx, dw) = read::<$ty, _>(x, |xs, xl| {
-                    read::<$ty, _>(w, |ws, wl| {
-                        read::<$ty, _>(&grad, |gs, gl| {
-                            Ok(self.backward(
-                                contiguous_slice(xs, xl, "rms norm")?,
-                                contiguous_slice(ws, wl, "rms norm")?,
-                                contiguous_slice(gs, gl, "rms norm")?,
-                            ))
-                        })
-                    })
-                })?;
-                (
-                    Tensor::from_vec(dx, x.shape(), x.device())?,
-                    Tensor::from_vec(dw, w.shape(), w.device())?,
-                )
-            }};
+    fn shape(&self, x: &Shape, w: &Shape) -> Result<Shape> {
+        if w.dims() != [*x.dims().last().unwrap_or(&0)] {
+            bail!("rms norm: weight {:?} for rows of {:?}", w.dims(), x.dims());
         }
-        let (dx, dw) = match x.dtype() {
-            DType::F32 => run!(f32),
-            DType::F64 => run!(f64),
-            other => bail!("fused rms norm: unsupported dtype {other:?}"),
-        };
-        Ok((Some(dx), Some(dw)))
+        Ok(x.clone())
+    }
+
+    fn forward<T: Float>(&self, x: &[T], w: &[T], _: &Shape, _: &Shape) -> Vec<T> {
+        self.rows(x, w)
+    }
+
+    fn backward<T: Float>(
+        &self,
+        x: &[T],
+        w: &[T],
+        g: &[T],
+        _: &Shape,
+        _: &Shape,
+    ) -> (Vec<T>, Vec<T>) {
+        self.grads(x, w, g)
     }
 }
 
@@ -730,7 +789,9 @@ pub fn rms_norm(x: &Tensor, w: &Tensor, eps: f64) -> Result<Tensor> {
         if w.dims() != [d] {
             bail!("rms norm: weight {:?} for rows of {d}", w.dims());
         }
-        return x.contiguous()?.apply_op2(&w.contiguous()?, RmsNorm { eps });
+        return x
+            .contiguous()?
+            .apply_op2(&w.contiguous()?, Op2(RmsNorm { eps }));
     }
     crate::model::rms_norm_plain(x, w, eps)
 }
@@ -1057,7 +1118,7 @@ pub fn rope_plain(x: &Tensor, r: &Rotary) -> Result<Tensor> {
 struct SwiGlu;
 
 impl SwiGlu {
-    fn forward<T: Float>(g: &[T], u: &[T]) -> Vec<T> {
+    fn gate<T: Float>(g: &[T], u: &[T]) -> Vec<T> {
         let mut out = vec![T::zero(); g.len()];
         out.par_chunks_mut(1 << 14)
             .zip(g.par_chunks(1 << 14).zip(u.par_chunks(1 << 14)))
@@ -1073,7 +1134,7 @@ impl SwiGlu {
     }
 
     /// `dg = dy·u·σ(g)·(1 + g·(1 − σ(g)))`, `du = dy·g·σ(g)`.
-    fn backward<T: Float>(g: &[T], u: &[T], dy: &[T]) -> (Vec<T>, Vec<T>) {
+    fn grads<T: Float>(g: &[T], u: &[T], dy: &[T]) -> (Vec<T>, Vec<T>) {
         let mut dg = vec![T::zero(); g.len()];
         let mut du = vec![T::zero(); g.len()];
         const C: usize = 1 << 14;
@@ -1093,79 +1154,38 @@ impl SwiGlu {
     }
 }
 
-impl CustomOp2 for SwiGlu {
+impl Binary for SwiGlu {
     fn name(&self) -> &'static str {
-        "fused-swiglu"
+        "fused swiglu"
     }
 
-    fn cpu_fwd(
-        &self,
-        s1: &CpuStorage,
-        l1: &Layout,
-        s2: &CpuStorage,
-        l2: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        if l1.shape() != l2.shape() {
-            bail!(
-                "fused swiglu: shapes {:?} and {:?} differ",
-                l1.dims(),
-                l2.dims()
-            );
+    fn shape(&self, g: &Shape, u: &Shape) -> Result<Shape> {
+        if g != u {
+            bail!("swiglu: shapes {:?} and {:?} differ", g.dims(), u.dims());
         }
-        let out = match (s1, s2) {
-            (CpuStorage::F32(g), CpuStorage::F32(u)) => CpuStorage::F32(Self::forward(
-                contiguous_slice(g, l1, "swiglu")?,
-                contiguous_slice(u, l2, "swiglu")?,
-            )),
-            (CpuStorage::F64(g), CpuStorage::F64(u)) => CpuStorage::F64(Self::forward(
-                contiguous_slice(g, l1, "swiglu")?,
-                contiguous_slice(u, l2, "swiglu")?,
-            )),
-            _ => bail!("fused swiglu: both f32 or both f64"),
-        };
-        Ok((out, l1.shape().clone()))
+        Ok(g.clone())
     }
 
-    fn bwd(
+    fn forward<T: Float>(&self, g: &[T], u: &[T], _: &Shape, _: &Shape) -> Vec<T> {
+        Self::gate(g, u)
+    }
+
+    fn backward<T: Float>(
         &self,
-        g: &Tensor,
-        u: &Tensor,
-        _res: &Tensor,
-        grad: &Tensor,
-    ) -> Result<(Option<Tensor>, Option<Tensor>)> {
-        let grad = grad.contiguous()?;
-        macro_rules! run {
-            ($ty:ty) => {{
-                let (dg, du) = read::<$ty, _>(g, |gs, gl| {
-                    read::<$ty, _>(u, |us, ul| {
-                        read::<$ty, _>(&grad, |ds, dl| {
-                            Ok(Self::backward(
-                                contiguous_slice(gs, gl, "swiglu")?,
-                                contiguous_slice(us, ul, "swiglu")?,
-                                contiguous_slice(ds, dl, "swiglu")?,
-                            ))
-                        })
-                    })
-                })?;
-                (
-                    Tensor::from_vec(dg, g.shape(), g.device())?,
-                    Tensor::from_vec(du, u.shape(), u.device())?,
-                )
-            }};
-        }
-        let (dg, du) = match g.dtype() {
-            DType::F32 => run!(f32),
-            DType::F64 => run!(f64),
-            other => bail!("fused swiglu: unsupported dtype {other:?}"),
-        };
-        Ok((Some(dg), Some(du)))
+        g: &[T],
+        u: &[T],
+        dy: &[T],
+        _: &Shape,
+        _: &Shape,
+    ) -> (Vec<T>, Vec<T>) {
+        Self::grads(g, u, dy)
     }
 }
 
 /// The SwiGLU gate `silu(g) ⊙ u`.
 pub fn swiglu(g: &Tensor, u: &Tensor) -> Result<Tensor> {
     if fusable(g) && g.dtype() == u.dtype() && u.device().is_cpu() && g.dims() == u.dims() {
-        return g.contiguous()?.apply_op2(&u.contiguous()?, SwiGlu);
+        return g.contiguous()?.apply_op2(&u.contiguous()?, Op2(SwiGlu));
     }
     swiglu_plain(g, u)
 }
@@ -1366,7 +1386,7 @@ unsafe fn gemm_into<T: Float>(
 }
 
 impl LinearOp {
-    fn forward<T: Float>(x: &[T], w: &[T], n: usize, k: usize, out: usize) -> Vec<T> {
+    fn product<T: Float>(x: &[T], w: &[T], n: usize, k: usize, out: usize) -> Vec<T> {
         let mut y = vec![T::zero(); n * out];
         unsafe {
             if n < FEW_ROWS {
@@ -1402,7 +1422,7 @@ impl LinearOp {
     }
 
     /// `dx = g·W` `[N, in]`, `dW = gᵀ·x` `[out, in]`.
-    fn backward<T: Float>(
+    fn grads<T: Float>(
         x: &[T],
         w: &[T],
         g: &[T],
@@ -1436,88 +1456,42 @@ impl LinearOp {
     }
 }
 
-impl CustomOp2 for LinearOp {
+impl Binary for LinearOp {
     fn name(&self) -> &'static str {
-        "fused-linear"
+        "fused linear"
     }
 
-    fn cpu_fwd(
-        &self,
-        s1: &CpuStorage,
-        l1: &Layout,
-        s2: &CpuStorage,
-        l2: &Layout,
-    ) -> Result<(CpuStorage, Shape)> {
-        let (n, k) = l1.shape().dims2()?;
-        let (out, k2) = l2.shape().dims2()?;
-        if k != k2 {
-            bail!("fused linear: rows of {k} against a weight [{out}, {k2}]");
-        }
-        let y = match (s1, s2) {
-            (CpuStorage::F32(x), CpuStorage::F32(w)) => CpuStorage::F32(Self::forward(
-                contiguous_slice(x, l1, "linear")?,
-                contiguous_slice(w, l2, "linear")?,
-                n,
-                k,
-                out,
-            )),
-            (CpuStorage::F64(x), CpuStorage::F64(w)) => CpuStorage::F64(Self::forward(
-                contiguous_slice(x, l1, "linear")?,
-                contiguous_slice(w, l2, "linear")?,
-                n,
-                k,
-                out,
-            )),
-            _ => bail!("fused linear: x and w must both be f32 or both f64"),
-        };
-        Ok((y, Shape::from((n, out))))
-    }
-
-    fn bwd(
-        &self,
-        x: &Tensor,
-        w: &Tensor,
-        _res: &Tensor,
-        grad: &Tensor,
-    ) -> Result<(Option<Tensor>, Option<Tensor>)> {
+    fn shape(&self, x: &Shape, w: &Shape) -> Result<Shape> {
         let (n, k) = x.dims2()?;
-        let out = w.dim(0)?;
-        let grad = grad.contiguous()?;
-        macro_rules! run {
-            ($ty:ty) => {{
-                let (dx, dw) = read::<$ty, _>(x, |xs, xl| {
-                    read::<$ty, _>(w, |ws, wl| {
-                        read::<$ty, _>(&grad, |gs, gl| {
-                            Ok(Self::backward(
-                                contiguous_slice(xs, xl, "linear")?,
-                                contiguous_slice(ws, wl, "linear")?,
-                                contiguous_slice(gs, gl, "linear")?,
-                                n,
-                                k,
-                                out,
-                            ))
-                        })
-                    })
-                })?;
-                (
-                    Tensor::from_vec(dx, (n, k), x.device())?,
-                    Tensor::from_vec(dw, (out, k), w.device())?,
-                )
-            }};
+        let (out, k2) = w.dims2()?;
+        if k != k2 {
+            bail!("linear: rows of {k} against a weight [{out}, {k2}]");
         }
-        let (dx, dw) = match x.dtype() {
-            DType::F32 => run!(f32),
-            DType::F64 => run!(f64),
-            other => bail!("fused linear: unsupported dtype {other:?}"),
-        };
-        Ok((Some(dx), Some(dw)))
+        Ok(Shape::from((n, out)))
+    }
+
+    fn forward<T: Float>(&self, x: &[T], w: &[T], sx: &Shape, sw: &Shape) -> Vec<T> {
+        let ((n, k), out) = (sx.dims2().unwrap_or((0, 0)), sw.dims()[0]);
+        Self::product(x, w, n, k, out)
+    }
+
+    fn backward<T: Float>(
+        &self,
+        x: &[T],
+        w: &[T],
+        g: &[T],
+        sx: &Shape,
+        sw: &Shape,
+    ) -> (Vec<T>, Vec<T>) {
+        let ((n, k), out) = (sx.dims2().unwrap_or((0, 0)), sw.dims()[0]);
+        Self::grads(x, w, g, n, k, out)
     }
 }
 
 /// `x·Wᵀ` for rows `x` `[N, in]` and a weight `[out, in]`; returns `[N, out]`.
 pub fn linear(x: &Tensor, w: &Tensor) -> Result<Tensor> {
     if fusable(x) && w.dtype() == x.dtype() && w.device().is_cpu() {
-        return x.contiguous()?.apply_op2(&w.contiguous()?, LinearOp);
+        return x.contiguous()?.apply_op2(&w.contiguous()?, Op2(LinearOp));
     }
     linear_plain(x, w)
 }

@@ -24,6 +24,17 @@ fn randn(shape: &[usize], dtype: DType, seed: u64) -> Tensor {
         .unwrap()
 }
 
+fn sum_sq(t: &Tensor) -> f64 {
+    t.to_dtype(DType::F64)
+        .unwrap()
+        .sqr()
+        .unwrap()
+        .sum_all()
+        .unwrap()
+        .to_scalar::<f64>()
+        .unwrap()
+}
+
 fn max_diff(a: &Tensor, b: &Tensor) -> f64 {
     assert_eq!(a.dims(), b.dims());
     (a.to_dtype(DType::F64).unwrap() - b.to_dtype(DType::F64).unwrap())
@@ -214,25 +225,8 @@ fn rope_matches_plain_ops_in_value_and_gradient() {
             max_diff(&gf[0], &gp[0])
         );
         // a rotation keeps every head vector's length
-        let n_in = vars[0]
-            .as_tensor()
-            .sqr()
-            .unwrap()
-            .sum_all()
-            .unwrap()
-            .to_dtype(DType::F64)
-            .unwrap()
-            .to_scalar::<f64>()
-            .unwrap();
-        let n_out = yf
-            .sqr()
-            .unwrap()
-            .sum_all()
-            .unwrap()
-            .to_dtype(DType::F64)
-            .unwrap()
-            .to_scalar::<f64>()
-            .unwrap();
+        let n_in = sum_sq(vars[0].as_tensor());
+        let n_out = sum_sq(&yf);
         assert!((n_in - n_out).abs() < 1e-3 * n_in);
     }
 }
