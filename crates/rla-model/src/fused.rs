@@ -743,14 +743,14 @@ impl RmsNorm {
                 }
                 dw
             })
-            .reduce(
-                || vec![T::zero(); d],
-                |mut a, b| {
-                    a.iter_mut().zip(b).for_each(|(a, b)| *a += b);
-                    a
-                },
-            );
-        (dx, dw)
+            .collect::<Vec<_>>();
+        // the partial sums are added in chunk order, whichever thread computed them, so that the
+        // result does not depend on scheduling (runs are reproducible)
+        let mut total = vec![T::zero(); d];
+        for part in dw {
+            total.iter_mut().zip(part).for_each(|(a, b)| *a += b);
+        }
+        (dx, total)
     }
 }
 
@@ -1204,9 +1204,12 @@ pub fn sum_squares(t: &Tensor) -> Result<f64> {
         let t = t.contiguous()?;
         read::<T, _>(&t, |s, l| {
             let s = contiguous_slice(s, l, "sum of squares")?;
-            Ok(s.par_chunks(1 << 16)
+            // partial sums added in chunk order: the same result whatever the scheduling
+            let parts: Vec<f64> = s
+                .par_chunks(1 << 16)
                 .map(|c| c.iter().fold(0f64, |a, &x| a + x.to_f64() * x.to_f64()))
-                .sum())
+                .collect();
+            Ok(parts.iter().sum())
         })
     }
     match t.dtype() {

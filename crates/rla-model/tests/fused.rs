@@ -349,3 +349,34 @@ fn fast_exp_is_accurate_and_saturates() {
     fused::exp_f32_slice(&mut edge);
     assert_eq!(edge, vec![0.0, 0.0, 0.0, 1.0, f32::INFINITY, f32::INFINITY]);
 }
+
+#[test]
+fn kernels_give_the_same_bits_whatever_the_thread_count() {
+    // reductions over rows add their partial sums in a fixed order, so runs are reproducible
+    let x = randn(&[300, 64], DType::F32, 22);
+    let w = (randn(&[64], DType::F32, 23) + 1.0).unwrap();
+    let probe = randn(&[300, 64], DType::F32, 24);
+    let run = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            let vars = [Var::from_tensor(&x).unwrap(), Var::from_tensor(&w).unwrap()];
+            let (_, g) = value_and_grads(&vars, &probe, |t| {
+                fused::rms_norm(&t[0], &t[1], 1e-6).unwrap()
+            });
+            let big = randn(&[1 << 19], DType::F32, 25);
+            (
+                g[1].to_vec1::<f32>().unwrap(),
+                fused::sum_squares(&big).unwrap(),
+            )
+        })
+    };
+    let (dw1, s1) = run(1);
+    for threads in [2, 3, 7] {
+        let (dw, s) = run(threads);
+        assert_eq!(dw, dw1, "{threads} threads");
+        assert_eq!(s.to_bits(), s1.to_bits(), "{threads} threads");
+    }
+}
