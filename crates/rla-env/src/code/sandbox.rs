@@ -14,9 +14,10 @@
 //! | files | Landlock (where the kernel has it): read-only system directories and the interpreter's prefix, read-write only the working directory; without Landlock, the unprivileged uid's file permissions |
 //!
 //! What applied on this machine is reported by [`Sandbox::isolation`]; the README lists what is
-//! and is not isolated.
+//! and is not isolated. Namespaces, Landlock and per-run uids are Linux-only: elsewhere (macOS)
+//! the crate builds and runs get the limits, the session and the cleared environment only.
 
-use nix::sys::signal::{kill, killpg, Signal};
+use nix::sys::signal::{killpg, Signal};
 use nix::unistd::{Gid, Pid, Uid};
 use rlimit::Resource;
 use serde::{Deserialize, Serialize};
@@ -219,6 +220,17 @@ pub fn find_python() -> Result<PathBuf, SandboxError> {
     ))
 }
 
+#[cfg(not(target_os = "linux"))]
+fn landlock_abi() -> Option<i32> {
+    None // Landlock is Linux's
+}
+
+#[cfg(not(target_os = "linux"))]
+fn probe_netns(_root: bool) -> bool {
+    false // network namespaces are Linux's
+}
+
+#[cfg(target_os = "linux")]
 fn landlock_abi() -> Option<i32> {
     // landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION)
     let v = unsafe {
@@ -232,6 +244,7 @@ fn landlock_abi() -> Option<i32> {
     (v > 0).then_some(v as i32)
 }
 
+#[cfg(target_os = "linux")]
 fn probe_netns(root: bool) -> bool {
     // A throwaway child tries the same unshare the runs will do.
     let mut c = Command::new("/bin/true");
@@ -272,7 +285,8 @@ impl Sandbox {
         )
         .map_err(setup("temporary directory"))?;
         let isolation = Isolation {
-            own_uid: root,
+            // switching uids and reaping by uid use Linux's setgroups and /proc
+            own_uid: root && cfg!(target_os = "linux"),
             network_namespace: probe_netns(root),
             landlock_abi: landlock_abi(),
         };
@@ -327,10 +341,13 @@ impl Sandbox {
                     .map_err(setup("chown"))?;
             }
         }
+        #[cfg(target_os = "linux")]
         let ruleset = match self.isolation.landlock_abi {
             Some(_) => Some(self.ruleset(work.path())?),
             None => None,
         };
+        #[cfg(not(target_os = "linux"))]
+        let ruleset: Option<()> = None;
         let mut cmd = Command::new(&self.python);
         cmd.arg("-I") // isolated mode: no user site, no PYTHON* variables
             .arg("-S") // no site module: faster start-up
@@ -357,22 +374,28 @@ impl Sandbox {
                 Resource::AS.set(lim.memory_bytes, lim.memory_bytes)?;
                 Resource::FSIZE.set(lim.file_bytes, lim.file_bytes)?;
                 Resource::NPROC.set(lim.processes, lim.processes)?;
-                if netns {
-                    let flags = if uid.is_some() {
-                        nix::sched::CloneFlags::CLONE_NEWNET
-                    } else {
-                        nix::sched::CloneFlags::CLONE_NEWUSER | nix::sched::CloneFlags::CLONE_NEWNET
-                    };
-                    nix::sched::unshare(flags).map_err(std::io::Error::from)?;
+                #[cfg(target_os = "linux")]
+                {
+                    if netns {
+                        let flags = if uid.is_some() {
+                            nix::sched::CloneFlags::CLONE_NEWNET
+                        } else {
+                            nix::sched::CloneFlags::CLONE_NEWUSER
+                                | nix::sched::CloneFlags::CLONE_NEWNET
+                        };
+                        nix::sched::unshare(flags).map_err(std::io::Error::from)?;
+                    }
+                    if let Some(u) = uid {
+                        nix::unistd::setgroups(&[]).map_err(std::io::Error::from)?;
+                        nix::unistd::setgid(Gid::from_raw(u)).map_err(std::io::Error::from)?;
+                        nix::unistd::setuid(Uid::from_raw(u)).map_err(std::io::Error::from)?;
+                    }
+                    if let Some(rs) = ruleset.take() {
+                        rs.restrict_self().map_err(std::io::Error::other)?;
+                    }
                 }
-                if let Some(u) = uid {
-                    nix::unistd::setgroups(&[]).map_err(std::io::Error::from)?;
-                    nix::unistd::setgid(Gid::from_raw(u)).map_err(std::io::Error::from)?;
-                    nix::unistd::setuid(Uid::from_raw(u)).map_err(std::io::Error::from)?;
-                }
-                if let Some(rs) = ruleset.take() {
-                    rs.restrict_self().map_err(std::io::Error::other)?;
-                }
+                #[cfg(not(target_os = "linux"))]
+                let _ = (netns, uid, ruleset.take());
                 Ok(())
             });
         }
@@ -462,6 +485,7 @@ impl Sandbox {
         })
     }
 
+    #[cfg(target_os = "linux")]
     fn ruleset(&self, work: &Path) -> Result<landlock::RulesetCreated, SandboxError> {
         use landlock::{
             Access, AccessFs, AccessNet, Ruleset, RulesetAttr, RulesetCreatedAttr, ABI,
@@ -506,6 +530,7 @@ impl Sandbox {
 }
 
 /// Whether any process runs under `uid` (the owner of `/proc/PID` is the process's uid).
+#[cfg(target_os = "linux")]
 fn uid_has_processes(uid: u32) -> bool {
     use std::os::unix::fs::MetadataExt;
     let Ok(rd) = std::fs::read_dir("/proc") else {
@@ -519,7 +544,13 @@ fn uid_has_processes(uid: u32) -> bool {
     })
 }
 
+/// Kills every process left under a pool uid (children that left the process group). Pool uids
+/// are only used on Linux.
+#[cfg(not(target_os = "linux"))]
+fn reap_uid(_uid: u32) {}
+
 /// Kills every process left under a pool uid (children that left the process group).
+#[cfg(target_os = "linux")]
 fn reap_uid(uid: u32) {
     if !uid_has_processes(uid) {
         return;
@@ -531,7 +562,7 @@ fn reap_uid(uid: u32) {
             nix::unistd::setgroups(&[]).map_err(std::io::Error::from)?;
             nix::unistd::setgid(Gid::from_raw(uid)).map_err(std::io::Error::from)?;
             nix::unistd::setuid(Uid::from_raw(uid)).map_err(std::io::Error::from)?;
-            let _ = kill(Pid::from_raw(-1), Signal::SIGKILL);
+            let _ = nix::sys::signal::kill(Pid::from_raw(-1), Signal::SIGKILL);
             Ok(())
         });
     }
