@@ -618,36 +618,60 @@ pub fn attention(
     q: &Tensor,
     k: &Tensor,
     v: &Tensor,
-    mask: Option<&Tensor>,
+    mask: Option<&AttentionMask>,
     scale: f64,
 ) -> Result<Tensor> {
     let (b, _, t, _) = q.dims4()?;
     let s = k.dim(2)?;
-    if fusable(q)
+    if let Some(m) = mask {
+        let (mb, one, mt, ms) = m.tensor.dims4()?;
+        if one != 1 || mt != t || ms != s || (mb != b && mb != 1) {
+            bail!(
+                "attention mask {:?} does not fit [{b}, 1, {t}, {s}]",
+                m.tensor.dims()
+            );
+        }
+    }
+    let on_cpu = fusable(q)
         && q.dtype() == k.dtype()
         && k.dtype() == v.dtype()
         && k.device().is_cpu()
-        && v.device().is_cpu()
-    {
-        let mask = match mask {
-            Some(m) => {
-                let (mb, one, mt, ms) = m.dims4()?;
-                if one != 1 || mt != t || ms != s || (mb != b && mb != 1) {
-                    bail!(
-                        "attention mask {:?} does not fit [{b}, 1, {t}, {s}]",
-                        m.dims()
-                    );
-                }
-                Some(Arc::new(Mask {
-                    data: m.to_dtype(DType::F32)?.flatten_all()?.to_vec1::<f32>()?,
-                    per_batch: mb > 1,
-                }))
-            }
-            None => None,
-        };
-        return q.apply_op3(k, v, Attention { scale, mask });
+        && v.device().is_cpu();
+    let host = mask.and_then(|m| m.host.clone());
+    if on_cpu && (mask.is_none() || host.is_some()) {
+        return q.apply_op3(k, v, Attention { scale, mask: host });
     }
-    attention_plain(q, k, v, mask, scale)
+    attention_plain(q, k, v, mask.map(|m| &m.tensor), scale)
+}
+
+/// An additive attention mask `[B or 1, 1, T, S]`, with its values on the host for the CPU
+/// kernel: made once per forward pass and shared by every layer.
+pub struct AttentionMask {
+    /// The mask.
+    pub tensor: Tensor,
+    host: Option<Arc<Mask>>,
+}
+
+impl AttentionMask {
+    /// Wraps a mask tensor `[B or 1, 1, T, S]`.
+    pub fn new(tensor: &Tensor) -> Result<AttentionMask> {
+        let (mb, ..) = tensor.dims4()?;
+        let host = if tensor.device().is_cpu() {
+            Some(Arc::new(Mask {
+                data: tensor
+                    .to_dtype(DType::F32)?
+                    .flatten_all()?
+                    .to_vec1::<f32>()?,
+                per_batch: mb > 1,
+            }))
+        } else {
+            None
+        };
+        Ok(AttentionMask {
+            tensor: tensor.clone(),
+            host,
+        })
+    }
 }
 
 /// [`attention`] from plain tensor ops (for devices and dtypes without the fused kernel, and as

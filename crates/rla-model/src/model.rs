@@ -479,6 +479,7 @@ impl Transformer {
         let eps = self.cfg.rms_norm_eps;
         let (cos, sin) = self.rope(positions)?;
         let rot = fused::Rotary::new(cos, sin)?;
+        let mask = mask.map(fused::AttentionMask::new).transpose()?;
         if let Some(c) = cache.as_deref_mut() {
             if c.layers.len() != self.blocks.len() {
                 c.layers = vec![None; self.blocks.len()];
@@ -515,7 +516,7 @@ impl Transformer {
                 }
                 None => (k, v),
             };
-            let y = fused::attention(&q, &k, &v, mask, scale)?.reshape((n, nh * hd))?;
+            let y = fused::attention(&q, &k, &v, mask.as_ref(), scale)?.reshape((n, nh * hd))?;
             x = (x + blk.o.forward(&y)?)?;
             let h = rms_norm(&x, &blk.ln2, eps)?;
             let m = fused::swiglu(&blk.gate.forward(&h)?, &blk.up.forward(&h)?)?;

@@ -79,6 +79,7 @@ fn check_attention(dtype: DType, tol: f64, h: usize, kvh: usize, t: usize, s: us
             .collect();
         padded_causal_mask(&valid, t, &Device::Cpu).unwrap()
     });
+    let wrapped = mask.as_ref().map(|m| fused::AttentionMask::new(m).unwrap());
     let probe = randn(&[b, t, h, d], dtype, 4);
     let scale = 1.0 / (d as f64).sqrt();
     let vars = [q, k, v];
@@ -86,7 +87,7 @@ fn check_attention(dtype: DType, tol: f64, h: usize, kvh: usize, t: usize, s: us
         value_and_grads(&vars, &probe, |x| {
             let (k, v) = (x[1].narrow(2, 1, s).unwrap(), x[2].narrow(2, 2, s).unwrap());
             if fused_op {
-                fused::attention(&x[0], &k, &v, mask.as_ref(), scale).unwrap()
+                fused::attention(&x[0], &k, &v, wrapped.as_ref(), scale).unwrap()
             } else {
                 fused::attention_plain(&x[0], &k, &v, mask.as_ref(), scale).unwrap()
             }
