@@ -51,7 +51,7 @@ impl Linear {
 
     /// The projection of rows `[N, in]`.
     fn forward_2d(&self, x: &Tensor) -> Result<Tensor> {
-        let mut y = project(x, &self.w)?;
+        let mut y = fused::linear(x, &self.w)?;
         if let Some(b) = &self.b {
             y = y.broadcast_add(b)?;
         }
@@ -61,11 +61,6 @@ impl Linear {
         }
         Ok(y)
     }
-}
-
-/// `x·Wᵀ` for rows `x` `[N, in]` and a weight `[out, in]`.
-pub fn project(x: &Tensor, w: &Tensor) -> Result<Tensor> {
-    fused::linear(x, w)
 }
 
 /// The dtype reductions run in: f64 for f64 models, f32 otherwise.
@@ -459,7 +454,7 @@ impl Transformer {
         let mut shape = x.dims().to_vec();
         let hidden = shape.pop().unwrap_or(1);
         shape.push(head.dim(0)?);
-        project(&x.reshape(((), hidden))?, head)?.reshape(shape)
+        fused::linear(&x.reshape(((), hidden))?, head)?.reshape(shape)
     }
 
     /// Final hidden states `[B, T, hidden]`, after the last norm (see [`Transformer::forward`]).
