@@ -181,3 +181,103 @@ fn impossible_limits_are_named() {
     let e = Sandbox::new("/nonexistent/python".into(), Limits::default()).unwrap_err();
     assert!(e.to_string().contains("/nonexistent/python"), "{e}");
 }
+
+/// Processes whose command line contains `marker` (other than this test process).
+fn processes_with(marker: &str) -> Vec<String> {
+    let me = std::process::id().to_string();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .filter(|e| e.file_name().to_str() != Some(me.as_str()))
+        .filter_map(|e| {
+            let c = std::fs::read(e.path().join("cmdline")).ok()?;
+            let c = String::from_utf8_lossy(&c).replace('\0', " ");
+            c.contains(marker).then_some(c)
+        })
+        .collect()
+}
+
+/// A program that starts a detached child (fork + setsid) which keeps standard output open, then
+/// answers correctly: the harness returns at once with the answer, and the child does not outlive
+/// the run — next to honest programs in the same batch.
+#[cfg(target_os = "linux")]
+#[test]
+fn detached_children_neither_hang_the_harness_nor_survive() {
+    let sb = sandbox();
+    assert!(
+        sb.isolation().pid_namespace,
+        "PID namespaces are available on this machine's kernel: {:?}",
+        sb.isolation()
+    );
+    let marker = format!("rla-detached-{}", std::process::id());
+    let detached = format!(
+        "import os, sys\n\
+         if os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n        \
+         os.execv('/bin/sh', ['sh', '-c', 'sleep 120; echo {marker}'])\n    os._exit(0)\n\
+         a, b = map(int, input().split())\nprint(a + b)\nsys.stdout.flush()\n"
+    );
+    let programs = vec![
+        ECHO_SUM.to_string(),
+        detached.clone(),
+        ECHO_SUM.to_string(),
+        detached.clone(),
+    ];
+    let tests = vec![tc("1 2\n", "3\n"), tc("5 5\n", "10\n")];
+    let start = Instant::now();
+    let m = run_matrix(&sb, &programs, &tests).unwrap();
+    let secs = start.elapsed().as_secs_f64();
+    for row in &m {
+        assert_eq!(row, &vec![Verdict::Pass, Verdict::Pass], "{m:?}");
+    }
+    // well inside one wall-clock limit per test, not a wait on the child's sleep
+    assert!(secs < 2.0 * sb.limits().wall_secs, "batch took {secs:.1}s");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let left = processes_with(&marker);
+    assert!(left.is_empty(), "descendants outlived the run: {left:?}");
+    // the same with a program that also outlives the wall clock itself
+    let r = sb
+        .run_python(
+            &format!(
+                "import os, time\n\
+                 if os.fork() == 0:\n    os.setsid()\n    \
+                 os.execv('/bin/sh', ['sh', '-c', 'sleep 120; echo {marker}'])\n\
+                 print('started', flush=True)\ntime.sleep(60)\n"
+            ),
+            b"",
+        )
+        .unwrap();
+    assert_eq!(r.status, Status::Timeout);
+    assert!(r.stdout.contains("started"), "{r:?}");
+    assert!(r.secs < sb.limits().wall_secs + 1.5, "{r:?}");
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let left = processes_with(&marker);
+    assert!(left.is_empty(), "descendants outlived the run: {left:?}");
+}
+
+/// The CPU limit still reads as a timeout when the program is its namespace's init.
+#[test]
+fn cpu_limit_is_a_timeout() {
+    let limits = Limits {
+        wall_secs: 20.0,
+        cpu_secs: 1,
+        ..Limits::default()
+    };
+    let sb = Sandbox::new(find_python().unwrap(), limits).unwrap();
+    let r = sb.run_python("while True:\n    pass\n", b"").unwrap();
+    assert_eq!(r.status, Status::Timeout, "{r:?}");
+    assert!(r.secs < 10.0, "{r:?}");
+    // an ordinary exit code passes through the keeper unchanged
+    let r = sb.run_python("raise SystemExit(7)\n", b"").unwrap();
+    assert_eq!((r.status, r.code), (Status::Crash, Some(7)), "{r:?}");
+    let r = sb.run_python(
+        "import os, signal\nos.kill(os.getpid(), signal.SIGSEGV)\n",
+        b"",
+    );
+    let r = r.unwrap();
+    assert_eq!(r.status, Status::Crash, "{r:?}");
+}

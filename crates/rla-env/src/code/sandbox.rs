@@ -5,7 +5,8 @@
 //!
 //! | limit | how |
 //! |---|---|
-//! | wall-clock time | the parent waits with a deadline, then kills the process group |
+//! | descendants | a fresh PID namespace in which the program is PID 1: when it exits or is killed, the kernel kills every process it started, detached or not, and the pipes close |
+//! | wall-clock time | the parent waits with a deadline, then kills the process group (and with it the namespace) |
 //! | CPU time | `RLIMIT_CPU` (SIGXCPU, then SIGKILL) |
 //! | memory | `RLIMIT_AS` (allocations fail; Python raises `MemoryError`) |
 //! | processes | `RLIMIT_NPROC`, enforced because the program runs under its own unprivileged uid when the sandbox runs as root |
@@ -126,6 +127,8 @@ pub struct Isolation {
     pub own_uid: bool,
     /// A fresh network namespace.
     pub network_namespace: bool,
+    /// A fresh PID namespace whose init is the program, so that no descendant outlives it.
+    pub pid_namespace: bool,
     /// The Landlock ABI version in force for files (and TCP from ABI 4), or none.
     pub landlock_abi: Option<i32>,
 }
@@ -149,6 +152,9 @@ fn setup<E: std::fmt::Display>(what: &str) -> impl FnOnce(E) -> SandboxError + '
 /// process (chosen by its pid, so concurrent processes do not share uids), shared by all its
 /// sandboxes; a uid is used by one program at a time and its processes are killed afterwards.
 const UID_BASE: u32 = 200_000;
+
+/// How long the harness waits, after the program ended, for its output pipes to close.
+const PIPE_GRACE: Duration = Duration::from_secs(2);
 const UID_BLOCK: u32 = 256;
 
 static UID_POOL: Mutex<Option<Vec<u32>>> = Mutex::new(None);
@@ -226,8 +232,8 @@ fn landlock_abi() -> Option<i32> {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn probe_netns(_root: bool) -> bool {
-    false // network namespaces are Linux's
+fn probe_unshare(_root: bool, _net: bool, _pid: bool) -> bool {
+    false // namespaces are Linux's
 }
 
 #[cfg(target_os = "linux")]
@@ -245,14 +251,26 @@ fn landlock_abi() -> Option<i32> {
 }
 
 #[cfg(target_os = "linux")]
-fn probe_netns(root: bool) -> bool {
+fn namespace_flags(root: bool, net: bool, pid: bool) -> nix::sched::CloneFlags {
+    use nix::sched::CloneFlags;
+    let mut flags = CloneFlags::empty();
+    if !root && (net || pid) {
+        flags |= CloneFlags::CLONE_NEWUSER;
+    }
+    if net {
+        flags |= CloneFlags::CLONE_NEWNET;
+    }
+    if pid {
+        flags |= CloneFlags::CLONE_NEWPID;
+    }
+    flags
+}
+
+#[cfg(target_os = "linux")]
+fn probe_unshare(root: bool, net: bool, pid: bool) -> bool {
     // A throwaway child tries the same unshare the runs will do.
     let mut c = Command::new("/bin/true");
-    let flags = if root {
-        nix::sched::CloneFlags::CLONE_NEWNET
-    } else {
-        nix::sched::CloneFlags::CLONE_NEWUSER | nix::sched::CloneFlags::CLONE_NEWNET
-    };
+    let flags = namespace_flags(root, net, pid);
     unsafe {
         c.pre_exec(move || nix::sched::unshare(flags).map_err(std::io::Error::from));
     }
@@ -287,7 +305,8 @@ impl Sandbox {
         let isolation = Isolation {
             // switching uids and reaping by uid use Linux's setgroups and /proc
             own_uid: root && cfg!(target_os = "linux"),
-            network_namespace: probe_netns(root),
+            network_namespace: probe_unshare(root, true, false),
+            pid_namespace: probe_unshare(root, false, true),
             landlock_abi: landlock_abi(),
         };
         Ok(Sandbox {
@@ -364,6 +383,7 @@ impl Sandbox {
             .stderr(Stdio::piped());
         let lim = self.limits.clone();
         let netns = self.isolation.network_namespace;
+        let pidns = self.isolation.pid_namespace;
         let mut ruleset = ruleset;
         // Runs in the child between fork and exec: system calls only, no allocation.
         unsafe {
@@ -376,14 +396,12 @@ impl Sandbox {
                 Resource::NPROC.set(lim.processes, lim.processes)?;
                 #[cfg(target_os = "linux")]
                 {
-                    if netns {
-                        let flags = if uid.is_some() {
-                            nix::sched::CloneFlags::CLONE_NEWNET
-                        } else {
-                            nix::sched::CloneFlags::CLONE_NEWUSER
-                                | nix::sched::CloneFlags::CLONE_NEWNET
-                        };
+                    let flags = namespace_flags(uid.is_some(), netns, pidns);
+                    if !flags.is_empty() {
                         nix::sched::unshare(flags).map_err(std::io::Error::from)?;
+                    }
+                    if pidns {
+                        pid_namespace::enter()?;
                     }
                     if let Some(u) = uid {
                         nix::unistd::setgroups(&[]).map_err(std::io::Error::from)?;
@@ -395,7 +413,7 @@ impl Sandbox {
                     }
                 }
                 #[cfg(not(target_os = "linux"))]
-                let _ = (netns, uid, ruleset.take());
+                let _ = (netns, pidns, uid, ruleset.take());
                 Ok(())
             });
         }
@@ -409,34 +427,36 @@ impl Sandbox {
             let _ = sin.write_all(&input);
         });
         let over = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let readers: Vec<_> = [
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        let outputs: Vec<Arc<Mutex<Vec<u8>>>> = (0..2).map(|_| Arc::default()).collect();
+        let streams = [
             Box::new(child.stdout.take().expect("piped")) as Box<dyn Read + Send>,
             Box::new(child.stderr.take().expect("piped")),
-        ]
-        .into_iter()
-        .map(|mut r| {
+        ];
+        for (mut r, buf) in streams.into_iter().zip(outputs.iter().cloned()) {
             let over = over.clone();
+            let done = done_tx.clone();
             let cap = lim.output_bytes;
             std::thread::spawn(move || {
-                let mut buf = Vec::new();
                 let mut chunk = [0u8; 8192];
                 loop {
                     match r.read(&mut chunk) {
                         Ok(0) | Err(_) => break,
                         Ok(k) => {
-                            if buf.len() + k > cap {
+                            let mut b = buf.lock().unwrap_or_else(|e| e.into_inner());
+                            if b.len() + k > cap {
                                 over.store(true, std::sync::atomic::Ordering::SeqCst);
                                 let _ = killpg(pgid, Signal::SIGKILL);
                                 break;
                             }
-                            buf.extend_from_slice(&chunk[..k]);
+                            b.extend_from_slice(&chunk[..k]);
                         }
                     }
                 }
-                buf
-            })
-        })
-        .collect();
+                let _ = done.send(());
+            });
+        }
+        drop(done_tx);
         let deadline = start + Duration::from_secs_f64(lim.wall_secs);
         let mut timed_out = false;
         let status = loop {
@@ -450,14 +470,22 @@ impl Sandbox {
             }
             std::thread::sleep(Duration::from_millis(1));
         };
-        // Children that outlive the program would hold the pipes open.
+        // Children that left the program's namespace or group would hold the pipes open: kill
+        // the group, then wait a bounded time for the pipes to close, never forever.
         let _ = killpg(pgid, Signal::SIGKILL);
         let secs = start.elapsed().as_secs_f64();
-        let mut outs = readers
-            .into_iter()
-            .map(|h| h.join().unwrap_or_default())
-            .collect::<Vec<_>>();
-        let _ = feeder.join();
+        let grace = Instant::now() + PIPE_GRACE;
+        for _ in 0..2 {
+            let left = grace.saturating_duration_since(Instant::now());
+            if done_rx.recv_timeout(left).is_err() {
+                break;
+            }
+        }
+        drop(feeder); // detached: a leftover that never reads its input must not block us
+        let mut outs: Vec<Vec<u8>> = outputs
+            .iter()
+            .map(|b| std::mem::take(&mut *b.lock().unwrap_or_else(|e| e.into_inner())))
+            .collect();
         let stderr = String::from_utf8_lossy(&outs.pop().unwrap_or_default()).into_owned();
         let stdout = String::from_utf8_lossy(&outs.pop().unwrap_or_default()).into_owned();
         let code = status.code();
@@ -526,6 +554,173 @@ impl Sandbox {
             ))
             .map_err(ll)?;
         Ok(rs)
+    }
+}
+
+/// The program in its own PID namespace. After `unshare(CLONE_NEWPID)` the calling process
+/// stays in the old namespace and its next child is the new one's PID 1 (init); when init exits,
+/// the kernel kills every other process in the namespace, so nothing the program started can
+/// outlive it or hold its pipes open. Three processes:
+///
+/// - the *keeper* (the harness's child, outside the namespace) waits for init and ends exactly
+///   the way the program ended, so the harness sees the program's own exit status;
+/// - *init* (PID 1) gets `SIGKILL` when the keeper dies (the harness's wall-clock kill), waits
+///   for the program and hands its wait status to the keeper through a pipe;
+/// - the *program* (PID 2) is an ordinary process (init would ignore signals it has no handler
+///   for, such as `SIGXCPU` at the CPU limit).
+///
+/// Everything here runs between fork and exec: raw system calls only, no allocation.
+#[cfg(target_os = "linux")]
+mod pid_namespace {
+    use std::io::{Error, Result};
+
+    fn check(r: libc::c_int) -> Result<libc::c_int> {
+        if r < 0 {
+            Err(Error::last_os_error())
+        } else {
+            Ok(r)
+        }
+    }
+
+    /// A raw fork: no fork handlers of the (multi-threaded) harness run in the child.
+    fn raw_fork() -> Result<libc::pid_t> {
+        let pid = unsafe {
+            libc::syscall(
+                libc::SYS_clone,
+                libc::SIGCHLD as libc::c_long,
+                0 as libc::c_long,
+                0 as libc::c_long,
+                0 as libc::c_long,
+                0 as libc::c_long,
+            )
+        };
+        if pid < 0 {
+            Err(Error::last_os_error())
+        } else {
+            Ok(pid as libc::pid_t)
+        }
+    }
+
+    fn pipe() -> Result<[libc::c_int; 2]> {
+        let mut fds = [0 as libc::c_int; 2];
+        check(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) })?;
+        Ok(fds)
+    }
+
+    /// Called right after `unshare(CLONE_NEWPID)`: returns only in the program's process; the
+    /// keeper and init never return.
+    pub fn enter() -> Result<()> {
+        let [alive_r, alive_w] = pipe()?; // the keeper holds the write end while it lives
+        let [status_r, status_w] = pipe()?; // init writes the program's wait status
+        let init = raw_fork()?;
+        if init > 0 {
+            keep(init, alive_w, status_r);
+        }
+        unsafe {
+            libc::close(alive_w);
+            libc::close(status_r);
+        }
+        check(unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) })?;
+        let mut p = libc::pollfd {
+            fd: alive_r,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        check(unsafe { libc::poll(&mut p, 1, 0) })?;
+        if p.revents & (libc::POLLHUP | libc::POLLERR) != 0 {
+            unsafe { libc::_exit(137) }; // the keeper is already gone
+        }
+        unsafe { libc::close(alive_r) };
+        let program = raw_fork()?;
+        if program > 0 {
+            init_wait(program, status_w);
+        }
+        unsafe { libc::close(status_w) };
+        Ok(())
+    }
+
+    /// Waits for `pid`, retrying on interruption; the wait status, or `None` if there is none.
+    unsafe fn wait_for(pid: libc::pid_t) -> Option<libc::c_int> {
+        let mut status = 0;
+        loop {
+            let r = libc::waitpid(pid, &mut status, 0);
+            if r == pid {
+                return Some(status);
+            }
+            if r < 0 && *libc::__errno_location() != libc::EINTR {
+                return None;
+            }
+        }
+    }
+
+    /// Init: waits for the program, hands its status over and exits, which ends the namespace.
+    fn init_wait(program: libc::pid_t, status_w: libc::c_int) -> ! {
+        unsafe {
+            close_all_but(status_w, status_w);
+            if let Some(st) = wait_for(program) {
+                let b = st.to_ne_bytes();
+                libc::write(status_w, b.as_ptr().cast(), b.len());
+            }
+            libc::_exit(0)
+        }
+    }
+
+    /// The keeper: waits for init, then ends with the program's status (a kill if init was
+    /// killed before the program ended).
+    fn keep(init: libc::pid_t, alive_w: libc::c_int, status_r: libc::c_int) -> ! {
+        unsafe {
+            // alive_w stays open until the keeper dies: init watches it
+            close_all_but(alive_w.min(status_r), alive_w.max(status_r));
+            let init_status = wait_for(init).unwrap_or(libc::SIGKILL);
+            let mut b = [0u8; 4];
+            let n = libc::read(status_r, b.as_mut_ptr().cast(), 4);
+            let status = if n == 4 {
+                libc::c_int::from_ne_bytes(b)
+            } else {
+                init_status
+            };
+            if libc::WIFEXITED(status) {
+                libc::_exit(libc::WEXITSTATUS(status));
+            }
+            let sig = if libc::WIFSIGNALED(status) {
+                libc::WTERMSIG(status)
+            } else {
+                libc::SIGKILL
+            };
+            libc::signal(sig, libc::SIG_DFL);
+            let mut set: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, sig);
+            libc::sigprocmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut());
+            libc::kill(libc::getpid(), sig);
+            libc::_exit(128 + sig)
+        }
+    }
+
+    /// Closes every descriptor but `a` and `b` (`a <= b`).
+    unsafe fn close_all_but(a: libc::c_int, b: libc::c_int) {
+        let ranges = [(0, a - 1), (a + 1, b - 1), (b + 1, libc::c_int::MAX)];
+        for (lo, hi) in ranges {
+            if lo > hi {
+                continue;
+            }
+            let r = libc::syscall(
+                libc::SYS_close_range,
+                lo as libc::c_uint,
+                hi as libc::c_uint,
+                0,
+            );
+            if r < 0 {
+                // Kernels before 5.9: close one by one up to the descriptor limit.
+                let max = match libc::sysconf(libc::_SC_OPEN_MAX) {
+                    n if n > 0 => n.min(1 << 16) as libc::c_int,
+                    _ => 1024,
+                };
+                for fd in lo..hi.min(max) {
+                    libc::close(fd);
+                }
+            }
+        }
     }
 }
 
