@@ -3,7 +3,7 @@
 use anyhow::{bail, Context, Result};
 use rla_env::code::humaneval;
 use rla_env::code::sandbox::{Limits, Sandbox};
-use rla_env::code::{parse_tests, verdict, TestCase, Verdict};
+use rla_env::code::{parse_tests, run_matrix, TestCase, Verdict};
 use std::path::{Path, PathBuf};
 
 #[derive(clap::Subcommand)]
@@ -15,8 +15,11 @@ pub enum CodeCmd {
         program: PathBuf,
         /// Tests: `**Test Input:**` / `**Test Output:**` blocks, or JSON lines of
         /// `{"input": …, "output": …}`.
-        #[arg(long)]
-        tests: PathBuf,
+        #[arg(long = "tests")]
+        tests_path: PathBuf,
+        /// Refuse test files with more tests than this (each runs the program once).
+        #[arg(long, default_value_t = 1000)]
+        max_tests: usize,
         #[command(flatten)]
         limits: LimitArgs,
     },
@@ -119,24 +122,44 @@ pub fn run(c: CodeCmd) -> Result<()> {
     match c {
         CodeCmd::Exec {
             program,
-            tests,
+            tests_path,
+            max_tests,
             limits,
         } => {
             let src = std::fs::read_to_string(&program)
                 .with_context(|| format!("cannot read {}", program.display()))?;
-            let tests = read_tests(&tests)?;
+            let tests = read_tests(&tests_path)?;
+            if tests.len() > max_tests {
+                bail!(
+                    "{} holds {} tests, more than --max-tests {max_tests}: each test runs the \
+                     program once (up to --wall-secs {} s each); pass --max-tests {} to run them all",
+                    tests_path.display(),
+                    tests.len(),
+                    limits.wall_secs,
+                    tests.len()
+                );
+            }
             let sb = Sandbox::with_limits(limits.limits())?;
+            let bar = rla_train::bar(tests.len() as u64, "code exec");
+            let mut verdicts = Vec::with_capacity(tests.len());
+            // a batch at a time in parallel, printed in order
+            for chunk in tests.chunks(32) {
+                let m = run_matrix(&sb, std::slice::from_ref(&src), chunk)?;
+                verdicts.extend(m.into_iter().next().unwrap_or_default());
+                bar.inc(chunk.len() as u64);
+            }
+            bar.finish_and_clear();
+            drop(sb);
             let mut passed = 0;
-            for (i, t) in tests.iter().enumerate() {
-                let r = sb.run_python(&src, t.input.as_bytes())?;
-                let v = verdict(&r, &t.output);
-                if v == Verdict::Pass {
+            for (i, v) in verdicts.iter().enumerate() {
+                if *v == Verdict::Pass {
                     passed += 1;
                 }
-                println!("test {}: {} ({:.2}s)", i + 1, v.name(), r.secs);
+                println!("test {}: {}", i + 1, v.name());
             }
             println!("{passed} passed, {} failed", tests.len() - passed);
             if passed < tests.len() {
+                // the sandbox (and its folder) is gone before the exit
                 std::process::exit(1);
             }
             Ok(())

@@ -9,6 +9,7 @@ mod theory_cmd;
 mod train_cmd;
 
 use anyhow::Result;
+use std::io::IsTerminal;
 
 /// mimalloc keeps freed memory for reuse: training allocates and frees large tensors every step,
 /// which the system allocator would return to the kernel and fault in again.
@@ -41,7 +42,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run the main job end to end on this machine with default settings.
+    /// Run the main job end to end on this machine with default settings (about 5 minutes on 2
+    /// cores).
     Quickstart(quickstart::Args),
     /// The household environment: replay traces, benchmark, generate tasks, solve, play.
     #[command(subcommand)]
@@ -82,11 +84,46 @@ fn main() {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(colour(
+            std::io::stderr().is_terminal(),
+            std::env::var_os("NO_COLOR"),
+        ))
         .init();
+    // Ctrl-C or a termination signal: remove the sandboxes' temporary folders, then stop
+    // (run folders are written atomically, so a run resumes from its last checkpoint).
+    let _ = ctrlc::set_handler(|| {
+        rla_env::code::sandbox::remove_live_folders();
+        eprintln!("interrupted");
+        std::process::exit(130);
+    });
     if let Err(e) = run(Cli::parse()) {
-        eprintln!("error: {e:#}");
+        eprintln!("error: {}", error_chain(&e));
         std::process::exit(1);
     }
+}
+
+/// Whether to colour a stream: only a terminal, and never with `NO_COLOR` set to a non-empty
+/// value (<https://no-color.org>). The logs are the only coloured output (the progress bars'
+/// template has no colours and is drawn only on a terminal).
+fn colour(is_terminal: bool, no_color: Option<std::ffi::OsString>) -> bool {
+    is_terminal && no_color.is_none_or(|v| v.is_empty())
+}
+
+/// An error and its causes, `outer: inner: …`, each said once: a message that already includes
+/// its cause's text (`"{path}: {source}"`) is not followed by that cause again.
+fn error_chain(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let s = cause.to_string();
+        if out.contains(&s) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&s);
+    }
+    out
 }
 
 fn run(cli: Cli) -> Result<()> {
@@ -102,5 +139,30 @@ fn run(cli: Cli) -> Result<()> {
         Command::Eval(a) => train_cmd::run_eval(a),
         Command::Report { run } => train_cmd::run_report(run),
         Command::Ablate(a) => train_cmd::run_ablate(a),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn colour_only_on_a_terminal_without_no_color() {
+        assert!(colour(true, None));
+        assert!(colour(true, Some("".into())));
+        assert!(!colour(true, Some("1".into())));
+        assert!(!colour(false, None));
+    }
+
+    #[test]
+    fn a_cause_already_in_its_message_is_said_once() {
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "gone");
+        let e = anyhow::Error::new(io)
+            .context("reading x: gone")
+            .context("loading");
+        assert_eq!(error_chain(&e), "loading: reading x: gone");
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "gone");
+        let e = anyhow::Error::new(io).context("reading x");
+        assert_eq!(error_chain(&e), "reading x: gone");
     }
 }

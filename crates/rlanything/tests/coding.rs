@@ -191,3 +191,118 @@ fn code_exec_prints_a_verdict_per_test() {
         "{err}"
     );
 }
+
+/// A private temporary folder that the sandbox's unprivileged uid can pass through.
+fn tmp_for_sandbox() -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(
+        d.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o711),
+    )
+    .unwrap();
+    d
+}
+
+fn sandbox_folders(tmp: &Path) -> Vec<String> {
+    std::fs::read_dir(tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("rla-sandbox-"))
+        .collect()
+}
+
+#[test]
+fn code_exec_leaves_no_folder_behind_and_caps_huge_test_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = tmp_for_sandbox();
+    let prog = dir.path().join("p.py");
+    std::fs::write(&prog, "a, b = map(int, input().split())\nprint(a + b)\n").unwrap();
+    let tests = dir.path().join("t.jsonl");
+    let lines: String = (0..5)
+        .map(|i| {
+            format!(
+                "{{\"input\": \"{i} 1\\n\", \"output\": \"{}\\n\"}}\n",
+                i + i % 2
+            )
+        })
+        .collect();
+    std::fs::write(&tests, lines).unwrap();
+    // a failing test (non-zero exit) removes the sandbox's folder too
+    let out = bin()
+        .env("TMPDIR", tmp.path())
+        .args(["code", "exec", "--program"])
+        .arg(&prog)
+        .arg("--tests")
+        .arg(&tests)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{text}");
+    assert!(text.contains("2 passed, 3 failed"), "{text}");
+    assert_eq!(sandbox_folders(tmp.path()), Vec::<String>::new());
+    // more tests than the cap: refused before anything runs, with the way out named
+    let out = bin()
+        .env("TMPDIR", tmp.path())
+        .args(["code", "exec", "--max-tests", "3", "--program"])
+        .arg(&prog)
+        .arg("--tests")
+        .arg(&tests)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("5 tests") && err.contains("--max-tests 5"),
+        "{err}"
+    );
+}
+
+#[test]
+fn code_exec_interrupted_removes_its_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let tmp = tmp_for_sandbox();
+    let prog = dir.path().join("p.py");
+    std::fs::write(&prog, "import time\ntime.sleep(30)\n").unwrap();
+    let tests = dir.path().join("t.jsonl");
+    std::fs::write(&tests, "{\"input\": \"\", \"output\": \"1\\n\"}\n").unwrap();
+    let mut child = bin()
+        .env("TMPDIR", tmp.path())
+        .args([
+            "code",
+            "exec",
+            "--wall-secs",
+            "30",
+            "--cpu-secs",
+            "30",
+            "--program",
+        ])
+        .arg(&prog)
+        .arg("--tests")
+        .arg(&tests)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while sandbox_folders(tmp.path()).is_empty() && start.elapsed().as_secs() < 20 {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(
+        !sandbox_folders(tmp.path()).is_empty(),
+        "the run never started"
+    );
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = child.wait().unwrap();
+    assert!(!status.success());
+    assert!(
+        start.elapsed().as_secs() < 25,
+        "Ctrl-C did not stop the run"
+    );
+    assert_eq!(sandbox_folders(tmp.path()), Vec::<String>::new());
+}

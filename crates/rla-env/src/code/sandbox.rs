@@ -183,12 +183,48 @@ fn give_back_uid(u: u32) {
     }
 }
 
+/// The folders of the sandboxes alive in this process, for [`remove_live_folders`].
+static LIVE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// A sandbox's temporary folder: removed when the last clone of its sandbox is dropped, or by
+/// [`remove_live_folders`] when the process is interrupted.
+struct BaseDir(tempfile::TempDir);
+
+impl BaseDir {
+    fn register(d: tempfile::TempDir) -> BaseDir {
+        LIVE.lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(d.path().to_path_buf());
+        BaseDir(d)
+    }
+
+    fn path(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+impl Drop for BaseDir {
+    fn drop(&mut self) {
+        let mut live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+        live.retain(|p| p != self.0.path());
+    }
+}
+
+/// Removes the temporary folders of every sandbox still alive in this process. For a signal
+/// handler (Ctrl-C) or an exit that skips destructors; sandboxes used afterwards fail to run.
+pub fn remove_live_folders() {
+    let live = std::mem::take(&mut *LIVE.lock().unwrap_or_else(|e| e.into_inner()));
+    for p in live {
+        let _ = std::fs::remove_dir_all(p);
+    }
+}
+
 /// Runs programs under limits; cheap to clone and share between threads.
 #[derive(Clone)]
 pub struct Sandbox {
     python: PathBuf,
     limits: Limits,
-    base: Arc<tempfile::TempDir>,
+    base: Arc<BaseDir>,
     isolation: Isolation,
 }
 
@@ -312,7 +348,7 @@ impl Sandbox {
         Ok(Sandbox {
             python,
             limits,
-            base: Arc::new(base),
+            base: Arc::new(BaseDir::register(base)),
             isolation,
         })
     }
