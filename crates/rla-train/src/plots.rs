@@ -1,10 +1,30 @@
 //! PNG plots of a run: success per split, the judge's accuracies, μ against the Theorem 1 bound
 //! with the measured precision, and accepted tasks over iterations (the paper's Figure 7a).
 
+//!
+//! Text is drawn by plotters' pure-Rust `ab_glyph` renderer with a bundled font (DejaVu Sans,
+//! `assets/DejaVuSans.ttf`, licence in `assets/LICENSE-DejaVu.txt`), so plotting needs no system
+//! fonts and no fontconfig or freetype.
+
 use crate::run::IterMetrics;
 use anyhow::Result;
+use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::Path;
+use std::sync::Once;
+
+/// DejaVu Sans 2.37, unchanged from Debian's fonts-dejavu-core.
+static FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
+
+/// Registers the bundled font as plotters' `sans-serif` (the family every plot uses), once.
+fn register_font() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        if plotters::style::register_font("sans-serif", FontStyle::Normal, FONT).is_err() {
+            panic!("the bundled DejaVuSans.ttf is not a valid font");
+        }
+    });
+}
 
 /// One line: a name and (iteration, value) points.
 pub type Series = (String, Vec<(f64, f64)>);
@@ -18,7 +38,10 @@ type Plot = (
     (f64, f64),
 );
 
-/// Draws line series into a PNG.
+/// Size of every plot in pixels.
+pub const PLOT_SIZE: (u32, u32) = (720, 420);
+
+/// Draws line series into a PNG of [`PLOT_SIZE`].
 pub fn line_chart(
     path: &Path,
     title: &str,
@@ -26,7 +49,44 @@ pub fn line_chart(
     series: &[Series],
     y_range: (f64, f64),
 ) -> Result<()> {
-    let root = BitMapBackend::new(path, (720, 420)).into_drawing_area();
+    draw_chart(
+        BitMapBackend::new(path, PLOT_SIZE).into_drawing_area(),
+        title,
+        y_label,
+        series,
+        y_range,
+    )
+}
+
+/// Draws line series into an RGB buffer of [`PLOT_SIZE`] (3 bytes a pixel, row by row).
+pub fn line_chart_rgb(
+    title: &str,
+    y_label: &str,
+    series: &[Series],
+    y_range: (f64, f64),
+) -> Result<Vec<u8>> {
+    let mut buf = vec![0u8; (PLOT_SIZE.0 * PLOT_SIZE.1 * 3) as usize];
+    draw_chart(
+        BitMapBackend::with_buffer(&mut buf, PLOT_SIZE).into_drawing_area(),
+        title,
+        y_label,
+        series,
+        y_range,
+    )?;
+    Ok(buf)
+}
+
+fn draw_chart<DB: DrawingBackend>(
+    root: DrawingArea<DB, Shift>,
+    title: &str,
+    y_label: &str,
+    series: &[Series],
+    y_range: (f64, f64),
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    register_font();
     root.fill(&WHITE)?;
     let x_max = series
         .iter()

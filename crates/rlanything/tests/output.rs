@@ -1,0 +1,162 @@
+//! What the program writes: no colour codes in redirected output, each cause of an error said once,
+//! the quickstart's stated duration.
+
+use std::process::{Command, Output};
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_rlanything"));
+    c.env_remove("NO_COLOR").env_remove("RUST_LOG");
+    c
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// Tiny models and a few SFT steps: `pretrain` logs a line per step.
+const CONFIG: &str = r#"
+[policy.tiny]
+hidden_size = 32
+num_hidden_layers = 1
+num_attention_heads = 2
+num_key_value_heads = 1
+
+[reward.tiny]
+hidden_size = 32
+num_hidden_layers = 1
+num_attention_heads = 2
+num_key_value_heads = 1
+
+[pretrain]
+tasks = 2
+policy_steps = 2
+reward_steps = 2
+batch = 4
+"#;
+
+#[test]
+fn redirected_logs_have_no_colour_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("run.toml");
+    std::fs::write(&cfg, CONFIG).unwrap();
+    let out = bin()
+        .args(["pretrain", "--config"])
+        .arg(&cfg)
+        .arg("--out")
+        .arg(dir.path().join("pre"))
+        .output()
+        .unwrap();
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("SFT"), "no log line: {stderr}");
+    assert!(
+        !stderr.contains("\x1b["),
+        "colour codes in stderr: {stderr:?}"
+    );
+    assert!(
+        !stdout.contains("\x1b["),
+        "colour codes in stdout: {stdout:?}"
+    );
+}
+
+/// Whether `s` holds an SGR (colour or style) escape sequence, `ESC [ digits;… m`; the progress
+/// bars' cursor controls (`ESC [2K`) are not colour.
+fn has_sgr(s: &str) -> bool {
+    s.split("\x1b[").skip(1).any(|rest| {
+        let code: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == ';')
+            .collect();
+        rest[code.len()..].starts_with('m')
+    })
+}
+
+/// On a terminal (a pseudo-terminal from util-linux's `script`) the logs are coloured, and with
+/// `NO_COLOR` set they are not.
+#[cfg(target_os = "linux")]
+#[test]
+fn no_color_turns_colour_off_on_a_terminal() {
+    if Command::new("script").arg("--version").output().is_err() {
+        eprintln!("skipped: no `script` to give the program a terminal");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("run.toml");
+    std::fs::write(&cfg, CONFIG).unwrap();
+    let on_terminal = |no_color: Option<&str>, out: &str| {
+        let cmd = format!(
+            "'{}' pretrain --config '{}' --out '{}'",
+            env!("CARGO_BIN_EXE_rlanything"),
+            cfg.display(),
+            dir.path().join(out).display()
+        );
+        let mut c = Command::new("script");
+        c.args(["-qec", &cmd, "/dev/null"])
+            .env_remove("NO_COLOR")
+            .env_remove("RUST_LOG")
+            .stdin(std::process::Stdio::null());
+        if let Some(v) = no_color {
+            c.env("NO_COLOR", v);
+        }
+        let o = c.output().unwrap();
+        let (stdout, stderr) = text(&o);
+        assert!(o.status.success(), "{stdout}{stderr}");
+        assert!(stdout.contains("SFT"), "no log line: {stdout}");
+        stdout
+    };
+    let coloured = on_terminal(None, "a");
+    assert!(has_sgr(&coloured), "no colour on a terminal: {coloured:?}");
+    let plain = on_terminal(Some("1"), "b");
+    assert!(!has_sgr(&plain), "colour with NO_COLOR=1: {plain:?}");
+    let empty = on_terminal(Some(""), "c");
+    assert!(has_sgr(&empty), "an empty NO_COLOR is unset: {empty:?}");
+}
+
+#[test]
+fn has_sgr_tells_colour_from_cursor_control() {
+    assert!(has_sgr("a \x1b[2mb\x1b[0m"));
+    assert!(has_sgr("\x1b[1;32mx"));
+    assert!(!has_sgr("\r\x1b[2K   bar [===>  ] 1/2"));
+    assert!(!has_sgr("plain"));
+}
+
+/// Each cause appears once: `ENOENT`'s message is not repeated by a context that includes it.
+#[test]
+fn an_error_says_each_cause_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nonexistent");
+    let cases: [&[&str]; 2] = [
+        &["eval", "--split", "ood", "--model"],
+        &["train", "--quiet", "--config"],
+    ];
+    for args in cases {
+        let out = bin().args(args).arg(&missing).output().unwrap();
+        let (_, stderr) = text(&out);
+        assert!(!out.status.success(), "{args:?}: {stderr}");
+        let n = stderr.matches("No such file or directory").count();
+        assert_eq!(n, 1, "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("nonexistent"),
+            "{args:?}: the path is named: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn quickstart_says_it_takes_about_5_minutes() {
+    let out = bin().args(["quickstart", "--help"]).output().unwrap();
+    let (stdout, _) = text(&out);
+    assert!(out.status.success());
+    assert!(stdout.contains("about 5 minutes on 2 cores"), "{stdout}");
+    assert!(!stdout.contains("13 minutes"), "{stdout}");
+    let cfg = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../configs/quickstart.toml"
+    ))
+    .unwrap();
+    assert!(cfg.contains("About 5 minutes on 2 cores"), "{cfg}");
+    assert!(!cfg.contains("13 minutes"));
+}
