@@ -105,10 +105,13 @@ pub fn test_correct(correct: &[bool], generated: &Option<Vec<bool>>) -> bool {
 #[derive(Debug, Clone, Copy, PartialEq, Default, serde::Serialize, serde::Deserialize)]
 pub struct CodingMetrics {
     /// Share of programs that pass every ground-truth test.
+    #[serde(deserialize_with = "crate::nan::f64_or_nan")]
     pub code_accuracy: f64,
     /// Share of generated tests that are correct.
+    #[serde(deserialize_with = "crate::nan::f64_or_nan")]
     pub test_accuracy: f64,
     /// Share of incorrect programs that fail at least one correct generated test.
+    #[serde(deserialize_with = "crate::nan::f64_or_nan")]
     pub detection: f64,
     /// Programs counted.
     pub programs: usize,

@@ -23,6 +23,7 @@ pub mod coding;
 pub mod consistency;
 pub mod filter;
 pub mod metrics;
+pub mod nan;
 pub mod ppo;
 pub mod reward;
 pub mod stats;

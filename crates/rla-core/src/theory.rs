@@ -109,18 +109,58 @@ pub fn empirical_precision(positive: &[f64], negative: &[f64]) -> Option<Precisi
     })
 }
 
-fn binomial_pmf(m: usize, p: f64) -> Vec<f64> {
-    // Built by repeated convolution: stable for the small m of judging.
-    let mut pmf = vec![1.0];
-    for _ in 0..m {
-        let mut next = vec![0.0; pmf.len() + 1];
-        for (k, &q) in pmf.iter().enumerate() {
-            next[k] += q * (1.0 - p);
-            next[k + 1] += q * p;
+/// The probabilities `P(X = i)` of `X ~ Bin(m, p)`, walked one `i` at a time upwards
+/// (`i = 0, 1, …, m`) or downwards (`i = m, m − 1, …, 0`) in log space: O(1) memory, no
+/// underflow of `(1 − p)^m` for large m.
+struct BinomialWalk {
+    m: usize,
+    i: usize,
+    up: bool,
+    log_pmf: f64,
+    log_odds: f64,
+    degenerate: Option<usize>,
+}
+
+impl BinomialWalk {
+    fn new(m: usize, p: f64, up: bool) -> BinomialWalk {
+        let degenerate = if p <= 0.0 {
+            Some(0)
+        } else if p >= 1.0 {
+            Some(m)
+        } else {
+            None
+        };
+        let (start, log_pmf, log_odds) = if up {
+            (0, m as f64 * (1.0 - p).ln(), (p / (1.0 - p)).ln())
+        } else {
+            (m, m as f64 * p.ln(), ((1.0 - p) / p).ln())
+        };
+        BinomialWalk {
+            m,
+            i: start,
+            up,
+            log_pmf,
+            log_odds,
+            degenerate,
         }
-        pmf = next;
     }
-    pmf
+
+    /// `P(X = i)` at the current `i`, then one step on.
+    fn next_prob(&mut self) -> f64 {
+        let (m, i) = (self.m, self.i);
+        let prob = match self.degenerate {
+            Some(d) => f64::from(u8::from(i == d)),
+            None => self.log_pmf.exp(),
+        };
+        if self.up && i < m {
+            self.log_pmf += ((m - i) as f64 / (i + 1) as f64).ln() + self.log_odds;
+            self.i += 1;
+        } else if !self.up && i > 0 {
+            self.log_pmf += (i as f64 / (m - i + 1) as f64).ln() + self.log_odds;
+            self.i -= 1;
+        }
+        prob
+    }
 }
 
 /// The exact precision A of an idealised judge with independent verdicts and the given `p₊`,
@@ -130,18 +170,17 @@ fn binomial_pmf(m: usize, p: f64) -> Vec<f64> {
 /// step, `S̄⁺ > S̄⁻ ⇔ (2K − m) > (m − 2L) ⇔ K + L > m`, so `A = P(K + L > m)`.
 /// It tends to 1 as m → ∞ iff μ = p₊ + p₋ > 1 (Theorem 1).
 pub fn ideal_judge_precision(p_plus: f64, p_minus: f64, judge_samples: usize) -> f64 {
+    // A = Σ_i P(K = i)·P(L ≥ m − i + 1), in O(m) time and O(1) memory
     let m = judge_samples;
-    let k = binomial_pmf(m, p_plus);
-    let l = binomial_pmf(m, p_minus);
+    let mut k = BinomialWalk::new(m, p_plus, true);
+    let mut l = BinomialWalk::new(m, p_minus, false);
+    let mut tail = 0.0; // P(L ≥ m − i + 1)
     let mut a = 0.0;
-    for (i, &pk) in k.iter().enumerate() {
-        for (j, &pl) in l.iter().enumerate() {
-            if i + j > m {
-                a += pk * pl;
-            }
-        }
+    for _ in 0..=m {
+        a += k.next_prob() * tail;
+        tail += l.next_prob(); // now P(L ≥ m − i)
     }
-    a
+    a.min(1.0)
 }
 
 /// Theorem 2's imbalance indicator for one task: the share of successful rollouts.
@@ -234,6 +273,56 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The pair sum over two pmfs built by convolution: the O(m²) definition.
+    fn precision_by_convolution(pp: f64, pm: f64, m: usize) -> f64 {
+        let pmf = |p: f64| {
+            let mut pmf = vec![1.0];
+            for _ in 0..m {
+                let mut next = vec![0.0; pmf.len() + 1];
+                for (k, &q) in pmf.iter().enumerate() {
+                    next[k] += q * (1.0 - p);
+                    next[k + 1] += q * p;
+                }
+                pmf = next;
+            }
+            pmf
+        };
+        let (k, l) = (pmf(pp), pmf(pm));
+        let mut a = 0.0;
+        for (i, &x) in k.iter().enumerate() {
+            for (j, &y) in l.iter().enumerate() {
+                if i + j > m {
+                    a += x * y;
+                }
+            }
+        }
+        a
+    }
+
+    #[test]
+    fn linear_precision_equals_the_definition() {
+        for &pp in &[0.0, 0.3, 0.55, 0.9, 1.0] {
+            for &pm in &[0.0, 0.45, 0.7, 1.0] {
+                for m in [1, 2, 3, 8, 33, 200] {
+                    let (a, b) = (
+                        ideal_judge_precision(pp, pm, m),
+                        precision_by_convolution(pp, pm, m),
+                    );
+                    assert!((a - b).abs() < 1e-9, "{pp} {pm} {m}: {a} vs {b}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn precision_for_huge_m_is_linear_and_tends_to_the_theorem() {
+        // 10⁷ samples: a quadratic sum would take hours
+        let a = ideal_judge_precision(0.55, 0.5, 10_000_000);
+        assert!(a > 0.999_999, "{a}");
+        let a = ideal_judge_precision(0.5, 0.45, 10_000_000);
+        assert!(a < 1e-6, "{a}");
     }
 
     #[test]

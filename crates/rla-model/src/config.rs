@@ -178,7 +178,8 @@ impl ModelConfig {
             num_hidden_layers: layers,
             num_attention_heads: heads,
             num_key_value_heads: Some(kv_heads),
-            head_dim: Some(hidden / heads),
+            // 0 heads is caught by `validate`, not a division by zero here
+            head_dim: Some(hidden.checked_div(heads).unwrap_or(0)),
             rms_norm_eps: 1e-6,
             rope_theta: 10_000.0,
             max_position_embeddings: 4096,

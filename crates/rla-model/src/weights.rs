@@ -125,6 +125,48 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ModelError> {
     std::fs::rename(&tmp, path).map_err(|e| ModelError::io(path, e))
 }
 
+/// Writes a whole folder atomically: `write` fills a temporary sibling (`.NAME.partial`), which
+/// then replaces `dest` by renames, so a kill leaves either the old folder or the new one, never
+/// a mixture (nor an old file, such as an optimiser state, beside new weights).
+pub fn replace_dir_atomic(
+    dest: &Path,
+    write: impl FnOnce(&Path) -> Result<(), ModelError>,
+) -> Result<(), ModelError> {
+    let name = dest
+        .file_name()
+        .and_then(|n| n.to_str())
+        .ok_or_else(|| ModelError::invalid(dest, "folder", "has no name"))?;
+    let parent = match dest.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&parent).map_err(|e| ModelError::io(&parent, e))?;
+    let tmp = parent.join(format!(".{name}.partial"));
+    let old = parent.join(format!(".{name}.old"));
+    for p in [&tmp, &old] {
+        if p.exists() {
+            std::fs::remove_dir_all(p).map_err(|e| ModelError::io(p, e))?;
+        }
+    }
+    write(&tmp)?;
+    if dest.exists() {
+        std::fs::rename(dest, &old).map_err(|e| ModelError::io(dest, e))?;
+    }
+    std::fs::rename(&tmp, dest).map_err(|e| ModelError::io(dest, e))?;
+    if old.exists() {
+        std::fs::remove_dir_all(&old).map_err(|e| ModelError::io(&old, e))?;
+    }
+    Ok(())
+}
+
+/// Whether `dir` holds a whole checkpoint in HF layout (config, weights and tokenizer).
+pub fn is_checkpoint(dir: &Path) -> bool {
+    dir.join("config.json").is_file()
+        && dir.join("tokenizer.json").is_file()
+        && (dir.join("model.safetensors").is_file()
+            || dir.join("model.safetensors.index.json").is_file())
+}
+
 /// Saves named tensors as one safetensors file (atomically).
 pub fn save_tensors(tensors: &BTreeMap<String, Tensor>, path: &Path) -> Result<(), ModelError> {
     let tmp = path.with_extension("safetensors.tmp");

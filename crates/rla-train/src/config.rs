@@ -398,16 +398,53 @@ impl RunConfig {
             .map_err(|e| format!("reward_band: {e}"))?;
         self.ppo.validate().map_err(|e| format!("ppo: {e}"))?;
         for (n, m) in [("policy", &self.policy), ("reward", &self.reward)] {
-            if m.lr.is_nan() || m.lr <= 0.0 {
-                return Err(format!("{n}.lr = {} must be positive", m.lr));
+            if !(m.lr.is_finite() && m.lr > 0.0) {
+                return Err(format!("{n}.lr = {} must be positive and finite", m.lr));
             }
             pos(&format!("{n}.max_new_tokens"), m.max_new_tokens)?;
             pos(&format!("{n}.micro_batch"), m.micro_batch)?;
-            if m.temperature < 0.0 {
-                return Err(format!("{n}.temperature must be ≥ 0"));
+            if !(m.temperature.is_finite() && m.temperature >= 0.0) {
+                return Err(format!(
+                    "{n}.temperature = {} must be finite and ≥ 0",
+                    m.temperature
+                ));
+            }
+            match &m.path {
+                Some(p) if !rla_model::weights::is_checkpoint(p) => {
+                    return Err(format!(
+                        "{n}.path = {}: not a checkpoint folder (config.json, tokenizer.json and \
+                         model.safetensors)",
+                        p.display()
+                    ))
+                }
+                Some(_) => {}
+                None => {
+                    let t = &m.tiny;
+                    rla_model::config::ModelConfig::tiny(
+                        rla_model::config::Arch::Qwen3,
+                        1,
+                        t.hidden_size,
+                        t.num_hidden_layers,
+                        t.num_attention_heads,
+                        t.num_key_value_heads,
+                    )
+                    .validate()
+                    .map_err(|e| format!("{n}.tiny: {e}"))?;
+                    if !["qwen2", "qwen3"].contains(&t.arch.as_str()) {
+                        return Err(format!("{n}.tiny.arch = {:?}: use qwen2 or qwen3", t.arch));
+                    }
+                }
             }
             rla_model::weights::parse_dtype(&m.dtype).map_err(|e| format!("{n}.dtype: {e}"))?;
         }
+        if !(self.pretrain.lr.is_finite() && self.pretrain.lr > 0.0) {
+            return Err(format!(
+                "pretrain.lr = {} must be positive and finite",
+                self.pretrain.lr
+            ));
+        }
+        pos("pretrain.tasks", self.pretrain.tasks)?;
+        pos("pretrain.batch", self.pretrain.batch)?;
         if !(0.0..=1.0).contains(&self.pretrain.hint_fraction) {
             return Err("pretrain.hint_fraction must lie in [0, 1]".into());
         }

@@ -279,7 +279,19 @@ pub fn fit_tiny(
         b.finish_and_clear();
     }
     lm.opt = None;
-    lm.save(&out.join(name))?;
+    // a whole folder or none: a kill mid-save leaves nothing that looks finished
+    // the way a household policy plays, recorded for `eval`
+    let episodes = (name == "policy" && cfg.setting == crate::config::Setting::Household)
+        .then(|| serde_json::to_string_pretty(&crate::rollout::Episodes::evaluation(cfg)))
+        .transpose()?;
+    rla_model::weights::replace_dir_atomic(&out.join(name), |tmp| {
+        lm.save(tmp)?;
+        if let Some(ep) = &episodes {
+            let p = tmp.join(crate::rollout::EPISODES_FILE);
+            rla_model::weights::write_atomic(&p, ep.as_bytes())?;
+        }
+        Ok(())
+    })?;
     Ok(format!(
         "{name}: {} parameters, {} examples, SFT loss {a:.3} → {b:.3}",
         mc.num_params(),

@@ -10,7 +10,22 @@ fn f(x: Option<f64>) -> String {
 /// Writes `report.md` into the run folder and returns its text.
 pub fn write_report(dir: &RunDir) -> Result<String> {
     let ms: Vec<IterMetrics> = dir.metrics()?;
+    if ms.is_empty() {
+        anyhow::bail!(
+            "{} holds no completed iteration (no checkpoint/state.json): start a run with \
+             `rlanything train --config C --run {0}`",
+            dir.path.display()
+        );
+    }
     let mut s = String::from("# RLAnything run report\n\n");
+    if let Some((k, what)) = ms
+        .iter()
+        .find_map(|m| crate::trainer::diverged(m).map(|w| (m.iteration, w)))
+    {
+        s.push_str(&format!(
+            "**The run diverged at iteration {k}: {what}.**\n\n"
+        ));
+    }
     s.push_str("| iter | train success | eval in-domain | eval OOD | μ | bound | precision A | process acc | outcome acc | accepted | pending | pool | rollout s | judge s | update s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for m in &ms {
         s.push_str(&format!(

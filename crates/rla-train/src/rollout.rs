@@ -15,6 +15,7 @@ use rla_model::sample::SampleParams;
 use rla_model::tok::{Message, Tok};
 use rla_model::LanguageModel;
 use serde::{Deserialize, Serialize};
+use std::path::Path;
 
 /// One step of a trajectory.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -93,8 +94,13 @@ struct Live {
     history: Vec<(String, String)>,
 }
 
+/// The file in a policy checkpoint that records how it plays (the run's [`Episodes`] for
+/// evaluation), so that `eval` uses the prompt it was trained with.
+pub const EPISODES_FILE: &str = "rlanything-episodes.json";
+
 /// How episodes are played.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Episodes {
     /// Rollouts per task.
     pub rollouts: usize,
@@ -119,6 +125,27 @@ impl Episodes {
             style: cfg.prompt_style,
             constrained: cfg.constrain_actions,
         }
+    }
+
+    /// Records these settings in a policy checkpoint folder.
+    pub fn save_in(&self, model_dir: &Path) -> Result<()> {
+        crate::run::write_atomic(
+            &model_dir.join(EPISODES_FILE),
+            &serde_json::to_string_pretty(self)?,
+        )
+    }
+
+    /// The settings recorded in a policy checkpoint folder, if any.
+    pub fn load_from(model_dir: &Path) -> Result<Option<Episodes>> {
+        let p = model_dir.join(EPISODES_FILE);
+        if !p.exists() {
+            return Ok(None);
+        }
+        let text = std::fs::read_to_string(&p)
+            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", p.display()))?;
+        let ep = serde_json::from_str(&text)
+            .map_err(|e| anyhow::anyhow!("{}: not episode settings: {e}", p.display()))?;
+        Ok(Some(ep))
     }
 }
 

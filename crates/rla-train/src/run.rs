@@ -19,8 +19,10 @@ pub struct IterMetrics {
     /// Iteration number (0: before training).
     pub iteration: usize,
     /// Success of the training rollouts.
+    #[serde(deserialize_with = "rla_core::nan::f64_or_nan")]
     pub train_success: f64,
     /// Mean integrated step reward.
+    #[serde(deserialize_with = "rla_core::nan::f64_or_nan")]
     pub mean_step_reward: f64,
     /// μ = p₊ + p₋ from oracle-labelled verdicts.
     pub mu: Option<f64>,
@@ -35,14 +37,17 @@ pub struct IterMetrics {
     /// Tasks flagged by the Theorem 2 imbalance indicator.
     pub imbalanced_tasks: usize,
     /// Accuracy of each rolled-out task.
+    #[serde(deserialize_with = "rla_core::nan::vec_f64_or_nan")]
     pub task_acc: Vec<f64>,
     /// Policy training samples.
     pub policy_samples: usize,
     /// Reward-model training samples.
     pub reward_samples: usize,
     /// Last policy PPO loss.
+    #[serde(deserialize_with = "rla_core::nan::f64_or_nan")]
     pub policy_loss: f64,
     /// Last reward-model PPO loss.
+    #[serde(deserialize_with = "rla_core::nan::f64_or_nan")]
     pub reward_loss: f64,
     /// Pending rewrites evaluated this iteration.
     pub pending_evaluated: usize,
@@ -57,14 +62,19 @@ pub struct IterMetrics {
     /// Greedy success on the OOD split (when evaluated).
     pub eval_ood: Option<f64>,
     /// Seconds: rollout.
+    #[serde(deserialize_with = "rla_core::nan::f64_or_nan")]
     pub time_rollout: f64,
     /// Seconds: judge.
+    #[serde(deserialize_with = "rla_core::nan::f64_or_nan")]
     pub time_judge: f64,
     /// Seconds: updates.
+    #[serde(deserialize_with = "rla_core::nan::f64_or_nan")]
     pub time_update: f64,
     /// Seconds: critique and adaptation.
+    #[serde(deserialize_with = "rla_core::nan::f64_or_nan")]
     pub time_adapt: f64,
     /// Seconds: evaluation.
+    #[serde(deserialize_with = "rla_core::nan::f64_or_nan")]
     pub time_eval: f64,
     /// The coding setting's metrics (code accuracy, unit-test accuracy, detection).
     #[serde(default)]
@@ -159,6 +169,44 @@ pub fn write_atomic(path: &Path, text: &str) -> Result<()> {
     Ok(rla_model::weights::write_atomic(path, text.as_bytes())?)
 }
 
+/// Whether two metric records are the same, NaN equal to NaN (a diverged run's losses).
+fn same_metrics(a: &[IterMetrics], b: &[IterMetrics]) -> bool {
+    a.len() == b.len()
+        && a.iter()
+            .zip(b)
+            .all(|(x, y)| serde_json::to_string(x).ok() == serde_json::to_string(y).ok())
+}
+
+/// The lock a trainer holds on its run folder (`run.lock`) while it works; released when
+/// dropped or when the process ends, however it ends.
+#[derive(Debug)]
+pub struct RunLock {
+    _file: std::fs::File,
+}
+
+/// Takes the run folder's lock, refusing when another trainer holds it.
+pub fn lock_run(dir: &Path) -> Result<RunLock> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let p = dir.join("run.lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&p)
+        .with_context(|| format!("cannot open {}", p.display()))?;
+    match file.try_lock() {
+        Ok(()) => Ok(RunLock { _file: file }),
+        Err(std::fs::TryLockError::WouldBlock) => anyhow::bail!(
+            "another trainer is working in {} (it holds {}); wait for it to finish or stop it",
+            dir.display(),
+            p.display()
+        ),
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err(e).with_context(|| format!("cannot lock {}", p.display()))
+        }
+    }
+}
+
 /// A run folder.
 #[derive(Debug, Clone)]
 pub struct RunDir {
@@ -202,7 +250,9 @@ impl RunDir {
     }
 
     /// The state of the last completed iteration, if any (recovering from a crash between the
-    /// two renames of a checkpoint swap).
+    /// two renames of a checkpoint swap). The state's metrics are the record: a `metrics.jsonl`
+    /// that lost iterations to a kill (after the swap, before the file was rewritten) is
+    /// rewritten from them.
     pub fn load_state(&self) -> Result<Option<RunState>> {
         let ck = self.checkpoint_dir();
         let old = self.path.join("checkpoint.old");
@@ -213,8 +263,19 @@ impl RunDir {
         if !p.exists() {
             return Ok(None);
         }
-        let s: RunState = serde_json::from_str(&std::fs::read_to_string(&p)?)
-            .with_context(|| format!("{}", p.display()))?;
+        let text =
+            std::fs::read_to_string(&p).with_context(|| format!("cannot read {}", p.display()))?;
+        let s: RunState = serde_json::from_str(&text).with_context(|| {
+            format!(
+                "{} is not a run state of this version ({})",
+                p.display(),
+                env!("CARGO_PKG_VERSION")
+            )
+        })?;
+        let on_file = self.read_metrics_file().unwrap_or_default();
+        if !same_metrics(&on_file, &s.metrics) {
+            self.write_metrics_file(&s.metrics)?;
+        }
         Ok(Some(s))
     }
 
@@ -223,12 +284,11 @@ impl RunDir {
         Ok(self.load_state()?.map(|s| s.metrics).unwrap_or_default())
     }
 
-    /// Records iteration 0 (before training) in a fresh run.
-    pub fn push_metrics(&self, m: &IterMetrics) -> Result<()> {
-        let mut all = self.read_metrics_file()?;
-        all.retain(|x| x.iteration < m.iteration);
-        all.push(m.clone());
-        self.write_metrics_file(&all)
+    /// Records iteration 0 (before training) in a fresh run: in the state and in `metrics.jsonl`.
+    pub fn push_metrics(&self, state: &mut RunState, m: &IterMetrics) -> Result<()> {
+        state.metrics.retain(|x| x.iteration < m.iteration);
+        state.metrics.push(m.clone());
+        self.write_metrics_file(&state.metrics)
     }
 
     fn read_metrics_file(&self) -> Result<Vec<IterMetrics>> {
@@ -251,27 +311,29 @@ impl RunDir {
         write_atomic(&self.path.join("metrics.jsonl"), &text)
     }
 
-    /// Saves models, optimisers, pool and metrics as the new last checkpoint.
+    /// Saves models, optimisers, pool and metrics as the new last checkpoint; `m` joins the
+    /// state's metrics. `episodes`, the way the policy plays, is recorded in its folder.
     pub fn checkpoint(
         &self,
-        state: &RunState,
+        state: &mut RunState,
         policy: &Lm,
         reward: &Lm,
+        episodes: Option<&crate::rollout::Episodes>,
         m: &IterMetrics,
     ) -> Result<()> {
-        let mut state = state.clone();
-        let mut all = self.read_metrics_file()?;
-        all.retain(|x| x.iteration < m.iteration);
-        all.push(m.clone());
-        state.metrics = all.clone();
+        state.metrics.retain(|x| x.iteration < m.iteration);
+        state.metrics.push(m.clone());
         let tmp = self.path.join("checkpoint.tmp");
         if tmp.exists() {
             std::fs::remove_dir_all(&tmp)?;
         }
         std::fs::create_dir_all(&tmp)?;
         policy.save(&tmp.join("policy"))?;
+        if let Some(ep) = episodes {
+            ep.save_in(&tmp.join("policy"))?;
+        }
         reward.save(&tmp.join("reward"))?;
-        write_atomic(&tmp.join("state.json"), &serde_json::to_string(&state)?)?;
+        write_atomic(&tmp.join("state.json"), &serde_json::to_string(&*state)?)?;
         let ck = self.checkpoint_dir();
         let old = self.path.join("checkpoint.old");
         if ck.exists() {
@@ -284,7 +346,7 @@ impl RunDir {
         if old.exists() {
             std::fs::remove_dir_all(&old)?;
         }
-        self.write_metrics_file(&all)?;
+        self.write_metrics_file(&state.metrics)?;
         fn lines<T: Serialize>(xs: &[T]) -> String {
             xs.iter()
                 .map(|x| serde_json::to_string(x).expect("json") + "\n")

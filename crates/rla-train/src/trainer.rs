@@ -415,7 +415,7 @@ impl Trainer {
             };
             m0.eval_in_domain = Some(self.evaluate(Split::InDomain, self.cfg.eval.in_domain)?);
             m0.eval_ood = Some(self.evaluate(Split::Ood, self.cfg.eval.ood)?);
-            self.dir.push_metrics(&m0)?;
+            self.dir.push_metrics(&mut self.state, &m0)?;
             tracing::info!(
                 in_domain = m0.eval_in_domain,
                 ood = m0.eval_ood,
@@ -441,11 +441,39 @@ impl Trainer {
                 "iteration done"
             );
             self.state.completed = k;
-            self.dir
-                .checkpoint(&self.state, &self.policy, &self.reward, &m)?;
+            let episodes = (self.cfg.setting == Setting::Household)
+                .then(|| crate::rollout::Episodes::evaluation(&self.cfg));
+            self.dir.checkpoint(
+                &mut self.state,
+                &self.policy,
+                &self.reward,
+                episodes.as_ref(),
+                &m,
+            )?;
+            if let Some(what) = diverged(&m) {
+                anyhow::bail!(
+                    "the run diverged at iteration {k}: {what}. Its metrics and checkpoint are \
+                     saved (`rlanything report {0}` shows them); lower the learning rate in a new \
+                     run, or resume {0} to go on from here",
+                    self.dir.path.display()
+                );
+            }
         }
         Ok(())
     }
+}
+
+/// What diverged in an iteration (a loss that is NaN or infinite), if anything.
+pub fn diverged(m: &IterMetrics) -> Option<String> {
+    let bad: Vec<String> = [
+        ("the policy's PPO loss", m.policy_loss),
+        ("the reward model's PPO loss", m.reward_loss),
+    ]
+    .into_iter()
+    .filter(|(_, x)| !x.is_finite())
+    .map(|(n, x)| format!("{n} is {x}"))
+    .collect();
+    (!bad.is_empty()).then(|| bad.join(" and "))
 }
 
 /// Starts or resumes a run in `dir`.
@@ -475,7 +503,7 @@ pub fn open(cfg: RunConfig, dir: &Path, resume: bool, progress: bool) -> Result<
             (None, Some(p)) => Ok(p.clone()),
             (None, None) => {
                 let pre = rd.path.join("pretrained");
-                if !pre.join(name).join("config.json").exists() {
+                if !rla_model::weights::is_checkpoint(&pre.join(name)) {
                     anyhow::bail!("no {name} model: set {name}.path in the config or run `rlanything pretrain` into {}", pre.display());
                 }
                 Ok(pre.join(name))

@@ -75,6 +75,9 @@ pub enum LmCmd {
         /// Seed of the weights.
         #[arg(long, default_value_t = 0)]
         seed: u64,
+        /// Replace a checkpoint already in the output folder (all of it, optimiser state too).
+        #[arg(long)]
+        force: bool,
     },
 }
 
@@ -179,6 +182,15 @@ pub fn run(cmd: LmCmd) -> Result<()> {
                 );
             }
             let lp = lm.score(&[(ids[..1].to_vec(), ids[1..].to_vec())])?;
+            if let Some(i) = lp[0].iter().position(|x| !x.is_finite()) {
+                bail!(
+                    "{}: the log-probability of token {} is {}: the model's weights hold NaN or \
+                     infinite values",
+                    model.display(),
+                    i + 1,
+                    lp[0][i]
+                );
+            }
             println!(
                 "{}",
                 serde_json::json!({"token_ids": ids, "logprobs": lp[0]})
@@ -197,6 +209,18 @@ pub fn run(cmd: LmCmd) -> Result<()> {
             seed,
             dtype,
         } => {
+            if n == 0 {
+                bail!("--n 0: ask for at least one sample");
+            }
+            if !(temperature.is_finite() && temperature >= 0.0) {
+                bail!("--temperature {temperature}: must be finite and ≥ 0 (0 is greedy)");
+            }
+            if !(top_p > 0.0 && top_p <= 1.0) {
+                bail!("--top-p {top_p}: must lie in (0, 1]");
+            }
+            if max_tokens == 0 {
+                bail!("--max-tokens 0: ask for at least one token");
+            }
             let lm = load(&model, &dtype)?;
             let text = if chat {
                 lm.tok
@@ -216,7 +240,7 @@ pub fn run(cmd: LmCmd) -> Result<()> {
                 stop: vec![],
                 seed,
             };
-            for s in &lm.generate(&[ids], n.max(1), &p)?[0] {
+            for s in &lm.generate(&[ids], n, &p)?[0] {
                 println!("{}", s.text);
             }
         }
@@ -225,14 +249,22 @@ pub fn run(cmd: LmCmd) -> Result<()> {
             tokenizer_corpus,
             out,
             seed,
+            force,
         } => {
+            if !force && out.join("config.json").exists() {
+                bail!(
+                    "{} already holds a model; pass --force to replace it (weights, tokenizer and \
+                     any optimiser state), or choose another --out",
+                    out.display()
+                );
+            }
             let tc = TinyConfig::load(&config)?;
             let corpus = std::fs::read_to_string(&tokenizer_corpus)
                 .with_context(|| format!("reading {}", tokenizer_corpus.display()))?;
             let tok = build_word_level(&corpus, tc.min_count)?;
             let cfg = tc.model_config(tok.vocab_size())?;
             let lm = Lm::init(&cfg, tok, seed, DType::F32, &Device::Cpu)?;
-            lm.save(&out)?;
+            rla_model::weights::replace_dir_atomic(&out, |tmp| lm.save(tmp))?;
             println!(
                 "{}: {} parameters, vocabulary of {} tokens",
                 out.display(),

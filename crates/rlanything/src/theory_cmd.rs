@@ -13,6 +13,9 @@ pub struct Args {
     pub m: Vec<usize>,
 }
 
+/// The most judge samples a cell is computed for (about a second each).
+const MAX_M: usize = 100_000_000;
+
 /// The table as text: one row per μ, one column per m, each cell `A_ideal / bound`.
 pub fn table(mus: &[f64], ms: &[usize]) -> String {
     let mut s = String::from("Theorem 1: precision A of an ideal judge with p₊ = p₋ = μ/2 (bound 1 − exp(−m(μ−1)²/4) in brackets)\n");
@@ -43,6 +46,9 @@ pub fn run(a: Args) -> Result<()> {
     }
     if a.m.contains(&0) {
         bail!("--m: the number of judge samples must be at least 1");
+    }
+    if let Some(m) = a.m.iter().find(|&&m| m > MAX_M) {
+        bail!("--m {m}: at most {MAX_M} judge samples (each cell takes O(m) time)");
     }
     print!("{}", table(&a.mu, &a.m));
     Ok(())

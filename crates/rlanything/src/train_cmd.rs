@@ -46,19 +46,20 @@ pub struct EvalArgs {
     /// Number of tasks (default: all).
     #[arg(long)]
     pub n: Option<usize>,
-    /// History window of the prompts.
-    #[arg(long, default_value_t = 2)]
-    pub window: usize,
-    /// Listing style of the admissible commands (numbered, inline, command or unlisted), as in
-    /// training.
-    #[arg(long, default_value = "numbered")]
-    pub prompt_style: String,
-    /// Draw answers only among the admissible ones, as in training with `constrain_actions`.
+    /// History window of the prompts (default: the checkpoint's own, else 2).
+    #[arg(long)]
+    pub window: Option<usize>,
+    /// Listing style of the admissible commands (numbered, inline, command or unlisted)
+    /// (default: the checkpoint's own, else numbered).
+    #[arg(long)]
+    pub prompt_style: Option<String>,
+    /// Draw answers only among the admissible ones, as in training with `constrain_actions`
+    /// (default: the checkpoint's own, else off).
     #[arg(long)]
     pub constrained: bool,
-    /// Step limit of each episode.
-    #[arg(long, default_value_t = 60)]
-    pub step_limit: usize,
+    /// Step limit of each episode (default: the checkpoint's own, else 60).
+    #[arg(long)]
+    pub step_limit: Option<usize>,
     /// Print the first N episodes step by step.
     #[arg(long, default_value_t = 0)]
     pub show: usize,
@@ -87,7 +88,9 @@ pub fn ensure_pretrained(cfg: &RunConfig, dir: &Path, progress: bool) -> Result<
         return Ok(());
     }
     let pre = dir.join("pretrained");
-    if pre.join("policy/config.json").exists() && pre.join("reward/config.json").exists() {
+    if rla_model::weights::is_checkpoint(&pre.join("policy"))
+        && rla_model::weights::is_checkpoint(&pre.join("reward"))
+    {
         return Ok(());
     }
     for line in pretrain(cfg, &pre, progress)? {
@@ -111,6 +114,7 @@ pub fn train_run(
     resume: bool,
     progress: bool,
 ) -> Result<((f64, f64), (f64, f64))> {
+    let _lock = rla_train::run::lock_run(dir)?;
     if !resume {
         ensure_pretrained(&cfg, dir, progress)?;
     }
@@ -162,25 +166,49 @@ pub fn run_eval(a: EvalArgs) -> Result<()> {
     let tasks = eval_tasks(split);
     let n = a.n.unwrap_or(tasks.len()).min(tasks.len());
     let lm = rla_model::Lm::load(&a.model, candle_core::DType::F32, &candle_core::Device::Cpu)?;
-    let ep = match &a.config {
-        Some(c) => rla_train::rollout::Episodes::evaluation(&RunConfig::load(c)?),
-        None => {
-            let style = match a.prompt_style.as_str() {
-                "numbered" => rla_train::prompts::PromptStyle::Numbered,
-                "inline" => rla_train::prompts::PromptStyle::Inline,
-                "command" => rla_train::prompts::PromptStyle::Command,
-                "unlisted" => rla_train::prompts::PromptStyle::Unlisted,
-                s => bail!("--prompt-style {s}: use numbered, inline, command or unlisted"),
-            };
-            rla_train::rollout::Episodes {
-                rollouts: 1,
-                step_limit: a.step_limit,
-                window: a.window,
-                style,
-                constrained: a.constrained || style == rla_train::prompts::PromptStyle::Unlisted,
-            }
-        }
+    // the run's config, else the settings the checkpoint records, else the reference's
+    // numbered prompt; explicit flags override either
+    let recorded = match &a.config {
+        Some(c) => Some(rla_train::rollout::Episodes::evaluation(&RunConfig::load(
+            c,
+        )?)),
+        None => rla_train::rollout::Episodes::load_from(&a.model)?,
     };
+    if recorded.is_none() {
+        eprintln!(
+            "{} records no prompt settings ({}); using the flags' (default: numbered prompt, \
+             window 2, 60 steps)",
+            a.model.display(),
+            rla_train::rollout::EPISODES_FILE
+        );
+    }
+    let mut ep = recorded.unwrap_or(rla_train::rollout::Episodes {
+        rollouts: 1,
+        step_limit: 60,
+        window: 2,
+        style: rla_train::prompts::PromptStyle::Numbered,
+        constrained: false,
+    });
+    ep.rollouts = 1;
+    if let Some(s) = &a.prompt_style {
+        ep.style = match s.as_str() {
+            "numbered" => rla_train::prompts::PromptStyle::Numbered,
+            "inline" => rla_train::prompts::PromptStyle::Inline,
+            "command" => rla_train::prompts::PromptStyle::Command,
+            "unlisted" => rla_train::prompts::PromptStyle::Unlisted,
+            s => bail!("--prompt-style {s}: use numbered, inline, command or unlisted"),
+        };
+    }
+    if let Some(w) = a.window {
+        ep.window = w;
+    }
+    if let Some(l) = a.step_limit {
+        if l == 0 {
+            bail!("--step-limit 0: an episode needs at least one step");
+        }
+        ep.step_limit = l;
+    }
+    ep.constrained |= a.constrained || ep.style == rla_train::prompts::PromptStyle::Unlisted;
     let bar = rla_train::bar((n * ep.step_limit) as u64, "eval");
     let trajs = rla_train::rollout::evaluate_episodes(&lm, &tasks[..n], ep, 16, Some(&bar))?;
     bar.finish_and_clear();

@@ -206,6 +206,13 @@ fn config_errors_name_the_key() {
         ("[coding.limits]\ncpu_secs = 0\n", "cpu_secs"),
         ("setting = \"gui\"\n", "gui"),
         ("prompt_style = \"unlisted\"\n", "constrain_actions"),
+        ("[policy.tiny]\nnum_attention_heads = 0\n", "policy.tiny"),
+        ("[policy]\nlr = inf\n", "policy.lr"),
+        ("[pretrain]\nlr = -1.0\n", "pretrain.lr"),
+        ("[pretrain]\ntasks = 0\n", "pretrain.tasks"),
+        ("[pretrain]\nbatch = 0\n", "pretrain.batch"),
+        ("[reward]\ntemperature = nan\n", "reward.temperature"),
+        ("[policy]\npath = \"/nonexistent/model\"\n", "policy.path"),
     ] {
         let cfg = dir.path().join("bad.toml");
         std::fs::write(&cfg, text).unwrap();
@@ -221,6 +228,11 @@ fn config_errors_name_the_key() {
         assert!(
             err.contains(needle) && !err.contains("panicked"),
             "{text}: {err}"
+        );
+        // checked before any work starts: no warm start was made
+        assert!(
+            !dir.path().join("r/pretrained").exists(),
+            "{text}: work started before the check"
         );
     }
 }

@@ -1,0 +1,273 @@
+//! Faults found by trying the project as a new user and as an attacker: nothing lost, nothing
+//! hangs, nothing accepted that cannot work.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_rlanything"))
+}
+
+fn run(args: &[&str], paths: &[&Path]) -> Output {
+    let mut c = bin();
+    c.args(args);
+    for p in paths {
+        c.arg(p);
+    }
+    c.output().unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+const CONFIG: &str = r#"
+seed = 4
+mode = "full"
+iterations = 2
+pool_size = 4
+tasks_per_iteration = 2
+rollouts_per_task = 2
+judge_samples = 2
+train_step_limit = 4
+eval_step_limit = 4
+history_window = 1
+update_epochs = 1
+prompt_style = "unlisted"
+constrain_actions = true
+
+[policy]
+lr = 1e-3
+micro_batch = 4
+max_new_tokens = 8
+[policy.tiny]
+hidden_size = 32
+num_hidden_layers = 1
+num_attention_heads = 2
+num_key_value_heads = 1
+
+[reward]
+lr = 1e-3
+micro_batch = 4
+max_new_tokens = 8
+[reward.tiny]
+hidden_size = 32
+num_hidden_layers = 1
+num_attention_heads = 2
+num_key_value_heads = 1
+
+[pretrain]
+tasks = 4
+policy_steps = 2
+reward_steps = 2
+batch = 8
+
+[eval]
+in_domain = 4
+ood = 2
+every = 2
+"#;
+
+/// A finished two-iteration run in `dir/run`.
+fn finished_run(dir: &Path) -> PathBuf {
+    let cfg = dir.join("run.toml");
+    std::fs::write(&cfg, CONFIG).unwrap();
+    let run_dir = dir.join("run");
+    let o = bin()
+        .args(["train", "--quiet", "--config"])
+        .arg(&cfg)
+        .arg("--run")
+        .arg(&run_dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    run_dir
+}
+
+fn lines(p: &Path) -> Vec<String> {
+    std::fs::read_to_string(p)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn runs_survive_nan_metrics_lost_metric_lines_half_saved_warm_starts_and_a_second_trainer() {
+    let dir = tempfile::tempdir().unwrap();
+    let run_dir = finished_run(dir.path());
+    let metrics = run_dir.join("metrics.jsonl");
+    let all = lines(&metrics);
+    assert_eq!(all.len(), 3, "iterations 0, 1, 2");
+
+    // a kill after the checkpoint swap, before metrics.jsonl is rewritten: the state is the
+    // record, and the file is rebuilt from it
+    std::fs::write(&metrics, all[..2].join("\n") + "\n").unwrap();
+    let o = run(&["report"], &[&run_dir]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert_eq!(lines(&metrics), all);
+
+    // a diverged run (NaN losses are written as null) stays reportable and resumable
+    let state = run_dir.join("checkpoint/state.json");
+    let s = std::fs::read_to_string(&state).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&s).unwrap();
+    v["metrics"][2]["policy_loss"] = serde_json::Value::Null;
+    v["metrics"][2]["task_acc"][0] = serde_json::Value::Null;
+    std::fs::write(&state, v.to_string()).unwrap();
+    let o = run(&["report"], &[&run_dir]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("diverged at iteration 2"), "{}", text(&o));
+    let o = run(&["train", "--quiet", "--resume"], &[&run_dir]);
+    assert!(o.status.success(), "{}", text(&o));
+
+    // a second trainer on the same folder is refused while the first holds it
+    let lock = std::fs::OpenOptions::new()
+        .write(true)
+        .open(run_dir.join("run.lock"))
+        .unwrap();
+    lock.try_lock().unwrap();
+    let o = run(&["train", "--quiet", "--resume"], &[&run_dir]);
+    assert!(!o.status.success());
+    assert!(text(&o).contains("another trainer"), "{}", text(&o));
+    drop(lock);
+
+    // a warm start killed mid-save (config.json written, tokenizer.json not) is redone
+    let cfg = dir.path().join("run.toml");
+    let fresh = dir.path().join("fresh");
+    let half = fresh.join("pretrained/reward");
+    std::fs::create_dir_all(&half).unwrap();
+    std::fs::copy(
+        run_dir.join("pretrained/reward/config.json"),
+        half.join("config.json"),
+    )
+    .unwrap();
+    let o = bin()
+        .args(["train", "--quiet", "--config"])
+        .arg(&cfg)
+        .arg("--run")
+        .arg(&fresh)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(half.join("tokenizer.json").exists());
+    // the run's policy checkpoint records how it plays; `eval` uses it without --config
+    let model = run_dir.join("checkpoint/policy");
+    assert!(model.join("rlanything-episodes.json").exists());
+    let with = bin()
+        .args(["eval", "--n", "4", "--model"])
+        .arg(&model)
+        .arg("--config")
+        .arg(run_dir.join("config.toml"))
+        .output()
+        .unwrap();
+    let without = bin()
+        .args(["eval", "--n", "4", "--model"])
+        .arg(&model)
+        .output()
+        .unwrap();
+    assert!(with.status.success() && without.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&with.stdout),
+        String::from_utf8_lossy(&without.stdout)
+    );
+}
+
+#[test]
+fn report_of_an_empty_folder_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = run(&["report"], &[dir.path()]);
+    assert!(!o.status.success());
+    assert!(text(&o).contains("no completed iteration"), "{}", text(&o));
+    assert!(!dir.path().join("report.md").exists());
+}
+
+#[test]
+fn lm_init_keeps_a_model_unless_forced_and_models_with_nan_weights_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("tiny.toml");
+    std::fs::write(
+        &cfg,
+        "arch = \"qwen3\"\nhidden_size = 16\nintermediate_size = 32\nnum_hidden_layers = 1\n\
+         num_attention_heads = 2\nnum_key_value_heads = 1\nrope_theta = 10000.0\n\
+         max_position_embeddings = 256\ntie_word_embeddings = true\nmin_count = 1\n",
+    )
+    .unwrap();
+    let corpus = dir.path().join("corpus.txt");
+    std::fs::write(&corpus, "go to the fridge 1\nopen the fridge 1\n").unwrap();
+    let out = dir.path().join("m");
+    let init = |force: bool| {
+        let mut c = bin();
+        c.args(["lm", "init", "--config"])
+            .arg(&cfg)
+            .arg("--tokenizer-corpus")
+            .arg(&corpus)
+            .arg("--out")
+            .arg(&out);
+        if force {
+            c.arg("--force");
+        }
+        c.output().unwrap()
+    };
+    let o = init(false);
+    assert!(o.status.success(), "{}", text(&o));
+    std::fs::write(out.join("optimizer.safetensors"), b"old optimiser state").unwrap();
+    let o = init(false);
+    assert!(!o.status.success());
+    assert!(text(&o).contains("--force"), "{}", text(&o));
+    assert!(
+        out.join("optimizer.safetensors").exists(),
+        "nothing was touched"
+    );
+    let o = init(true);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        !out.join("optimizer.safetensors").exists(),
+        "the old optimiser state is gone with the old weights"
+    );
+
+    // sampling settings that cannot work are refused
+    for bad in [
+        &["--n", "0"][..],
+        &["--temperature=-1"],
+        &["--temperature", "nan"],
+    ] {
+        let o = bin()
+            .args(["lm", "generate", "--prompt", "go to", "--model"])
+            .arg(&out)
+            .args(bad)
+            .output()
+            .unwrap();
+        assert!(!o.status.success(), "{bad:?}");
+        assert!(!text(&o).contains("panicked"), "{}", text(&o));
+    }
+
+    // NaN weights: every data byte of the safetensors file set to 0xff (a NaN in f32)
+    let st = out.join("model.safetensors");
+    let mut b = std::fs::read(&st).unwrap();
+    let n = u64::from_le_bytes(b[..8].try_into().unwrap()) as usize;
+    for x in &mut b[8 + n..] {
+        *x = 0xff;
+    }
+    std::fs::write(&st, b).unwrap();
+    let o = bin()
+        .args(["lm", "logprobs", "--text", "go to the fridge 1", "--model"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("NaN"), "{}", text(&o));
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("null"));
+}
+
+#[test]
+fn theory_is_linear_in_m() {
+    let o = run(&["theory", "--mu", "1.1", "--m", "20000000"], &[]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = run(&["theory", "--m", "1000000000"], &[]);
+    assert!(!o.status.success());
+    assert!(text(&o).contains("at most"), "{}", text(&o));
+}
