@@ -84,10 +84,13 @@ fn replay(dir: PathBuf) -> Result<()> {
     let reports = replay_dir(&dir)?;
     let (mut passed, mut failed) = (0, 0);
     for r in &reports {
-        if r.mismatches.is_empty() {
+        if r.passed() {
             passed += 1;
         } else {
             failed += 1;
+            if let Some(e) = &r.error {
+                println!("FAILED {}", e.replace('\n', " | "));
+            }
             for m in &r.mismatches {
                 println!("MISMATCH {}", m.to_string().replace('\n', " | "));
             }
@@ -98,6 +101,12 @@ fn replay(dir: PathBuf) -> Result<()> {
         std::process::exit(1);
     }
     Ok(())
+}
+
+/// Loads a game. The error's message already includes its cause, so it is not kept as a
+/// source: `{:#}` would print the cause twice.
+fn load_game(game: &std::path::Path) -> Result<GameFile> {
+    GameFile::load(game).map_err(|e| anyhow::anyhow!("{e}"))
 }
 
 /// Steps per second of random play with the admissible list computed every step.
@@ -125,7 +134,7 @@ fn bench(game: PathBuf, steps: usize, seed: u64) -> Result<()> {
     if steps == 0 {
         bail!("--steps must be at least 1");
     }
-    let g = GameFile::load(&game)?;
+    let g = load_game(&game)?;
     let (sps, episodes) = measure(&g, steps, seed);
     println!(
         "{}: {} receptacles, {} objects; {steps} random admissible steps ({episodes} episodes) on one core",
@@ -159,7 +168,7 @@ fn generate(split: SplitArg, n: usize, seed: u64, out: PathBuf) -> Result<()> {
 }
 
 fn solve(game: PathBuf) -> Result<()> {
-    let g = GameFile::load(&game)?;
+    let g = load_game(&game)?;
     let spec = GoalSpec::from_game(&g).map_err(anyhow::Error::msg)?;
     let p = plan(&g.world, &g.world.initial, &spec).context("the expert found no plan")?;
     let mut st = g.world.initial.clone();
@@ -178,27 +187,37 @@ fn solve(game: PathBuf) -> Result<()> {
 }
 
 fn play(game: PathBuf) -> Result<()> {
-    let g = GameFile::load(&game)?;
+    let g = load_game(&game)?;
     let mut env = Household::new(g.world.clone());
     println!("{}", env.reset());
-    let stdin = std::io::stdin();
+    let mut input = std::io::stdin().lock();
     let mut out = std::io::stdout();
-    print!("> ");
-    out.flush()?;
-    for line in stdin.lock().lines() {
-        let line = line?;
+    let mut buf = Vec::new();
+    loop {
+        print!("> ");
+        out.flush()?;
+        buf.clear();
+        if input
+            .read_until(b'\n', &mut buf)
+            .context("reading standard input")?
+            == 0
+        {
+            return Ok(());
+        }
+        let Ok(line) = std::str::from_utf8(&buf) else {
+            println!("input is not UTF-8; type a command");
+            continue;
+        };
+        let line = line.trim_end_matches(['\n', '\r']);
         if line.trim() == "admissible" {
             println!("{}", env.admissible().join("\n"));
         } else {
-            let s = env.step(&line);
+            let s = env.step(line);
             println!("{}", s.feedback);
             if s.done {
                 println!("(won)");
                 return Ok(());
             }
         }
-        print!("> ");
-        out.flush()?;
     }
-    Ok(())
 }

@@ -214,3 +214,166 @@ fn lm_init_logprobs_and_generate_work_on_a_tiny_model() {
         .unwrap();
     assert!(String::from_utf8_lossy(&out.stderr).contains("hiden_size"));
 }
+
+#[test]
+fn env_replay_of_a_folder_without_traces_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = bin()
+        .args(["env", "replay"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stdout}");
+    assert!(!stdout.contains("passed"), "{stdout}");
+    assert!(
+        err.contains(&format!("no traces found in {}", dir.path().display())),
+        "{err}"
+    );
+}
+
+#[test]
+fn env_replay_reports_a_broken_game_and_replays_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let broken = dir.path().join("00-pick_and_place_simple-kitchen");
+    copy_dir(
+        &fixtures().join("00-pick_and_place_simple-kitchen"),
+        &broken,
+    );
+    std::fs::write(broken.join("game.tw-pddl"), "{not json").unwrap();
+    let good = "01-look_at_obj_in_light-bedroom";
+    copy_dir(&fixtures().join(good), &dir.path().join(good));
+    let out = bin()
+        .args(["env", "replay"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{stdout}");
+    let game = broken.join("game.tw-pddl").display().to_string();
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("FAILED") && l.contains(&game) && l.contains("json")),
+        "{stdout}"
+    );
+    assert_eq!(stdout.lines().last(), Some("4 passed, 1 failed"));
+}
+
+#[test]
+fn env_replay_reports_a_reordered_admissible_list_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let game = "00-pick_and_place_simple-kitchen";
+    copy_dir(&fixtures().join(game), &dir.path().join(game));
+    let trace = dir.path().join(game).join("trace-probe.jsonl");
+    let text = std::fs::read_to_string(&trace).unwrap();
+    let mut first: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    first["admissible"].as_array_mut().unwrap().reverse();
+    let rest: Vec<&str> = text.lines().skip(1).collect();
+    std::fs::write(&trace, format!("{first}\n{}\n", rest.join("\n"))).unwrap();
+    let out = bin()
+        .args(["env", "replay"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success());
+    assert!(
+        stdout.contains("admissible differs")
+            && stdout
+                .contains("same commands in a different order: first difference at position 1:")
+            && !stdout.contains("missing []"),
+        "{stdout}"
+    );
+    assert_eq!(stdout.lines().last(), Some("3 passed, 1 failed"));
+}
+
+#[test]
+fn an_unknown_task_type_is_an_error_in_play_bench_and_replay() {
+    let dir = tempfile::tempdir().unwrap();
+    let game = dir.path().join("00-pick_and_place_simple-kitchen");
+    copy_dir(&fixtures().join("00-pick_and_place_simple-kitchen"), &game);
+    let traj = game.join("traj_data.json");
+    let text = std::fs::read_to_string(&traj).unwrap();
+    std::fs::write(
+        &traj,
+        text.replace("pick_and_place_simple", "pick_and_juggle"),
+    )
+    .unwrap();
+    let want = format!(
+        "{}: task_type: unknown goal type \"pick_and_juggle\" (known: pick_and_place_simple, ",
+        traj.display()
+    );
+    for args in [&["env", "play"][..], &["env", "bench", "--steps", "10"]] {
+        let out = bin()
+            .args(args)
+            .arg(&game)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(err.contains(&want), "{args:?}: {err}");
+        assert!(err.contains("pick_two_obj_and_place)"), "{err}");
+    }
+    let out = bin()
+        .args(["env", "replay"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success());
+    assert!(stdout.contains(&format!("FAILED {want}")), "{stdout}");
+    assert_eq!(stdout.lines().last(), Some("0 passed, 1 failed"));
+}
+
+#[test]
+fn env_play_answers_non_utf8_input_and_goes_on() {
+    let g = fixtures().join("05-pick_two_obj_and_place-bathroom");
+    let out = bin().args(["env", "solve"]).arg(&g).output().unwrap();
+    assert!(out.status.success());
+    let mut input = b"go to \xff\xfe\n".to_vec();
+    input.extend_from_slice(&out.stdout);
+    let mut child = bin()
+        .args(["env", "play"])
+        .arg(&g)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(&input).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("> input is not UTF-8; type a command\n"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("(won)"), "{stdout}");
+}
+
+#[test]
+fn a_missing_game_is_reported_without_repeating_the_cause() {
+    for cmd in ["play", "bench", "solve"] {
+        let out = bin()
+            .args(["env", cmd, "/nonexistent/game"])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        let line = err.lines().find(|l| l.starts_with("error:")).unwrap();
+        let parts: Vec<&str> = line.split(": ").collect();
+        assert!(
+            line.contains("/nonexistent/game") && parts.windows(2).all(|w| w[0] != w[1]),
+            "{cmd}: {line}"
+        );
+    }
+}

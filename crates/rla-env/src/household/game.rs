@@ -1,6 +1,7 @@
 //! ALFWorld game files and the [`Household`] environment.
 
 use super::pddl::parse_problem;
+use super::task::GoalKind;
 use super::world::{Action, State, World, NOTHING_HAPPENS};
 use crate::{EnvError, Environment, Step};
 use serde::{Deserialize, Serialize};
@@ -80,6 +81,8 @@ pub fn task_from_grammar(grammar: &str) -> Result<String, String> {
 
 impl GameFile {
     /// Loads `game.tw-pddl` (a file, or a folder holding one) and the `traj_data.json` beside it.
+    ///
+    /// A `traj_data.json` whose `task_type` is not one of the six goal types is an error.
     pub fn load(path: impl AsRef<Path>) -> Result<GameFile, EnvError> {
         let mut path = path.as_ref().to_path_buf();
         if path.is_dir() {
@@ -97,10 +100,21 @@ impl GameFile {
         let traj_path = path.with_file_name("traj_data.json");
         let traj = if traj_path.exists() {
             let t = EnvError::read(&traj_path)?;
-            Some(
-                serde_json::from_str(&t)
-                    .map_err(|e| EnvError::invalid(&traj_path, "json", e.to_string()))?,
-            )
+            let traj: TrajData = serde_json::from_str(&t)
+                .map_err(|e| EnvError::invalid(&traj_path, "json", e.to_string()))?;
+            if GoalKind::parse(&traj.task_type).is_none() {
+                let known: Vec<&str> = GoalKind::ALL.iter().map(|g| g.as_str()).collect();
+                return Err(EnvError::invalid(
+                    &traj_path,
+                    "task_type",
+                    format!(
+                        "unknown goal type {:?} (known: {})",
+                        traj.task_type,
+                        known.join(", ")
+                    ),
+                ));
+            }
+            Some(traj)
         } else {
             None
         };
