@@ -4,9 +4,37 @@
 //! constrain it (the objects of a type, the contents of a receptacle, the receptacle at a
 //! location …) before falling back to the variable's whole domain, so a goal check costs a few
 //! look-ups rather than a scan of every combination.
+//!
+//! A goal knows the world only through [`Facts`], which the household's world implements.
 
 use super::pddl::Formula;
-use super::world::{Ent, Kind, Pred, State, World};
+use super::vocab::{Ent, Kind, Pred};
+
+/// What a goal asks of the world it is compiled against and evaluated in.
+pub trait Facts {
+    /// The dynamic state facts are read off.
+    type State;
+
+    /// The entity a constant names.
+    fn entity(&self, name: &str) -> Option<Ent>;
+
+    /// All entities of a kind.
+    fn domain(&self, k: Kind) -> Box<dyn Iterator<Item = Ent> + '_>;
+
+    /// Whether a fact holds in a state.
+    fn fact(&self, st: &Self::State, p: Pred, a: &[Ent]) -> bool;
+
+    /// Candidates for the one unbound variable `var` of a fact, read off the state; `None`
+    /// when this fact cannot generate them.
+    fn generate(
+        &self,
+        st: &Self::State,
+        p: Pred,
+        args: &[Term],
+        var: usize,
+        get: impl Fn(&Term) -> Option<Ent>,
+    ) -> Option<Vec<Ent>>;
+}
 
 /// A term of a compiled formula.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,7 +65,7 @@ pub enum Goal {
 }
 
 /// Compiles a formula: resolves constants and predicates, numbers variables.
-pub fn compile(f: &Formula, world: &World) -> Result<(Goal, usize), String> {
+pub fn compile<W: Facts>(f: &Formula, world: &W) -> Result<(Goal, usize), String> {
     let mut scope: Vec<(String, usize)> = Vec::new();
     let mut next = 0usize;
     let g = compile_rec(f, world, &mut scope, &mut next)?;
@@ -49,7 +77,7 @@ pub fn compile(f: &Formula, world: &World) -> Result<(Goal, usize), String> {
     Ok((g, next))
 }
 
-fn term(t: &str, world: &World, scope: &[(String, usize)]) -> Result<Term, String> {
+fn term<W: Facts>(t: &str, world: &W, scope: &[(String, usize)]) -> Result<Term, String> {
     if t.starts_with('?') {
         scope
             .iter()
@@ -80,9 +108,9 @@ fn bind_vars(
         .collect()
 }
 
-fn compile_rec(
+fn compile_rec<W: Facts>(
     f: &Formula,
-    world: &World,
+    world: &W,
     scope: &mut Vec<(String, usize)>,
     next: &mut usize,
 ) -> Result<Goal, String> {
@@ -137,9 +165,9 @@ fn compile_rec(
 }
 
 /// Flattens `and` and nested `exists` into one conjunction with one set of variables.
-fn flatten(
+fn flatten<W: Facts>(
     f: &Formula,
-    world: &World,
+    world: &W,
     scope: &mut Vec<(String, usize)>,
     next: &mut usize,
     slots: &mut Vec<(usize, Kind)>,
@@ -215,7 +243,7 @@ impl Env {
 }
 
 /// Evaluates a compiled goal on a state.
-pub fn eval(g: &Goal, world: &World, st: &State, env: &mut Env) -> bool {
+pub fn eval<W: Facts>(g: &Goal, world: &W, st: &W::State, env: &mut Env) -> bool {
     match g {
         Goal::Atom(p, args) => {
             let mut a = [Ent::Agent; 3];
@@ -236,7 +264,13 @@ pub fn eval(g: &Goal, world: &World, st: &State, env: &mut Env) -> bool {
     }
 }
 
-fn forall(vars: &[(usize, Kind)], body: &Goal, world: &World, st: &State, env: &mut Env) -> bool {
+fn forall<W: Facts>(
+    vars: &[(usize, Kind)],
+    body: &Goal,
+    world: &W,
+    st: &W::State,
+    env: &mut Env,
+) -> bool {
     let Some(((v, k), rest)) = vars.split_first() else {
         return eval(body, world, st, env);
     };
@@ -251,11 +285,11 @@ fn forall(vars: &[(usize, Kind)], body: &Goal, world: &World, st: &State, env: &
     true
 }
 
-fn solve(
+fn solve<W: Facts>(
     vars: &[(usize, Kind)],
     conj: &[(Goal, u64)],
-    world: &World,
-    st: &State,
+    world: &W,
+    st: &W::State,
     env: &mut Env,
 ) -> bool {
     // Every conjunct whose variables are all bound must hold.

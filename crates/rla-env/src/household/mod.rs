@@ -4,6 +4,7 @@
 //!   environment.
 //! - [`world`]: the scene, the state, admissible commands, effects and ALFWorld's text.
 //! - [`goal`]: goal formulas compiled and evaluated on the state.
+//! - [`vocab`]: the kinds, entities and predicates that the world and its goals share.
 //! - [`pddl`]: the PDDL reader.
 //! - [`trace`]: replaying traces recorded from the real engine.
 
@@ -15,6 +16,7 @@ pub mod pddl;
 pub mod splits;
 pub mod task;
 pub mod trace;
+pub mod vocab;
 pub mod world;
 
 pub use expert::{plan, GoalSpec};

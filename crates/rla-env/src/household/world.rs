@@ -1,141 +1,11 @@
 //! The household world: entities and facts read from an ALFWorld game, the dynamic state, the
 //! admissible commands, the effects of each command and the text ALFWorld prints.
 
-use super::goal::{self, Goal, Term};
+use super::goal::{self, Facts, Goal, Term};
 use super::pddl::{Formula, Problem};
 use std::collections::HashMap;
 
-/// The PDDL types of the ALFRED domain.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Kind {
-    /// `agent`
-    Agent,
-    /// `location`
-    Location,
-    /// `receptacle`
-    Receptacle,
-    /// `object`
-    Object,
-    /// `otype` / `rtype`
-    Type,
-}
-
-impl Kind {
-    /// The kind of a PDDL type name.
-    pub fn from_type_name(s: &str) -> Option<Kind> {
-        Some(match s.to_ascii_lowercase().as_str() {
-            "agent" => Kind::Agent,
-            "location" => Kind::Location,
-            "receptacle" => Kind::Receptacle,
-            "object" => Kind::Object,
-            "otype" | "rtype" => Kind::Type,
-            _ => return None,
-        })
-    }
-}
-
-/// An entity of the world.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Ent {
-    /// The one agent.
-    Agent,
-    /// A location index.
-    Loc(u16),
-    /// A receptacle index.
-    Recep(u16),
-    /// An object index.
-    Obj(u16),
-    /// A type index (object and receptacle types share one table).
-    Type(u16),
-}
-
-impl Ent {
-    /// The entity's kind.
-    pub fn kind(self) -> Kind {
-        match self {
-            Ent::Agent => Kind::Agent,
-            Ent::Loc(_) => Kind::Location,
-            Ent::Recep(_) => Kind::Receptacle,
-            Ent::Obj(_) => Kind::Object,
-            Ent::Type(_) => Kind::Type,
-        }
-    }
-}
-
-/// Predicates of the ALFRED domain that goals may use.
-#[allow(missing_docs)]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Pred {
-    ObjectType,
-    ReceptacleType,
-    InReceptacle,
-    Holds,
-    HoldsAny,
-    AtLocation,
-    ReceptacleAtLocation,
-    ObjectAtLocation,
-    IsClean,
-    IsHot,
-    IsCool,
-    IsSliced,
-    IsToggled,
-    IsOn,
-    Cleanable,
-    Heatable,
-    Coolable,
-    Sliceable,
-    Toggleable,
-    Pickupable,
-    IsReceptacleObject,
-    Openable,
-    Opened,
-    CanContain,
-}
-
-impl Pred {
-    /// Parses a predicate name (case-insensitive).
-    pub fn parse(s: &str) -> Option<Pred> {
-        use Pred::*;
-        Some(match s.to_ascii_lowercase().as_str() {
-            "objecttype" => ObjectType,
-            "receptacletype" => ReceptacleType,
-            "inreceptacle" => InReceptacle,
-            "holds" => Holds,
-            "holdsany" => HoldsAny,
-            "atlocation" => AtLocation,
-            "receptacleatlocation" => ReceptacleAtLocation,
-            "objectatlocation" => ObjectAtLocation,
-            "isclean" => IsClean,
-            "ishot" => IsHot,
-            "iscool" => IsCool,
-            "issliced" => IsSliced,
-            "istoggled" => IsToggled,
-            "ison" => IsOn,
-            "cleanable" => Cleanable,
-            "heatable" => Heatable,
-            "coolable" => Coolable,
-            "sliceable" => Sliceable,
-            "toggleable" => Toggleable,
-            "pickupable" => Pickupable,
-            "isreceptacleobject" => IsReceptacleObject,
-            "openable" => Openable,
-            "opened" => Opened,
-            "cancontain" => CanContain,
-            _ => return None,
-        })
-    }
-
-    /// Number of arguments.
-    pub fn arity(self) -> usize {
-        use Pred::*;
-        match self {
-            HoldsAny | IsClean | IsHot | IsCool | IsSliced | IsToggled | IsOn | Cleanable
-            | Heatable | Coolable | Sliceable | Toggleable | Pickupable | IsReceptacleObject
-            | Openable | Opened => 1,
-            _ => 2,
-        }
-    }
-}
+pub use super::vocab::{Ent, Kind, Pred};
 
 /// Static properties of an object (bit flags).
 pub mod prop {
@@ -307,273 +177,46 @@ pub fn join_list<'a>(items: impl IntoIterator<Item = &'a str>, article: bool) ->
 }
 
 impl World {
-    /// Builds a world from a parsed problem and its task sentence.
+    /// Builds a world from a parsed problem and its task sentence, in steps: the identifiers
+    /// `:objects` declares, by kind; the entity each name denotes; the facts of `:init`; from
+    /// them the initial state and the receptacle and object tables, then their display names;
+    /// the indexes by type and location; and last the goal, compiled against the finished
+    /// world. The first fault found is the error.
     pub fn from_problem(p: &Problem, task: &str) -> Result<World, String> {
-        let mut names: HashMap<String, Ent> = HashMap::new();
-        let mut locations = Vec::new();
-        let mut rec_ids = Vec::new();
-        let mut obj_ids = Vec::new();
-        let mut types = Vec::new();
-        let mut agent_seen = false;
-        for (n, ty) in &p.objects {
-            match Kind::from_type_name(ty) {
-                Some(Kind::Agent) => agent_seen = true,
-                Some(Kind::Location) => locations.push(n.clone()),
-                Some(Kind::Receptacle) => rec_ids.push(n.clone()),
-                Some(Kind::Object) => obj_ids.push(n.clone()),
-                Some(Kind::Type) => types.push(n.clone()),
-                None => return Err(format!(":objects: unknown type '{ty}' of '{n}'")),
-            }
-        }
-        if !agent_seen {
-            return Err(":objects: no object of type agent".into());
-        }
-        let sort_ids = |v: &mut Vec<String>| {
-            v.sort_by_key(|a| a.to_ascii_lowercase());
-            v.dedup();
-        };
-        sort_ids(&mut rec_ids);
-        sort_ids(&mut obj_ids);
-        types.dedup();
-        for (n, ty) in &p.objects {
-            if Kind::from_type_name(ty) == Some(Kind::Agent) {
-                names.insert(n.clone(), Ent::Agent);
-            }
-        }
-        for (i, l) in locations.iter().enumerate() {
-            names.insert(l.clone(), Ent::Loc(i as u16));
-        }
-        for (i, r) in rec_ids.iter().enumerate() {
-            names.insert(r.clone(), Ent::Recep(i as u16));
-        }
-        for (i, o) in obj_ids.iter().enumerate() {
-            names.insert(o.clone(), Ent::Obj(i as u16));
-        }
-        for (i, t) in types.iter().enumerate() {
-            names.insert(t.clone(), Ent::Type(i as u16));
-        }
-        if locations.len() > u16::MAX as usize
-            || rec_ids.len() > u16::MAX as usize
-            || obj_ids.len() > u16::MAX as usize
-            || types.len() > u16::MAX as usize
-        {
-            return Err(":objects: too many objects".into());
-        }
-        let nt = types.len();
-        let mut rtype: Vec<Option<u16>> = vec![None; rec_ids.len()];
-        let mut rloc: Vec<Option<u16>> = vec![None; rec_ids.len()];
-        let mut openable = vec![false; rec_ids.len()];
-        let mut opened = vec![false; rec_ids.len()];
-        let mut otype: Vec<Option<u16>> = vec![None; obj_ids.len()];
-        let mut props = vec![0u8; obj_ids.len()];
-        let mut flags = vec![0u8; obj_ids.len()];
-        let mut obj_in: Vec<Option<u16>> = vec![None; obj_ids.len()];
-        let mut obj_at: Vec<Option<u16>> = vec![None; obj_ids.len()];
-        let mut held = None;
-        let mut agent_loc = None;
-        let mut can_contain = vec![false; nt * nt];
-
-        for (pred, args) in &p.init {
-            let ent = |i: usize| -> Result<Ent, String> {
-                let a = args
-                    .get(i)
-                    .ok_or_else(|| format!(":init: ({pred} …) has too few arguments"))?;
-                names
-                    .get(a)
-                    .copied()
-                    .ok_or_else(|| format!(":init: ({pred} …) names undeclared object '{a}'"))
-            };
-            let bad = || {
-                format!(
-                    ":init: ({pred} {}) has arguments of the wrong types",
-                    args.join(" ")
-                )
-            };
-            let lower = pred.to_ascii_lowercase();
-            match lower.as_str() {
-                "cancontain" => match (ent(0)?, ent(1)?) {
-                    (Ent::Type(a), Ent::Type(b)) => {
-                        can_contain[a as usize * nt + b as usize] = true
-                    }
-                    _ => return Err(bad()),
-                },
-                "receptacletype" => match (ent(0)?, ent(1)?) {
-                    (Ent::Recep(r), Ent::Type(t)) => rtype[r as usize] = Some(t),
-                    _ => return Err(bad()),
-                },
-                "receptacleatlocation" => match (ent(0)?, ent(1)?) {
-                    (Ent::Recep(r), Ent::Loc(l)) => rloc[r as usize] = Some(l),
-                    _ => return Err(bad()),
-                },
-                "objecttype" => match (ent(0)?, ent(1)?) {
-                    (Ent::Obj(o), Ent::Type(t)) => otype[o as usize] = Some(t),
-                    _ => return Err(bad()),
-                },
-                "inreceptacle" => match (ent(0)?, ent(1)?) {
-                    (Ent::Obj(o), Ent::Recep(r)) => obj_in[o as usize] = Some(r),
-                    _ => return Err(bad()),
-                },
-                "objectatlocation" => match (ent(0)?, ent(1)?) {
-                    (Ent::Obj(o), Ent::Loc(l)) => obj_at[o as usize] = Some(l),
-                    _ => return Err(bad()),
-                },
-                "atlocation" => match (ent(0)?, ent(1)?) {
-                    (Ent::Agent, Ent::Loc(l)) => agent_loc = Some(l),
-                    _ => return Err(bad()),
-                },
-                "holds" => match (ent(0)?, ent(1)?) {
-                    (Ent::Agent, Ent::Obj(o)) => held = Some(o),
-                    _ => return Err(bad()),
-                },
-                "openable" | "opened" => match ent(0)? {
-                    Ent::Recep(r) if lower == "openable" => openable[r as usize] = true,
-                    Ent::Recep(r) => opened[r as usize] = true,
-                    _ => return Err(bad()),
-                },
-                "pickupable" | "cleanable" | "heatable" | "coolable" | "sliceable"
-                | "toggleable" | "isreceptacleobject" => match ent(0)? {
-                    Ent::Obj(o) => {
-                        props[o as usize] |= match lower.as_str() {
-                            "pickupable" => prop::PICKUPABLE,
-                            "cleanable" => prop::CLEANABLE,
-                            "heatable" => prop::HEATABLE,
-                            "coolable" => prop::COOLABLE,
-                            "sliceable" => prop::SLICEABLE,
-                            "toggleable" => prop::TOGGLEABLE,
-                            _ => prop::RECEPTACLE_OBJECT,
-                        }
-                    }
-                    _ => return Err(bad()),
-                },
-                "isclean" | "ishot" | "iscool" | "issliced" | "istoggled" | "ison" => match ent(0)?
-                {
-                    Ent::Obj(o) => {
-                        flags[o as usize] |= match lower.as_str() {
-                            "isclean" => state::CLEAN,
-                            "ishot" => state::HOT,
-                            "iscool" => state::COOL,
-                            "issliced" => state::SLICED,
-                            "istoggled" => state::TOGGLED,
-                            _ => state::ON,
-                        }
-                    }
-                    _ => return Err(bad()),
-                },
-                // Facts that no action of the current domain reads.
-                "checked"
-                | "examined"
-                | "wasinreceptacle"
-                | "full"
-                | "moveable"
-                | "inreceptacleobject"
-                | "isreceptacleobjectfull"
-                | "holdsanyreceptacleobject"
-                | "holdsany" => {}
-                _ => return Err(format!(":init: unsupported predicate '{pred}'")),
-            }
-        }
-        let agent_loc = agent_loc.ok_or(":init: no (atLocation agent …) fact")?;
-        let mut receptacles = Vec::with_capacity(rec_ids.len());
-        for (i, id) in rec_ids.iter().enumerate() {
-            receptacles.push(Receptacle {
-                id: id.clone(),
-                name: String::new(),
-                rtype: rtype[i]
-                    .ok_or_else(|| format!(":init: receptacle '{id}' has no receptacleType"))?,
-                loc: rloc[i].ok_or_else(|| {
-                    format!(":init: receptacle '{id}' has no receptacleAtLocation")
-                })?,
-                openable: openable[i],
-            });
-        }
-        let mut objects: Vec<Object> = obj_ids
-            .iter()
-            .enumerate()
-            .map(|(i, id)| Object {
-                id: id.clone(),
-                name: String::new(),
-                otype: otype[i],
-                props: props[i],
-            })
-            .collect();
-        // Display names: class + number, numbers counting down along the sorted identifiers.
-        let mut classes: HashMap<String, Vec<(String, Ent)>> = HashMap::new();
-        for (i, r) in receptacles.iter().enumerate() {
-            classes
-                .entry(display_class(&r.id))
-                .or_default()
-                .push((r.id.to_ascii_lowercase(), Ent::Recep(i as u16)));
-        }
-        for (i, o) in objects.iter().enumerate() {
-            if o.otype.is_some() {
-                classes
-                    .entry(display_class(&o.id))
-                    .or_default()
-                    .push((o.id.to_ascii_lowercase(), Ent::Obj(i as u16)));
-            }
-        }
-        for (class, mut members) in classes {
-            members.sort_by(|a, b| a.0.cmp(&b.0));
-            let n = members.len();
-            for (rank, (_, e)) in members.into_iter().enumerate() {
-                let name = format!("{class} {}", n - rank);
-                match e {
-                    Ent::Recep(r) => receptacles[r as usize].name = name,
-                    Ent::Obj(o) => objects[o as usize].name = name,
-                    _ => unreachable!(),
-                }
-            }
-        }
-        let mut objs_by_type = vec![Vec::new(); nt];
-        for (i, o) in objects.iter().enumerate() {
-            if let Some(t) = o.otype {
-                objs_by_type[t as usize].push(i as u16);
-            }
-        }
-        let mut receps_by_type = vec![Vec::new(); nt];
-        let mut receps_at_loc = vec![Vec::new(); locations.len()];
-        for (i, r) in receptacles.iter().enumerate() {
-            receps_by_type[r.rtype as usize].push(i as u16);
-            receps_at_loc[r.loc as usize].push(i as u16);
-        }
-        let ty = |n: &str| types.iter().position(|t| t == n).map(|i| i as u16);
-        let task = task
-            .trim()
-            .trim_start_matches("Your task is to:")
-            .trim()
-            .trim_end_matches('.')
-            .to_string();
+        let ids = Declared::collect(p)?;
+        let names = ids.names();
+        let InitFacts { scene, state } = InitFacts::read(p, &ids, &names)?;
+        let initial = state.into_state()?;
+        let mut receptacles = scene.receptacles(&ids.receptacles)?;
+        let mut objects = scene.objects(&ids.objects);
+        number_display_names(&mut receptacles, &mut objects);
+        let nt = ids.types.len();
+        let objs_by_type = index_by(nt, objects.iter().map(|o| o.otype));
+        let receps_by_type = index_by(nt, receptacles.iter().map(|r| Some(r.rtype)));
+        let receps_at_loc = index_by(ids.locations.len(), receptacles.iter().map(|r| Some(r.loc)));
+        let ty = |n: &str| type_position(&ids.types, n);
         let mut w = World {
             ty_microwave: ty("MicrowaveType"),
             ty_fridge: ty("FridgeType"),
             ty_sinkbasin: ty("SinkBasinType"),
             ty_knife: ty("KnifeType"),
             ty_butterknife: ty("ButterKnifeType"),
-            locations,
+            locations: ids.locations,
             receptacles,
             objects,
-            types,
-            task,
+            types: ids.types,
+            task: task_sentence(task),
             hint: None,
-            initial: State {
-                agent_loc,
-                opened,
-                obj_in,
-                obj_at,
-                held,
-                flags,
-            },
+            initial,
             names,
-            can_contain,
+            can_contain: scene.can_contain,
             objs_by_type,
             receps_by_type,
             receps_at_loc,
             goal: Goal::And(vec![]),
             goal_vars: 0,
         };
-        let (g, n) = goal::compile(&p.goal, &w).map_err(|e| format!(":goal: {e}"))?;
-        w.goal = g;
-        w.goal_vars = n;
+        w.set_goal(&p.goal).map_err(|e| format!(":goal: {e}"))?;
         Ok(w)
     }
 
@@ -592,7 +235,7 @@ impl World {
 
     /// The index of a type name.
     pub fn type_index(&self, name: &str) -> Option<u16> {
-        self.types.iter().position(|t| t == name).map(|i| i as u16)
+        type_position(&self.types, name)
     }
 
     /// Objects of a type, in list order.
@@ -1004,4 +647,369 @@ impl World {
             }
         }
     }
+}
+
+/// Goals read the world through its own look-ups.
+impl Facts for World {
+    type State = State;
+
+    fn entity(&self, name: &str) -> Option<Ent> {
+        World::entity(self, name)
+    }
+
+    fn domain(&self, k: Kind) -> Box<dyn Iterator<Item = Ent> + '_> {
+        World::domain(self, k)
+    }
+
+    fn fact(&self, st: &State, p: Pred, a: &[Ent]) -> bool {
+        World::fact(self, st, p, a)
+    }
+
+    fn generate(
+        &self,
+        st: &State,
+        p: Pred,
+        args: &[Term],
+        var: usize,
+        get: impl Fn(&Term) -> Option<Ent>,
+    ) -> Option<Vec<Ent>> {
+        World::generate(self, st, p, args, var, get)
+    }
+}
+
+// The steps of `World::from_problem`.
+
+/// The identifiers that `:objects` declares, by kind, in the order the world numbers them.
+struct Declared {
+    /// Agents, in declaration order.
+    agents: Vec<String>,
+    /// Locations, in declaration order.
+    locations: Vec<String>,
+    /// Receptacles, sorted by lowercased identifier, repeats dropped.
+    receptacles: Vec<String>,
+    /// Objects, sorted by lowercased identifier, repeats dropped.
+    objects: Vec<String>,
+    /// Types, in declaration order, repeats in a row dropped.
+    types: Vec<String>,
+}
+
+impl Declared {
+    /// Groups the declared identifiers by kind and puts receptacles and objects in list order;
+    /// an unknown type, a problem without an agent and more than `u16::MAX` of a kind are errors.
+    fn collect(p: &Problem) -> Result<Declared, String> {
+        let mut d = Declared {
+            agents: Vec::new(),
+            locations: Vec::new(),
+            receptacles: Vec::new(),
+            objects: Vec::new(),
+            types: Vec::new(),
+        };
+        for (n, ty) in &p.objects {
+            match Kind::from_type_name(ty) {
+                Some(Kind::Agent) => d.agents.push(n.clone()),
+                Some(Kind::Location) => d.locations.push(n.clone()),
+                Some(Kind::Receptacle) => d.receptacles.push(n.clone()),
+                Some(Kind::Object) => d.objects.push(n.clone()),
+                Some(Kind::Type) => d.types.push(n.clone()),
+                None => return Err(format!(":objects: unknown type '{ty}' of '{n}'")),
+            }
+        }
+        if d.agents.is_empty() {
+            return Err(":objects: no object of type agent".into());
+        }
+        let sort_ids = |v: &mut Vec<String>| {
+            v.sort_by_key(|a| a.to_ascii_lowercase());
+            v.dedup();
+        };
+        sort_ids(&mut d.receptacles);
+        sort_ids(&mut d.objects);
+        d.types.dedup();
+        let max = u16::MAX as usize;
+        if d.locations.len() > max
+            || d.receptacles.len() > max
+            || d.objects.len() > max
+            || d.types.len() > max
+        {
+            return Err(":objects: too many objects".into());
+        }
+        Ok(d)
+    }
+
+    /// The entity each identifier denotes; of a name declared under two kinds, the later of
+    /// agent, location, receptacle, object and type wins.
+    fn names(&self) -> HashMap<String, Ent> {
+        let mut names = HashMap::new();
+        for a in &self.agents {
+            names.insert(a.clone(), Ent::Agent);
+        }
+        let mut number = |ids: &[String], ent: fn(u16) -> Ent| {
+            for (i, id) in ids.iter().enumerate() {
+                names.insert(id.clone(), ent(i as u16));
+            }
+        };
+        number(&self.locations, Ent::Loc);
+        number(&self.receptacles, Ent::Recep);
+        number(&self.objects, Ent::Obj);
+        number(&self.types, Ent::Type);
+        names
+    }
+}
+
+/// The facts of `:init`, read one by one: what they say of the scene and of the initial state.
+struct InitFacts {
+    scene: SceneFacts,
+    state: StateFacts,
+}
+
+/// What `:init` says of the static scene.
+struct SceneFacts {
+    /// The number of types (the side of `can_contain`).
+    types: usize,
+    /// `canContain rt ot`, row `rt`, column `ot`.
+    can_contain: Vec<bool>,
+    /// Each receptacle's type.
+    rtype: Vec<Option<u16>>,
+    /// Each receptacle's location.
+    rloc: Vec<Option<u16>>,
+    /// Whether each receptacle opens.
+    openable: Vec<bool>,
+    /// Each object's type.
+    otype: Vec<Option<u16>>,
+    /// Each object's [`prop`] flags.
+    props: Vec<u8>,
+}
+
+/// What `:init` says of the initial state.
+struct StateFacts {
+    agent_loc: Option<u16>,
+    opened: Vec<bool>,
+    obj_in: Vec<Option<u16>>,
+    obj_at: Vec<Option<u16>>,
+    held: Option<u16>,
+    flags: Vec<u8>,
+}
+
+impl InitFacts {
+    /// Reads every fact of `:init` in order; the first that cannot be read is the error.
+    fn read(p: &Problem, ids: &Declared, names: &HashMap<String, Ent>) -> Result<Self, String> {
+        let (nr, no, nt) = (ids.receptacles.len(), ids.objects.len(), ids.types.len());
+        let mut facts = InitFacts {
+            scene: SceneFacts {
+                types: nt,
+                can_contain: vec![false; nt * nt],
+                rtype: vec![None; nr],
+                rloc: vec![None; nr],
+                openable: vec![false; nr],
+                otype: vec![None; no],
+                props: vec![0; no],
+            },
+            state: StateFacts {
+                agent_loc: None,
+                opened: vec![false; nr],
+                obj_in: vec![None; no],
+                obj_at: vec![None; no],
+                held: None,
+                flags: vec![0; no],
+            },
+        };
+        for (pred, args) in &p.init {
+            facts.read_fact(pred, args, names)?;
+        }
+        Ok(facts)
+    }
+
+    /// Reads one fact: a predicate of the domain with arguments of the right kinds, or one of
+    /// the predicates no action reads (skipped).
+    fn read_fact(
+        &mut self,
+        pred: &str,
+        args: &[String],
+        names: &HashMap<String, Ent>,
+    ) -> Result<(), String> {
+        let p = match Pred::parse(pred) {
+            Some(Pred::HoldsAny) => return Ok(()),
+            Some(p) => p,
+            None if UNREAD_FACTS.contains(&pred.to_ascii_lowercase().as_str()) => return Ok(()),
+            None => return Err(format!(":init: unsupported predicate '{pred}'")),
+        };
+        let ent = |i: usize| -> Result<Ent, String> {
+            let a = args
+                .get(i)
+                .ok_or_else(|| format!(":init: ({pred} …) has too few arguments"))?;
+            names
+                .get(a)
+                .copied()
+                .ok_or_else(|| format!(":init: ({pred} …) names undeclared object '{a}'"))
+        };
+        let read = if p.arity() == 1 {
+            self.set(p, &[ent(0)?])
+        } else {
+            let a = ent(0)?;
+            self.set(p, &[a, ent(1)?])
+        };
+        if read {
+            Ok(())
+        } else {
+            Err(format!(
+                ":init: ({pred} {}) has arguments of the wrong types",
+                args.join(" ")
+            ))
+        }
+    }
+
+    /// Records a fact; `false` when its arguments are of the wrong kinds.
+    fn set(&mut self, p: Pred, a: &[Ent]) -> bool {
+        use Ent::*;
+        use Pred::*;
+        let (sc, st) = (&mut self.scene, &mut self.state);
+        match (p, a) {
+            (CanContain, [Type(a), Type(b)]) => {
+                sc.can_contain[*a as usize * sc.types + *b as usize] = true
+            }
+            (ReceptacleType, [Recep(r), Type(t)]) => sc.rtype[*r as usize] = Some(*t),
+            (ReceptacleAtLocation, [Recep(r), Loc(l)]) => sc.rloc[*r as usize] = Some(*l),
+            (ObjectType, [Obj(o), Type(t)]) => sc.otype[*o as usize] = Some(*t),
+            (InReceptacle, [Obj(o), Recep(r)]) => st.obj_in[*o as usize] = Some(*r),
+            (ObjectAtLocation, [Obj(o), Loc(l)]) => st.obj_at[*o as usize] = Some(*l),
+            (AtLocation, [Agent, Loc(l)]) => st.agent_loc = Some(*l),
+            (Holds, [Agent, Obj(o)]) => st.held = Some(*o),
+            (Openable, [Recep(r)]) => sc.openable[*r as usize] = true,
+            (Opened, [Recep(r)]) => st.opened[*r as usize] = true,
+            (Pickupable, [Obj(o)]) => sc.props[*o as usize] |= prop::PICKUPABLE,
+            (Cleanable, [Obj(o)]) => sc.props[*o as usize] |= prop::CLEANABLE,
+            (Heatable, [Obj(o)]) => sc.props[*o as usize] |= prop::HEATABLE,
+            (Coolable, [Obj(o)]) => sc.props[*o as usize] |= prop::COOLABLE,
+            (Sliceable, [Obj(o)]) => sc.props[*o as usize] |= prop::SLICEABLE,
+            (Toggleable, [Obj(o)]) => sc.props[*o as usize] |= prop::TOGGLEABLE,
+            (IsReceptacleObject, [Obj(o)]) => sc.props[*o as usize] |= prop::RECEPTACLE_OBJECT,
+            (IsClean, [Obj(o)]) => st.flags[*o as usize] |= state::CLEAN,
+            (IsHot, [Obj(o)]) => st.flags[*o as usize] |= state::HOT,
+            (IsCool, [Obj(o)]) => st.flags[*o as usize] |= state::COOL,
+            (IsSliced, [Obj(o)]) => st.flags[*o as usize] |= state::SLICED,
+            (IsToggled, [Obj(o)]) => st.flags[*o as usize] |= state::TOGGLED,
+            (IsOn, [Obj(o)]) => st.flags[*o as usize] |= state::ON,
+            _ => return false,
+        }
+        true
+    }
+}
+
+/// Facts of `:init` that no action of the current domain reads, besides `holdsAny`.
+const UNREAD_FACTS: [&str; 8] = [
+    "checked",
+    "examined",
+    "wasinreceptacle",
+    "full",
+    "moveable",
+    "inreceptacleobject",
+    "isreceptacleobjectfull",
+    "holdsanyreceptacleobject",
+];
+
+impl SceneFacts {
+    /// The receptacles, display names still empty; one without a type or a location is an
+    /// error.
+    fn receptacles(&self, ids: &[String]) -> Result<Vec<Receptacle>, String> {
+        ids.iter()
+            .enumerate()
+            .map(|(i, id)| {
+                Ok(Receptacle {
+                    id: id.clone(),
+                    name: String::new(),
+                    rtype: self.rtype[i]
+                        .ok_or_else(|| format!(":init: receptacle '{id}' has no receptacleType"))?,
+                    loc: self.rloc[i].ok_or_else(|| {
+                        format!(":init: receptacle '{id}' has no receptacleAtLocation")
+                    })?,
+                    openable: self.openable[i],
+                })
+            })
+            .collect()
+    }
+
+    /// The objects, display names still empty.
+    fn objects(&self, ids: &[String]) -> Vec<Object> {
+        ids.iter()
+            .enumerate()
+            .map(|(i, id)| Object {
+                id: id.clone(),
+                name: String::new(),
+                otype: self.otype[i],
+                props: self.props[i],
+            })
+            .collect()
+    }
+}
+
+impl StateFacts {
+    /// The initial state; a problem that does not place the agent is an error.
+    fn into_state(self) -> Result<State, String> {
+        Ok(State {
+            agent_loc: self
+                .agent_loc
+                .ok_or(":init: no (atLocation agent …) fact")?,
+            opened: self.opened,
+            obj_in: self.obj_in,
+            obj_at: self.obj_at,
+            held: self.held,
+            flags: self.flags,
+        })
+    }
+}
+
+/// Names receptacles and typed objects as ALFWorld does: display class and a number, the
+/// numbers of a class counting down along the sorted identifiers (`cabinet 3`, `cabinet 2` …).
+fn number_display_names(receptacles: &mut [Receptacle], objects: &mut [Object]) {
+    let mut classes: HashMap<String, Vec<(String, Ent)>> = HashMap::new();
+    for (i, r) in receptacles.iter().enumerate() {
+        classes
+            .entry(display_class(&r.id))
+            .or_default()
+            .push((r.id.to_ascii_lowercase(), Ent::Recep(i as u16)));
+    }
+    for (i, o) in objects.iter().enumerate() {
+        if o.otype.is_some() {
+            classes
+                .entry(display_class(&o.id))
+                .or_default()
+                .push((o.id.to_ascii_lowercase(), Ent::Obj(i as u16)));
+        }
+    }
+    for (class, mut members) in classes {
+        members.sort_by(|a, b| a.0.cmp(&b.0));
+        let n = members.len();
+        for (rank, (_, e)) in members.into_iter().enumerate() {
+            let name = format!("{class} {}", n - rank);
+            match e {
+                Ent::Recep(r) => receptacles[r as usize].name = name,
+                Ent::Obj(o) => objects[o as usize].name = name,
+                _ => unreachable!(),
+            }
+        }
+    }
+}
+
+/// For each of `n` keys (types, locations), the items that have it, in list order.
+fn index_by(n: usize, keys: impl Iterator<Item = Option<u16>>) -> Vec<Vec<u16>> {
+    let mut index = vec![Vec::new(); n];
+    for (i, k) in keys.enumerate() {
+        if let Some(k) = k {
+            index[k as usize].push(i as u16);
+        }
+    }
+    index
+}
+
+/// The index of a type name.
+fn type_position(types: &[String], name: &str) -> Option<u16> {
+    types.iter().position(|t| t == name).map(|i| i as u16)
+}
+
+/// The task sentence without the `Your task is to: ` prefix and final period.
+fn task_sentence(task: &str) -> String {
+    task.trim()
+        .trim_start_matches("Your task is to:")
+        .trim()
+        .trim_end_matches('.')
+        .to_string()
 }
