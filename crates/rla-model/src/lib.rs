@@ -11,6 +11,8 @@ pub mod lm;
 pub mod lora;
 pub mod loss;
 pub mod model;
+pub mod ops;
+pub mod optim;
 pub mod sample;
 pub mod tok;
 pub mod train;

@@ -3,7 +3,8 @@
 //! sequence-mean; and the supervised (SFT) negative log-likelihood.
 
 use crate::fused;
-use crate::model::{acc_dtype, Result, Transformer};
+use crate::model::Transformer;
+use crate::ops::{acc_dtype, Result};
 use candle_core::Tensor;
 use rla_core::ppo::PpoConfig;
 

@@ -5,12 +5,10 @@
 
 use crate::config::{Arch, ModelConfig};
 use crate::fused::{self, rms_norm};
+use crate::ops::Result;
 use crate::ModelError;
 use candle_core::{DType, Device, Tensor, Var, D};
 use std::collections::BTreeMap;
-
-/// Result type of tensor code.
-pub type Result<T> = std::result::Result<T, candle_core::Error>;
 
 /// A LoRA adapter `W + (α/r)·B·A` on one projection.
 #[derive(Debug, Clone)]
@@ -61,40 +59,6 @@ impl Linear {
         }
         Ok(y)
     }
-}
-
-/// The dtype reductions run in: f64 for f64 models, f32 otherwise.
-pub fn acc_dtype(d: DType) -> DType {
-    if d == DType::F64 {
-        DType::F64
-    } else {
-        DType::F32
-    }
-}
-
-/// RMSNorm from plain ops: `x / sqrt(mean(x²) + ε) · w`, computed in f32 (f64 for f64 models).
-/// The model calls [`crate::fused::rms_norm`], which runs this where its kernel does not apply.
-pub fn rms_norm_plain(x: &Tensor, w: &Tensor, eps: f64) -> Result<Tensor> {
-    let dtype = x.dtype();
-    let xf = x.to_dtype(acc_dtype(dtype))?;
-    let ms = xf.sqr()?.mean_keepdim(D::Minus1)?;
-    let y = xf.broadcast_div(&(ms + eps)?.sqrt()?)?;
-    y.to_dtype(dtype)?.broadcast_mul(w)
-}
-
-/// Softmax over the last dimension from plain ops (the maximum is subtracted for stability).
-pub fn softmax_last(x: &Tensor) -> Result<Tensor> {
-    let max = x.max_keepdim(D::Minus1)?.detach();
-    let e = x.broadcast_sub(&max)?.exp()?;
-    e.broadcast_div(&e.sum_keepdim(D::Minus1)?)
-}
-
-/// Log-softmax over the last dimension from plain ops.
-pub fn log_softmax_last(x: &Tensor) -> Result<Tensor> {
-    let max = x.max_keepdim(D::Minus1)?.detach();
-    let shifted = x.broadcast_sub(&max)?;
-    let lse = shifted.exp()?.sum_keepdim(D::Minus1)?.log()?;
-    shifted.broadcast_sub(&lse)
 }
 
 /// One transformer block.
@@ -519,37 +483,4 @@ impl Transformer {
         }
         rms_norm(&x, &self.norm, eps)?.reshape((b, t, ()))
     }
-}
-
-/// Additive causal mask `[B, 1, T, offset + T]`: query t sees keys `0 ..= offset + t`.
-pub fn causal_mask(b: usize, t: usize, offset: usize, device: &Device) -> Result<Tensor> {
-    let s = offset + t;
-    let mut m = vec![0f32; t * s];
-    for i in 0..t {
-        for j in (offset + i + 1)..s {
-            m[i * s + j] = -1e9;
-        }
-    }
-    Tensor::from_vec(m, (1, 1, t, s), device)?
-        .broadcast_as((b, 1, t, s))?
-        .contiguous()
-}
-
-/// Additive mask for left-padded rows: `valid[b][s]` says whether key s of row b is a real
-/// token; query t (key index `S − T + t`) sees the valid keys at or before it.
-pub fn padded_causal_mask(valid: &[Vec<bool>], t: usize, device: &Device) -> Result<Tensor> {
-    let b = valid.len();
-    let s = valid.first().map(|v| v.len()).unwrap_or(0);
-    let mut m = vec![0f32; b * t * s];
-    for (r, row) in valid.iter().enumerate() {
-        for i in 0..t {
-            let qi = s - t + i;
-            for (j, ok) in row.iter().enumerate() {
-                if j > qi || !ok {
-                    m[(r * t + i) * s + j] = -1e9;
-                }
-            }
-        }
-    }
-    Tensor::from_vec(m, (b, 1, t, s), device)
 }

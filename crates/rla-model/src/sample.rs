@@ -2,7 +2,8 @@
 //! a prompt copy its cached keys and values instead of recomputing them), finished rows leave the
 //! batch, and every sampled token comes with its log-probability.
 
-use crate::model::{log_softmax_last, padded_causal_mask, KvCache, Transformer};
+use crate::model::{KvCache, Transformer};
+use crate::ops::{log_softmax_last, padded_causal_mask};
 use crate::tok::Tok;
 use crate::ModelError;
 use candle_core::{DType, Device, Tensor};

@@ -4,9 +4,10 @@
 //! training resumes exactly.
 
 use crate::batch::Batch;
-use crate::fused;
 use crate::loss::{ppo_loss, response_logprobs, sft_loss};
-use crate::model::{acc_dtype, Transformer};
+use crate::model::Transformer;
+use crate::ops::acc_dtype;
+use crate::optim;
 use crate::ModelError;
 use candle_core::{DType, Tensor, Var};
 use rla_core::ppo::PpoConfig;
@@ -96,7 +97,7 @@ impl AdamW {
         self.step += 1;
         let t = self.step as i32;
         let (bc1, bc2) = (1.0 - c.beta1.powi(t), 1.0 - c.beta2.powi(t));
-        let hp = fused::AdamStep {
+        let hp = optim::AdamStep {
             lr: c.lr,
             beta1: c.beta1,
             beta2: c.beta2,
@@ -109,7 +110,7 @@ impl AdamW {
         for (i, (_, var)) in self.vars.iter().enumerate() {
             let Some(g) = &grads[i] else { continue };
             // one pass on the CPU; plain tensor ops elsewhere
-            if let Some((w, m, v)) = fused::adamw(var.as_tensor(), g, &self.m[i], &self.v[i], &hp)?
+            if let Some((w, m, v)) = optim::adamw(var.as_tensor(), g, &self.m[i], &self.v[i], &hp)?
             {
                 var.set(&w)?;
                 self.m[i] = m;
@@ -253,7 +254,7 @@ fn accumulate_and_step_inner(
     }
     let mut sq = 0f64;
     for g in acc.iter().flatten() {
-        sq += fused::sum_squares(g)?;
+        sq += optim::sum_squares(g)?;
     }
     stats.grad_norm = sq.sqrt();
     let scale = if cfg.max_grad_norm > 0.0 && stats.grad_norm > cfg.max_grad_norm {

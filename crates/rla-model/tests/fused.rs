@@ -1,8 +1,9 @@
 //! The fused CPU kernels agree with their plain-op references in value and in gradient.
 
 use candle_core::{DType, Device, Tensor, Var};
-use rla_model::fused;
-use rla_model::model::{padded_causal_mask, rms_norm_plain};
+use rla_model::fused::{self, rms_norm_plain};
+use rla_model::ops::padded_causal_mask;
+use rla_model::optim;
 
 fn randn(shape: &[usize], dtype: DType, seed: u64) -> Tensor {
     // deterministic pseudo-random values in [-1, 1)
@@ -257,7 +258,7 @@ fn adamw_kernel_follows_the_update_rule() {
     let g = Tensor::new(&[0.1f32, -0.2, 0.0], &Device::Cpu).unwrap();
     let m = Tensor::new(&[0.01f32, 0.0, -0.3], &Device::Cpu).unwrap();
     let v = Tensor::new(&[0.001f32, 0.02, 0.5], &Device::Cpu).unwrap();
-    let s = fused::AdamStep {
+    let s = optim::AdamStep {
         lr: 0.1,
         beta1: 0.9,
         beta2: 0.99,
@@ -267,7 +268,7 @@ fn adamw_kernel_follows_the_update_rule() {
         bc2: 1.0 - 0.99f64.powi(3),
         grad_scale: 0.5,
     };
-    let (nw, nm, nv) = fused::adamw(&w, &g, &m, &v, &s)
+    let (nw, nm, nv) = optim::adamw(&w, &g, &m, &v, &s)
         .unwrap()
         .expect("the CPU kernel applies");
     let (w, g, m, v) = (
@@ -299,10 +300,10 @@ fn adamw_kernel_follows_the_update_rule() {
         .to_dtype(DType::BF16)
         .unwrap();
     let one = Tensor::new(&[0f32], &Device::Cpu).unwrap();
-    assert!(fused::adamw(&wb, &wb, &one, &one, &s).unwrap().is_none());
+    assert!(optim::adamw(&wb, &wb, &one, &one, &s).unwrap().is_none());
     // the sum of squares accumulates in f64
     let x = Tensor::new(&[3f32, 4.0], &Device::Cpu).unwrap();
-    assert_eq!(fused::sum_squares(&x).unwrap(), 25.0);
+    assert_eq!(optim::sum_squares(&x).unwrap(), 25.0);
 }
 
 #[test]
@@ -370,7 +371,7 @@ fn kernels_give_the_same_bits_whatever_the_thread_count() {
             let big = randn(&[1 << 19], DType::F32, 25);
             (
                 g[1].to_vec1::<f32>().unwrap(),
-                fused::sum_squares(&big).unwrap(),
+                optim::sum_squares(&big).unwrap(),
             )
         })
     };

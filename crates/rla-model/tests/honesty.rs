@@ -311,7 +311,7 @@ fn greedy(m: &Transformer, prompt: &[u32], n: usize, cache: bool) -> Vec<u32> {
         let logits = if cache {
             let offset = kv.len();
             let t = x.dim(1).unwrap();
-            let mask = rla_model::model::causal_mask(1, t, offset, &Device::Cpu).unwrap();
+            let mask = rla_model::ops::causal_mask(1, t, offset, &Device::Cpu).unwrap();
             m.forward(&x, &pos, Some(&mask), Some(&mut kv)).unwrap()
         } else {
             m.forward(&x, &pos, None, None).unwrap()
