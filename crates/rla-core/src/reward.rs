@@ -77,13 +77,19 @@ impl StepScore {
 /// Worked example (paper, ALFWorld, m = 3): O = +1 and three `+1` verdicts give `R = 2`;
 /// O = −1 and three `+1` verdicts give `R = 0`.
 pub fn step_reward(outcome: Outcome, step_scores: &[StepScore], lambda: f64) -> f64 {
+    step_reward_value(outcome.value(), step_scores, lambda)
+}
+
+/// [`step_reward`] with the outcome as a number: ±1 for a trajectory's success, or a graded
+/// outcome such as a program's share of passed ground-truth tests.
+pub fn step_reward_value(outcome: f64, step_scores: &[StepScore], lambda: f64) -> f64 {
     let m = step_scores.len();
     let step_term = if m == 0 {
         0.0
     } else {
         step_scores.iter().map(|s| s.value()).sum::<f64>() / m as f64
     };
-    outcome.value() + lambda * step_term
+    outcome + lambda * step_term
 }
 
 /// [`step_reward`] for every step of one trajectory: `step_scores[i]` holds the m verdicts of

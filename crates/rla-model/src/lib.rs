@@ -21,8 +21,9 @@ pub mod weights;
 use std::path::{Path, PathBuf};
 
 pub use config::{Arch, ModelConfig};
-pub use lm::{LanguageModel, Lm};
+pub use lm::Lm;
 pub use model::Transformer;
+pub use rla_lm::{Learner, LmError, Model, Sampler};
 
 /// Fixes the number of CPU threads the tensor kernels use: `threads`, else `RAYON_NUM_THREADS`
 /// if set, else candle's choice (the physical cores). Returns the number.

@@ -1,46 +1,18 @@
-//! A loaded language model with its tokenizer and (when training) its optimiser, behind the small
-//! [`LanguageModel`] trait the trainer uses.
+//! A loaded language model with its tokenizer and (when training) its optimiser and frozen KL
+//! reference, behind the [`Sampler`] and [`Learner`] traits the loop uses.
 
 use crate::config::ModelConfig;
 use crate::lora::{self, LoraConfig};
 use crate::model::Transformer;
 use crate::sample::{self, Sample, SampleParams};
+use crate::tok::Message;
 use crate::tok::Tok;
 use crate::train::{self, AdamW, PpoSample, StepStats, TrainConfig};
 use crate::weights::{init_tensors, load_tensors, save_model, write_atomic};
 use crate::ModelError;
 use candle_core::{DType, Device};
+use rla_lm::{Learner, LmError, Sampler};
 use std::path::Path;
-
-/// What the trainer needs from a model, whichever model is behind it.
-pub trait LanguageModel {
-    /// The tokenizer.
-    fn tok(&self) -> &Tok;
-    /// `n` samples per prompt.
-    fn generate(
-        &self,
-        prompts: &[Vec<u32>],
-        n: usize,
-        p: &SampleParams,
-    ) -> Result<Vec<Vec<Sample>>, ModelError>;
-    /// `n` samples per prompt, each drawn only among `allowed[prompt]` (complete token sequences;
-    /// see [`sample::generate_within`]).
-    fn generate_within(
-        &self,
-        prompts: &[Vec<u32>],
-        n: usize,
-        p: &SampleParams,
-        allowed: &[Vec<Vec<u32>>],
-    ) -> Result<Vec<Vec<Sample>>, ModelError>;
-    /// Log-probabilities of responses.
-    fn score(&self, pairs: &[(Vec<u32>, Vec<u32>)]) -> Result<Vec<Vec<f32>>, ModelError>;
-    /// One PPO-clip update.
-    fn ppo_update(&mut self, samples: &[PpoSample]) -> Result<StepStats, ModelError>;
-    /// One supervised update.
-    fn sft_update(&mut self, pairs: &[(Vec<u32>, Vec<u32>)]) -> Result<StepStats, ModelError>;
-    /// Saves a checkpoint (model, tokenizer, optimiser state, adapters) into a folder.
-    fn save(&self, dir: &Path) -> Result<(), ModelError>;
-}
 
 /// Picks the device: CUDA device 0 when asked for and compiled with the `cuda` feature.
 pub fn device(cuda: bool) -> Result<Device, ModelError> {
@@ -67,6 +39,10 @@ pub struct Lm {
     pub opt: Option<AdamW>,
     /// LoRA settings, when only adapters train.
     pub lora: Option<LoraConfig>,
+    /// The frozen reference policy of the KL term, once training is enabled: the model as
+    /// training started (with LoRA, the base weights with the adapters off), or one loaded with
+    /// [`Lm::load_reference`].
+    pub reference: Option<Transformer>,
 }
 
 impl Lm {
@@ -98,6 +74,7 @@ impl Lm {
             train_cfg: TrainConfig::default(),
             opt: None,
             lora,
+            reference: None,
         })
     }
 
@@ -124,6 +101,7 @@ impl Lm {
             train_cfg: TrainConfig::default(),
             opt: None,
             lora: None,
+            reference: None,
         })
     }
 
@@ -136,6 +114,12 @@ impl Lm {
         seed: u64,
         resume: Option<&Path>,
     ) -> Result<(), ModelError> {
+        // the reference is the model before any variable is made (variables copy their data)
+        let mut reference = self.model.clone();
+        for (_, lin) in reference.projections_mut() {
+            lin.lora = None;
+        }
+        self.reference = Some(reference);
         let vars = match (&lora_cfg, self.lora.is_some()) {
             (Some(_), true) | (None, true) => {
                 // adapters loaded from a checkpoint: train them
@@ -167,6 +151,20 @@ impl Lm {
         Ok(())
     }
 
+    /// Makes the model in `dir` (for instance the warm start of a resumed run) the frozen
+    /// reference of the KL term.
+    pub fn load_reference(&mut self, dir: &Path) -> Result<(), ModelError> {
+        let cfg = ModelConfig::load(&dir.join("config.json"))?;
+        let tensors = load_tensors(dir, self.model.dtype, &self.model.device)?;
+        let mut reference =
+            Transformer::from_tensors(&cfg, &tensors, &self.model.device, self.model.dtype)?;
+        for (_, lin) in reference.projections_mut() {
+            lin.lora = None;
+        }
+        self.reference = Some(reference);
+        Ok(())
+    }
+
     fn opt(&mut self) -> Result<&mut AdamW, ModelError> {
         self.opt
             .as_mut()
@@ -174,9 +172,37 @@ impl Lm {
     }
 }
 
-impl LanguageModel for Lm {
-    fn tok(&self) -> &Tok {
-        &self.tok
+impl From<ModelError> for LmError {
+    fn from(e: ModelError) -> LmError {
+        LmError::backend(e)
+    }
+}
+
+impl Sampler for Lm {
+    fn encode(&self, text: &str) -> rla_lm::Result<Vec<u32>> {
+        Ok(self.tok.encode(text)?)
+    }
+
+    fn decode(&self, ids: &[u32]) -> rla_lm::Result<String> {
+        Ok(self.tok.decode(ids)?)
+    }
+
+    fn eos_ids(&self) -> &[u32] {
+        &self.tok.eos_ids
+    }
+
+    fn chat_template(
+        &self,
+        messages: &[Message],
+        add_generation_prompt: bool,
+    ) -> rla_lm::Result<Option<String>> {
+        match self.tok.chat_template {
+            Some(_) => Ok(Some(
+                self.tok
+                    .apply_chat_template(messages, add_generation_prompt)?,
+            )),
+            None => Ok(None),
+        }
     }
 
     fn generate(
@@ -184,8 +210,8 @@ impl LanguageModel for Lm {
         prompts: &[Vec<u32>],
         n: usize,
         p: &SampleParams,
-    ) -> Result<Vec<Vec<Sample>>, ModelError> {
-        sample::generate(&self.model, &self.tok, prompts, n, p)
+    ) -> rla_lm::Result<Vec<Vec<Sample>>> {
+        Ok(sample::generate(&self.model, &self.tok, prompts, n, p)?)
     }
 
     fn generate_within(
@@ -194,27 +220,50 @@ impl LanguageModel for Lm {
         n: usize,
         p: &SampleParams,
         allowed: &[Vec<Vec<u32>>],
-    ) -> Result<Vec<Vec<Sample>>, ModelError> {
-        sample::generate_within(&self.model, &self.tok, prompts, n, p, Some(allowed))
+    ) -> rla_lm::Result<Vec<Vec<Sample>>> {
+        Ok(sample::generate_within(
+            &self.model,
+            &self.tok,
+            prompts,
+            n,
+            p,
+            Some(allowed),
+        )?)
     }
 
-    fn score(&self, pairs: &[(Vec<u32>, Vec<u32>)]) -> Result<Vec<Vec<f32>>, ModelError> {
-        sample::score(&self.model, pairs)
+    fn score(&self, pairs: &[(Vec<u32>, Vec<u32>)]) -> rla_lm::Result<Vec<Vec<f32>>> {
+        Ok(sample::score(&self.model, pairs)?)
     }
+}
 
-    fn ppo_update(&mut self, samples: &[PpoSample]) -> Result<StepStats, ModelError> {
+impl Learner for Lm {
+    fn ppo_update(&mut self, samples: &[PpoSample]) -> rla_lm::Result<StepStats> {
         let (cfg, pad) = (self.train_cfg.clone(), self.tok.pad_id);
         let model = self.model.clone();
-        train::ppo_step(&model, self.opt()?, &cfg, samples, pad)
+        Ok(train::ppo_step(&model, self.opt()?, &cfg, samples, pad)?)
     }
 
-    fn sft_update(&mut self, pairs: &[(Vec<u32>, Vec<u32>)]) -> Result<StepStats, ModelError> {
+    fn sft_update(&mut self, pairs: &[(Vec<u32>, Vec<u32>)]) -> rla_lm::Result<StepStats> {
         let (cfg, pad) = (self.train_cfg.clone(), self.tok.pad_id);
         let model = self.model.clone();
-        train::sft_step(&model, self.opt()?, &cfg, pairs, pad)
+        Ok(train::sft_step(&model, self.opt()?, &cfg, pairs, pad)?)
     }
 
-    fn save(&self, dir: &Path) -> Result<(), ModelError> {
+    fn reference_logprobs(&self, pairs: &[(Vec<u32>, Vec<u32>)]) -> rla_lm::Result<Vec<Vec<f32>>> {
+        let r = self.reference.as_ref().ok_or_else(|| {
+            LmError::Unsupported("the KL reference exists once training is enabled".into())
+        })?;
+        Ok(sample::score(r, pairs)?)
+    }
+
+    fn save(&self, dir: &Path) -> rla_lm::Result<()> {
+        Ok(self.save_checkpoint(dir)?)
+    }
+}
+
+impl Lm {
+    /// Saves a checkpoint (model, tokenizer, generation config, optimiser state, adapters).
+    pub fn save_checkpoint(&self, dir: &Path) -> Result<(), ModelError> {
         let mut base = self.model.clone();
         if let Some(lc) = &self.lora {
             lora::save_peft(&self.model, lc, dir, "./")?;

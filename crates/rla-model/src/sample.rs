@@ -9,74 +9,8 @@ use crate::ModelError;
 use candle_core::{DType, Device, Tensor};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use serde::{Deserialize, Serialize};
 
-/// How to sample.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct SampleParams {
-    /// Softmax temperature; 0 means greedy.
-    pub temperature: f64,
-    /// Nucleus mass (1 keeps everything).
-    pub top_p: f64,
-    /// Keep only the k most likely tokens (0 keeps everything).
-    pub top_k: usize,
-    /// Most tokens to generate.
-    pub max_new_tokens: usize,
-    /// Generation ends when the text contains one of these (the text is cut before it).
-    pub stop: Vec<String>,
-    /// Seed of the sampler.
-    pub seed: u64,
-}
-
-impl Default for SampleParams {
-    fn default() -> Self {
-        SampleParams {
-            temperature: 1.0,
-            top_p: 1.0,
-            top_k: 0,
-            max_new_tokens: 64,
-            stop: vec![],
-            seed: 0,
-        }
-    }
-}
-
-impl SampleParams {
-    /// Greedy decoding.
-    pub fn greedy(max_new_tokens: usize) -> Self {
-        SampleParams {
-            temperature: 0.0,
-            max_new_tokens,
-            ..Default::default()
-        }
-    }
-}
-
-/// Why a sample ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Finish {
-    /// An end-of-sequence token.
-    Eos,
-    /// A stop string.
-    Stop,
-    /// `max_new_tokens`.
-    Length,
-}
-
-/// One generated response.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Sample {
-    /// The generated token ids (the end-of-sequence token included, if any).
-    pub tokens: Vec<u32>,
-    /// `log π(token)` of each generated token under the model (temperature 1).
-    pub logprobs: Vec<f32>,
-    /// The decoded text, cut before a stop string.
-    pub text: String,
-    /// Why it ended.
-    pub finish: Finish,
-}
+pub use rla_lm::{Finish, Sample, SampleParams};
 
 /// Draws a token from one row of logits.
 pub fn draw(logits: &[f32], p: &SampleParams, rng: &mut ChaCha8Rng) -> u32 {

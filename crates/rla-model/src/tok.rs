@@ -4,30 +4,12 @@
 //! Python string methods). Also builds word-level tokenizers for tiny models from a corpus.
 
 use crate::ModelError;
-use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::str::FromStr;
 use tokenizers::{OffsetReferential, OffsetType, PreTokenizedString, PreTokenizer, Tokenizer};
 
-/// One chat message.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Message {
-    /// `system`, `user` or `assistant`.
-    pub role: String,
-    /// The text.
-    pub content: String,
-}
-
-impl Message {
-    /// A message.
-    pub fn new(role: &str, content: &str) -> Self {
-        Message {
-            role: role.into(),
-            content: content.into(),
-        }
-    }
-}
+pub use rla_lm::Message;
 
 /// ChatML, the format of Qwen's templates (without Qwen's default system prompt).
 pub const CHATML_TEMPLATE: &str = "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + '<|im_end|>' + '\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}";

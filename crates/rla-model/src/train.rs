@@ -170,35 +170,7 @@ impl AdamW {
     }
 }
 
-/// One PPO training sample: a (prompt, response) pair with its advantage and the log-probs of the
-/// response tokens under the sampling policy (and the KL reference).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PpoSample {
-    /// Prompt token ids.
-    pub prompt: Vec<u32>,
-    /// Response token ids.
-    pub response: Vec<u32>,
-    /// The sample's advantage, broadcast over its tokens.
-    pub advantage: f32,
-    /// `log π_old` per response token.
-    pub old_logprobs: Vec<f32>,
-    /// `log π_ref` per response token, when the KL reference differs from `π_old`.
-    #[serde(default)]
-    pub ref_logprobs: Option<Vec<f32>>,
-}
-
-/// What one update did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct StepStats {
-    /// The loss of the step (before the update).
-    pub loss: f64,
-    /// Global gradient norm before clipping.
-    pub grad_norm: f64,
-    /// Sequences used.
-    pub sequences: usize,
-    /// Response tokens used.
-    pub tokens: usize,
-}
+pub use rla_lm::{PpoSample, StepStats};
 
 fn pad_rows(rows: &[&[f32]], b: &Batch, dtype: DType) -> candle_core::Result<Tensor> {
     let (n, r) = (rows.len(), b.resp_len);

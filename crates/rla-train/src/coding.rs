@@ -1,35 +1,36 @@
-//! The coding setting in the loop: the policy writes programs, the reward model writes unit
-//! tests, and the sandbox runs every program on the ground-truth and the generated tests. The
-//! iteration ([`Trainer::coding_iteration`]) follows the same Algorithm 1 as the household's:
-//! rollout (programs), judge (tests), rewards and updates, critique, adapt.
+//! The coding setting: the policy writes programs, the reward model writes unit tests, and the
+//! sandbox runs every program on the ground-truth and the generated tests. Programs are rewarded
+//! by their share of passed ground-truth tests and tests by CURE's rule (how they separate correct
+//! from incorrect programs); problems are rewritten harder or easier, valid only if their
+//! reference solution passes their tests.
 
 use crate::config::RunConfig;
+use crate::pool::PoolTask;
 use crate::pretrain::{example_corpus, fit_tiny, Example, CHAT_MARKERS};
 use crate::rollout::encode_chat;
-use crate::run::IterMetrics;
-use crate::trainer::Trainer;
+use crate::run::RunDir;
+use crate::setting::{
+    Ctx, Episode, Generation, Group, JudgeQuality, JudgeReward, Judgement, Scored, Setting, Split,
+    Step,
+};
 use anyhow::Result;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use rla_core::adapt::{accept_rewrite, adaptation_direction, Direction};
-use rla_core::coding::{all_pass, program_advantages, test_advantages, CodingTally};
-use rla_core::filter::{task_accuracy, Band};
+use rla_core::adapt::Direction;
+use rla_core::coding::{all_pass, pass_fractions, test_rewards_raw, CodingTally};
+use rla_core::filter::Band;
 use rla_core::reward::StepScore;
-use rla_core::theory::{theorem1_lower_bound, Calibration};
+use rla_core::theory::Calibration;
 use rla_env::code::family::{generate, generate_between, ArithSpec};
 use rla_env::code::sandbox::Sandbox;
 use rla_env::code::{
     coder_prompt, extract_program, format_tests, parse_tests, run_matrix, tester_prompt, Problem,
     TestCase,
 };
-use rla_env::household::splits::Split;
-use rla_model::sample::{Sample, SampleParams};
+use rla_lm::{Sample, SampleParams, Sampler};
 use rla_model::tok::build_word_level;
-use rla_model::train::PpoSample;
-use rla_model::LanguageModel;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
-use std::time::Instant;
 
 /// The coder's filter: problems whose share of all-passing programs lies in [0.2, 0.8] train it.
 pub const CODER_BAND: Band = Band {
@@ -37,90 +38,24 @@ pub const CODER_BAND: Band = Band {
     high: 0.8,
 };
 
-/// One slot of the problem pool.
+/// A problem of the pool.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CodeSlot {
-    /// The problem's id.
-    pub id: String,
-    /// The active problem.
-    pub spec: ArithSpec,
-    /// Ids of the problems it held before.
-    pub history: Vec<String>,
-}
-
-/// A rewritten problem waiting for its accuracy.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CodePending {
-    /// The slot it would replace.
-    pub slot: usize,
+pub struct CodeTask {
     /// Its id.
     pub id: String,
-    /// Its parent's id.
-    pub parent: String,
-    /// The rewrite.
-    pub spec: ArithSpec,
-    /// Harder or easier.
-    pub direction: Direction,
-    /// The parent's accuracy.
-    pub parent_acc: f64,
-    /// What the curator was shown: the parent's per-test pass rates and its generated tests'
-    /// correctness.
-    pub critique: String,
-    /// The iteration that proposed it.
-    pub proposed_at: usize,
-}
-
-/// A decided rewrite (one line of `tasks.jsonl` in the coding setting).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CodeLineage {
-    /// The rewrite's id.
-    pub id: String,
-    /// Its parent's id.
-    pub parent: String,
-    /// Harder or easier.
-    pub direction: Direction,
-    /// What the curator was shown.
-    pub critique: String,
-    /// Parent accuracy.
-    pub acc_before: f64,
-    /// The rewrite's measured accuracy.
-    pub acc_after: f64,
-    /// Whether it joined the pool.
-    pub accepted: bool,
-    /// Iteration of the decision.
-    pub iteration: usize,
-    /// The statement.
-    pub statement: String,
+    /// The id of the problem it was rewritten from.
+    #[serde(default)]
+    pub parent: Option<String>,
     /// The problem.
     pub spec: ArithSpec,
 }
 
-/// The coding setting's pool, pending rewrites and lineage.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct CodeState {
-    /// The pool.
-    pub pool: Vec<CodeSlot>,
-    /// Rewrites to roll out next.
-    pub pending: Vec<CodePending>,
-    /// Every rewrite decided so far.
-    pub lineage: Vec<CodeLineage>,
-}
-
-impl CodeState {
-    /// The starting pool: `pool_size` problems of 1 to `max_ops` operations.
-    pub fn initial(cfg: &RunConfig) -> CodeState {
-        CodeState {
-            pool: generate(cfg.pool_size, cfg.coding.max_ops, cfg.seed)
-                .into_iter()
-                .enumerate()
-                .map(|(i, spec)| CodeSlot {
-                    id: format!("code-{i}"),
-                    spec,
-                    history: vec![],
-                })
-                .collect(),
-            ..Default::default()
-        }
+impl PoolTask for CodeTask {
+    fn id(&self) -> &str {
+        &self.id
+    }
+    fn parent(&self) -> Option<&str> {
+        self.parent.as_deref()
     }
 }
 
@@ -139,7 +74,7 @@ pub fn eval_problems(cfg: &RunConfig, split: Split, n: usize) -> Vec<ArithSpec> 
     }
 }
 
-fn prompts(lm: &dyn LanguageModel, texts: &[String]) -> Result<Vec<Vec<u32>>> {
+fn prompts(lm: &dyn Sampler, texts: &[String]) -> Result<Vec<Vec<u32>>> {
     texts.iter().map(|t| encode_chat(lm, t)).collect()
 }
 
@@ -202,7 +137,7 @@ fn critique(gt: &[Vec<bool>], correct: &[bool], gen: &[Option<Vec<bool>>]) -> St
 
 /// Whether the coder's greedy program for each problem passes all its tests.
 pub fn greedy_passes(
-    lm: &dyn LanguageModel,
+    lm: &dyn Sampler,
     sb: &Sandbox,
     problems: &[Problem],
     max_new_tokens: usize,
@@ -223,142 +158,180 @@ pub fn greedy_passes(
         .collect()
 }
 
-impl Trainer {
-    fn sandbox(&mut self) -> Result<Sandbox> {
+/// The coding setting.
+#[derive(Debug, Default)]
+pub struct Coding {
+    sandbox: Option<Sandbox>,
+    /// The rewriter's random source, seeded once per iteration.
+    rng: Option<(usize, ChaCha8Rng)>,
+}
+
+/// One iteration's programs, tests and pass matrices, problem by problem.
+#[derive(Debug, Default)]
+pub struct Played {
+    problems: Vec<Problem>,
+    programs: Vec<Vec<Sample>>,
+    tests: Vec<Vec<Sample>>,
+    /// Ground-truth pass matrix (program × test) per problem.
+    gts: Vec<Vec<Vec<bool>>>,
+    /// Which programs pass every ground-truth test.
+    correct: Vec<Vec<bool>>,
+    /// Generated tests' pass vectors over the programs (`None`: unparseable).
+    gens: Vec<Vec<Option<Vec<bool>>>>,
+}
+
+impl Coding {
+    fn sandbox(&mut self, cfg: &RunConfig) -> Result<Sandbox> {
         if self.sandbox.is_none() {
-            self.sandbox = Some(Sandbox::with_limits(self.cfg.coding.limits.clone())?);
+            self.sandbox = Some(Sandbox::with_limits(cfg.coding.limits.clone())?);
         }
         Ok(self.sandbox.clone().expect("set above"))
     }
+}
 
-    /// Greedy code accuracy (one program per problem, all ground-truth tests passed) on the first
-    /// `n` evaluation problems of a split.
-    pub fn coding_eval(&mut self, split: Split, n: usize) -> Result<f64> {
-        let specs = eval_problems(&self.cfg, split, n);
-        if specs.is_empty() {
-            return Ok(0.0);
-        }
-        let sb = self.sandbox()?;
-        let problems: Vec<Problem> = specs
-            .iter()
-            .map(|s| s.problem("", self.cfg.coding.tests))
-            .collect();
-        let ok = greedy_passes(&self.policy, &sb, &problems, self.cfg.policy.max_new_tokens)?;
-        Ok(ok.iter().filter(|&&o| o).count() as f64 / specs.len() as f64)
+impl Setting for Coding {
+    type Task = CodeTask;
+    type Record = Played;
+
+    fn name(&self) -> &'static str {
+        "coding"
     }
 
-    /// One iteration of Algorithm 1 in the coding setting.
-    pub fn coding_iteration(&mut self, k: usize) -> Result<IterMetrics> {
-        let cfg = self.cfg.clone();
-        let sb = self.sandbox()?;
-        let mut m = IterMetrics {
-            iteration: k,
-            ..Default::default()
-        };
-        let seed = |tag: u64| crate::trainer::seed_of(&cfg, k, tag);
+    fn initial_pool(&self, cfg: &RunConfig) -> Vec<CodeTask> {
+        generate(cfg.pool_size, cfg.coding.max_ops, cfg.seed)
+            .into_iter()
+            .enumerate()
+            .map(|(i, spec)| CodeTask {
+                id: format!("code-{i}"),
+                parent: None,
+                spec,
+            })
+            .collect()
+    }
 
-        // 1. Rollout: n programs for each sampled problem and each pending rewrite.
-        let t0 = Instant::now();
-        let sampled =
-            crate::pool::sample_slots(self.state.code.pool.len(), cfg.tasks_per_iteration, seed(1));
-        let pending = std::mem::take(&mut self.state.code.pending);
-        let mut specs: Vec<ArithSpec> = sampled
+    fn play(
+        &mut self,
+        ctx: Ctx,
+        policy: &dyn Sampler,
+        tasks: &[CodeTask],
+    ) -> Result<(Vec<Group>, Played)> {
+        // n programs per problem, each run on the ground-truth tests: its outcome is its share
+        // of passed tests, and it wins if it passes them all
+        let cfg = ctx.cfg;
+        let sb = self.sandbox(cfg)?;
+        let problems: Vec<Problem> = tasks
             .iter()
-            .map(|&s| self.state.code.pool[s].spec.clone())
-            .collect();
-        specs.extend(pending.iter().map(|p| p.spec.clone()));
-        let problems: Vec<_> = specs
-            .iter()
-            .map(|s| s.problem("", cfg.coding.tests))
+            .map(|t| t.spec.problem("", cfg.coding.tests))
             .collect();
         let sp = SampleParams {
             temperature: cfg.policy.temperature,
             max_new_tokens: cfg.policy.max_new_tokens,
-            seed: seed(2),
+            seed: ctx.seed(2),
             ..Default::default()
         };
-        let coder_texts: Vec<String> = problems
+        let texts: Vec<String> = problems
             .iter()
             .map(|p| coder_prompt(&p.statement))
             .collect();
-        let coder_prompts = prompts(&self.policy, &coder_texts)?;
-        let programs = self
-            .policy
-            .generate(&coder_prompts, cfg.rollouts_per_task, &sp)?;
-        m.time_rollout = t0.elapsed().as_secs_f64();
+        let coder_prompts = prompts(policy, &texts)?;
+        let programs = policy.generate(&coder_prompts, cfg.rollouts_per_task, &sp)?;
+        let mut played = Played {
+            problems,
+            programs,
+            ..Default::default()
+        };
+        let mut groups = Vec::with_capacity(tasks.len());
+        for (i, p) in played.problems.iter().enumerate() {
+            let gt = to_bool(&run_matrix(
+                &sb,
+                &programs_of(&played.programs[i]),
+                &p.tests,
+            )?);
+            let correct = all_pass(&gt);
+            let fractions = pass_fractions(&gt);
+            groups.push(Group {
+                episodes: played.programs[i]
+                    .iter()
+                    .zip(correct.iter().zip(fractions))
+                    .map(|(s, (&won, outcome))| Episode {
+                        outcome,
+                        won,
+                        steps: vec![Step {
+                            action: Generation {
+                                prompt: coder_prompts[i].clone(),
+                                response: s.tokens.clone(),
+                                logprobs: s.logprobs.clone(),
+                            },
+                        }],
+                    })
+                    .collect(),
+                judgements: vec![],
+            });
+            played.gts.push(gt);
+            played.correct.push(correct);
+        }
+        Ok((groups, played))
+    }
 
-        // 2. Judge: the reward model writes m unit tests per problem; every program runs on the
-        // ground-truth and the generated tests.
-        let t0 = Instant::now();
+    fn judge(
+        &mut self,
+        ctx: Ctx,
+        reward: &dyn Sampler,
+        _tasks: &[CodeTask],
+        groups: &mut [Group],
+        played: &mut Played,
+    ) -> Result<()> {
+        // m unit tests per problem; every program runs on each; a test is rewarded by how it
+        // separates the correct programs from the incorrect ones
+        let cfg = ctx.cfg;
+        let sb = self.sandbox(cfg)?;
         let jp = SampleParams {
             temperature: cfg.reward.temperature,
             max_new_tokens: cfg.reward.max_new_tokens,
-            seed: seed(3),
+            seed: ctx.seed(3),
             ..Default::default()
         };
-        let tester_texts: Vec<String> = problems
+        let texts: Vec<String> = played
+            .problems
             .iter()
             .map(|p| tester_prompt(&p.statement))
             .collect();
-        let tester_prompts = prompts(&self.reward, &tester_texts)?;
-        let tests = self
-            .reward
-            .generate(&tester_prompts, cfg.judge_samples, &jp)?;
-        let mut gts = Vec::with_capacity(problems.len());
-        let mut gens = Vec::with_capacity(problems.len());
-        for (i, p) in problems.iter().enumerate() {
-            let progs = programs_of(&programs[i]);
-            gts.push(to_bool(&run_matrix(&sb, &progs, &p.tests)?));
-            gens.push(generated_passes(&sb, &progs, &tests_of(&tests[i]))?);
-        }
-        // which programs pass every ground-truth test, per problem
-        let correct: Vec<Vec<bool>> = gts.iter().map(|gt| all_pass(gt)).collect();
-        m.time_judge = t0.elapsed().as_secs_f64();
-
-        // Accuracy per problem; pending rewrites are accepted or dropped by the core rule.
-        let acc: Vec<f64> = correct
-            .iter()
-            .map(|ok| task_accuracy(ok.iter().filter(|&&c| c).count(), ok.len()))
-            .collect();
-        let mut train_task = vec![true; specs.len()];
-        for (j, p) in pending.iter().enumerate() {
-            let i = sampled.len() + j;
-            let ok = accept_rewrite(p.direction, p.parent_acc, acc[i], &cfg.adapt);
-            train_task[i] = ok;
-            self.state.code.lineage.push(CodeLineage {
-                id: p.id.clone(),
-                parent: p.parent.clone(),
-                direction: p.direction,
-                critique: p.critique.clone(),
-                acc_before: p.parent_acc,
-                acc_after: acc[i],
-                accepted: ok,
-                iteration: k,
-                statement: p.spec.statement(),
-                spec: p.spec.clone(),
+        let tester_prompts = prompts(reward, &texts)?;
+        played.tests = reward.generate(&tester_prompts, cfg.judge_samples, &jp)?;
+        for (i, g) in groups.iter_mut().enumerate() {
+            let progs = programs_of(&played.programs[i]);
+            let parsed = tests_of(&played.tests[i]);
+            let gen = generated_passes(&sb, &progs, &parsed)?;
+            g.judgements.push(Judgement {
+                step: None,
+                samples: played.tests[i]
+                    .iter()
+                    .zip(&parsed)
+                    .map(|(s, t)| Scored {
+                        sample: Generation {
+                            prompt: tester_prompts[i].clone(),
+                            response: s.tokens.clone(),
+                            logprobs: s.logprobs.clone(),
+                        },
+                        score: if t.is_some() {
+                            StepScore::Positive
+                        } else {
+                            StepScore::Unparsed
+                        },
+                    })
+                    .collect(),
+                reward: JudgeReward::Given(test_rewards_raw(&played.correct[i], &gen)),
             });
-            if ok {
-                if cfg.grow_pool {
-                    self.state.code.pool.push(CodeSlot {
-                        id: p.id.clone(),
-                        spec: p.spec.clone(),
-                        history: vec![],
-                    });
-                } else if let Some(s) = self.state.code.pool.get_mut(p.slot) {
-                    let old = std::mem::replace(&mut s.id, p.id.clone());
-                    s.spec = p.spec.clone();
-                    s.history.push(old);
-                }
-            }
-            m.accepted += ok as usize;
+            played.gens.push(gen);
         }
-        m.pending_evaluated = pending.len();
+        Ok(())
+    }
 
-        // Metrics and theory: μ = p₊ + p₋ of the generated tests (passing correct programs,
-        // rejecting incorrect ones), the Theorem 1 bound at m.
+    fn judge_quality(&self, _groups: &[Group], played: &Played) -> JudgeQuality {
+        // μ = p₊ + p₋ of the generated tests: passing correct programs, rejecting incorrect ones
         let mut tally = CodingTally::default();
         let mut cal = Calibration::default();
-        for (correct, gen) in correct.iter().zip(&gens) {
+        for (correct, gen) in played.correct.iter().zip(&played.gens) {
             tally.add(correct, gen);
             for g in gen.iter().flatten() {
                 for (&c, &pass) in correct.iter().zip(g) {
@@ -372,104 +345,123 @@ impl Trainer {
             }
         }
         let cm = tally.metrics();
-        m.train_success = cm.code_accuracy;
-        m.process_acc = Some(cm.test_accuracy);
-        m.outcome_acc = Some(cm.detection);
-        m.code = Some(cm);
-        m.mu = cal.mu();
-        m.bound =
-            m.mu.and_then(|mu| theorem1_lower_bound(mu, cfg.judge_samples));
-        m.task_acc = acc.clone();
-
-        // 3. Rewards and updates: programs by their ground-truth pass fraction (z-scored per
-        // problem, banded), tests by how they separate correct from incorrect programs.
-        let t0 = Instant::now();
-        let mut policy_samples = Vec::new();
-        let mut reward_samples = Vec::new();
-        for i in 0..specs.len() {
-            if !train_task[i] {
-                continue;
-            }
-            if let Some(adv) = program_advantages(&gts[i], CODER_BAND) {
-                for (s, a) in programs[i].iter().zip(adv) {
-                    policy_samples.push(PpoSample {
-                        prompt: coder_prompts[i].clone(),
-                        response: s.tokens.clone(),
-                        advantage: a as f32,
-                        old_logprobs: s.logprobs.clone(),
-                        ref_logprobs: None,
-                    });
-                }
-            }
-            if cfg.mode.trains_judge() {
-                if let Some(adv) = test_advantages(&correct[i], &gens[i]) {
-                    for (s, a) in tests[i].iter().zip(adv) {
-                        reward_samples.push(PpoSample {
-                            prompt: tester_prompts[i].clone(),
-                            response: s.tokens.clone(),
-                            advantage: a as f32,
-                            old_logprobs: s.logprobs.clone(),
-                            ref_logprobs: None,
-                        });
-                    }
-                }
-            }
+        JudgeQuality {
+            calibration: cal,
+            precision: None,
+            process_acc: Some(cm.test_accuracy),
+            outcome_acc: Some(cm.detection),
+            extra: serde_json::to_value(cm).ok(),
         }
-        self.update(&policy_samples, &reward_samples, &mut m)?;
-        m.time_update = t0.elapsed().as_secs_f64();
+    }
 
-        // 4–5. Critique and adapt: problems outside the band get a harder or easier rewrite,
-        // valid only if its reference solution passes its tests in the sandbox.
-        let t0 = Instant::now();
-        if cfg.mode.adapts() {
-            let mut rng = ChaCha8Rng::seed_from_u64(seed(4));
-            for (si, &slot) in sampled.iter().enumerate() {
-                let dir = adaptation_direction(acc[si], &cfg.adapt);
-                let parent = &self.state.code.pool[slot];
-                let spec = match dir {
-                    Direction::Keep => continue,
-                    Direction::Harder => parent.spec.harder(&mut rng),
-                    Direction::Easier => parent.spec.easier(&mut rng),
-                };
-                let Some(spec) = spec else { continue };
-                let p = spec.problem("", cfg.coding.tests);
-                let sol = vec![p.solution.clone().unwrap_or_default()];
-                let valid = all_pass(&to_bool(&run_matrix(&sb, &sol, &p.tests)?))[0];
-                if !valid {
-                    continue;
-                }
-                let id = format!("{}-r{k}", parent.id);
-                self.state.code.pending.push(CodePending {
-                    slot,
-                    id,
-                    parent: parent.id.clone(),
-                    spec,
-                    direction: dir,
-                    parent_acc: acc[si],
-                    critique: critique(&gts[si], &correct[si], &gens[si]),
-                    proposed_at: k,
-                });
-            }
+    fn policy_band(&self, _cfg: &RunConfig) -> Band {
+        CODER_BAND
+    }
+
+    fn reward_band(&self, _cfg: &RunConfig) -> Band {
+        // CURE trains the test writer on every problem that some program solves
+        Band {
+            low: 0.0,
+            high: 1.0,
         }
-        m.pending_next = self.state.code.pending.len();
-        m.pool_size = self.state.code.pool.len();
-        m.time_adapt = t0.elapsed().as_secs_f64();
+    }
 
-        // A few problems with their programs and tests, for the report.
-        let picked: Vec<serde_json::Value> = (0..specs.len().min(4))
+    fn critique(
+        &self,
+        _ctx: Ctx,
+        _reward: &dyn Sampler,
+        i: usize,
+        _groups: &[Group],
+        played: &Played,
+    ) -> Option<String> {
+        Some(critique(
+            &played.gts[i],
+            &played.correct[i],
+            &played.gens[i],
+        ))
+    }
+
+    fn rewrite(
+        &mut self,
+        ctx: Ctx,
+        _reward: &dyn Sampler,
+        task: &CodeTask,
+        direction: Direction,
+        _critique: Option<&str>,
+        _i: usize,
+    ) -> Result<Option<(String, CodeTask)>> {
+        let k = ctx.k;
+        if self.rng.as_ref().is_none_or(|(at, _)| *at != k) {
+            self.rng = Some((k, ChaCha8Rng::seed_from_u64(ctx.seed(4))));
+        }
+        let rng = &mut self.rng.as_mut().expect("set above").1;
+        let spec = match direction {
+            Direction::Keep => return Ok(None),
+            Direction::Harder => task.spec.harder(rng),
+            Direction::Easier => task.spec.easier(rng),
+        };
+        let Some(spec) = spec else { return Ok(None) };
+        // valid only if its reference solution passes its tests in the sandbox
+        let p = spec.problem("", ctx.cfg.coding.tests);
+        let sol = vec![p.solution.clone().unwrap_or_default()];
+        let sb = self.sandbox(ctx.cfg)?;
+        if !all_pass(&to_bool(&run_matrix(&sb, &sol, &p.tests)?))[0] {
+            return Ok(None);
+        }
+        let statement = spec.statement();
+        Ok(Some((
+            statement,
+            CodeTask {
+                id: format!("{}-r{k}", task.id),
+                parent: Some(task.id.clone()),
+                spec,
+            },
+        )))
+    }
+
+    fn evaluate(&mut self, ctx: Ctx, policy: &dyn Sampler, split: Split, n: usize) -> Result<f64> {
+        // greedy code accuracy: one program per problem, all ground-truth tests passed
+        let cfg = ctx.cfg;
+        let specs = eval_problems(cfg, split, n);
+        if specs.is_empty() {
+            return Ok(0.0);
+        }
+        let sb = self.sandbox(cfg)?;
+        let problems: Vec<Problem> = specs
+            .iter()
+            .map(|s| s.problem("", cfg.coding.tests))
+            .collect();
+        let ok = greedy_passes(policy, &sb, &problems, cfg.policy.max_new_tokens)?;
+        Ok(ok.iter().filter(|&&o| o).count() as f64 / specs.len() as f64)
+    }
+
+    fn save_samples(
+        &self,
+        dir: &RunDir,
+        k: usize,
+        _tasks: &[CodeTask],
+        played: &Played,
+    ) -> Result<()> {
+        let picked: Vec<serde_json::Value> = (0..played.problems.len().min(4))
             .map(|i| {
                 serde_json::json!({
-                    "statement": problems[i].statement,
-                    "programs": programs_of(&programs[i]),
-                    "ground_truth_passes": gts[i],
-                    "generated_tests": tests[i].iter().map(|s| s.text.clone()).collect::<Vec<_>>(),
-                    "generated_passes": gens[i],
+                    "statement": played.problems[i].statement,
+                    "programs": programs_of(&played.programs[i]),
+                    "ground_truth_passes": played.gts[i],
+                    "generated_tests": played.tests[i].iter().map(|s| s.text.clone()).collect::<Vec<_>>(),
+                    "generated_passes": played.gens[i],
                 })
             })
             .collect();
-        self.dir
-            .save_json(&format!("samples/iter-{k:04}.json"), &picked)?;
-        Ok(m)
+        dir.save_json(&format!("samples/iter-{k:04}.json"), &picked)
+    }
+
+    fn warm_start(&self, cfg: &RunConfig, out: &Path, progress: bool) -> Result<Vec<String>> {
+        pretrain(cfg, out, progress)
+    }
+
+    fn judge_columns(&self) -> (&'static str, &'static str) {
+        ("unit-test acc", "detection")
     }
 }
 
@@ -551,6 +543,7 @@ pub fn pretrain(cfg: &RunConfig, out: &Path, progress: bool) -> Result<Vec<Strin
             &coder,
             cfg.pretrain.policy_steps,
             out,
+            &[],
             progress,
         )?,
         fit_tiny(
@@ -561,6 +554,7 @@ pub fn pretrain(cfg: &RunConfig, out: &Path, progress: bool) -> Result<Vec<Strin
             &tester,
             cfg.pretrain.reward_steps,
             out,
+            &[],
             progress,
         )?,
     ])

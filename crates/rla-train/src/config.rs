@@ -195,12 +195,55 @@ impl Default for EvalConfig {
 /// Which setting the run trains in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Setting {
+pub enum SettingName {
     /// The text household (ALFWorld-compatible): the reward model judges steps.
     #[default]
     Household,
     /// Coding: the policy writes programs, the reward model writes unit tests.
     Coding,
+}
+
+/// The keys of the `[household]` table (top-level keys before it existed).
+const HOUSEHOLD_KEYS: [&str; 6] = [
+    "train_step_limit",
+    "eval_step_limit",
+    "history_window",
+    "prompt_style",
+    "constrain_actions",
+    "rewriter",
+];
+
+/// The household setting (`[household]`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HouseholdConfig {
+    /// Step limit in training.
+    pub train_step_limit: usize,
+    /// Step limit in evaluation.
+    pub eval_step_limit: usize,
+    /// Past (observation, action) pairs shown to the policy.
+    pub history_window: usize,
+    /// How the policy's prompt lists the admissible commands.
+    pub prompt_style: crate::prompts::PromptStyle,
+    /// Draw the policy's answer only among the admissible answers (constrained decoding over a
+    /// token trie of `\boxed{command}` strings): every step is then a legal move, which tiny
+    /// models need; real models answer freely with reasoning.
+    pub constrain_actions: bool,
+    /// Who rewrites tasks and summarises critiques.
+    pub rewriter: RewriterKind,
+}
+
+impl Default for HouseholdConfig {
+    fn default() -> Self {
+        HouseholdConfig {
+            train_step_limit: 40,
+            eval_step_limit: 60,
+            history_window: 2,
+            prompt_style: crate::prompts::PromptStyle::Numbered,
+            constrain_actions: false,
+            rewriter: RewriterKind::Structured,
+        }
+    }
 }
 
 /// The coding setting.
@@ -236,7 +279,7 @@ pub struct RunConfig {
     /// Seed of everything.
     pub seed: u64,
     /// Household or coding.
-    pub setting: Setting,
+    pub setting: SettingName,
     /// What learns.
     pub mode: Mode,
     /// RL iterations.
@@ -253,22 +296,8 @@ pub struct RunConfig {
     pub judge_samples: usize,
     /// λ: weight of the step signal.
     pub lambda: f64,
-    /// Step limit in training.
-    pub train_step_limit: usize,
-    /// Step limit in evaluation.
-    pub eval_step_limit: usize,
-    /// Past (observation, action) pairs shown to the policy.
-    pub history_window: usize,
     /// PPO epochs per iteration.
     pub update_epochs: usize,
-    /// How the policy's prompt lists the admissible commands.
-    pub prompt_style: crate::prompts::PromptStyle,
-    /// Draw the policy's answer only among the admissible answers (constrained decoding over a
-    /// token trie of `\boxed{command}` strings): every step is then a legal move, which tiny
-    /// models need; real models answer freely with reasoning.
-    pub constrain_actions: bool,
-    /// Who rewrites tasks and summarises critiques.
-    pub rewriter: RewriterKind,
     /// Tasks that give policy samples.
     pub policy_band: Band,
     /// Tasks that give reward-model samples.
@@ -285,6 +314,8 @@ pub struct RunConfig {
     pub pretrain: PretrainConfig,
     /// Evaluation.
     pub eval: EvalConfig,
+    /// The household setting (the default).
+    pub household: HouseholdConfig,
     /// The coding setting (with `setting = "coding"`).
     pub coding: CodingConfig,
 }
@@ -293,7 +324,7 @@ impl Default for RunConfig {
     fn default() -> Self {
         RunConfig {
             seed: 0,
-            setting: Setting::Household,
+            setting: SettingName::Household,
             mode: Mode::Full,
             iterations: 20,
             pool_size: 64,
@@ -302,13 +333,7 @@ impl Default for RunConfig {
             rollouts_per_task: 8,
             judge_samples: 3,
             lambda: 1.0,
-            train_step_limit: 40,
-            eval_step_limit: 60,
-            history_window: 2,
             update_epochs: 4,
-            prompt_style: crate::prompts::PromptStyle::Numbered,
-            constrain_actions: false,
-            rewriter: RewriterKind::Structured,
             policy_band: Band::POLICY,
             reward_band: Band::REWARD,
             adapt: AdaptConfig::default(),
@@ -320,6 +345,7 @@ impl Default for RunConfig {
             },
             pretrain: PretrainConfig::default(),
             eval: EvalConfig::default(),
+            household: HouseholdConfig::default(),
             coding: CodingConfig::default(),
         }
     }
@@ -330,6 +356,15 @@ impl RunConfig {
     pub fn load(path: &Path) -> anyhow::Result<RunConfig> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
+        // keys that moved into the household's own table name their new place
+        if let Ok(toml::Value::Table(t)) = text.parse::<toml::Value>() {
+            if let Some(k) = HOUSEHOLD_KEYS.iter().find(|k| t.contains_key(**k)) {
+                anyhow::bail!(
+                    "{}: `{k}` is a household setting: put it in the [household] table",
+                    path.display()
+                );
+            }
+        }
         let cfg: RunConfig =
             toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
         cfg.validate()
@@ -363,16 +398,17 @@ impl RunConfig {
             .limits
             .validate()
             .map_err(|e| format!("coding.limits: {e}"))?;
-        if self.prompt_style == crate::prompts::PromptStyle::Unlisted && !self.constrain_actions {
+        let h = &self.household;
+        if h.prompt_style == crate::prompts::PromptStyle::Unlisted && !h.constrain_actions {
             return Err(
-                "prompt_style = \"unlisted\" needs constrain_actions = true (the constraint carries the admissible commands)".into(),
+                "household.prompt_style = \"unlisted\" needs household.constrain_actions = true (the constraint carries the admissible commands)".into(),
             );
         }
         pos("iterations", self.iterations)?;
         pos("pool_size", self.pool_size)?;
         pos("tasks_per_iteration", self.tasks_per_iteration)?;
-        pos("train_step_limit", self.train_step_limit)?;
-        pos("eval_step_limit", self.eval_step_limit)?;
+        pos("household.train_step_limit", h.train_step_limit)?;
+        pos("household.eval_step_limit", h.eval_step_limit)?;
         pos("update_epochs", self.update_epochs)?;
         if self.rollouts_per_task < 2 {
             return Err(
@@ -410,14 +446,7 @@ impl RunConfig {
                 ));
             }
             match &m.path {
-                Some(p) if !rla_model::weights::is_checkpoint(p) => {
-                    return Err(format!(
-                        "{n}.path = {}: not a checkpoint folder (config.json, tokenizer.json and \
-                         model.safetensors)",
-                        p.display()
-                    ))
-                }
-                Some(_) => {}
+                Some(_) => {} // checked by `check_paths` before a run starts
                 None => {
                     let t = &m.tiny;
                     rla_model::config::ModelConfig::tiny(
@@ -450,6 +479,23 @@ impl RunConfig {
         }
         if !(0.0..=1.0).contains(&self.pretrain.noise) {
             return Err("pretrain.noise must lie in [0, 1]".into());
+        }
+        Ok(())
+    }
+
+    /// Checks that the checkpoint folders the config names exist (before any work starts:
+    /// [`RunConfig::validate`] checks values only, so a config for another machine still loads).
+    pub fn check_paths(&self) -> Result<(), String> {
+        for (n, m) in [("policy", &self.policy), ("reward", &self.reward)] {
+            if let Some(p) = &m.path {
+                if !rla_model::weights::is_checkpoint(p) {
+                    return Err(format!(
+                        "{n}.path = {}: not a checkpoint folder (config.json, tokenizer.json and \
+                         model.safetensors)",
+                        p.display()
+                    ));
+                }
+            }
         }
         Ok(())
     }

@@ -6,6 +6,8 @@
 
 pub mod coding;
 pub mod config;
+pub mod household;
+pub mod open;
 pub mod plots;
 pub mod pool;
 pub mod pretrain;
@@ -14,9 +16,12 @@ pub mod report;
 pub mod rewriter;
 pub mod rollout;
 pub mod run;
+pub mod setting;
+pub mod settings;
 pub mod trainer;
 
 pub use config::{Mode, RunConfig};
+pub use setting::Setting;
 pub use trainer::Trainer;
 
 /// A progress bar on stderr.

@@ -1,130 +1,152 @@
-//! The task pool, pending rewrites and their lineage, and the structured rewriter that maps the
-//! judge's critique to household perturbations.
+//! The task pool of any setting: slots holding the active tasks (with the ids they held
+//! before), rewrites waiting for their accuracy, and the lineage of every decided rewrite.
 
-use crate::config::RunConfig;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rla_core::adapt::Direction;
-use rla_env::household::perturb::{proposals, Perturbation};
-use rla_env::household::splits::train_tasks;
-use rla_env::household::TaskSpec;
 use serde::{Deserialize, Serialize};
 
-/// One slot of the pool: its active task and the tasks it held before.
+/// What the pool needs of a task: an id, and the id of the task it was rewritten from.
+pub trait PoolTask:
+    Clone + std::fmt::Debug + PartialEq + Serialize + for<'de> Deserialize<'de>
+{
+    /// The task's id (unique within a run).
+    fn id(&self) -> &str;
+    /// The id of the task it was rewritten from, if any.
+    fn parent(&self) -> Option<&str>;
+}
+
+/// One slot of the pool.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Slot {
-    /// The task rolled out when the slot is sampled.
-    pub task: TaskSpec,
-    /// Earlier tasks of this slot (ids), oldest first.
+#[serde(bound = "T: PoolTask")]
+pub struct Slot<T> {
+    /// The active task.
+    pub task: T,
+    /// Ids of the tasks it replaced, oldest first.
     pub history: Vec<String>,
 }
 
-/// The task pool.
+/// A rewrite waiting for its accuracy (rolled out in the next iteration).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TaskPool {
-    /// Its slots.
-    pub slots: Vec<Slot>,
-}
-
-impl TaskPool {
-    /// The run's starting pool: `pool_size` training tasks with the training step limit.
-    pub fn initial(cfg: &RunConfig) -> TaskPool {
-        let slots = train_tasks(cfg.pool_size, cfg.seed)
-            .into_iter()
-            .map(|mut t| {
-                t.step_limit = cfg.train_step_limit;
-                Slot {
-                    task: t,
-                    history: vec![],
-                }
-            })
-            .collect();
-        TaskPool { slots }
-    }
-
-    /// Samples `n` distinct slots.
-    pub fn sample(&self, n: usize, seed: u64) -> Vec<usize> {
-        sample_slots(self.slots.len(), n, seed)
-    }
-}
-
-/// `n` distinct slot indices out of `len` (all of them, shuffled, when `n ≥ len`), seeded.
-pub fn sample_slots(len: usize, n: usize, seed: u64) -> Vec<usize> {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut idx: Vec<usize> = (0..len).collect();
-    idx.shuffle(&mut rng);
-    idx.truncate(n.min(len));
-    idx
-}
-
-/// A rewrite waiting for its accuracy to be measured.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Pending {
-    /// The slot it would replace (or extend, when the pool grows).
+#[serde(bound = "T: PoolTask")]
+pub struct Pending<T> {
+    /// The slot whose task it would replace.
     pub slot: usize,
     /// The rewritten task.
-    pub task: TaskSpec,
+    pub task: T,
     /// Harder or easier.
     pub direction: Direction,
     /// The parent's accuracy when the rewrite was proposed.
     pub parent_acc: f64,
-    /// The summarised critique that guided it.
+    /// The critique that guided it.
     pub critique: Option<String>,
-    /// The perturbation applied.
+    /// What was changed.
     pub perturbation: String,
     /// The iteration that proposed it.
     pub proposed_at: usize,
 }
 
-/// A lineage record (one line of `tasks.jsonl`).
+/// A decided rewrite (one line of `tasks.jsonl`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Lineage {
+#[serde(bound = "T: PoolTask")]
+pub struct Lineage<T> {
     /// The rewrite's id.
     pub id: String,
     /// Its parent's id.
     pub parent: String,
     /// Harder or easier.
     pub direction: Direction,
-    /// The perturbation.
+    /// What was changed.
     pub perturbation: String,
-    /// The critique.
+    /// The critique that guided it.
     pub critique: Option<String>,
-    /// Parent accuracy before.
+    /// The parent's accuracy.
     pub acc_before: f64,
     /// The rewrite's measured accuracy.
     pub acc_after: f64,
     /// Whether it joined the pool.
     pub accepted: bool,
-    /// Iteration of the decision.
+    /// The iteration of the decision.
     pub iteration: usize,
-    /// The task itself.
-    pub task: TaskSpec,
+    /// The task.
+    pub task: T,
 }
 
-/// The structured rewriter: picks the perturbation the critique points to. Failures that the judge
-/// blames on wandering ("went to", "only looked") get a hint first when making a task easier;
-/// otherwise targets, distractors and receptacle types move the difficulty.
-pub fn structured_rewrite(
-    parent: &TaskSpec,
-    dir: Direction,
-    critique: Option<&str>,
-) -> Option<(Perturbation, TaskSpec)> {
-    let mut cands = proposals(parent, dir);
-    let wandering = critique.is_some_and(|c| c.contains("went to") || c.contains("only looked"));
-    let rank = |p: &Perturbation| -> usize {
-        match (dir, p) {
-            (Direction::Easier, Perturbation::AddHint) if wandering => 0,
-            (Direction::Easier, Perturbation::SwapReceptacle { .. }) => 1,
-            (Direction::Easier, Perturbation::MoreTargets) => 2,
-            (Direction::Easier, Perturbation::AddHint) => 3,
-            (Direction::Harder, Perturbation::SwapReceptacle { .. }) => 0,
-            (Direction::Harder, Perturbation::RemoveHint) => 1,
-            (Direction::Harder, Perturbation::FewerTargets) => 2,
-            (Direction::Harder, Perturbation::AddDistractors { .. }) => 3,
-            _ => 4,
+/// Slots, pending rewrites and lineage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(bound = "T: PoolTask")]
+pub struct Pool<T> {
+    /// The active tasks.
+    pub slots: Vec<Slot<T>>,
+    /// Rewrites to roll out next.
+    pub pending: Vec<Pending<T>>,
+    /// Every rewrite decided so far.
+    pub lineage: Vec<Lineage<T>>,
+}
+
+impl<T: PoolTask> Pool<T> {
+    /// A pool of fresh tasks, nothing pending.
+    pub fn new(tasks: Vec<T>) -> Pool<T> {
+        Pool {
+            slots: tasks
+                .into_iter()
+                .map(|task| Slot {
+                    task,
+                    history: vec![],
+                })
+                .collect(),
+            pending: vec![],
+            lineage: vec![],
         }
-    };
-    cands.sort_by_key(|(p, _)| rank(p));
-    cands.into_iter().next()
+    }
+
+    /// `n` distinct slots drawn with the seed.
+    pub fn sample(&self, n: usize, seed: u64) -> Vec<usize> {
+        sample_slots(self.slots.len(), n, seed)
+    }
+
+    /// Records the decision on a pending rewrite; an accepted one replaces its slot's task
+    /// (history kept) or, with `grow`, gets a slot of its own.
+    pub fn record_outcome(
+        &mut self,
+        p: &Pending<T>,
+        acc: f64,
+        accepted: bool,
+        k: usize,
+        grow: bool,
+    ) {
+        self.lineage.push(Lineage {
+            id: p.task.id().to_string(),
+            parent: p.task.parent().unwrap_or_default().to_string(),
+            direction: p.direction,
+            perturbation: p.perturbation.clone(),
+            critique: p.critique.clone(),
+            acc_before: p.parent_acc,
+            acc_after: acc,
+            accepted,
+            iteration: k,
+            task: p.task.clone(),
+        });
+        if accepted {
+            if grow {
+                self.slots.push(Slot {
+                    task: p.task.clone(),
+                    history: vec![],
+                });
+            } else if let Some(s) = self.slots.get_mut(p.slot) {
+                let old = std::mem::replace(&mut s.task, p.task.clone());
+                s.history.push(old.id().to_string());
+            }
+        }
+    }
+}
+
+/// `n` distinct indices of `0..len`, drawn with the seed.
+pub fn sample_slots(len: usize, n: usize, seed: u64) -> Vec<usize> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut idx: Vec<usize> = (0..len).collect();
+    idx.shuffle(&mut rng);
+    idx.truncate(n.min(len));
+    idx
 }

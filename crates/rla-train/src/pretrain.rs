@@ -20,7 +20,7 @@ use rla_env::Environment;
 use rla_model::config::{Arch, ModelConfig};
 use rla_model::tok::{build_word_level, Tok};
 use rla_model::train::TrainConfig;
-use rla_model::{LanguageModel, Lm};
+use rla_model::{Learner, Lm};
 use std::path::Path;
 
 /// A (prompt text, answer text) example.
@@ -183,10 +183,7 @@ pub fn sft(
 
 /// Builds the tokenizer and both tiny models, warm-starts them, and saves them under `out`
 /// (`out/policy`, `out/reward`). Returns a line per model describing what was done.
-pub fn pretrain(cfg: &RunConfig, out: &Path, progress: bool) -> Result<Vec<String>> {
-    if cfg.setting == crate::config::Setting::Coding {
-        return crate::coding::pretrain(cfg, out, progress);
-    }
+pub fn household_warm_start(cfg: &RunConfig, out: &Path, progress: bool) -> Result<Vec<String>> {
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed.wrapping_add(29));
     let tasks: Vec<TaskSpec> = train_tasks(cfg.pretrain.tasks, cfg.seed.wrapping_add(17))
         .into_iter()
@@ -206,8 +203,8 @@ pub fn pretrain(cfg: &RunConfig, out: &Path, progress: bool) -> Result<Vec<Strin
     let (pol, jud) = demonstrations(
         &tasks,
         cfg.pretrain.noise,
-        cfg.history_window,
-        cfg.prompt_style,
+        cfg.household.history_window,
+        cfg.household.prompt_style,
         cfg.seed,
     )?;
     // The vocabulary: every text the models will read or write, plus the evaluation scenes' intros.
@@ -229,13 +226,24 @@ pub fn pretrain(cfg: &RunConfig, out: &Path, progress: bool) -> Result<Vec<Strin
         ("policy", &cfg.policy, &pol, cfg.pretrain.policy_steps),
         ("reward", &cfg.reward, &jud, cfg.pretrain.reward_steps),
     ] {
-        lines.push(fit_tiny(cfg, name, spec, &tok, data, steps, out, progress)?);
+        // the policy records how it plays, for `eval`
+        let files = match name {
+            "policy" => vec![(
+                crate::rollout::EPISODES_FILE.to_string(),
+                serde_json::to_string_pretty(&crate::rollout::Episodes::evaluation(cfg))?,
+            )],
+            _ => vec![],
+        };
+        lines.push(fit_tiny(
+            cfg, name, spec, &tok, data, steps, out, &files, progress,
+        )?);
     }
     Ok(lines)
 }
 
 /// Initialises a tiny model with the tokenizer, fits it by SFT on `data` for `steps` steps, and
-/// saves it as `out/name`. Returns a line describing what was done.
+/// saves it as `out/name` with `files` (name, content) beside it. Returns a line describing what
+/// was done.
 #[allow(clippy::too_many_arguments)]
 pub fn fit_tiny(
     cfg: &RunConfig,
@@ -245,6 +253,7 @@ pub fn fit_tiny(
     data: &[Example],
     steps: usize,
     out: &Path,
+    files: &[(String, String)],
     progress: bool,
 ) -> Result<String> {
     let mc = tiny_config(spec, tok.vocab_size())?;
@@ -280,15 +289,10 @@ pub fn fit_tiny(
     }
     lm.opt = None;
     // a whole folder or none: a kill mid-save leaves nothing that looks finished
-    // the way a household policy plays, recorded for `eval`
-    let episodes = (name == "policy" && cfg.setting == crate::config::Setting::Household)
-        .then(|| serde_json::to_string_pretty(&crate::rollout::Episodes::evaluation(cfg)))
-        .transpose()?;
     rla_model::weights::replace_dir_atomic(&out.join(name), |tmp| {
-        lm.save(tmp)?;
-        if let Some(ep) = &episodes {
-            let p = tmp.join(crate::rollout::EPISODES_FILE);
-            rla_model::weights::write_atomic(&p, ep.as_bytes())?;
+        lm.save_checkpoint(tmp)?;
+        for (file, text) in files {
+            rla_model::weights::write_atomic(&tmp.join(file), text.as_bytes())?;
         }
         Ok(())
     })?;

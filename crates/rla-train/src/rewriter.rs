@@ -2,16 +2,13 @@
 //! reference implementation prompts its environment model, or the structured household rewriter
 //! that maps critiques to perturbations.
 
-use crate::pool::structured_rewrite;
 use crate::prompts::summarise_critiques;
 use rla_core::adapt::Direction;
 use rla_env::household::data::alfred;
-use rla_env::household::perturb::{apply, retarget, Perturbation};
+use rla_env::household::perturb::{apply, proposals, retarget, Perturbation};
 use rla_env::household::task::layout;
 use rla_env::household::TaskSpec;
-use rla_model::sample::SampleParams;
-use rla_model::tok::Message;
-use rla_model::LanguageModel;
+use rla_lm::{Message, SampleParams, Sampler};
 
 /// Proposes a harder or easier variant of a task.
 pub trait Rewriter {
@@ -68,18 +65,18 @@ pub fn parse_goal_tokens(text: &str) -> Option<(String, String)> {
 /// A language model as rewriter and summariser.
 pub struct LmRewriter<'a> {
     /// The model.
-    pub lm: &'a dyn LanguageModel,
+    pub lm: &'a dyn Sampler,
     /// Sampling.
     pub params: SampleParams,
 }
 
 impl LmRewriter<'_> {
     fn ask(&self, prompt: &str) -> Option<String> {
-        let tok = self.lm.tok();
-        let text = tok
-            .apply_chat_template(&[Message::new("user", prompt)], true)
-            .ok()?;
-        let ids = tok.encode(&text).ok()?;
+        let text = self
+            .lm
+            .chat_template(&[Message::new("user", prompt)], true)
+            .ok()??;
+        let ids = self.lm.encode(&text).ok()?;
         let out = self.lm.generate(&[ids], 1, &self.params).ok()?;
         out.into_iter().next()?.into_iter().next().map(|s| s.text)
     }
@@ -140,6 +137,33 @@ impl Summariser for LmRewriter<'_> {
         let two: Vec<&str> = text.split_inclusive(". ").take(2).collect();
         Some(two.concat().trim().to_string())
     }
+}
+
+/// The structured rewriter: picks the perturbation the critique points to. Failures that the judge
+/// blames on wandering ("went to", "only looked") get a hint first when making a task easier;
+/// otherwise targets, distractors and receptacle types move the difficulty.
+pub fn structured_rewrite(
+    parent: &TaskSpec,
+    dir: Direction,
+    critique: Option<&str>,
+) -> Option<(Perturbation, TaskSpec)> {
+    let mut cands = proposals(parent, dir);
+    let wandering = critique.is_some_and(|c| c.contains("went to") || c.contains("only looked"));
+    let rank = |p: &Perturbation| -> usize {
+        match (dir, p) {
+            (Direction::Easier, Perturbation::AddHint) if wandering => 0,
+            (Direction::Easier, Perturbation::SwapReceptacle { .. }) => 1,
+            (Direction::Easier, Perturbation::MoreTargets) => 2,
+            (Direction::Easier, Perturbation::AddHint) => 3,
+            (Direction::Harder, Perturbation::SwapReceptacle { .. }) => 0,
+            (Direction::Harder, Perturbation::RemoveHint) => 1,
+            (Direction::Harder, Perturbation::FewerTargets) => 2,
+            (Direction::Harder, Perturbation::AddDistractors { .. }) => 3,
+            _ => 4,
+        }
+    };
+    cands.sort_by_key(|(p, _)| rank(p));
+    cands.into_iter().next()
 }
 
 #[cfg(test)]

@@ -11,9 +11,8 @@ use rla_core::reward::StepScore;
 use rla_env::household::expert::{progress_label, GoalSpec};
 use rla_env::household::{Household, TaskSpec};
 use rla_env::Environment;
-use rla_model::sample::SampleParams;
-use rla_model::tok::{Message, Tok};
-use rla_model::LanguageModel;
+use rla_lm::{Message, SampleParams, Sampler};
+use rla_model::tok::Tok;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -52,8 +51,18 @@ pub struct Trajectory {
 }
 
 /// Applies the model's chat template to a user message and tokenises it.
-pub fn encode_chat(lm: &dyn LanguageModel, text: &str) -> Result<Vec<u32>> {
-    encode_prompt(lm.tok(), text)
+pub fn encode_chat(lm: &dyn Sampler, text: &str) -> Result<Vec<u32>> {
+    let s = lm
+        .chat_template(&[Message::new("user", text)], true)?
+        .unwrap_or_else(|| text.to_string());
+    Ok(lm.encode(&s)?)
+}
+
+/// An answer's tokens as a sampler emits them (see [`encode_response`]).
+pub fn encode_answer(lm: &dyn Sampler, text: &str) -> Result<Vec<u32>> {
+    let mut ids = lm.encode(text)?;
+    ids.extend(lm.eos_ids().first().copied());
+    Ok(ids)
 }
 
 /// [`encode_chat`] with a tokenizer.
@@ -75,14 +84,14 @@ pub fn encode_response(tok: &Tok, text: &str) -> Result<Vec<u32>> {
 
 /// The token sequences of every admissible answer, each ending in the end-of-sequence token.
 pub fn answer_tokens(
-    lm: &dyn LanguageModel,
+    lm: &dyn Sampler,
     admissible: &[String],
     style: PromptStyle,
 ) -> Result<Vec<Vec<u32>>> {
     admissible
         .iter()
         .enumerate()
-        .map(|(i, a)| encode_response(lm.tok(), &policy_answer_styled(a, i, style)))
+        .map(|(i, a)| encode_answer(lm, &policy_answer_styled(a, i, style)))
         .collect()
 }
 
@@ -120,10 +129,10 @@ impl Episodes {
     pub fn evaluation(cfg: &crate::config::RunConfig) -> Episodes {
         Episodes {
             rollouts: 1,
-            step_limit: cfg.eval_step_limit,
-            window: cfg.history_window,
-            style: cfg.prompt_style,
-            constrained: cfg.constrain_actions,
+            step_limit: cfg.household.eval_step_limit,
+            window: cfg.household.history_window,
+            style: cfg.household.prompt_style,
+            constrained: cfg.household.constrain_actions,
         }
     }
 
@@ -151,7 +160,7 @@ impl Episodes {
 
 /// Plays `ep.rollouts` episodes of each task with the policy; all episodes step together.
 pub fn rollout(
-    policy: &dyn LanguageModel,
+    policy: &dyn Sampler,
     tasks: &[TaskSpec],
     ep: Episodes,
     sp: &SampleParams,
@@ -268,7 +277,7 @@ pub struct Verdicts {
 
 /// Scores every step of every trajectory m times; the m answers of a step share its prefill.
 pub fn judge(
-    reward: &dyn LanguageModel,
+    reward: &dyn Sampler,
     tasks: &[TaskSpec],
     trajs: &[Trajectory],
     m: usize,
@@ -325,7 +334,7 @@ pub fn judge(
 
 /// Greedy success rate of the policy on tasks (one episode each).
 pub fn evaluate(
-    policy: &dyn LanguageModel,
+    policy: &dyn Sampler,
     tasks: &[TaskSpec],
     ep: Episodes,
     max_new_tokens: usize,
@@ -340,7 +349,7 @@ pub fn evaluate(
 
 /// The greedy episodes behind [`evaluate`].
 pub fn evaluate_episodes(
-    policy: &dyn LanguageModel,
+    policy: &dyn Sampler,
     tasks: &[TaskSpec],
     ep: Episodes,
     max_new_tokens: usize,

@@ -4,12 +4,9 @@
 //! and renamed.
 
 use crate::config::RunConfig;
-use crate::pool::{Lineage, Pending, TaskPool};
-use crate::rollout::{Trajectory, Verdicts};
+use crate::pool::{Pool, PoolTask};
 use anyhow::{Context, Result};
-use rla_core::adapt::Direction;
-use rla_env::household::TaskSpec;
-use rla_model::{LanguageModel, Lm};
+use rla_lm::Learner;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -76,92 +73,56 @@ pub struct IterMetrics {
     /// Seconds: evaluation.
     #[serde(deserialize_with = "rla_core::nan::f64_or_nan")]
     pub time_eval: f64,
-    /// The coding setting's metrics (code accuracy, unit-test accuracy, detection).
+    /// Mean k3 estimate of KL(π_old ‖ π_ref) over the policy's training tokens, when the KL
+    /// reference is the frozen warm start.
     #[serde(default)]
-    pub code: Option<rla_core::coding::CodingMetrics>,
+    pub policy_kl: Option<f64>,
+    /// The setting's own metrics (coding: code accuracy, unit-test accuracy, detection).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub setting: Option<serde_json::Value>,
 }
+
+/// The version of the run-state format; runs written in another format are refused by name.
+pub const STATE_FORMAT: u32 = 2;
 
 /// Everything besides the models that a resumed run needs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunState {
+#[serde(bound = "T: PoolTask")]
+pub struct RunState<T> {
+    /// [`STATE_FORMAT`].
+    pub format: u32,
+    /// The setting the run plays (`household`, `coding`, …).
+    pub setting: String,
     /// Iterations completed.
     pub completed: usize,
-    /// The pool.
-    pub pool: TaskPool,
-    /// Rewrites to roll out next.
-    pub pending: Vec<Pending>,
-    /// Every rewrite decided so far.
-    pub lineage: Vec<Lineage>,
+    /// The pool, its pending rewrites and lineage.
+    pub pool: Pool<T>,
     /// Metrics of every completed iteration (and iteration 0).
     pub metrics: Vec<IterMetrics>,
-    /// The coding setting's problems.
-    #[serde(default)]
-    pub code: crate::coding::CodeState,
 }
 
-impl RunState {
+impl<T: PoolTask> RunState<T> {
     /// A fresh state.
-    pub fn new(pool: TaskPool) -> Self {
+    pub fn new(setting: &str, tasks: Vec<T>) -> Self {
         RunState {
+            format: STATE_FORMAT,
+            setting: setting.to_string(),
             completed: 0,
-            pool,
-            pending: vec![],
-            lineage: vec![],
+            pool: Pool::new(tasks),
             metrics: vec![],
-            code: Default::default(),
         }
     }
+}
 
-    /// Proposes a rewrite of a slot's task.
-    pub fn propose(
-        &mut self,
-        rewriter: &dyn crate::rewriter::Rewriter,
-        slot: usize,
-        dir: Direction,
-        acc: f64,
-        critique: Option<String>,
-        k: usize,
-    ) -> Option<Pending> {
-        let parent = &self.pool.slots[slot].task;
-        let (desc, task) = rewriter.rewrite(parent, dir, critique.as_deref(), k)?;
-        Some(Pending {
-            slot,
-            task,
-            direction: dir,
-            parent_acc: acc,
-            critique,
-            perturbation: desc,
-            proposed_at: k,
-        })
-    }
-
-    /// Records the decision on a pending rewrite; an accepted one replaces its slot's task
-    /// (history kept) or, with `grow`, gets a slot of its own.
-    pub fn record_outcome(&mut self, p: &Pending, acc: f64, accepted: bool, k: usize, grow: bool) {
-        self.lineage.push(Lineage {
-            id: p.task.id.clone(),
-            parent: p.task.parent.clone().unwrap_or_default(),
-            direction: p.direction,
-            perturbation: p.perturbation.clone(),
-            critique: p.critique.clone(),
-            acc_before: p.parent_acc,
-            acc_after: acc,
-            accepted,
-            iteration: k,
-            task: p.task.clone(),
-        });
-        if accepted {
-            if grow {
-                self.pool.slots.push(crate::pool::Slot {
-                    task: p.task.clone(),
-                    history: vec![],
-                });
-            } else if let Some(s) = self.pool.slots.get_mut(p.slot) {
-                let old = std::mem::replace(&mut s.task, p.task.clone());
-                s.history.push(old.id);
-            }
-        }
-    }
+/// The parts of a run state every setting shares (to read metrics without knowing the task
+/// type).
+#[derive(Debug, Deserialize)]
+struct StateHead {
+    #[serde(default)]
+    format: Option<u32>,
+    #[serde(default)]
+    setting: Option<String>,
+    metrics: Vec<IterMetrics>,
 }
 
 /// Writes through a temporary file and a rename.
@@ -249,11 +210,9 @@ impl RunDir {
         self.path.join("checkpoint")
     }
 
-    /// The state of the last completed iteration, if any (recovering from a crash between the
-    /// two renames of a checkpoint swap). The state's metrics are the record: a `metrics.jsonl`
-    /// that lost iterations to a kill (after the swap, before the file was rewritten) is
-    /// rewritten from them.
-    pub fn load_state(&self) -> Result<Option<RunState>> {
+    /// The state file of the last completed iteration, if any (recovering from a crash between
+    /// the two renames of a checkpoint swap).
+    fn state_file(&self) -> Result<Option<(PathBuf, String)>> {
         let ck = self.checkpoint_dir();
         let old = self.path.join("checkpoint.old");
         if !ck.join("state.json").exists() && old.join("state.json").exists() {
@@ -265,27 +224,69 @@ impl RunDir {
         }
         let text =
             std::fs::read_to_string(&p).with_context(|| format!("cannot read {}", p.display()))?;
-        let s: RunState = serde_json::from_str(&text).with_context(|| {
-            format!(
-                "{} is not a run state of this version ({})",
-                p.display(),
+        let head: StateHead = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a run state", p.display()))?;
+        if head.format != Some(STATE_FORMAT) {
+            anyhow::bail!(
+                "{} holds a run in state format {} and this is rlanything {} (format {STATE_FORMAT}): \
+                 finish or report it with the release that started it, or start a new run",
+                self.path.display(),
+                head.format.map_or("1 (unrecorded)".to_string(), |f| f.to_string()),
                 env!("CARGO_PKG_VERSION")
-            )
-        })?;
+            );
+        }
+        // the state's metrics are the record: a `metrics.jsonl` that lost iterations to a kill
+        // (after the swap, before the file was rewritten) is rewritten from them
         let on_file = self.read_metrics_file().unwrap_or_default();
-        if !same_metrics(&on_file, &s.metrics) {
-            self.write_metrics_file(&s.metrics)?;
+        if !same_metrics(&on_file, &head.metrics) {
+            self.write_metrics_file(&head.metrics)?;
+        }
+        Ok(Some((p, text)))
+    }
+
+    /// The setting a run folder's state was written by, if it holds one.
+    pub fn setting_name(&self) -> Result<Option<String>> {
+        Ok(match self.state_file()? {
+            None => None,
+            Some((_, text)) => serde_json::from_str::<StateHead>(&text)?.setting,
+        })
+    }
+
+    /// The state of the last completed iteration, if any.
+    pub fn load_state<T: PoolTask>(&self, setting: &str) -> Result<Option<RunState<T>>> {
+        let Some((p, text)) = self.state_file()? else {
+            return Ok(None);
+        };
+        let s: RunState<T> = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a {setting} run state", p.display()))?;
+        if s.setting != setting {
+            anyhow::bail!(
+                "{} holds a {} run, not a {setting} run",
+                self.path.display(),
+                s.setting
+            );
         }
         Ok(Some(s))
     }
 
     /// Metrics written so far.
     pub fn metrics(&self) -> Result<Vec<IterMetrics>> {
-        Ok(self.load_state()?.map(|s| s.metrics).unwrap_or_default())
+        Ok(match self.state_file()? {
+            None => vec![],
+            Some((p, text)) => {
+                serde_json::from_str::<StateHead>(&text)
+                    .with_context(|| format!("{}", p.display()))?
+                    .metrics
+            }
+        })
     }
 
     /// Records iteration 0 (before training) in a fresh run: in the state and in `metrics.jsonl`.
-    pub fn push_metrics(&self, state: &mut RunState, m: &IterMetrics) -> Result<()> {
+    pub fn push_metrics<T: PoolTask>(
+        &self,
+        state: &mut RunState<T>,
+        m: &IterMetrics,
+    ) -> Result<()> {
         state.metrics.retain(|x| x.iteration < m.iteration);
         state.metrics.push(m.clone());
         self.write_metrics_file(&state.metrics)
@@ -312,13 +313,13 @@ impl RunDir {
     }
 
     /// Saves models, optimisers, pool and metrics as the new last checkpoint; `m` joins the
-    /// state's metrics. `episodes`, the way the policy plays, is recorded in its folder.
-    pub fn checkpoint(
+    /// state's metrics. `policy_files` (name, content) are written beside the policy.
+    pub fn checkpoint<T: PoolTask>(
         &self,
-        state: &mut RunState,
-        policy: &Lm,
-        reward: &Lm,
-        episodes: Option<&crate::rollout::Episodes>,
+        state: &mut RunState<T>,
+        policy: &dyn Learner,
+        reward: &dyn Learner,
+        policy_files: &[(String, String)],
         m: &IterMetrics,
     ) -> Result<()> {
         state.metrics.retain(|x| x.iteration < m.iteration);
@@ -329,8 +330,8 @@ impl RunDir {
         }
         std::fs::create_dir_all(&tmp)?;
         policy.save(&tmp.join("policy"))?;
-        if let Some(ep) = episodes {
-            ep.save_in(&tmp.join("policy"))?;
+        for (name, text) in policy_files {
+            write_atomic(&tmp.join("policy").join(name), text)?;
         }
         reward.save(&tmp.join("reward"))?;
         write_atomic(&tmp.join("state.json"), &serde_json::to_string(&*state)?)?;
@@ -347,24 +348,13 @@ impl RunDir {
             std::fs::remove_dir_all(&old)?;
         }
         self.write_metrics_file(&state.metrics)?;
-        fn lines<T: Serialize>(xs: &[T]) -> String {
+        fn lines<X: Serialize>(xs: &[X]) -> String {
             xs.iter()
                 .map(|x| serde_json::to_string(x).expect("json") + "\n")
                 .collect()
         }
-        let coding = !state.code.pool.is_empty();
-        let lineage = if coding {
-            lines(&state.code.lineage)
-        } else {
-            lines(&state.lineage)
-        };
-        write_atomic(&self.path.join("tasks.jsonl"), &lineage)?;
-        let pool = if coding {
-            lines(&state.code.pool)
-        } else {
-            lines(&state.pool.slots)
-        };
-        write_atomic(&self.path.join("pool.jsonl"), &pool)?;
+        write_atomic(&self.path.join("tasks.jsonl"), &lines(&state.pool.lineage))?;
+        write_atomic(&self.path.join("pool.jsonl"), &lines(&state.pool.slots))?;
         Ok(())
     }
 
@@ -375,33 +365,5 @@ impl RunDir {
             std::fs::create_dir_all(d)?;
         }
         write_atomic(&p, &serde_json::to_string_pretty(v)?)
-    }
-
-    /// A few trajectories of an iteration with the judge's verdicts (`samples/iter-K.json`).
-    pub fn save_samples(
-        &self,
-        k: usize,
-        tasks: &[TaskSpec],
-        trajs: &[Trajectory],
-        verdicts: &[Vec<Verdicts>],
-    ) -> Result<()> {
-        let picked: Vec<serde_json::Value> = trajs
-            .iter()
-            .enumerate()
-            .filter(|(j, _)| j % 8 == 0)
-            .take(6)
-            .map(|(j, t)| {
-                serde_json::json!({
-                    "task": tasks[t.task].sentence(),
-                    "task_id": tasks[t.task].id,
-                    "won": t.won,
-                    "steps": t.steps.iter().enumerate().map(|(i, s)| serde_json::json!({
-                        "answer": s.answer, "action": s.action, "feedback": s.next_observation, "oracle_progress": s.progress,
-                        "verdicts": verdicts.get(j).and_then(|v| v.get(i)).map(|v| v.texts.clone()),
-                    })).collect::<Vec<_>>(),
-                })
-            })
-            .collect();
-        self.save_json(&format!("samples/iter-{k:04}.json"), &picked)
     }
 }

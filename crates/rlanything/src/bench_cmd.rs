@@ -6,7 +6,7 @@ use rla_model::config::{Arch, ModelConfig};
 use rla_model::sample::SampleParams;
 use rla_model::tok::build_word_level;
 use rla_model::train::TrainConfig;
-use rla_model::{LanguageModel, Lm};
+use rla_model::{Learner, Lm, Sampler};
 use std::path::PathBuf;
 use std::time::Instant;
 

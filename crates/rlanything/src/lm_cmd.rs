@@ -7,7 +7,7 @@ use rla_model::config::{Arch, ModelConfig};
 use rla_model::sample::SampleParams;
 use rla_model::tok::{build_word_level, Message};
 use rla_model::weights::parse_dtype;
-use rla_model::{LanguageModel, Lm};
+use rla_model::{Lm, Sampler};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
@@ -264,7 +264,7 @@ pub fn run(cmd: LmCmd) -> Result<()> {
             let tok = build_word_level(&corpus, tc.min_count)?;
             let cfg = tc.model_config(tok.vocab_size())?;
             let lm = Lm::init(&cfg, tok, seed, DType::F32, &Device::Cpu)?;
-            rla_model::weights::replace_dir_atomic(&out, |tmp| lm.save(tmp))?;
+            rla_model::weights::replace_dir_atomic(&out, |tmp| lm.save_checkpoint(tmp))?;
             println!(
                 "{}: {} parameters, vocabulary of {} tokens",
                 out.display(),

@@ -3,10 +3,9 @@
 use anyhow::{bail, Context, Result};
 use rla_env::household::splits::{eval_tasks, Split};
 use rla_train::config::{Mode, RunConfig};
-use rla_train::pretrain::pretrain;
 use rla_train::report::write_report;
 use rla_train::run::RunDir;
-use rla_train::trainer::open;
+use rla_train::settings::warm_start;
 use std::path::{Path, PathBuf};
 
 #[derive(clap::Args)]
@@ -93,7 +92,7 @@ pub fn ensure_pretrained(cfg: &RunConfig, dir: &Path, progress: bool) -> Result<
     {
         return Ok(());
     }
-    for line in pretrain(cfg, &pre, progress)? {
+    for line in warm_start(cfg, &pre, progress)? {
         println!("pretrain {line}");
     }
     Ok(())
@@ -101,7 +100,7 @@ pub fn ensure_pretrained(cfg: &RunConfig, dir: &Path, progress: bool) -> Result<
 
 pub fn run_pretrain(a: PretrainArgs) -> Result<()> {
     let cfg = RunConfig::load(&a.config)?;
-    for line in pretrain(&cfg, &a.out, true)? {
+    for line in warm_start(&cfg, &a.out, true)? {
         println!("{line}");
     }
     Ok(())
@@ -114,14 +113,17 @@ pub fn train_run(
     resume: bool,
     progress: bool,
 ) -> Result<((f64, f64), (f64, f64))> {
+    cfg.check_paths().map_err(anyhow::Error::msg)?;
     let _lock = rla_train::run::lock_run(dir)?;
     if !resume {
         ensure_pretrained(&cfg, dir, progress)?;
     }
-    let mut t = open(cfg, dir, resume, progress)?;
-    t.run()?;
-    write_report(&t.dir)?;
-    let ms = t.dir.metrics()?;
+    rla_train::settings::train(cfg, dir, resume, progress)?;
+    let rd = RunDir {
+        path: dir.to_path_buf(),
+    };
+    write_report(&rd)?;
+    let ms = rd.metrics()?;
     let first = ms.first().context("no metrics")?;
     let last = ms
         .iter()
@@ -239,6 +241,7 @@ pub fn run_report(dir: PathBuf) -> Result<()> {
 
 pub fn run_ablate(a: AblateArgs) -> Result<()> {
     let base = RunConfig::load(&a.config)?;
+    base.check_paths().map_err(anyhow::Error::msg)?;
     std::fs::create_dir_all(&a.out)?;
     ensure_pretrained(&base, &a.out, !a.quiet)?;
     let mut rows = Vec::new();
@@ -258,10 +261,7 @@ pub fn run_ablate(a: AblateArgs) -> Result<()> {
         let last = ms.last().context("no metrics")?;
         rows.push((mode, before, after, last.process_acc, last.outcome_acc));
     }
-    let (judge_a, judge_b) = match base.setting {
-        rla_train::config::Setting::Household => ("process acc", "outcome acc"),
-        rla_train::config::Setting::Coding => ("unit-test acc", "detection"),
-    };
+    let (judge_a, judge_b) = rla_train::settings::judge_columns(&base)?;
     println!(
         "{:<15} {:>22} {:>22} {:>13} {:>13}",
         "mode", "in-domain before→after", "OOD before→after", judge_a, judge_b

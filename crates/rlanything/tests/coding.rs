@@ -97,7 +97,7 @@ fn the_coding_loop_runs_end_to_end() {
     let a = run(dir.path(), "a");
     assert_eq!(a.len(), 3, "iteration 0 and two iterations");
     for m in &a[1..] {
-        let code = &m["code"];
+        let code = &m["setting"];
         // 4 problems (plus pending rewrites) × 4 programs, 3 tests each, all run in the sandbox
         assert!(code["programs"].as_u64().unwrap() >= 16, "{m}");
         assert!(code["tests"].as_u64().unwrap() >= 12, "{m}");

@@ -33,10 +33,12 @@ pool_size = 4
 tasks_per_iteration = 2
 rollouts_per_task = 2
 judge_samples = 2
+update_epochs = 1
+
+[household]
 train_step_limit = 4
 eval_step_limit = 4
 history_window = 1
-update_epochs = 1
 prompt_style = "unlisted"
 constrain_actions = true
 
@@ -123,6 +125,20 @@ fn runs_survive_nan_metrics_lost_metric_lines_half_saved_warm_starts_and_a_secon
     assert!(text(&o).contains("diverged at iteration 2"), "{}", text(&o));
     let o = run(&["train", "--quiet", "--resume"], &[&run_dir]);
     assert!(o.status.success(), "{}", text(&o));
+
+    // a run folder of the release before the run-state format is refused by name
+    let mut old = v.clone();
+    old.as_object_mut().unwrap().remove("format");
+    let saved = std::fs::read_to_string(&state).unwrap();
+    std::fs::write(&state, old.to_string()).unwrap();
+    let o = run(&["train", "--quiet", "--resume"], &[&run_dir]);
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("state format 1") && text(&o).contains(env!("CARGO_PKG_VERSION")),
+        "{}",
+        text(&o)
+    );
+    std::fs::write(&state, saved).unwrap();
 
     // a second trainer on the same folder is refused while the first holds it
     let lock = std::fs::OpenOptions::new()

@@ -16,10 +16,12 @@ pool_size = 6
 tasks_per_iteration = 3
 rollouts_per_task = 2
 judge_samples = 2
+update_epochs = 1
+
+[household]
 train_step_limit = 6
 eval_step_limit = 6
 history_window = 1
-update_epochs = 1
 
 [policy]
 lr = 1e-3
@@ -205,7 +207,11 @@ fn config_errors_name_the_key() {
         ),
         ("[coding.limits]\ncpu_secs = 0\n", "cpu_secs"),
         ("setting = \"gui\"\n", "gui"),
-        ("prompt_style = \"unlisted\"\n", "constrain_actions"),
+        (
+            "[household]\nprompt_style = \"unlisted\"\n",
+            "household.constrain_actions",
+        ),
+        ("history_window = 3\n", "[household] table"),
         ("[policy.tiny]\nnum_attention_heads = 0\n", "policy.tiny"),
         ("[policy]\nlr = inf\n", "policy.lr"),
         ("[pretrain]\nlr = -1.0\n", "pretrain.lr"),

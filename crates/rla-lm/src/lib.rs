@@ -1,0 +1,221 @@
+//! # rla-lm — what the loop asks of a model
+//!
+//! The RLAnything loop needs two things of each model, and nothing more:
+//!
+//! - a [`Sampler`]: tokenise text and apply the chat template, generate `n` samples per prompt
+//!   with the log-probability of every sampled token, generate only among allowed answers, and
+//!   score given responses;
+//! - a [`Learner`]: apply PPO-clip and SFT updates, save a checkpoint, score responses under the
+//!   frozen reference policy of the KL term, and push updated weights to wherever sampling
+//!   happens ([`Learner::sync_weights`], a no-op when the model samples in the same process).
+//!
+//! The in-process candle model (`rla_model::Lm`) implements both; an inference server's client
+//! implements [`Sampler`]. This crate holds the traits and their data types only: no tensor
+//! library, so settings and the loop build without one.
+
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// An error of a model back end, with its cause.
+#[derive(Debug, thiserror::Error)]
+pub enum LmError {
+    /// The back end's own error.
+    #[error(transparent)]
+    Backend(Box<dyn std::error::Error + Send + Sync>),
+    /// A request the back end cannot serve.
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+impl LmError {
+    /// Wraps a back end's error.
+    pub fn backend<E: std::error::Error + Send + Sync + 'static>(e: E) -> LmError {
+        LmError::Backend(Box::new(e))
+    }
+}
+
+/// Results of model calls.
+pub type Result<T, E = LmError> = std::result::Result<T, E>;
+
+/// How to sample.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SampleParams {
+    /// Softmax temperature; 0 means greedy.
+    pub temperature: f64,
+    /// Nucleus mass (1 keeps everything).
+    pub top_p: f64,
+    /// Keep only the k most likely tokens (0 keeps everything).
+    pub top_k: usize,
+    /// Most tokens to generate.
+    pub max_new_tokens: usize,
+    /// Generation ends when the text contains one of these (the text is cut before it).
+    pub stop: Vec<String>,
+    /// Seed of the sampler.
+    pub seed: u64,
+}
+
+impl Default for SampleParams {
+    fn default() -> Self {
+        SampleParams {
+            temperature: 1.0,
+            top_p: 1.0,
+            top_k: 0,
+            max_new_tokens: 64,
+            stop: vec![],
+            seed: 0,
+        }
+    }
+}
+
+impl SampleParams {
+    /// Greedy decoding.
+    pub fn greedy(max_new_tokens: usize) -> Self {
+        SampleParams {
+            temperature: 0.0,
+            max_new_tokens,
+            ..Default::default()
+        }
+    }
+}
+
+/// Why a sample ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Finish {
+    /// An end-of-sequence token.
+    Eos,
+    /// A stop string.
+    Stop,
+    /// `max_new_tokens`.
+    Length,
+}
+
+/// One generated response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// The generated token ids (the end-of-sequence token included, if any).
+    pub tokens: Vec<u32>,
+    /// `log π(token)` of each generated token under the model (temperature 1).
+    pub logprobs: Vec<f32>,
+    /// The decoded text, cut before a stop string.
+    pub text: String,
+    /// Why it ended.
+    pub finish: Finish,
+}
+
+/// One PPO training sample: a (prompt, response) pair with its advantage and the log-probs of the
+/// response tokens under the sampling policy (and the KL reference).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PpoSample {
+    /// Prompt token ids.
+    pub prompt: Vec<u32>,
+    /// Response token ids.
+    pub response: Vec<u32>,
+    /// The sample's advantage, broadcast over its tokens.
+    pub advantage: f32,
+    /// `log π_old` per response token.
+    pub old_logprobs: Vec<f32>,
+    /// `log π_ref` per response token, when the KL reference differs from `π_old`.
+    #[serde(default)]
+    pub ref_logprobs: Option<Vec<f32>>,
+}
+
+/// What one update did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct StepStats {
+    /// The loss of the step (before the update).
+    pub loss: f64,
+    /// Global gradient norm before clipping.
+    pub grad_norm: f64,
+    /// Sequences used.
+    pub sequences: usize,
+    /// Response tokens used.
+    pub tokens: usize,
+}
+
+/// One chat message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Message {
+    /// `system`, `user` or `assistant`.
+    pub role: String,
+    /// The text.
+    pub content: String,
+}
+
+impl Message {
+    /// A message.
+    pub fn new(role: &str, content: &str) -> Self {
+        Message {
+            role: role.into(),
+            content: content.into(),
+        }
+    }
+}
+
+/// A model that samples: the loop's rollouts, judging and evaluation go through this.
+pub trait Sampler {
+    /// Token ids of a text (no special tokens added).
+    fn encode(&self, text: &str) -> Result<Vec<u32>>;
+
+    /// The text of token ids.
+    fn decode(&self, ids: &[u32]) -> Result<String>;
+
+    /// The end-of-sequence token ids.
+    fn eos_ids(&self) -> &[u32];
+
+    /// The chat template applied to messages, or `None` when the model has no template.
+    fn chat_template(
+        &self,
+        messages: &[Message],
+        add_generation_prompt: bool,
+    ) -> Result<Option<String>>;
+
+    /// `n` samples for each prompt, each with its per-token log-probabilities.
+    fn generate(
+        &self,
+        prompts: &[Vec<u32>],
+        n: usize,
+        p: &SampleParams,
+    ) -> Result<Vec<Vec<Sample>>>;
+
+    /// Like [`Sampler::generate`], but every sample of prompt `i` is one of `allowed[i]` (token
+    /// sequences, each ending in an end-of-sequence token).
+    fn generate_within(
+        &self,
+        prompts: &[Vec<u32>],
+        n: usize,
+        p: &SampleParams,
+        allowed: &[Vec<Vec<u32>>],
+    ) -> Result<Vec<Vec<Sample>>>;
+
+    /// `log π(response token)` of every response token of each (prompt, response) pair.
+    fn score(&self, pairs: &[(Vec<u32>, Vec<u32>)]) -> Result<Vec<Vec<f32>>>;
+}
+
+/// A model that learns.
+pub trait Learner {
+    /// One PPO-clip update over the samples (their KL reference log-probabilities included).
+    fn ppo_update(&mut self, samples: &[PpoSample]) -> Result<StepStats>;
+
+    /// One supervised update over (prompt, response) pairs.
+    fn sft_update(&mut self, pairs: &[(Vec<u32>, Vec<u32>)]) -> Result<StepStats>;
+
+    /// `log π_ref(response token)` under the frozen reference policy of the KL term (the model as
+    /// training started; with LoRA, the base weights with the adapter off).
+    fn reference_logprobs(&self, pairs: &[(Vec<u32>, Vec<u32>)]) -> Result<Vec<Vec<f32>>>;
+
+    /// Saves the model (weights, tokenizer, optimiser state; a LoRA adapter in PEFT's format).
+    fn save(&self, dir: &Path) -> Result<()>;
+
+    /// Makes the weights just updated the ones samples are drawn from. In process the sampler
+    /// is the learner and this does nothing; a remote sampler receives the new weights here.
+    fn sync_weights(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// A model that samples and learns (the in-process model).
+pub trait Model: Sampler + Learner {}
+
+impl<T: Sampler + Learner> Model for T {}

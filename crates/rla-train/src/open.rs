@@ -1,0 +1,106 @@
+//! Starting or resuming a run: the run folder, its state, and the two models loaded in process
+//! (candle), each with its optimiser and its frozen KL reference (the warm start).
+
+use crate::config::{ModelSpec, RunConfig};
+use crate::run::{RunDir, RunState};
+use crate::setting::Setting;
+use crate::trainer::Trainer;
+use anyhow::{Context, Result};
+use rla_model::train::TrainConfig;
+use rla_model::Lm;
+use std::path::{Path, PathBuf};
+
+/// Loads a model of the run for training; `resume` holds its optimiser state, and `reference`
+/// the warm start that the KL term compares against.
+pub fn load_model(
+    spec: &ModelSpec,
+    dir: &Path,
+    lr: f64,
+    ppo: &rla_core::ppo::PpoConfig,
+    seed: u64,
+    resume: Option<&Path>,
+    reference: &Path,
+) -> Result<Lm> {
+    let dtype = rla_model::weights::parse_dtype(&spec.dtype).map_err(anyhow::Error::msg)?;
+    let device = rla_model::lm::device(spec.cuda)?;
+    let mut lm =
+        Lm::load(dir, dtype, &device).with_context(|| format!("loading {}", dir.display()))?;
+    let tc = TrainConfig {
+        lr,
+        micro_batch: spec.micro_batch,
+        ppo: *ppo,
+        ..Default::default()
+    };
+    lm.enable_training(tc, spec.lora.clone(), seed, resume)?;
+    if resume.is_some() && ppo.kl_beta > 0.0 {
+        lm.load_reference(reference)
+            .with_context(|| format!("loading the KL reference {}", reference.display()))?;
+    }
+    Ok(lm)
+}
+
+/// Where a run's warm-started model lives: the config's path, else the run's `pretrained/`.
+fn warm_start_dir(run: &RunDir, name: &str, spec: &ModelSpec) -> Result<PathBuf> {
+    if let Some(p) = &spec.path {
+        return Ok(p.clone());
+    }
+    let pre = run.path.join("pretrained").join(name);
+    if !rla_model::weights::is_checkpoint(&pre) {
+        anyhow::bail!(
+            "no {name} model: set {name}.path in the config or run `rlanything pretrain` into {}",
+            run.path.join("pretrained").display()
+        );
+    }
+    Ok(pre)
+}
+
+/// Starts or resumes a run of `setting` in `dir`.
+pub fn open<S: Setting>(
+    setting: S,
+    cfg: RunConfig,
+    dir: &Path,
+    resume: bool,
+    progress: bool,
+) -> Result<Trainer<S>> {
+    let rd = RunDir::create(dir, &cfg, resume)?;
+    let (state, from) = match rd.load_state(setting.name())? {
+        Some(s) if resume => (s, Some(rd.checkpoint_dir())),
+        Some(_) => anyhow::bail!(
+            "{} already holds a run; pass --resume to continue it",
+            dir.display()
+        ),
+        None => (
+            RunState::new(setting.name(), setting.initial_pool(&cfg)),
+            None,
+        ),
+    };
+    let mut models = Vec::new();
+    for (name, spec, seed) in [
+        ("policy", &cfg.policy, cfg.seed),
+        ("reward", &cfg.reward, cfg.seed + 1),
+    ] {
+        let warm = warm_start_dir(&rd, name, spec)?;
+        let from_dir = from.as_ref().map(|ck| ck.join(name));
+        let lm = load_model(
+            spec,
+            from_dir.as_deref().unwrap_or(&warm),
+            spec.lr,
+            &cfg.ppo,
+            seed,
+            from_dir.as_deref(),
+            &warm,
+        )?;
+        models.push(lm);
+    }
+    let reward = models.pop().expect("two models");
+    let policy = models.pop().expect("two models");
+    Ok(Trainer {
+        cfg,
+        setting,
+        policy: Box::new(policy),
+        reward: Box::new(reward),
+        state,
+        dir: rd,
+        progress,
+    })
+}

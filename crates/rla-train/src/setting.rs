@@ -1,0 +1,237 @@
+//! The seam between the loop and a setting. A setting (the household, coding, …) implements
+//! [`Setting`] once, in its own module; the loop (`Trainer::iteration`) names
+//! no setting. What a setting hands back from playing and judging is one shape for every
+//! setting — [`Group`]s of [`Episode`]s per task, each step a [`Generation`] of the policy, and
+//! the reward model's [`Judgement`]s — from which one piece of code builds the rewards,
+//! advantages and PPO samples with `rla-core`'s rules.
+
+use crate::config::RunConfig;
+use crate::pool::PoolTask;
+use crate::run::RunDir;
+use anyhow::Result;
+use rla_core::adapt::Direction;
+use rla_core::filter::Band;
+use rla_core::reward::StepScore;
+use rla_core::theory::Calibration;
+use rla_lm::Sampler;
+use std::path::Path;
+
+/// Which fixed evaluation split.
+pub use rla_env::household::splits::Split;
+
+/// One generation of a model: its prompt, its response and `log π_old` of each response token.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Generation {
+    /// Prompt token ids.
+    pub prompt: Vec<u32>,
+    /// Response token ids.
+    pub response: Vec<u32>,
+    /// `log π_old` per response token.
+    pub logprobs: Vec<f32>,
+}
+
+/// One policy step of an episode.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    /// What the policy generated.
+    pub action: Generation,
+}
+
+/// One episode (a rollout) of a task.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Episode {
+    /// The outcome O: +1 won, −1 lost; or graded (a program's share of passed tests).
+    pub outcome: f64,
+    /// Whether the task was solved (what the task's accuracy counts).
+    pub won: bool,
+    /// Its steps.
+    pub steps: Vec<Step>,
+}
+
+/// One sample of the reward model with its parsed verdict.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scored {
+    /// The reward model's generation.
+    pub sample: Generation,
+    /// Its verdict S_ij (+1, −1, or unparsed).
+    pub score: StepScore,
+}
+
+/// How the reward model's samples of one judgement are rewarded.
+#[derive(Debug, Clone, PartialEq)]
+pub enum JudgeReward {
+    /// The paper's consistency reward `R_i·S_ij` of the judged step, z-scored over the m
+    /// samples (samples whose advantage is exactly 0 are skipped).
+    Consistency,
+    /// Raw rewards computed by a rule of the setting (one per sample), z-scored over the
+    /// samples; `None` skips the judgement (e.g. CURE's tests on a problem no program solves).
+    Given(Option<Vec<f64>>),
+}
+
+/// The reward model's m samples on one judged unit.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Judgement {
+    /// The judged step as (episode, step) within the group; `None` when the judgement is of
+    /// the whole task (a generated unit test). A step's verdicts enter its reward R_i.
+    pub step: Option<(usize, usize)>,
+    /// The m samples.
+    pub samples: Vec<Scored>,
+    /// How they are rewarded.
+    pub reward: JudgeReward,
+}
+
+/// Every episode of one task, and the reward model's judgements on them.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Group {
+    /// The task's episodes.
+    pub episodes: Vec<Episode>,
+    /// The judgements (in the order their samples train the reward model).
+    pub judgements: Vec<Judgement>,
+}
+
+impl Group {
+    /// Episodes won.
+    pub fn wins(&self) -> usize {
+        self.episodes.iter().filter(|e| e.won).count()
+    }
+}
+
+/// The reward model's quality in one iteration, as the setting measures it.
+#[derive(Debug, Clone, Default)]
+pub struct JudgeQuality {
+    /// Verdicts against ground truth (p₊, p₋, hence μ).
+    pub calibration: Calibration,
+    /// Empirical precision A, where the setting has it.
+    pub precision: Option<f64>,
+    /// Process accuracy (household: against the expert's step labels; coding: unit-test
+    /// accuracy).
+    pub process_acc: Option<f64>,
+    /// Outcome accuracy (household: against the episode's outcome; coding: detection).
+    pub outcome_acc: Option<f64>,
+    /// The setting's own metrics, stored under `setting` in `metrics.jsonl`.
+    pub extra: Option<serde_json::Value>,
+}
+
+/// What a setting is told of the iteration it plays in.
+#[derive(Debug, Clone, Copy)]
+pub struct Ctx<'a> {
+    /// The run's configuration.
+    pub cfg: &'a RunConfig,
+    /// The iteration (0 for evaluations before training).
+    pub k: usize,
+    /// Progress bars on stderr.
+    pub progress: bool,
+}
+
+impl Ctx<'_> {
+    /// The seed of one random choice of this iteration.
+    pub fn seed(&self, tag: u64) -> u64 {
+        seed_of(self.cfg, self.k, tag)
+    }
+
+    /// A progress bar of `len` steps, when progress is shown.
+    pub fn bar(&self, len: u64, what: &str) -> Option<indicatif::ProgressBar> {
+        self.progress.then(|| crate::bar(len, what))
+    }
+}
+
+/// The seed of one random choice of iteration `k`.
+pub fn seed_of(cfg: &RunConfig, k: usize, tag: u64) -> u64 {
+    cfg.seed
+        .wrapping_mul(1_000_003)
+        .wrapping_add(k as u64 * 7_919)
+        .wrapping_add(tag)
+}
+
+/// A setting of the loop: its tasks, how they are played and judged, measured, evaluated,
+/// critiqued and rewritten.
+pub trait Setting {
+    /// A task of the pool (serialisable, with an id).
+    type Task: PoolTask;
+    /// What the setting keeps of one iteration's play and judging (for its metrics, critiques
+    /// and sample files).
+    type Record;
+
+    /// The name stored in the run folder (`household`, `coding`, …).
+    fn name(&self) -> &'static str;
+
+    /// The initial pool.
+    fn initial_pool(&self, cfg: &RunConfig) -> Vec<Self::Task>;
+
+    /// Plays every task `cfg.rollouts_per_task` times with the policy: one group per task.
+    fn play(
+        &mut self,
+        ctx: Ctx,
+        policy: &dyn Sampler,
+        tasks: &[Self::Task],
+    ) -> Result<(Vec<Group>, Self::Record)>;
+
+    /// Asks the reward model for its verdicts (m samples per judged unit), adding them to the
+    /// groups.
+    fn judge(
+        &mut self,
+        ctx: Ctx,
+        reward: &dyn Sampler,
+        tasks: &[Self::Task],
+        groups: &mut [Group],
+        record: &mut Self::Record,
+    ) -> Result<()>;
+
+    /// How good the reward model's verdicts were.
+    fn judge_quality(&self, groups: &[Group], record: &Self::Record) -> JudgeQuality;
+
+    /// The band of task accuracy whose groups train the policy.
+    fn policy_band(&self, cfg: &RunConfig) -> Band;
+
+    /// The band of task accuracy whose groups train the reward model.
+    fn reward_band(&self, cfg: &RunConfig) -> Band;
+
+    /// The critique of task `i`'s episodes that guides its rewrite.
+    fn critique(
+        &self,
+        ctx: Ctx,
+        reward: &dyn Sampler,
+        i: usize,
+        groups: &[Group],
+        record: &Self::Record,
+    ) -> Option<String>;
+
+    /// A harder or easier rewrite of a task, with a description of what changed; `None` when
+    /// there is none. `i` is the task's index in this iteration's batch.
+    fn rewrite(
+        &mut self,
+        ctx: Ctx,
+        reward: &dyn Sampler,
+        task: &Self::Task,
+        direction: Direction,
+        critique: Option<&str>,
+        i: usize,
+    ) -> Result<Option<(String, Self::Task)>>;
+
+    /// Greedy success of the policy on the first `n` tasks of a fixed evaluation split.
+    fn evaluate(&mut self, ctx: Ctx, policy: &dyn Sampler, split: Split, n: usize) -> Result<f64>;
+
+    /// Writes a few of the iteration's episodes to the run folder.
+    fn save_samples(
+        &self,
+        dir: &RunDir,
+        k: usize,
+        tasks: &[Self::Task],
+        record: &Self::Record,
+    ) -> Result<()>;
+
+    /// Warm-starts tiny policy and reward models into `out/policy` and `out/reward`; a line per
+    /// model says what was done.
+    fn warm_start(&self, cfg: &RunConfig, out: &Path, progress: bool) -> Result<Vec<String>>;
+
+    /// Files recorded beside the policy in every checkpoint (name, content), such as how it
+    /// plays, so that evaluation later uses the same prompts.
+    fn policy_files(&self, _cfg: &RunConfig) -> Result<Vec<(String, String)>> {
+        Ok(vec![])
+    }
+
+    /// The names of the two judge-quality columns of the ablation table.
+    fn judge_columns(&self) -> (&'static str, &'static str) {
+        ("process acc", "outcome acc")
+    }
+}
