@@ -14,10 +14,11 @@ pub const KL_BETA: f64 = 0.01;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum KlReference {
-    /// The policy as it was before this iteration's update (default).
-    #[default]
+    /// The policy as it was before this iteration's update.
     PreUpdate,
-    /// A frozen copy of the initial model.
+    /// A frozen copy of the model as training started: the warm start; with LoRA, the base
+    /// weights with the adapters off (default).
+    #[default]
     Frozen,
 }
 
@@ -41,7 +42,7 @@ impl Default for PpoConfig {
             clip_eps: CLIP_EPS,
             log_ratio_clamp: LOG_RATIO_CLAMP,
             kl_beta: KL_BETA,
-            kl_reference: KlReference::PreUpdate,
+            kl_reference: KlReference::Frozen,
         }
     }
 }
