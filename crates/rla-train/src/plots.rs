@@ -196,3 +196,56 @@ pub fn write_plots(dir: &Path, ms: &[IterMetrics]) -> Result<Vec<String>> {
     }
     Ok(names)
 }
+
+/// One curve over several seeds: its name and, per x, (x, mean, min, max).
+pub type BandSeries = (String, Vec<(f64, f64, f64, f64)>);
+
+/// Draws each series' mean as a line over a shaded band from its minimum to its maximum (the
+/// spread over seeds) into a PNG of [`PLOT_SIZE`].
+pub fn band_chart(
+    path: &Path,
+    title: &str,
+    y_label: &str,
+    series: &[BandSeries],
+    y_range: (f64, f64),
+) -> Result<()> {
+    register_font();
+    let root = BitMapBackend::new(path, PLOT_SIZE).into_drawing_area();
+    root.fill(&WHITE)?;
+    let x_max = series
+        .iter()
+        .flat_map(|s| s.1.iter().map(|p| p.0))
+        .fold(1.0, f64::max);
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 22))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(52)
+        .build_cartesian_2d(0f64..x_max, y_range.0..y_range.1)?;
+    chart
+        .configure_mesh()
+        .x_desc("iteration")
+        .y_desc(y_label)
+        .draw()?;
+    let colors = [BLUE, RED, GREEN, MAGENTA, BLACK];
+    for (i, (name, pts)) in series.iter().enumerate() {
+        let c = colors[i % colors.len()];
+        let mut outline: Vec<(f64, f64)> = pts.iter().map(|p| (p.0, p.3)).collect();
+        outline.extend(pts.iter().rev().map(|p| (p.0, p.2)));
+        chart.draw_series(std::iter::once(Polygon::new(outline, c.mix(0.15).filled())))?;
+        chart
+            .draw_series(LineSeries::new(
+                pts.iter().map(|p| (p.0, p.1)),
+                c.stroke_width(2),
+            ))?
+            .label(name.clone())
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()?;
+    root.present()?;
+    Ok(())
+}

@@ -76,6 +76,10 @@ pub struct AblateArgs {
     /// Output folder (one run folder per mode).
     #[arg(long, default_value = "runs/ablate")]
     pub out: PathBuf,
+    /// Seeds per mode (the config's seed, then the next ones); each seed's warm starts are
+    /// shared by the four modes. With more than one, runs go to `OUT/seed-S/MODE`.
+    #[arg(long, default_value_t = 1)]
+    pub seeds: u64,
     /// No progress bars.
     #[arg(long)]
     pub quiet: bool,
@@ -239,46 +243,159 @@ pub fn run_report(dir: PathBuf) -> Result<()> {
     Ok(())
 }
 
+/// One finished run of the ablation.
+struct AblationRun {
+    before: (f64, f64),
+    after: (f64, f64),
+    judge: (Option<f64>, Option<f64>),
+    mu: Option<f64>,
+    metrics: Vec<rla_train::run::IterMetrics>,
+}
+
+/// Mean, min and max.
+fn spread(xs: &[f64]) -> (f64, f64, f64) {
+    let mean = xs.iter().sum::<f64>() / xs.len().max(1) as f64;
+    let min = xs.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (mean, min, max)
+}
+
+/// `mean (min–max)` in percent, or the single value for one seed.
+fn pct(xs: &[f64]) -> String {
+    let (m, lo, hi) = spread(xs);
+    if xs.len() == 1 {
+        format!("{:.1}", 100.0 * m)
+    } else {
+        format!("{:.1} ({:.1}–{:.1})", 100.0 * m, 100.0 * lo, 100.0 * hi)
+    }
+}
+
 pub fn run_ablate(a: AblateArgs) -> Result<()> {
     let base = RunConfig::load(&a.config)?;
     base.check_paths().map_err(anyhow::Error::msg)?;
+    if a.seeds == 0 {
+        bail!("--seeds 0: run at least one seed");
+    }
     std::fs::create_dir_all(&a.out)?;
-    ensure_pretrained(&base, &a.out, !a.quiet)?;
-    let mut rows = Vec::new();
-    for mode in Mode::ALL {
-        let mut cfg = base.clone();
-        cfg.mode = mode;
-        if cfg.policy.path.is_none() {
-            cfg.policy.path = Some(a.out.join("pretrained/policy"));
+    let mut runs: Vec<Vec<AblationRun>> = Mode::ALL.iter().map(|_| vec![]).collect();
+    for s in 0..a.seeds {
+        let mut seeded = base.clone();
+        seeded.seed = base.seed + s;
+        let out = if a.seeds == 1 {
+            a.out.clone()
+        } else {
+            a.out.join(format!("seed-{}", seeded.seed))
+        };
+        ensure_pretrained(&seeded, &out, !a.quiet)?;
+        for (mi, mode) in Mode::ALL.into_iter().enumerate() {
+            let mut cfg = seeded.clone();
+            cfg.mode = mode;
+            if cfg.policy.path.is_none() {
+                cfg.policy.path = Some(out.join("pretrained/policy"));
+            }
+            if cfg.reward.path.is_none() {
+                cfg.reward.path = Some(out.join("pretrained/reward"));
+            }
+            let dir = out.join(mode.name().replace('+', "-"));
+            let resume = dir.join("checkpoint/state.json").exists();
+            let (before, after) = train_run(cfg, &dir, resume, !a.quiet)?;
+            let ms = RunDir { path: dir }.metrics()?;
+            let last = ms.last().context("no metrics")?;
+            runs[mi].push(AblationRun {
+                before,
+                after,
+                judge: (last.process_acc, last.outcome_acc),
+                mu: last.mu,
+                metrics: ms.clone(),
+            });
         }
-        if cfg.reward.path.is_none() {
-            cfg.reward.path = Some(a.out.join("pretrained/reward"));
-        }
-        let dir = a.out.join(mode.name().replace('+', "-"));
-        let resume = dir.join("checkpoint/state.json").exists();
-        let (before, after) = train_run(cfg, &dir, resume, !a.quiet)?;
-        let ms = RunDir { path: dir }.metrics()?;
-        let last = ms.last().context("no metrics")?;
-        rows.push((mode, before, after, last.process_acc, last.outcome_acc));
     }
     let (judge_a, judge_b) = rla_train::settings::judge_columns(&base)?;
-    println!(
-        "{:<15} {:>22} {:>22} {:>13} {:>13}",
-        "mode", "in-domain before→after", "OOD before→after", judge_a, judge_b
+    let mut table = format!(
+        "| mode | in-domain before | in-domain after | OOD before | OOD after | {judge_a} | {judge_b} | μ (last) |\n|---|---|---|---|---|---|---|---|\n"
     );
-    for (mode, b, af, p, o) in rows {
-        let f = |x: Option<f64>| {
-            x.map(|v| format!("{:.1}", 100.0 * v))
-                .unwrap_or_else(|| "—".into())
+    for (mode, rs) in Mode::ALL.iter().zip(&runs) {
+        let col = |f: &dyn Fn(&AblationRun) -> Option<f64>| {
+            let xs: Vec<f64> = rs.iter().filter_map(f).collect();
+            if xs.is_empty() {
+                "—".to_string()
+            } else {
+                pct(&xs)
+            }
         };
-        println!(
-            "{:<15} {:>22} {:>22} {:>13} {:>13}",
+        let mu: Vec<f64> = rs.iter().filter_map(|r| r.mu).collect();
+        let mu = if mu.is_empty() {
+            "—".to_string()
+        } else {
+            let (m, lo, hi) = spread(&mu);
+            format!("{m:.2} ({lo:.2}–{hi:.2})")
+        };
+        table.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
             mode.name(),
-            format!("{:.1} → {:.1}", 100.0 * b.0, 100.0 * af.0),
-            format!("{:.1} → {:.1}", 100.0 * b.1, 100.0 * af.1),
-            f(p),
-            f(o)
-        );
+            col(&|r| Some(r.before.0)),
+            col(&|r| Some(r.after.0)),
+            col(&|r| Some(r.before.1)),
+            col(&|r| Some(r.after.1)),
+            col(&|r| r.judge.0),
+            col(&|r| r.judge.1),
+            mu
+        ));
     }
+    println!(
+        "{} seed(s) from {}; greedy success in %, mean (min–max) over seeds",
+        a.seeds, base.seed
+    );
+    print!("{table}");
+    rla_train::run::write_atomic(&a.out.join("ablation.md"), &table)?;
+    // the four modes' evaluation curves with their seed ranges
+    for (split, file, pick) in [
+        (
+            "in-domain",
+            "ablation-in-domain.png",
+            (|m: &rla_train::run::IterMetrics| m.eval_in_domain) as fn(&_) -> Option<f64>,
+        ),
+        ("OOD", "ablation-ood.png", |m| m.eval_ood),
+    ] {
+        let series: Vec<rla_train::plots::BandSeries> = Mode::ALL
+            .iter()
+            .zip(&runs)
+            .map(|(mode, rs)| {
+                let mut by_iter: std::collections::BTreeMap<usize, Vec<f64>> = Default::default();
+                for r in rs {
+                    for m in &r.metrics {
+                        if let Some(v) = pick(m) {
+                            by_iter.entry(m.iteration).or_default().push(100.0 * v);
+                        }
+                    }
+                }
+                let pts = by_iter
+                    .into_iter()
+                    .map(|(k, xs)| {
+                        let (m, lo, hi) = spread(&xs);
+                        (k as f64, m, lo, hi)
+                    })
+                    .collect();
+                (mode.name().to_string(), pts)
+            })
+            .collect();
+        let top = series
+            .iter()
+            .flat_map(|s| s.1.iter().map(|p| p.3))
+            .fold(0.0, f64::max);
+        rla_train::plots::band_chart(
+            &a.out.join(file),
+            &format!("greedy {split} success by mode ({} seeds)", a.seeds),
+            "success %",
+            &series,
+            (0.0, (top + 5.0).clamp(10.0, 100.0)),
+        )?;
+    }
+    println!(
+        "table: {}; curves: {}, {}",
+        a.out.join("ablation.md").display(),
+        a.out.join("ablation-in-domain.png").display(),
+        a.out.join("ablation-ood.png").display()
+    );
     Ok(())
 }

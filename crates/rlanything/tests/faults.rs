@@ -287,3 +287,45 @@ fn theory_is_linear_in_m() {
     assert!(!o.status.success());
     assert!(text(&o).contains("at most"), "{}", text(&o));
 }
+
+#[test]
+fn ablate_over_seeds_gives_ranges_and_curves() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("run.toml");
+    std::fs::write(&cfg, CONFIG).unwrap();
+    let out = dir.path().join("abl");
+    let o = bin()
+        .args(["ablate", "--quiet", "--seeds", "2", "--config"])
+        .arg(&cfg)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let t = String::from_utf8_lossy(&o.stdout).to_string();
+    for mode in ["outcome", "policy", "policy+reward", "full"] {
+        let row = t
+            .lines()
+            .find(|l| l.starts_with(&format!("| {mode} |")))
+            .unwrap_or_else(|| panic!("{mode}: {t}"));
+        assert!(row.contains('–'), "a range over the seeds: {row}");
+    }
+    // one warm start per seed, shared by the four modes
+    for seed in [4, 5] {
+        let s = out.join(format!("seed-{seed}"));
+        assert!(s.join("pretrained/policy/config.json").exists());
+        assert!(s.join("policy-reward/metrics.jsonl").exists());
+    }
+    for f in ["ablation.md", "ablation-in-domain.png", "ablation-ood.png"] {
+        assert!(out.join(f).exists(), "{f}");
+    }
+    let o = bin()
+        .args(["ablate", "--seeds", "0", "--config"])
+        .arg(&cfg)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(text(&o).contains("--seeds 0"), "{}", text(&o));
+}
