@@ -8,6 +8,7 @@
 
 use crate::run::IterMetrics;
 use anyhow::Result;
+use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::Path;
@@ -76,23 +77,20 @@ pub fn line_chart_rgb(
     Ok(buf)
 }
 
-fn draw_chart<DB: DrawingBackend>(
-    root: DrawingArea<DB, Shift>,
+/// The white canvas, caption, axes and mesh every plot shares, over iterations `0..x_max`.
+fn axes<'a, DB: DrawingBackend>(
+    root: &'a DrawingArea<DB, Shift>,
     title: &str,
     y_label: &str,
-    series: &[Series],
+    x_max: f64,
     y_range: (f64, f64),
-) -> Result<()>
+) -> Result<ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>>
 where
     DB::ErrorType: 'static,
 {
     register_font();
     root.fill(&WHITE)?;
-    let x_max = series
-        .iter()
-        .flat_map(|s| s.1.iter().map(|p| p.0))
-        .fold(1.0, f64::max);
-    let mut chart = ChartBuilder::on(&root)
+    let mut chart = ChartBuilder::on(root)
         .caption(title, ("sans-serif", 22))
         .margin(12)
         .x_label_area_size(40)
@@ -103,6 +101,24 @@ where
         .x_desc("iteration")
         .y_desc(y_label)
         .draw()?;
+    Ok(chart)
+}
+
+fn draw_chart<DB: DrawingBackend>(
+    root: DrawingArea<DB, Shift>,
+    title: &str,
+    y_label: &str,
+    series: &[Series],
+    y_range: (f64, f64),
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let x_max = series
+        .iter()
+        .flat_map(|s| s.1.iter().map(|p| p.0))
+        .fold(1.0, f64::max);
+    let mut chart = axes(&root, title, y_label, x_max, y_range)?;
     let colors = [BLUE, RED, GREEN, MAGENTA, BLACK];
     for (i, (name, pts)) in series.iter().enumerate() {
         let c = colors[i % colors.len()];
@@ -209,24 +225,12 @@ pub fn band_chart(
     series: &[BandSeries],
     y_range: (f64, f64),
 ) -> Result<()> {
-    register_font();
     let root = BitMapBackend::new(path, PLOT_SIZE).into_drawing_area();
-    root.fill(&WHITE)?;
     let x_max = series
         .iter()
         .flat_map(|s| s.1.iter().map(|p| p.0))
         .fold(1.0, f64::max);
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 22))
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(52)
-        .build_cartesian_2d(0f64..x_max, y_range.0..y_range.1)?;
-    chart
-        .configure_mesh()
-        .x_desc("iteration")
-        .y_desc(y_label)
-        .draw()?;
+    let mut chart = axes(&root, title, y_label, x_max, y_range)?;
     let colors = [BLUE, RED, GREEN, MAGENTA, BLACK];
     for (i, (name, pts)) in series.iter().enumerate() {
         let c = colors[i % colors.len()];
