@@ -39,8 +39,9 @@ pub struct Lm {
     pub opt: Option<AdamW>,
     /// LoRA settings, when only adapters train.
     pub lora: Option<LoraConfig>,
-    /// The frozen reference policy of the KL term, once training is enabled: the model as
-    /// training started (with LoRA, the base weights with the adapters off), or one loaded with
+    /// The frozen reference policy of the KL term, when training is enabled with a frozen KL
+    /// reference: the model as training started (a fresh LoRA adapter starts at zero, so with
+    /// LoRA this is the base with the warm start's adapters, if any), or one loaded with
     /// [`Lm::load_reference`].
     pub reference: Option<Transformer>,
 }
@@ -114,12 +115,13 @@ impl Lm {
         seed: u64,
         resume: Option<&Path>,
     ) -> Result<(), ModelError> {
-        // the reference is the model before any variable is made (variables copy their data)
-        let mut reference = self.model.clone();
-        for (_, lin) in reference.projections_mut() {
-            lin.lora = None;
-        }
-        self.reference = Some(reference);
+        // The frozen KL reference, when the objective has one: the model as training starts
+        // (adapters it was loaded with included), taken before any variable is made (variables
+        // copy their data; unchanged weights are shared, not copied). A resumed model is not its
+        // own reference: the caller loads the warm start with `load_reference`.
+        let frozen =
+            cfg.ppo.kl_beta > 0.0 && cfg.ppo.kl_reference == rla_core::ppo::KlReference::Frozen;
+        self.reference = (frozen && resume.is_none()).then(|| self.model.clone());
         let vars = match (&lora_cfg, self.lora.is_some()) {
             (Some(_), true) | (None, true) => {
                 // adapters loaded from a checkpoint: train them
@@ -155,11 +157,21 @@ impl Lm {
     /// reference of the KL term.
     pub fn load_reference(&mut self, dir: &Path) -> Result<(), ModelError> {
         let cfg = ModelConfig::load(&dir.join("config.json"))?;
+        if cfg.vocab_size != self.model.cfg.vocab_size
+            || cfg.hidden_size != self.model.cfg.hidden_size
+            || cfg.num_hidden_layers != self.model.cfg.num_hidden_layers
+        {
+            return Err(ModelError::invalid(
+                &dir.join("config.json"),
+                "shape",
+                "the KL reference must have the trained model's vocabulary and shape",
+            ));
+        }
         let tensors = load_tensors(dir, self.model.dtype, &self.model.device)?;
         let mut reference =
             Transformer::from_tensors(&cfg, &tensors, &self.model.device, self.model.dtype)?;
-        for (_, lin) in reference.projections_mut() {
-            lin.lora = None;
+        if dir.join("adapter_config.json").exists() {
+            lora::load_peft(&mut reference, dir)?;
         }
         self.reference = Some(reference);
         Ok(())
@@ -251,7 +263,9 @@ impl Learner for Lm {
 
     fn reference_logprobs(&self, pairs: &[(Vec<u32>, Vec<u32>)]) -> rla_lm::Result<Vec<Vec<f32>>> {
         let r = self.reference.as_ref().ok_or_else(|| {
-            LmError::Unsupported("the KL reference exists once training is enabled".into())
+            LmError::Unsupported(
+                "no KL reference: enable training with kl_beta > 0 and a frozen reference".into(),
+            )
         })?;
         Ok(sample::score(r, pairs)?)
     }

@@ -151,6 +151,7 @@ pub fn greedy_passes(
         1,
         &SampleParams::greedy(max_new_tokens),
     )?;
+    check_counts("coder", &out, problems.len(), 1)?;
     problems
         .iter()
         .zip(&out)
@@ -235,6 +236,7 @@ impl Setting for Coding {
             .collect();
         let coder_prompts = prompts(policy, &texts)?;
         let programs = policy.generate(&coder_prompts, cfg.rollouts_per_task, &sp)?;
+        check_counts("policy", &programs, problems.len(), cfg.rollouts_per_task)?;
         let mut played = Played {
             problems,
             programs,
@@ -298,6 +300,12 @@ impl Setting for Coding {
             .collect();
         let tester_prompts = prompts(reward, &texts)?;
         played.tests = reward.generate(&tester_prompts, cfg.judge_samples, &jp)?;
+        check_counts(
+            "reward model",
+            &played.tests,
+            played.problems.len(),
+            cfg.judge_samples,
+        )?;
         for (i, g) in groups.iter_mut().enumerate() {
             let progs = programs_of(&played.programs[i]);
             let parsed = tests_of(&played.tests[i]);
@@ -463,6 +471,16 @@ impl Setting for Coding {
     fn judge_columns(&self) -> (&'static str, &'static str) {
         ("unit-test acc", "detection")
     }
+}
+
+/// Checks that a model gave `n` samples for each of `prompts` prompts.
+fn check_counts(who: &str, out: &[Vec<Sample>], prompts: usize, n: usize) -> Result<()> {
+    if out.len() != prompts || out.iter().any(|s| s.len() != n) {
+        anyhow::bail!(
+            "the {who} returned the wrong number of samples ({prompts} prompts × {n} asked)"
+        );
+    }
+    Ok(())
 }
 
 fn to_bool(v: &[Vec<rla_env::code::Verdict>]) -> Vec<Vec<bool>> {

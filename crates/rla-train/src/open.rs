@@ -11,7 +11,7 @@ use rla_model::Lm;
 use std::path::{Path, PathBuf};
 
 /// Loads a model of the run for training; `resume` holds its optimiser state, and `reference`
-/// the warm start that the KL term compares against.
+/// finds the warm start that a resumed run's KL term compares against (asked only then).
 pub fn load_model(
     spec: &ModelSpec,
     dir: &Path,
@@ -19,7 +19,7 @@ pub fn load_model(
     ppo: &rla_core::ppo::PpoConfig,
     seed: u64,
     resume: Option<&Path>,
-    reference: &Path,
+    reference: impl FnOnce() -> Result<PathBuf>,
 ) -> Result<Lm> {
     let dtype = rla_model::weights::parse_dtype(&spec.dtype).map_err(anyhow::Error::msg)?;
     let device = rla_model::lm::device(spec.cuda)?;
@@ -32,9 +32,11 @@ pub fn load_model(
         ..Default::default()
     };
     lm.enable_training(tc, spec.lora.clone(), seed, resume)?;
-    if resume.is_some() && ppo.kl_beta > 0.0 {
-        lm.load_reference(reference)
-            .with_context(|| format!("loading the KL reference {}", reference.display()))?;
+    let frozen = ppo.kl_beta > 0.0 && ppo.kl_reference == rla_core::ppo::KlReference::Frozen;
+    if let (Some(_), true) = (resume, frozen) {
+        let r = reference()?;
+        lm.load_reference(&r)
+            .with_context(|| format!("loading the KL reference {}", r.display()))?;
     }
     Ok(lm)
 }
@@ -79,16 +81,19 @@ pub fn open<S: Setting>(
         ("policy", &cfg.policy, cfg.seed),
         ("reward", &cfg.reward, cfg.seed + 1),
     ] {
-        let warm = warm_start_dir(&rd, name, spec)?;
         let from_dir = from.as_ref().map(|ck| ck.join(name));
+        let start = match &from_dir {
+            Some(d) => d.clone(),
+            None => warm_start_dir(&rd, name, spec)?,
+        };
         let lm = load_model(
             spec,
-            from_dir.as_deref().unwrap_or(&warm),
+            &start,
             spec.lr,
             &cfg.ppo,
             seed,
             from_dir.as_deref(),
-            &warm,
+            || warm_start_dir(&rd, name, spec),
         )?;
         models.push(lm);
     }

@@ -244,28 +244,20 @@ impl RunDir {
         Ok(Some((p, text)))
     }
 
-    /// The setting a run folder's state was written by, if it holds one.
-    pub fn setting_name(&self) -> Result<Option<String>> {
-        Ok(match self.state_file()? {
-            None => None,
-            Some((_, text)) => serde_json::from_str::<StateHead>(&text)?.setting,
-        })
-    }
-
     /// The state of the last completed iteration, if any.
     pub fn load_state<T: PoolTask>(&self, setting: &str) -> Result<Option<RunState<T>>> {
         let Some((p, text)) = self.state_file()? else {
             return Ok(None);
         };
-        let s: RunState<T> = serde_json::from_str(&text)
-            .with_context(|| format!("{} is not a {setting} run state", p.display()))?;
-        if s.setting != setting {
+        let head: StateHead = serde_json::from_str(&text)?;
+        if let Some(other) = head.setting.filter(|s| s != setting) {
             anyhow::bail!(
-                "{} holds a {} run, not a {setting} run",
-                self.path.display(),
-                s.setting
+                "{} holds a {other} run, not a {setting} run",
+                self.path.display()
             );
         }
+        let s: RunState<T> = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a {setting} run state", p.display()))?;
         Ok(Some(s))
     }
 

@@ -75,6 +75,7 @@ impl<S: Setting> Trainer<S> {
         let t = Instant::now();
         self.setting
             .judge(ctx, &*self.reward, &batch.tasks, &mut groups, &mut record)?;
+        check_shape(self.setting.name(), &groups, batch.tasks.len())?;
         m.time_judge = secs(t);
         let acc = accuracies(&groups);
         let trained = self.accept_or_drop(&batch, &acc, k, &mut m);
@@ -275,6 +276,16 @@ impl<S: Setting> Trainer<S> {
             .map(|s| (s.prompt.clone(), s.response.clone()))
             .collect();
         let refs = model.reference_logprobs(&pairs)?;
+        let counts_match = refs.len() == samples.len()
+            && refs
+                .iter()
+                .zip(samples.iter())
+                .all(|(r, s)| r.len() == s.response.len());
+        if !counts_match {
+            anyhow::bail!(
+                "the KL reference scored a different number of samples or tokens than asked"
+            );
+        }
         let (mut sum, mut n) = (0.0, 0usize);
         for (s, r) in samples.iter_mut().zip(refs) {
             for (&old, &rf) in s.old_logprobs.iter().zip(&r) {
@@ -427,6 +438,28 @@ impl<S: Setting> Trainer<S> {
         }
         Ok(())
     }
+}
+
+/// Checks what a setting handed back: one group per task, and every judged step inside its group.
+fn check_shape(setting: &str, groups: &[Group], tasks: usize) -> Result<()> {
+    if groups.len() != tasks {
+        anyhow::bail!(
+            "the {setting} setting returned {} groups for {tasks} tasks",
+            groups.len()
+        );
+    }
+    for (ti, g) in groups.iter().enumerate() {
+        for j in &g.judgements {
+            if let Some((e, i)) = j.step {
+                if g.episodes.get(e).is_none_or(|ep| i >= ep.steps.len()) {
+                    anyhow::bail!(
+                        "the {setting} setting judged step {i} of episode {e} of task {ti}, which it did not play"
+                    );
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The accuracy of each group: its share of won episodes.
