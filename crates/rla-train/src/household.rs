@@ -7,7 +7,7 @@ use crate::config::{RewriterKind, RunConfig};
 use crate::pool::PoolTask;
 use crate::prompts::reasoning;
 use crate::rewriter::{LmRewriter, Phrases, Rewriter, Structured, Summariser};
-use crate::rollout::{evaluate, judge, rollout, Episodes, Trajectory, Verdicts, EPISODES_FILE};
+use crate::rollout::{evaluate, judge, rollout, Episodes, Trajectory, Verdicts};
 use crate::run::RunDir;
 use crate::setting::{
     Ctx, Episode, Generation, Group, JudgeQuality, JudgeReward, Judgement, Scored, Setting, Split,
@@ -336,9 +336,6 @@ impl Setting for Household {
     }
 
     fn policy_files(&self, cfg: &RunConfig) -> Result<Vec<(String, String)>> {
-        Ok(vec![(
-            EPISODES_FILE.to_string(),
-            serde_json::to_string_pretty(&Episodes::evaluation(cfg))?,
-        )])
+        Ok(vec![Episodes::evaluation(cfg).record()?])
     }
 }

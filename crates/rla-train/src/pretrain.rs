@@ -228,10 +228,7 @@ pub fn household_warm_start(cfg: &RunConfig, out: &Path, progress: bool) -> Resu
     ] {
         // the policy records how it plays, for `eval`
         let files = match name {
-            "policy" => vec![(
-                crate::rollout::EPISODES_FILE.to_string(),
-                serde_json::to_string_pretty(&crate::rollout::Episodes::evaluation(cfg))?,
-            )],
+            "policy" => vec![crate::rollout::Episodes::evaluation(cfg).record()?],
             _ => vec![],
         };
         lines.push(fit_tiny(

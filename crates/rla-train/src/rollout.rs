@@ -136,12 +136,12 @@ impl Episodes {
         }
     }
 
-    /// Records these settings in a policy checkpoint folder.
-    pub fn save_in(&self, model_dir: &Path) -> Result<()> {
-        crate::run::write_atomic(
-            &model_dir.join(EPISODES_FILE),
-            &serde_json::to_string_pretty(self)?,
-        )
+    /// The file a policy checkpoint records these settings in: ([`EPISODES_FILE`], its JSON).
+    pub fn record(&self) -> Result<(String, String)> {
+        Ok((
+            EPISODES_FILE.to_string(),
+            serde_json::to_string_pretty(self)?,
+        ))
     }
 
     /// The settings recorded in a policy checkpoint folder, if any.
