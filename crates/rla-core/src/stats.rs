@@ -50,3 +50,31 @@ mod tests {
         assert!(standardize(&[5.0]).is_none());
     }
 }
+
+/// The standard error of the difference `p1 − p0` of two success rates, each measured on `n`
+/// tasks: `sqrt(p0(1−p0)/n + p1(1−p1)/n)` (the two treated as independent samples, which
+/// overstates the noise of a paired comparison on the same tasks, so a change beyond two of
+/// these is not luck of the split). `None` when `n = 0`.
+pub fn difference_std_error(p0: f64, p1: f64, n: usize) -> Option<f64> {
+    if n == 0 {
+        return None;
+    }
+    let v = |p: f64| p.clamp(0.0, 1.0) * (1.0 - p.clamp(0.0, 1.0)) / n as f64;
+    Some((v(p0) + v(p1)).sqrt())
+}
+
+#[cfg(test)]
+mod difference_tests {
+    use super::*;
+
+    #[test]
+    fn difference_std_error_of_two_rates() {
+        // p = 0.5 on 100 tasks: each has variance 0.0025, the difference 0.005
+        let se = difference_std_error(0.5, 0.5, 100).unwrap();
+        assert!((se - 0.005f64.sqrt()).abs() < 1e-12);
+        assert_eq!(difference_std_error(0.0, 1.0, 10), Some(0.0));
+        assert_eq!(difference_std_error(0.3, 0.4, 0), None);
+        // more tasks, less noise
+        assert!(difference_std_error(0.1, 0.3, 400) < difference_std_error(0.1, 0.3, 100));
+    }
+}

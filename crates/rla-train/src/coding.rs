@@ -65,6 +65,7 @@ pub fn eval_problems(cfg: &RunConfig, split: Split, n: usize) -> Vec<ArithSpec> 
     match split {
         Split::Train => generate(n, cfg.coding.max_ops, cfg.seed),
         Split::InDomain => generate(n, cfg.coding.max_ops, 0xC0DE_0001),
+        Split::Validation => generate(n, cfg.coding.max_ops, 0xC0DE_0003),
         Split::Ood => generate_between(
             n,
             cfg.coding.max_ops + 1,

@@ -107,6 +107,10 @@ pub struct ModelSpec {
     pub lr: f64,
     /// Sequences per micro-batch.
     pub micro_batch: usize,
+    /// Samples per optimiser step of an RL update (PPO's mini-batch): every epoch shuffles the
+    /// iteration's samples and takes one step per mini-batch of this many; 0 takes a single
+    /// step over all of them.
+    pub mini_batch: usize,
     /// LoRA instead of full fine-tuning.
     pub lora: Option<LoraConfig>,
     /// Compute dtype (`f32`, `bf16`, `f16`).
@@ -126,6 +130,7 @@ impl Default for ModelSpec {
             tiny: TinyModel::default(),
             lr: 1e-4,
             micro_batch: 32,
+            mini_batch: 0,
             lora: None,
             dtype: "f32".into(),
             cuda: false,
@@ -178,6 +183,9 @@ pub struct EvalConfig {
     pub in_domain: usize,
     /// OOD tasks evaluated (134 is all).
     pub ood: usize,
+    /// Validation tasks evaluated (0: none; 140 is all): the in-domain distribution drawn with
+    /// another seed, the split to tune settings on, so that the fixed splits stay untouched.
+    pub validation: usize,
     /// Evaluate every this many iterations (and at the start and end).
     pub every: usize,
 }
@@ -187,6 +195,7 @@ impl Default for EvalConfig {
         EvalConfig {
             in_domain: 140,
             ood: 134,
+            validation: 0,
             every: 5,
         }
     }
@@ -229,6 +238,10 @@ pub struct HouseholdConfig {
     /// token trie of `\boxed{command}` strings): every step is then a legal move, which tiny
     /// models need; real models answer freely with reasoning.
     pub constrain_actions: bool,
+    /// Give the policy the agent's notes (see [`crate::notes`]): the places it has not looked
+    /// into, what it saw in the others, what it holds and has done, kept from the game's text.
+    /// With a short history window this is its memory of the episode.
+    pub notes: bool,
     /// Who rewrites tasks and summarises critiques.
     pub rewriter: RewriterKind,
 }
@@ -241,6 +254,7 @@ impl Default for HouseholdConfig {
             history_window: 2,
             prompt_style: crate::prompts::PromptStyle::Numbered,
             constrain_actions: false,
+            notes: false,
             rewriter: RewriterKind::Structured,
         }
     }

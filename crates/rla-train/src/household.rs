@@ -115,6 +115,7 @@ impl Setting for Household {
                 window: cfg.household.history_window,
                 style: cfg.household.prompt_style,
                 constrained: cfg.household.constrain_actions,
+                notes: cfg.household.notes,
             },
             &sp,
             bar.as_ref(),

@@ -7,6 +7,7 @@
 pub mod coding;
 pub mod config;
 pub mod household;
+pub mod notes;
 pub mod open;
 pub mod plots;
 pub mod pool;

@@ -121,6 +121,9 @@ where
     let mut chart = axes(&root, title, y_label, x_max, y_range)?;
     let colors = [BLUE, RED, GREEN, MAGENTA, BLACK];
     for (i, (name, pts)) in series.iter().enumerate() {
+        if pts.is_empty() {
+            continue; // a series never measured (a split not evaluated) gets no legend entry
+        }
         let c = colors[i % colors.len()];
         chart
             .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))?
@@ -167,6 +170,7 @@ pub fn write_plots(dir: &Path, ms: &[IterMetrics]) -> Result<Vec<String>> {
                 ),
                 ("eval in-domain".into(), pts(ms, |m| m.eval_in_domain)),
                 ("eval OOD".into(), pts(ms, |m| m.eval_ood)),
+                ("validation".into(), pts(ms, |m| m.eval_validation)),
             ],
             (0.0, 1.0),
         ),

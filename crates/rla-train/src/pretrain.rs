@@ -4,6 +4,7 @@
 //! outcome, with a reasoning phrase naming what the step did).
 
 use crate::config::{ModelSpec, RunConfig};
+use crate::notes::Notes;
 use crate::prompts::{
     judge_answer, judge_prompt, policy_answer_styled, policy_prompt_styled, PromptStyle,
 };
@@ -32,6 +33,7 @@ pub fn demonstrations(
     noise: f64,
     window: usize,
     style: PromptStyle,
+    notes: bool,
     seed: u64,
 ) -> Result<(Vec<Example>, Vec<Example>)> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -42,6 +44,7 @@ pub fn demonstrations(
             let mut env = Household::from_task(t)?;
             let goal = GoalSpec::from_task(env.world(), t).map_err(anyhow::Error::msg)?;
             let mut obs = env.reset();
+            let mut memo = notes.then(|| Notes::from_intro(&obs));
             let mut hist: Vec<(String, String)> = Vec::new();
             let mut steps: Vec<(String, String, String)> = Vec::new(); // (obs, answer, action)
             let mut won = false;
@@ -62,7 +65,15 @@ pub fn demonstrations(
                     .iter()
                     .position(|c| *c == expert_cmd)
                     .context("in list")?;
-                let prompt = policy_prompt_styled(&t.sentence(), &hist, window, &obs, &adm, style);
+                let prompt = policy_prompt_styled(
+                    &t.sentence(),
+                    &hist,
+                    window,
+                    &obs,
+                    &adm,
+                    style,
+                    &memo.as_ref().map(Notes::render).unwrap_or_default(),
+                );
                 pol.push((prompt, policy_answer_styled(&expert_cmd, expert_idx, style)));
                 let (cmd, idx) = if rng.gen::<f64>() < eps_noise {
                     let k = rng.gen_range(0..adm.len());
@@ -73,6 +84,9 @@ pub fn demonstrations(
                 let act = env.parse(&cmd).context("admissible command")?;
                 let r = env.step(&cmd);
                 searcher.observe(env.world(), env.state(), act);
+                if let Some(n) = &mut memo {
+                    n.observe(&r.feedback);
+                }
                 steps.push((
                     obs.clone(),
                     policy_answer_styled(&cmd, idx, style),
@@ -205,6 +219,7 @@ pub fn household_warm_start(cfg: &RunConfig, out: &Path, progress: bool) -> Resu
         cfg.pretrain.noise,
         cfg.household.history_window,
         cfg.household.prompt_style,
+        cfg.household.notes,
         cfg.seed,
     )?;
     // The vocabulary: every text the models will read or write, plus the evaluation scenes' intros.

@@ -17,6 +17,7 @@ pub fn policy_prompt(
         observation,
         admissible,
         PromptStyle::Numbered,
+        "",
     )
 }
 
@@ -39,7 +40,8 @@ pub enum PromptStyle {
     Unlisted,
 }
 
-/// [`policy_prompt`] with a listing style.
+/// [`policy_prompt`] with a listing style and the agent's notes (rendered by
+/// [`crate::notes::Notes::render`]; empty for none), which follow the task line.
 pub fn policy_prompt_styled(
     task: &str,
     history: &[(String, String)],
@@ -47,8 +49,10 @@ pub fn policy_prompt_styled(
     observation: &str,
     admissible: &[String],
     style: PromptStyle,
+    notes: &str,
 ) -> String {
     let mut s = format!("Your task is to: {task}.\n");
+    s.push_str(notes);
     let start = history.len().saturating_sub(window);
     for (obs, act) in &history[start..] {
         s.push_str(&format!("observation: {obs}\nyou took action: {act}\n"));

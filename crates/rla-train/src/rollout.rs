@@ -1,6 +1,7 @@
 //! Rollouts: the policy plays many households at once (all tasks × rollouts batched into one
 //! generation call per step), and the judge scores every step m times.
 
+use crate::notes::Notes;
 use crate::prompts::{
     judge_prompt, parse_choice, parse_verdict, policy_answer_styled, policy_prompt_styled,
     PromptStyle,
@@ -101,6 +102,7 @@ struct Live {
     traj: Trajectory,
     obs: String,
     history: Vec<(String, String)>,
+    notes: Option<Notes>,
 }
 
 /// The file in a policy checkpoint that records how it plays (the run's [`Episodes`] for
@@ -121,6 +123,9 @@ pub struct Episodes {
     pub style: PromptStyle,
     /// Answers are drawn only among the admissible ones (see `RunConfig::constrain_actions`).
     pub constrained: bool,
+    /// The prompt carries the agent's notes ([`crate::notes::Notes`]).
+    #[serde(default)]
+    pub notes: bool,
 }
 
 impl Episodes {
@@ -133,6 +138,7 @@ impl Episodes {
             window: cfg.household.history_window,
             style: cfg.household.prompt_style,
             constrained: cfg.household.constrain_actions,
+            notes: cfg.household.notes,
         }
     }
 
@@ -172,6 +178,7 @@ pub fn rollout(
         window,
         style,
         constrained,
+        notes,
     } = ep;
     let mut live: Vec<Live> = Vec::new();
     for (ti, t) in tasks.iter().enumerate() {
@@ -187,6 +194,7 @@ pub fn rollout(
                     steps: vec![],
                     won: false,
                 },
+                notes: notes.then(|| Notes::from_intro(&obs)),
                 obs,
                 history: vec![],
             });
@@ -204,8 +212,15 @@ pub fn rollout(
         for &i in &active {
             let l = &mut live[i];
             let adm = l.env.admissible().to_vec();
-            let text =
-                policy_prompt_styled(&l.env.world().task, &l.history, window, &l.obs, &adm, style);
+            let text = policy_prompt_styled(
+                &l.env.world().task,
+                &l.history,
+                window,
+                &l.obs,
+                &adm,
+                style,
+                &l.notes.as_ref().map(Notes::render).unwrap_or_default(),
+            );
             prompts.push(encode_chat(policy, &text)?);
             if constrained {
                 allowed.push(answer_tokens(policy, &adm, style)?);
@@ -246,6 +261,9 @@ pub fn rollout(
                 next_observation: r.feedback.clone(),
                 progress,
             });
+            if let Some(n) = &mut l.notes {
+                n.observe(&r.feedback);
+            }
             l.history
                 .push((std::mem::replace(&mut l.obs, r.feedback), action));
             if r.done {

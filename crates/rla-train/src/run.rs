@@ -58,6 +58,9 @@ pub struct IterMetrics {
     pub eval_in_domain: Option<f64>,
     /// Greedy success on the OOD split (when evaluated).
     pub eval_ood: Option<f64>,
+    /// Greedy success on the validation split (when evaluated and `eval.validation > 0`).
+    #[serde(default)]
+    pub eval_validation: Option<f64>,
     /// Seconds: rollout.
     #[serde(deserialize_with = "rla_core::nan::f64_or_nan")]
     pub time_rollout: f64,

@@ -301,22 +301,41 @@ impl<S: Setting> Trainer<S> {
     fn update(&mut self, s: &Samples, m: &mut IterMetrics) -> Result<()> {
         m.policy_samples = s.policy.len();
         m.reward_samples = s.reward.len();
-        let passes = self.cfg.update_epochs
-            * (usize::from(!s.policy.is_empty()) + usize::from(!s.reward.is_empty()));
+        let cfg = &self.cfg;
+        let plan = |n: usize, spec: &crate::config::ModelSpec| {
+            (0..cfg.update_epochs)
+                .map(|e| {
+                    mini_batches(
+                        n,
+                        spec.mini_batch,
+                        cfg.seed ^ ((m.iteration * 131 + e) as u64),
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        let (pp, rp) = (
+            plan(s.policy.len(), &cfg.policy),
+            plan(s.reward.len(), &cfg.reward),
+        );
+        let steps: usize = pp.iter().chain(&rp).map(Vec::len).sum();
         let bar = self
             .progress
-            .then(|| crate::bar(passes as u64, &format!("iter {} update", m.iteration)));
-        for _ in 0..self.cfg.update_epochs {
-            if !s.policy.is_empty() {
-                m.policy_loss = self.policy.ppo_update(&s.policy)?.loss;
-                if let Some(b) = &bar {
-                    b.inc(1);
+            .then(|| crate::bar(steps as u64, &format!("iter {} update", m.iteration)));
+        for e in 0..cfg.update_epochs {
+            for (model, samples, batches, loss) in [
+                (&mut self.policy, &s.policy, &pp[e], &mut m.policy_loss),
+                (&mut self.reward, &s.reward, &rp[e], &mut m.reward_loss),
+            ] {
+                let mut total = 0.0;
+                for idx in batches {
+                    let part: Vec<PpoSample> = idx.iter().map(|&i| samples[i].clone()).collect();
+                    total += model.ppo_update(&part)?.loss * part.len() as f64;
+                    if let Some(b) = &bar {
+                        b.inc(1);
+                    }
                 }
-            }
-            if !s.reward.is_empty() {
-                m.reward_loss = self.reward.ppo_update(&s.reward)?.loss;
-                if let Some(b) = &bar {
-                    b.inc(1);
+                if !samples.is_empty() {
+                    *loss = total / samples.len() as f64;
                 }
             }
         }
@@ -387,6 +406,19 @@ impl<S: Setting> Trainer<S> {
         self.setting.evaluate(ctx, &*self.policy, split, n)
     }
 
+    /// Evaluates the policy on both fixed splits and, when configured, the validation split.
+    fn evaluate_splits(&mut self, m: &mut IterMetrics) -> Result<()> {
+        let t = Instant::now();
+        let e = self.cfg.eval.clone();
+        m.eval_in_domain = Some(self.evaluate(Split::InDomain, e.in_domain)?);
+        m.eval_ood = Some(self.evaluate(Split::Ood, e.ood)?);
+        if e.validation > 0 {
+            m.eval_validation = Some(self.evaluate(Split::Validation, e.validation)?);
+        }
+        m.time_eval = secs(t);
+        Ok(())
+    }
+
     /// Runs the remaining iterations, evaluating and checkpointing as configured.
     pub fn run(&mut self) -> Result<()> {
         let start = self.state.completed;
@@ -395,12 +427,12 @@ impl<S: Setting> Trainer<S> {
                 iteration: 0,
                 ..Default::default()
             };
-            m0.eval_in_domain = Some(self.evaluate(Split::InDomain, self.cfg.eval.in_domain)?);
-            m0.eval_ood = Some(self.evaluate(Split::Ood, self.cfg.eval.ood)?);
+            self.evaluate_splits(&mut m0)?;
             self.dir.push_metrics(&mut self.state, &m0)?;
             tracing::info!(
                 in_domain = m0.eval_in_domain,
                 ood = m0.eval_ood,
+                validation = m0.eval_validation,
                 "initial evaluation"
             );
         }
@@ -408,10 +440,7 @@ impl<S: Setting> Trainer<S> {
         for k in (start + 1)..=self.cfg.iterations {
             let mut m = self.iteration(k)?;
             if k % self.cfg.eval.every.max(1) == 0 || k == self.cfg.iterations {
-                let t0 = Instant::now();
-                m.eval_in_domain = Some(self.evaluate(Split::InDomain, self.cfg.eval.in_domain)?);
-                m.eval_ood = Some(self.evaluate(Split::Ood, self.cfg.eval.ood)?);
-                m.time_eval = t0.elapsed().as_secs_f64();
+                self.evaluate_splits(&mut m)?;
             }
             tracing::info!(
                 iteration = k,
@@ -421,6 +450,7 @@ impl<S: Setting> Trainer<S> {
                 pending = m.pending_next,
                 eval_in = m.eval_in_domain.map(|x| format!("{x:.3}")),
                 eval_ood = m.eval_ood.map(|x| format!("{x:.3}")),
+                validation = m.eval_validation.map(|x| format!("{x:.3}")),
                 "iteration done"
             );
             self.state.completed = k;
@@ -480,6 +510,22 @@ fn ppo_sample(g: &crate::setting::Generation, advantage: f64) -> PpoSample {
     }
 }
 
+/// The mini-batches of one epoch over `n` samples: a seeded shuffle cut into pieces of `size`
+/// (the last may be smaller); `size = 0` is one batch of all `n` in order. No samples, no batches.
+pub fn mini_batches(n: usize, size: usize, seed: u64) -> Vec<Vec<usize>> {
+    use rand::seq::SliceRandom;
+    use rand::SeedableRng;
+    if n == 0 {
+        return vec![];
+    }
+    if size == 0 || size >= n {
+        return vec![(0..n).collect()];
+    }
+    let mut idx: Vec<usize> = (0..n).collect();
+    idx.shuffle(&mut rand_chacha::ChaCha8Rng::seed_from_u64(seed));
+    idx.chunks(size).map(<[usize]>::to_vec).collect()
+}
+
 /// What diverged in an iteration (a loss that is NaN or infinite), if anything.
 pub fn diverged(m: &IterMetrics) -> Option<String> {
     let bad: Vec<String> = [
@@ -491,4 +537,24 @@ pub fn diverged(m: &IterMetrics) -> Option<String> {
     .map(|(n, x)| format!("{n} is {x}"))
     .collect();
     (!bad.is_empty()).then(|| bad.join(" and "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::mini_batches;
+
+    #[test]
+    fn mini_batches_cover_every_sample_once() {
+        assert!(mini_batches(0, 4, 1).is_empty());
+        assert_eq!(mini_batches(5, 0, 1), vec![vec![0, 1, 2, 3, 4]]);
+        assert_eq!(mini_batches(3, 8, 1), vec![vec![0, 1, 2]]);
+        let b = mini_batches(10, 4, 7);
+        assert_eq!(b.iter().map(Vec::len).collect::<Vec<_>>(), vec![4, 4, 2]);
+        let mut all: Vec<usize> = b.concat();
+        assert_ne!(all, (0..10).collect::<Vec<_>>(), "shuffled");
+        all.sort();
+        assert_eq!(all, (0..10).collect::<Vec<_>>());
+        assert_eq!(mini_batches(10, 4, 7), b, "seeded");
+        assert_ne!(mini_batches(10, 4, 8), b);
+    }
 }

@@ -374,3 +374,48 @@ fn the_kl_term_is_applied_and_its_estimate_grows_as_the_policy_drifts() {
     assert!(kl[0].abs() < 1e-5, "{kl:?}");
     assert!(kl[kl.len() - 1] > kl[0], "{kl:?}");
 }
+
+fn optimiser_steps(t: &Trainer<Numbers>, dir: &Path) -> f64 {
+    t.policy.save(dir).unwrap();
+    let o = candle_core::safetensors::load(
+        dir.join("optimizer.safetensors"),
+        &candle_core::Device::Cpu,
+    )
+    .unwrap();
+    o["step"].to_vec1::<f64>().unwrap()[0]
+}
+
+#[test]
+fn mini_batches_take_one_optimiser_step_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut out = vec![];
+    for (i, mb) in [0usize, 3].into_iter().enumerate() {
+        let mut cfg = config(0.0);
+        cfg.mode = rla_train::Mode::Policy;
+        cfg.iterations = 2;
+        cfg.update_epochs = 2;
+        cfg.policy.mini_batch = mb;
+        let mut t = trainer(&dir.path().join(format!("run{i}")), cfg);
+        t.run().unwrap();
+        let samples: Vec<usize> = t.state.metrics[1..]
+            .iter()
+            .map(|m| m.policy_samples)
+            .collect();
+        let steps = optimiser_steps(&t, &dir.path().join(format!("w{i}")));
+        out.push((
+            samples,
+            steps,
+            policy_weights(&t, &dir.path().join(format!("x{i}"))),
+        ));
+    }
+    let (s0, steps0, w0) = &out[0];
+    let (s1, steps1, w1) = &out[1];
+    // one step per epoch over all samples ...
+    let expect0: usize = s0.iter().map(|&n| 2 * usize::from(n > 0)).sum();
+    assert_eq!(*steps0 as usize, expect0, "{s0:?}");
+    // ... or one per mini-batch of 3
+    let expect1: usize = s1.iter().map(|&n| 2 * n.div_ceil(3)).sum();
+    assert_eq!(*steps1 as usize, expect1, "{s1:?}");
+    assert!(steps1 > steps0);
+    assert_ne!(w0, w1, "mini-batches change the update");
+}

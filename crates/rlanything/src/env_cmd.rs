@@ -33,7 +33,7 @@ pub enum EnvCmd {
     },
     /// Write generated tasks as ALFWorld game folders (game.tw-pddl, traj_data.json, task.json).
     Generate {
-        /// Which tasks: in-domain or ood (the fixed evaluation splits) or train.
+        /// Which tasks: in-domain or ood (the fixed evaluation splits), validation (for tuning) or train.
         #[arg(long, value_enum, default_value = "in-domain")]
         split: SplitArg,
         /// Number of training tasks (train only).
@@ -62,6 +62,7 @@ pub enum EnvCmd {
 pub enum SplitArg {
     InDomain,
     Ood,
+    Validation,
     Train,
 }
 
@@ -154,6 +155,7 @@ fn generate(split: SplitArg, n: usize, seed: u64, out: PathBuf) -> Result<()> {
     let tasks = match split {
         SplitArg::InDomain => eval_tasks(Split::InDomain),
         SplitArg::Ood => eval_tasks(Split::Ood),
+        SplitArg::Validation => eval_tasks(Split::Validation),
         SplitArg::Train => train_tasks(n, seed),
     };
     for t in &tasks {

@@ -39,7 +39,7 @@ pub struct EvalArgs {
     /// A policy checkpoint (HF layout).
     #[arg(long)]
     pub model: PathBuf,
-    /// Which split: in-domain or ood.
+    /// Which split: in-domain or ood (the fixed splits), or validation (the tuning split).
     #[arg(long, default_value = "in-domain")]
     pub split: String,
     /// Number of tasks (default: all).
@@ -56,6 +56,10 @@ pub struct EvalArgs {
     /// (default: the checkpoint's own, else off).
     #[arg(long)]
     pub constrained: bool,
+    /// Give the policy the agent's notes, as in training with `household.notes` (default: the
+    /// checkpoint's own, else off).
+    #[arg(long)]
+    pub notes: bool,
     /// Step limit of each episode (default: the checkpoint's own, else 60).
     #[arg(long)]
     pub step_limit: Option<usize>,
@@ -70,7 +74,7 @@ pub struct EvalArgs {
 
 #[derive(clap::Args)]
 pub struct AblateArgs {
-    /// Run configuration (TOML); its mode is ignored, all four are run.
+    /// Run configuration (TOML); its mode is ignored, the modes of `--modes` are run.
     #[arg(long)]
     pub config: PathBuf,
     /// Output folder (one run folder per mode).
@@ -80,9 +84,37 @@ pub struct AblateArgs {
     /// shared by the four modes. With more than one, runs go to `OUT/seed-S/MODE`.
     #[arg(long, default_value_t = 1)]
     pub seeds: u64,
+    /// Only these modes, comma-separated (`outcome`, `policy`, `policy+reward` or
+    /// `policy-reward`, `full`); default all four. A later run with more modes reuses the
+    /// finished folders.
+    #[arg(long, value_delimiter = ',')]
+    pub modes: Vec<String>,
     /// No progress bars.
     #[arg(long)]
     pub quiet: bool,
+}
+
+/// The modes `--modes` names, in the table's order; all four when it names none.
+fn parse_modes(names: &[String]) -> Result<Vec<Mode>> {
+    if names.is_empty() {
+        return Ok(Mode::ALL.to_vec());
+    }
+    for n in names {
+        if !Mode::ALL
+            .iter()
+            .any(|m| m.name() == n || m.name().replace('+', "-") == *n)
+        {
+            bail!("--modes {n}: use outcome, policy, policy+reward (or policy-reward) and full");
+        }
+    }
+    Ok(Mode::ALL
+        .into_iter()
+        .filter(|m| {
+            names
+                .iter()
+                .any(|n| m.name() == n || m.name().replace('+', "-") == *n)
+        })
+        .collect())
 }
 
 /// Pretrains tiny models into `dir/pretrained` unless the config names checkpoints.
@@ -117,17 +149,7 @@ pub fn train_run(
     resume: bool,
     progress: bool,
 ) -> Result<((f64, f64), (f64, f64))> {
-    cfg.check_paths().map_err(anyhow::Error::msg)?;
-    let _lock = rla_train::run::lock_run(dir)?;
-    if !resume {
-        ensure_pretrained(&cfg, dir, progress)?;
-    }
-    rla_train::settings::train(cfg, dir, resume, progress)?;
-    let rd = RunDir {
-        path: dir.to_path_buf(),
-    };
-    write_report(&rd)?;
-    let ms = rd.metrics()?;
+    let ms = train_run_metrics(cfg, dir, resume, progress)?;
     let first = ms.first().context("no metrics")?;
     let last = ms
         .iter()
@@ -144,6 +166,27 @@ pub fn train_run(
             last.eval_ood.unwrap_or(0.0),
         ),
     ))
+}
+
+/// Trains a run to its end (warm start first, unless resuming) and writes its report; returns
+/// the run's metrics.
+pub fn train_run_metrics(
+    cfg: RunConfig,
+    dir: &Path,
+    resume: bool,
+    progress: bool,
+) -> Result<Vec<rla_train::run::IterMetrics>> {
+    cfg.check_paths().map_err(anyhow::Error::msg)?;
+    let _lock = rla_train::run::lock_run(dir)?;
+    if !resume {
+        ensure_pretrained(&cfg, dir, progress)?;
+    }
+    rla_train::settings::train(cfg, dir, resume, progress)?;
+    let rd = RunDir {
+        path: dir.to_path_buf(),
+    };
+    write_report(&rd)?;
+    rd.metrics()
 }
 
 pub fn run_train(a: TrainArgs) -> Result<()> {
@@ -167,7 +210,8 @@ pub fn run_eval(a: EvalArgs) -> Result<()> {
     let split = match a.split.as_str() {
         "in-domain" | "in_domain" => Split::InDomain,
         "ood" => Split::Ood,
-        s => bail!("--split {s}: use in-domain or ood"),
+        "validation" => Split::Validation,
+        s => bail!("--split {s}: use in-domain, ood or validation"),
     };
     let tasks = eval_tasks(split);
     let n = a.n.unwrap_or(tasks.len()).min(tasks.len());
@@ -194,6 +238,7 @@ pub fn run_eval(a: EvalArgs) -> Result<()> {
         window: 2,
         style: rla_train::prompts::PromptStyle::Numbered,
         constrained: false,
+        notes: false,
     });
     ep.rollouts = 1;
     if let Some(s) = &a.prompt_style {
@@ -214,6 +259,7 @@ pub fn run_eval(a: EvalArgs) -> Result<()> {
         }
         ep.step_limit = l;
     }
+    ep.notes |= a.notes;
     ep.constrained |= a.constrained || ep.style == rla_train::prompts::PromptStyle::Unlisted;
     let bar = rla_train::bar((n * ep.step_limit) as u64, "eval");
     let trajs = rla_train::rollout::evaluate_episodes(&lm, &tasks[..n], ep, 16, Some(&bar))?;
@@ -276,8 +322,9 @@ pub fn run_ablate(a: AblateArgs) -> Result<()> {
     if a.seeds == 0 {
         bail!("--seeds 0: run at least one seed");
     }
+    let modes = parse_modes(&a.modes)?;
     std::fs::create_dir_all(&a.out)?;
-    let mut runs: Vec<Vec<AblationRun>> = Mode::ALL.iter().map(|_| vec![]).collect();
+    let mut runs: Vec<Vec<AblationRun>> = modes.iter().map(|_| vec![]).collect();
     for s in 0..a.seeds {
         let mut seeded = base.clone();
         seeded.seed = base.seed + s;
@@ -287,7 +334,7 @@ pub fn run_ablate(a: AblateArgs) -> Result<()> {
             a.out.join(format!("seed-{}", seeded.seed))
         };
         ensure_pretrained(&seeded, &out, !a.quiet)?;
-        for (mi, mode) in Mode::ALL.into_iter().enumerate() {
+        for (mi, &mode) in modes.iter().enumerate() {
             let mut cfg = seeded.clone();
             cfg.mode = mode;
             if cfg.policy.path.is_none() {
@@ -314,7 +361,7 @@ pub fn run_ablate(a: AblateArgs) -> Result<()> {
     let mut table = format!(
         "| mode | in-domain before | in-domain after | OOD before | OOD after | {judge_a} | {judge_b} | μ (last) |\n|---|---|---|---|---|---|---|---|\n"
     );
-    for (mode, rs) in Mode::ALL.iter().zip(&runs) {
+    for (mode, rs) in modes.iter().zip(&runs) {
         let col = |f: &dyn Fn(&AblationRun) -> Option<f64>| {
             let xs: Vec<f64> = rs.iter().filter_map(f).collect();
             if xs.is_empty() {
@@ -356,8 +403,19 @@ pub fn run_ablate(a: AblateArgs) -> Result<()> {
             (|m: &rla_train::run::IterMetrics| m.eval_in_domain) as fn(&_) -> Option<f64>,
         ),
         ("OOD", "ablation-ood.png", |m| m.eval_ood),
+        ("validation", "ablation-validation.png", |m| {
+            m.eval_validation
+        }),
     ] {
-        let series: Vec<rla_train::plots::BandSeries> = Mode::ALL
+        if !runs
+            .iter()
+            .flatten()
+            .flat_map(|r| &r.metrics)
+            .any(|m| pick(m).is_some())
+        {
+            continue; // a split the runs did not evaluate
+        }
+        let series: Vec<rla_train::plots::BandSeries> = modes
             .iter()
             .zip(&runs)
             .map(|(mode, rs)| {

@@ -22,6 +22,9 @@ pub enum Split {
     InDomain,
     /// Evaluation, unseen layouts and unseen combinations.
     Ood,
+    /// Validation: the in-domain distribution drawn with a seed of its own, for tuning
+    /// settings; the fixed splits above are the ones reported.
+    Validation,
 }
 
 /// Layout seeds of training and in-domain tasks.
@@ -32,6 +35,8 @@ pub const UNSEEN_LAYOUTS: std::ops::Range<u64> = 1_000_000..1_100_000;
 pub const IN_DOMAIN_SIZE: usize = 140;
 /// Size of the OOD evaluation split.
 pub const OOD_SIZE: usize = 134;
+/// Size of the validation split.
+pub const VALIDATION_SIZE: usize = 140;
 /// Step limit in training (the reference configuration).
 pub const TRAIN_STEP_LIMIT: usize = 40;
 /// Step limit in evaluation (the reference configuration).
@@ -153,12 +158,14 @@ pub fn train_tasks(n: usize, seed: u64) -> Vec<TaskSpec> {
         .collect()
 }
 
-/// The fixed evaluation split: 140 in-domain or 134 OOD tasks, the same on every machine.
+/// The fixed evaluation split: 140 in-domain or 134 OOD tasks (or 140 validation tasks), the
+/// same on every machine.
 pub fn eval_tasks(split: Split) -> Vec<TaskSpec> {
     let (n, tag) = match split {
         Split::InDomain => (IN_DOMAIN_SIZE, "in_domain"),
         Split::Ood => (OOD_SIZE, "ood"),
         Split::Train => (IN_DOMAIN_SIZE, "train_eval"),
+        Split::Validation => (VALIDATION_SIZE, "validation"),
     };
     let mut rng = ChaCha8Rng::seed_from_u64(mix(2602_02488, tag));
     (0..n)

@@ -1,0 +1,230 @@
+//! The agent's notes: a compact record of what its past actions revealed, kept from the text of
+//! the game alone (the intro, each command and its feedback), so that a policy with a short
+//! history window still knows where it has looked, what it saw there, what it holds and what it
+//! has done. Nothing here reads the world's hidden state.
+//!
+//! Rendered into the prompt as a few lines:
+//!
+//! ```text
+//! unseen: cabinet 3, drawer 1, fridge 1
+//! seen: cabinet 2 has candle 2; countertop 1 has apple 1, knife 1
+//! holding: candle 3
+//! did: clean knife 1
+//! hint: The apple is in the fridge 1.
+//! ```
+
+/// What the agent has learnt about the room so far.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Notes {
+    /// Places named by the intro that the agent has not yet looked into (a closed receptacle
+    /// it only stood at counts as unseen), in name order.
+    unseen: Vec<String>,
+    /// Places looked into, with what they held at the last look (in the order first seen).
+    seen: Vec<(String, Vec<String>)>,
+    /// The object in hand.
+    holding: Option<String>,
+    /// Things done to objects (`clean knife 1`, `turn on desklamp 1`), in order.
+    did: Vec<String>,
+    /// The intro's hint sentence, if it had one.
+    hint: Option<String>,
+}
+
+/// `a cabinet 1, a cabinet 2, and a drawer 1` → the names, articles dropped; `nothing` → none.
+fn split_list(s: &str) -> Vec<String> {
+    let s = s.trim().trim_end_matches('.');
+    if s == "nothing" || s.is_empty() {
+        return vec![];
+    }
+    s.split(", ")
+        .map(|x| x.strip_prefix("and ").unwrap_or(x))
+        .map(|x| {
+            x.strip_prefix("a ")
+                .or_else(|| x.strip_prefix("an "))
+                .unwrap_or(x)
+        })
+        .map(|x| x.trim().to_string())
+        .filter(|x| !x.is_empty())
+        .collect()
+}
+
+/// The text between `start` and the next `end` (after `start`).
+fn between<'a>(s: &'a str, start: &str, end: &str) -> Option<&'a str> {
+    let i = s.find(start)? + start.len();
+    let j = s[i..].find(end)? + i;
+    Some(&s[i..j])
+}
+
+impl Notes {
+    /// Notes at the start of an episode, from the game's intro: every place it lists is unseen;
+    /// the sentence after the task, if any, is the hint.
+    pub fn from_intro(intro: &str) -> Notes {
+        let mut unseen = between(intro, "Looking quickly around you, you see ", ".\n")
+            .or_else(|| between(intro, "Looking quickly around you, you see ", "."))
+            .map(split_list)
+            .unwrap_or_default();
+        unseen.sort();
+        unseen.dedup();
+        let hint = intro.find("Your task is to: ").and_then(|i| {
+            let rest = &intro[i..];
+            let j = rest.find(". ")? + 2;
+            let h = rest[j..].trim();
+            (!h.is_empty()).then(|| h.to_string())
+        });
+        Notes {
+            unseen,
+            hint,
+            ..Default::default()
+        }
+    }
+
+    fn saw(&mut self, place: &str, items: Vec<String>) {
+        self.unseen.retain(|u| u != place);
+        match self.seen.iter_mut().find(|(p, _)| p == place) {
+            Some((_, v)) => *v = items,
+            None => self.seen.push((place.to_string(), items)),
+        }
+    }
+
+    /// Records what a command's feedback revealed. Feedback it does not recognise (`Nothing
+    /// happens.`, `look`, `inventory`) changes nothing.
+    pub fn observe(&mut self, feedback: &str) {
+        let f = feedback.trim();
+        if let Some(rest) = f
+            .strip_prefix("You arrive at ")
+            .or_else(|| f.strip_prefix("You open the "))
+        {
+            let Some(dot) = rest.find(". ") else { return };
+            let place = &rest[..dot];
+            let desc = &rest[dot + 2..];
+            if let Some(items) = desc
+                .find("you see ")
+                .map(|i| split_list(&desc[i + "you see ".len()..]))
+            {
+                self.saw(place, items);
+            }
+        } else if let Some(rest) = f.strip_prefix("You pick up the ") {
+            if let Some((obj, place)) = rest.trim_end_matches('.').split_once(" from the ") {
+                if let Some((_, v)) = self.seen.iter_mut().find(|(p, _)| p == place) {
+                    v.retain(|o| o != obj);
+                }
+                self.holding = Some(obj.to_string());
+            }
+        } else if let Some(rest) = f.strip_prefix("You move the ") {
+            if let Some((obj, place)) = rest.trim_end_matches('.').split_once(" to the ") {
+                if let Some((_, v)) = self.seen.iter_mut().find(|(p, _)| p == place) {
+                    v.push(obj.to_string());
+                }
+                self.holding = None;
+            }
+        } else {
+            for verb in ["heat", "clean", "cool"] {
+                if let Some(rest) = f.strip_prefix(&format!("You {verb} the ")) {
+                    if let Some((obj, _)) = rest.split_once(" using the ") {
+                        self.did.push(format!("{verb} {obj}"));
+                    }
+                    return;
+                }
+            }
+            if let Some(obj) = f.strip_prefix("You turn on the ") {
+                self.did
+                    .push(format!("turn on {}", obj.trim_end_matches('.')));
+            } else if let Some(rest) = f.strip_prefix("You sliced the ") {
+                if let Some((obj, _)) = rest.split_once(" with the ") {
+                    self.did.push(format!("slice {obj}"));
+                }
+            }
+        }
+    }
+
+    /// The notes as prompt lines (each ending in a newline); empty parts are left out.
+    pub fn render(&self) -> String {
+        let mut s = String::new();
+        if !self.unseen.is_empty() {
+            s.push_str(&format!("unseen: {}\n", self.unseen.join(", ")));
+        }
+        let seen: Vec<String> = self
+            .seen
+            .iter()
+            .filter(|(_, v)| !v.is_empty())
+            .map(|(p, v)| format!("{p} has {}", v.join(", ")))
+            .collect();
+        if !seen.is_empty() {
+            s.push_str(&format!("seen: {}\n", seen.join("; ")));
+        }
+        if let Some(h) = &self.holding {
+            s.push_str(&format!("holding: {h}\n"));
+        }
+        if !self.did.is_empty() {
+            s.push_str(&format!("did: {}\n", self.did.join(", ")));
+        }
+        if let Some(h) = &self.hint {
+            s.push_str(&format!("hint: {h}\n"));
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const INTRO: &str = "-= Welcome to TextWorld, ALFRED! =-\n\nYou are in the middle of a room. Looking quickly around you, you see a drawer 1, a cabinet 2, a cabinet 1, and a countertop 1.\n\nYour task is to: put a clean knife in countertop. The knife is in the drawer 1.";
+
+    #[test]
+    fn intro_lists_the_unseen_places_and_the_hint() {
+        let n = Notes::from_intro(INTRO);
+        assert_eq!(
+            n.render(),
+            "unseen: cabinet 1, cabinet 2, countertop 1, drawer 1\nhint: The knife is in the drawer 1.\n"
+        );
+        let plain = Notes::from_intro("You are in the middle of a room. Looking quickly around you, you see a fridge 1.\n\nYour task is to: cool some egg.");
+        assert_eq!(plain.render(), "unseen: fridge 1\n");
+    }
+
+    #[test]
+    fn looks_takes_moves_and_transforms_are_recorded() {
+        let mut n = Notes::from_intro(INTRO);
+        n.observe("You arrive at cabinet 1. The cabinet 1 is closed.");
+        assert!(n.render().starts_with("unseen: cabinet 1, cabinet 2"));
+        n.observe("You open the cabinet 1. The cabinet 1 is open. In it, you see nothing.");
+        n.observe("You arrive at drawer 1. On the drawer 1, you see a knife 1, and a fork 2.");
+        n.observe("Nothing happens.");
+        n.observe("You pick up the knife 1 from the drawer 1.");
+        n.observe("You clean the knife 1 using the sinkbasin 1.");
+        assert_eq!(
+            n.render(),
+            "unseen: cabinet 2, countertop 1\nseen: drawer 1 has fork 2\nholding: knife 1\ndid: clean knife 1\nhint: The knife is in the drawer 1.\n"
+        );
+        n.observe("You arrive at countertop 1. On the countertop 1, you see nothing.");
+        n.observe("You move the knife 1 to the countertop 1.");
+        n.observe("You turn on the desklamp 1.");
+        let r = n.render();
+        assert!(
+            r.contains("seen: drawer 1 has fork 2; countertop 1 has knife 1\n"),
+            "{r}"
+        );
+        assert!(!r.contains("holding"), "{r}");
+        assert!(
+            r.contains("did: clean knife 1, turn on desklamp 1\n"),
+            "{r}"
+        );
+    }
+
+    #[test]
+    fn demonstrations_carry_the_notes_only_when_asked() {
+        use crate::prompts::PromptStyle;
+        let tasks = rla_env::household::splits::train_tasks(3, 5);
+        let demo = |notes| {
+            crate::pretrain::demonstrations(&tasks, 0.0, 1, PromptStyle::Unlisted, notes, 0)
+                .unwrap()
+                .0
+        };
+        let (with, without) = (demo(true), demo(false));
+        assert_eq!(with.len(), without.len(), "the same episodes");
+        assert!(without.iter().all(|(p, _)| !p.contains("unseen: ")));
+        assert!(with.iter().any(|(p, _)| p.contains("\nunseen: ")));
+        // as the expert searches, places move from unseen to seen and objects into its hand
+        assert!(with.iter().any(|(p, _)| p.contains("\nseen: ")));
+        assert!(with.iter().any(|(p, _)| p.contains("\nholding: ")));
+    }
+}
