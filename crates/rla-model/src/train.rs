@@ -238,6 +238,15 @@ fn accumulate_and_step_inner(
     Ok(stats)
 }
 
+/// The items in order of length (stable), so that each micro-batch pads its rows to nearly the
+/// same length. The step's gradient is a sum over micro-batches, so the order changes nothing
+/// but the padding computed (and the order floating-point sums are taken in).
+fn by_length<T>(items: &[T], len: impl Fn(&T) -> usize) -> Vec<&T> {
+    let mut v: Vec<&T> = items.iter().collect();
+    v.sort_by_key(|x| len(x));
+    v
+}
+
 /// One PPO-clip update over `samples`.
 pub fn ppo_step(
     model: &Transformer,
@@ -258,6 +267,7 @@ pub fn ppo_step(
         }
     }
     let acc = acc_dtype(model.dtype);
+    let samples: Vec<&PpoSample> = by_length(samples, |s| s.prompt.len() + s.response.len());
     accumulate_and_step(&model.device, opt, cfg, samples.len(), |r| {
         let part = &samples[r];
         let b = Batch::new(
@@ -304,6 +314,7 @@ pub fn sft_step(
     pad: u32,
 ) -> Result<StepStats, ModelError> {
     let acc = acc_dtype(model.dtype);
+    let pairs: Vec<&(Vec<u32>, Vec<u32>)> = by_length(pairs, |(p, x)| p.len() + x.len());
     accumulate_and_step(&model.device, opt, cfg, pairs.len(), |r| {
         let part = &pairs[r];
         let b = Batch::new(
