@@ -5,6 +5,7 @@
 //! prints ALFWorld's text, and steps far faster than TextWorld's engine.
 
 pub mod code;
+pub mod desktop;
 pub mod error;
 pub mod household;
 
