@@ -13,6 +13,7 @@
 //! | [`ppo`] | the PPO-clip objective and the k3 KL estimate, per token and aggregated |
 //! | [`theory`] | μ = p₊ + p₋, the Theorem 1 bound, empirical precision A, the Theorem 2 imbalance |
 //! | [`metrics`] | process and outcome accuracy of a judge, success rate, task-accuracy histogram |
+//! | [`seed`] | seeds derived from a seed and a tag, stable across platforms |
 //!
 //! Names follow the project glossary: `outcome` (O), `step_score` (S_ij), `judge_samples` (m),
 //! `lambda` (λ), `step_reward` (R_i), `acc_low`/`acc_high` (α_low, α_high), `mu` (μ).
@@ -26,6 +27,7 @@ pub mod metrics;
 pub mod nan;
 pub mod ppo;
 pub mod reward;
+pub mod seed;
 pub mod stats;
 pub mod theory;
 

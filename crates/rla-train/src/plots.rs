@@ -237,6 +237,9 @@ pub fn band_chart(
     let mut chart = axes(&root, title, y_label, x_max, y_range)?;
     let colors = [BLUE, RED, GREEN, MAGENTA, BLACK];
     for (i, (name, pts)) in series.iter().enumerate() {
+        if pts.is_empty() {
+            continue; // a mode with no evaluation of this split gets no band and no legend entry
+        }
         let c = colors[i % colors.len()];
         let mut outline: Vec<(f64, f64)> = pts.iter().map(|p| (p.0, p.3)).collect();
         outline.extend(pts.iter().rev().map(|p| (p.0, p.2)));

@@ -40,10 +40,10 @@ pub struct IterMetrics {
     pub policy_samples: usize,
     /// Reward-model training samples.
     pub reward_samples: usize,
-    /// Last policy PPO loss.
+    /// The policy's PPO loss in the last epoch (the sample-weighted mean over its mini-batches).
     #[serde(deserialize_with = "rla_core::nan::f64_or_nan")]
     pub policy_loss: f64,
-    /// Last reward-model PPO loss.
+    /// The reward model's PPO loss in the last epoch (as the policy's).
     #[serde(deserialize_with = "rla_core::nan::f64_or_nan")]
     pub reward_loss: f64,
     /// Pending rewrites evaluated this iteration.

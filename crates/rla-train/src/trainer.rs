@@ -302,20 +302,18 @@ impl<S: Setting> Trainer<S> {
         m.policy_samples = s.policy.len();
         m.reward_samples = s.reward.len();
         let cfg = &self.cfg;
-        let plan = |n: usize, spec: &crate::config::ModelSpec| {
+        // each (model, epoch) its own shuffle, from the run's seed and the iteration
+        let plan = |n: usize, spec: &crate::config::ModelSpec, model: &str| {
             (0..cfg.update_epochs)
                 .map(|e| {
-                    mini_batches(
-                        n,
-                        spec.mini_batch,
-                        cfg.seed ^ ((m.iteration * 131 + e) as u64),
-                    )
+                    let tag = format!("mini-batches/{model}/{}/{e}", m.iteration);
+                    mini_batches(n, spec.mini_batch, rla_core::seed::mix(cfg.seed, &tag))
                 })
                 .collect::<Vec<_>>()
         };
         let (pp, rp) = (
-            plan(s.policy.len(), &cfg.policy),
-            plan(s.reward.len(), &cfg.reward),
+            plan(s.policy.len(), &cfg.policy, "policy"),
+            plan(s.reward.len(), &cfg.reward, "reward"),
         );
         let steps: usize = pp.iter().chain(&rp).map(Vec::len).sum();
         let bar = self
@@ -328,8 +326,14 @@ impl<S: Setting> Trainer<S> {
             ] {
                 let mut total = 0.0;
                 for idx in batches {
-                    let part: Vec<PpoSample> = idx.iter().map(|&i| samples[i].clone()).collect();
-                    total += model.ppo_update(&part)?.loss * part.len() as f64;
+                    let loss = if idx.len() == samples.len() {
+                        model.ppo_update(samples)?.loss // one batch of all: no copy
+                    } else {
+                        let part: Vec<PpoSample> =
+                            idx.iter().map(|&i| samples[i].clone()).collect();
+                        model.ppo_update(&part)?.loss
+                    };
+                    total += loss * idx.len() as f64;
                     if let Some(b) = &bar {
                         b.inc(1);
                     }

@@ -81,7 +81,7 @@ pub struct AblateArgs {
     #[arg(long, default_value = "runs/ablate")]
     pub out: PathBuf,
     /// Seeds per mode (the config's seed, then the next ones); each seed's warm starts are
-    /// shared by the four modes. With more than one, runs go to `OUT/seed-S/MODE`.
+    /// shared by the modes. With more than one, runs go to `OUT/seed-S/MODE`.
     #[arg(long, default_value_t = 1)]
     pub seeds: u64,
     /// Only these modes, comma-separated (`outcome`, `policy`, `policy+reward` or
@@ -99,10 +99,11 @@ fn parse_modes(names: &[String]) -> Result<Vec<Mode>> {
     if names.is_empty() {
         return Ok(Mode::ALL.to_vec());
     }
-    for n in names {
+    let names: Vec<&str> = names.iter().map(|n| n.trim()).collect();
+    for &n in &names {
         if !Mode::ALL
             .iter()
-            .any(|m| m.name() == n || m.name().replace('+', "-") == *n)
+            .any(|m| m.name() == n || m.name().replace('+', "-") == n)
         {
             bail!("--modes {n}: use outcome, policy, policy+reward (or policy-reward) and full");
         }
@@ -112,7 +113,7 @@ fn parse_modes(names: &[String]) -> Result<Vec<Mode>> {
         .filter(|m| {
             names
                 .iter()
-                .any(|n| m.name() == n || m.name().replace('+', "-") == *n)
+                .any(|&n| m.name() == n || m.name().replace('+', "-") == n)
         })
         .collect())
 }
@@ -395,7 +396,8 @@ pub fn run_ablate(a: AblateArgs) -> Result<()> {
     );
     print!("{table}");
     rla_train::run::write_atomic(&a.out.join("ablation.md"), &table)?;
-    // the four modes' evaluation curves with their seed ranges
+    // the modes' evaluation curves with their seed ranges
+    let mut curves: Vec<PathBuf> = vec![];
     for (split, file, pick) in [
         (
             "in-domain",
@@ -415,6 +417,7 @@ pub fn run_ablate(a: AblateArgs) -> Result<()> {
         {
             continue; // a split the runs did not evaluate
         }
+        curves.push(a.out.join(file));
         let series: Vec<rla_train::plots::BandSeries> = modes
             .iter()
             .zip(&runs)
@@ -450,10 +453,13 @@ pub fn run_ablate(a: AblateArgs) -> Result<()> {
         )?;
     }
     println!(
-        "table: {}; curves: {}, {}",
+        "table: {}; curves: {}",
         a.out.join("ablation.md").display(),
-        a.out.join("ablation-in-domain.png").display(),
-        a.out.join("ablation-ood.png").display()
+        curves
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
     );
     Ok(())
 }

@@ -5,7 +5,8 @@
 //! `options`) — plus what RLAnything adds to adapt it: `task_template` (evaluator key → canonical
 //! instruction), `evaluator_list` (evaluator key → full evaluator), `current_task` (the active
 //! key → its instruction) and `history`. Every key this module does not name is kept as it was,
-//! so reading and writing a file gives back the same JSON value.
+//! so reading and writing a file gives back the same JSON value (an explicit `null` of an optional
+//! key is the one exception: it is written back as an absent key, which OSWorld reads the same).
 //!
 //! [`DesktopTask::check`] then says whether the setting can score the task: an evaluator
 //! function, getter or rule type it does not implement is an error naming the field.
@@ -20,13 +21,34 @@ use std::path::Path;
 pub type Extra = BTreeMap<String, Value>;
 
 /// One value or a list of them, written back in the shape it was read.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum OneOrMany<T> {
     /// A single value.
     One(T),
     /// A list.
     Many(Vec<T>),
+}
+
+impl<'de, T: serde::de::DeserializeOwned> Deserialize<'de> for OneOrMany<T> {
+    /// A list is `Many`, anything else `One`; an error inside says what was wrong with the
+    /// value (a missing `type`, …) rather than that no variant matched.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        match Value::deserialize(d)? {
+            Value::Array(v) => v
+                .into_iter()
+                .enumerate()
+                .map(|(i, x)| {
+                    serde_json::from_value(x).map_err(|e| D::Error::custom(format!("[{i}]: {e}")))
+                })
+                .collect::<Result<Vec<T>, _>>()
+                .map(OneOrMany::Many),
+            x => serde_json::from_value(x)
+                .map(OneOrMany::One)
+                .map_err(D::Error::custom),
+        }
+    }
 }
 
 impl<T> OneOrMany<T> {
@@ -96,8 +118,8 @@ pub struct Rule {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Options {
     /// `rules`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub rules: Vec<Rule>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rules: Option<Vec<Rule>>,
     /// Other keys.
     #[serde(flatten)]
     pub extra: Extra,
@@ -225,9 +247,28 @@ impl Evaluator {
                 }
             }
         }
+        // several functions are scored in step with their getters and options
+        if let OneOrMany::Many(fs) = &self.func {
+            let lists = [
+                ("result", self.result.as_ref().map(|g| g.as_slice().len())),
+                (
+                    "expected",
+                    self.expected.as_ref().map(|g| g.as_slice().len()),
+                ),
+                ("options", self.options.as_ref().map(|o| o.as_slice().len())),
+            ];
+            for (key, n) in lists {
+                if let Some(n) = n.filter(|&n| n != fs.len()) {
+                    return Err(format!(
+                        "{at}.{key}: {n} entries for {} functions in {at}.func",
+                        fs.len()
+                    ));
+                }
+            }
+        }
         if let Some(o) = &self.options {
             for (i, o) in o.as_slice().iter().enumerate() {
-                for (j, r) in o.rules.iter().enumerate() {
+                for (j, r) in o.rules.iter().flatten().enumerate() {
                     if !RULES.contains(&r.kind.as_str()) {
                         return Err(unsupported(
                             format!("{at}.options[{i}].rules[{j}].type"),
@@ -395,6 +436,15 @@ mod tests {
     fn a_task_round_trips_to_the_same_json_value() {
         let t = parse(TASK);
         let original: Value = serde_json::from_str(TASK).unwrap();
+        // an empty rule list stays one
+        let full = r#"{"rules": [{"type": "sheet_data", "sheet_idx0": "RNSheet2", "sheet_idx1": "ENSheet2"}]}"#;
+        assert!(TASK.contains(full));
+        let empty = TASK.replacen(full, r#"{"rules": []}"#, 1);
+        let v: Value = serde_json::from_str(&empty).unwrap();
+        assert_eq!(
+            serde_json::from_str::<Value>(&parse(&empty).to_json()).unwrap(),
+            v
+        );
         let written: Value = serde_json::from_str(&t.to_json()).unwrap();
         assert_eq!(written, original);
         assert_eq!(parse(&t.to_json()), t);
@@ -425,12 +475,8 @@ mod tests {
             "Copy the Revenue column to Sheet2 and rename it to Profit."
         );
         assert_eq!(t.active_key(), Some("evaluator2"));
-        assert_eq!(
-            t.evaluator.options.as_ref().unwrap().as_slice()[0]
-                .rules
-                .len(),
-            2
-        );
+        let rules = &t.evaluator.options.as_ref().unwrap().as_slice()[0].rules;
+        assert_eq!(rules.as_ref().unwrap().len(), 2);
         t.check().unwrap();
         assert!(parse(TASK)
             .switched_to("evaluator9")
@@ -473,6 +519,21 @@ mod tests {
             r#""current_task": {"evaluator7""#,
         );
         assert!(e.starts_with("current_task.evaluator7"), "{e}");
+        let e = with(
+            r#""func": ["compare_table"]"#,
+            r#""func": ["compare_table", "compare_csv"]"#,
+        );
+        assert!(
+            e.starts_with("evaluator_list.evaluator2.result: 1 entries for 2 functions"),
+            "{e}"
+        );
+        // a missing field is a parse error naming it, inside a list too
+        let no_type = TASK.replacen(r#"[{"type": "vm_file", "#, "[{", 1);
+        assert_ne!(no_type, TASK);
+        let e = DesktopTask::from_json(&no_type, Path::new("t.json"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("[0]: missing field `type`"), "{e}");
         // a missing field is a parse error naming it
         let no_instruction = TASK.replacen(
             r#""instruction": "Copy the Revenue column to Sheet2.","#,

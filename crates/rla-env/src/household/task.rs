@@ -178,15 +178,7 @@ pub struct SpecError {
     pub message: String,
 }
 
-pub(crate) fn mix(seed: u64, tag: &str) -> u64 {
-    // FNV-1a over the tag, folded into the seed: stable across platforms and releases.
-    let mut h: u64 = 0xcbf29ce484222325 ^ seed.wrapping_mul(0x9E3779B97F4A7C15);
-    for b in tag.bytes() {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x100000001b3);
-    }
-    h
-}
+pub(crate) use rla_core::seed::mix;
 
 /// The receptacle types of a room layout, with counts, in a fixed order.
 pub fn layout(room: Room, layout_seed: u64) -> Vec<(String, usize)> {
