@@ -287,6 +287,22 @@ pub fn run_eval(a: EvalArgs) -> Result<()> {
 pub fn run_report(dir: PathBuf) -> Result<()> {
     let rd = RunDir { path: dir };
     print!("{}", write_report(&rd)?);
+    // the before/after table and the verdict, as the quickstart prints them
+    let cfg = RunConfig::load(&rd.path.join("config.toml"))?;
+    let ms = rd.metrics()?;
+    if ms.iter().any(|m| m.eval_in_domain.is_some()) {
+        println!();
+        print!(
+            "{}",
+            crate::quickstart::summary(
+                &ms,
+                cfg.eval.in_domain,
+                cfg.eval.ood,
+                cfg.eval.validation,
+                None
+            )?
+        );
+    }
     Ok(())
 }
 
