@@ -249,7 +249,8 @@ pub fn summary(
 
 /// The quickstart's in-domain change over seeds 0–2 as the README measures it (`rlanything
 /// ablate --config configs/quickstart.toml --seeds 3`, mode `full`).
-pub const QUICKSTART_SPREAD: &str = "+3.6 to +10.0 points (mean +6.2; README, \"The quickstart over three seeds\")";
+pub const QUICKSTART_SPREAD: &str =
+    "+3.6 to +10.0 points (mean +6.2; README, \"The quickstart over three seeds\")";
 
 #[cfg(test)]
 mod tests {
