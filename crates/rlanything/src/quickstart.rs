@@ -144,11 +144,11 @@ pub fn run(a: Args) -> Result<()> {
     cfg.validate().map_err(anyhow::Error::msg)?;
     let t = Instant::now();
     let resume = a.run.join("checkpoint/state.json").exists();
-    let (n_in, n_ood, n_val) = (cfg.eval.in_domain, cfg.eval.ood, cfg.eval.validation);
+    let eval = cfg.eval.clone();
     let ms = crate::train_cmd::train_run_metrics(cfg, &a.run, resume, true)?;
     print!(
         "{}",
-        summary(&ms, n_in, n_ood, n_val, Some(QUICKSTART_SPREAD))?
+        rla_train::report::summary(&ms, &eval, Some(QUICKSTART_SPREAD))?
     );
     println!(
         "({:.0} s; curves: {}, report: {})",
@@ -159,164 +159,7 @@ pub fn run(a: Args) -> Result<()> {
     Ok(())
 }
 
-/// The before/after table of a run's greedy evaluations, the validation curve, and a plain
-/// verdict on whether the policy learned: the in-domain change against two standard errors of
-/// the difference of two success rates measured on that many tasks (the noise of the split
-/// alone), with `spread`, the change over seeds measured on the reference machine, beside it.
-pub fn summary(
-    ms: &[rla_train::run::IterMetrics],
-    n_in: usize,
-    n_ood: usize,
-    n_val: usize,
-    spread: Option<&str>,
-) -> Result<String> {
-    use std::fmt::Write;
-    let evals: Vec<&rla_train::run::IterMetrics> =
-        ms.iter().filter(|m| m.eval_in_domain.is_some()).collect();
-    let (Some(first), Some(last)) = (evals.first(), evals.last()) else {
-        anyhow::bail!("the run has no evaluation to summarise");
-    };
-    let mut s = String::new();
-    writeln!(
-        s,
-        "{:<12} {:>6} {:>11} {:>14} {:>10}",
-        "greedy",
-        "tasks",
-        "warm start",
-        format!("iteration {}", last.iteration),
-        "change"
-    )?;
-    let rows = [
-        ("in-domain", n_in, first.eval_in_domain, last.eval_in_domain),
-        ("OOD", n_ood, first.eval_ood, last.eval_ood),
-        (
-            "validation",
-            n_val,
-            first.eval_validation,
-            last.eval_validation,
-        ),
-    ];
-    for (name, n, a, b) in rows {
-        if let (Some(a), Some(b)) = (a, b) {
-            writeln!(
-                s,
-                "{name:<12} {n:>6} {:>10.1}% {:>13.1}% {:>+10.1}",
-                100.0 * a,
-                100.0 * b,
-                100.0 * (b - a)
-            )?;
-        }
-    }
-    let curve: Vec<String> = evals
-        .iter()
-        .filter_map(|m| {
-            m.eval_validation
-                .map(|v| format!("{:.1}% (iter {})", 100.0 * v, m.iteration))
-        })
-        .collect();
-    if !curve.is_empty() {
-        writeln!(s, "validation curve: {}", curve.join(" → "))?;
-    }
-    let (a, b) = (
-        first.eval_in_domain.unwrap_or(0.0),
-        last.eval_in_domain.unwrap_or(0.0),
-    );
-    let se = rla_core::stats::difference_std_error(a, b, n_in).unwrap_or(0.0);
-    let d = b - a;
-    let verdict = if d > 2.0 * se {
-        "the policy learned"
-    } else if d < -2.0 * se {
-        "the policy got worse"
-    } else {
-        "no change beyond noise"
-    };
-    write!(
-        s,
-        "verdict: {verdict}: in-domain {:+.1} points, against ±{:.1} (two standard errors of a \
-         {n_in}-task difference)",
-        100.0 * d,
-        200.0 * se
-    )?;
-    match spread {
-        Some(sp) => writeln!(
-            s,
-            "; over 3 seeds on the reference machine the change was {sp}"
-        )?,
-        None => writeln!(s)?,
-    }
-    Ok(s)
-}
-
 /// The quickstart's in-domain change over seeds 0–2 as the README measures it (`rlanything
 /// ablate --config configs/quickstart.toml --seeds 3`, mode `full`).
 pub const QUICKSTART_SPREAD: &str =
     "+3.6 to +10.0 points (mean +6.2; README, \"The quickstart over three seeds\")";
-
-#[cfg(test)]
-mod tests {
-    use super::summary;
-    use rla_train::run::IterMetrics;
-
-    fn evals(pairs: &[(usize, f64, f64, Option<f64>)]) -> Vec<IterMetrics> {
-        pairs
-            .iter()
-            .map(|&(k, i, o, v)| IterMetrics {
-                iteration: k,
-                eval_in_domain: Some(i),
-                eval_ood: Some(o),
-                eval_validation: v,
-                ..Default::default()
-            })
-            .collect()
-    }
-
-    #[test]
-    fn the_verdict_weighs_the_change_against_the_noise_of_the_split() {
-        let learned = summary(
-            &evals(&[
-                (0, 0.08, 0.06, Some(0.05)),
-                (6, 0.2, 0.1, Some(0.15)),
-                (12, 0.3, 0.2, Some(0.25)),
-            ]),
-            140,
-            134,
-            140,
-            Some("+1 to +2 points"),
-        )
-        .unwrap();
-        assert!(
-            learned.contains("verdict: the policy learned: in-domain +22.0 points"),
-            "{learned}"
-        );
-        assert!(
-            learned.contains("validation curve: 5.0% (iter 0) → 15.0% (iter 6) → 25.0% (iter 12)"),
-            "{learned}"
-        );
-        assert!(learned.contains("iteration 12"), "{learned}");
-        assert!(
-            learned.contains("the change was +1 to +2 points\n"),
-            "{learned}"
-        );
-        // two tasks of 140 is within the noise
-        let flat = summary(
-            &evals(&[(0, 0.079, 0.06, None), (12, 0.093, 0.06, None)]),
-            140,
-            134,
-            0,
-            None,
-        )
-        .unwrap();
-        assert!(flat.contains("verdict: no change beyond noise"), "{flat}");
-        assert!(!flat.contains("validation"), "{flat}");
-        let worse = summary(
-            &evals(&[(0, 0.3, 0.2, None), (12, 0.1, 0.2, None)]),
-            140,
-            134,
-            0,
-            None,
-        )
-        .unwrap();
-        assert!(worse.contains("verdict: the policy got worse"), "{worse}");
-        assert!(summary(&[], 140, 134, 0, None).is_err());
-    }
-}

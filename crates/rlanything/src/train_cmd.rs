@@ -292,16 +292,7 @@ pub fn run_report(dir: PathBuf) -> Result<()> {
     let ms = rd.metrics()?;
     if ms.iter().any(|m| m.eval_in_domain.is_some()) {
         println!();
-        print!(
-            "{}",
-            crate::quickstart::summary(
-                &ms,
-                cfg.eval.in_domain,
-                cfg.eval.ood,
-                cfg.eval.validation,
-                None
-            )?
-        );
+        print!("{}", rla_train::report::summary(&ms, &cfg.eval, None)?);
     }
     Ok(())
 }
