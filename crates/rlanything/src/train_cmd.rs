@@ -99,22 +99,21 @@ fn parse_modes(names: &[String]) -> Result<Vec<Mode>> {
     if names.is_empty() {
         return Ok(Mode::ALL.to_vec());
     }
-    let names: Vec<&str> = names.iter().map(|n| n.trim()).collect();
-    for &n in &names {
-        if !Mode::ALL
-            .iter()
-            .any(|m| m.name() == n || m.name().replace('+', "-") == n)
+    let mut named = Vec::new();
+    for n in names.iter().map(|n| n.trim()) {
+        match Mode::ALL
+            .into_iter()
+            .find(|m| m.name() == n || m.name().replace('+', "-") == n)
         {
-            bail!("--modes {n}: use outcome, policy, policy+reward (or policy-reward) and full");
+            Some(m) => named.push(m),
+            None => {
+                bail!("--modes {n}: use outcome, policy, policy+reward (or policy-reward) and full")
+            }
         }
     }
     Ok(Mode::ALL
         .into_iter()
-        .filter(|m| {
-            names
-                .iter()
-                .any(|&n| m.name() == n || m.name().replace('+', "-") == n)
-        })
+        .filter(|m| named.contains(m))
         .collect())
 }
 
@@ -150,7 +149,11 @@ pub fn train_run(
     resume: bool,
     progress: bool,
 ) -> Result<((f64, f64), (f64, f64))> {
-    let ms = train_run_metrics(cfg, dir, resume, progress)?;
+    before_after(&train_run_metrics(cfg, dir, resume, progress)?)
+}
+
+/// A run's first and last evaluation success (in-domain, OOD).
+fn before_after(ms: &[rla_train::run::IterMetrics]) -> Result<((f64, f64), (f64, f64))> {
     let first = ms.first().context("no metrics")?;
     let last = ms
         .iter()
@@ -353,15 +356,15 @@ pub fn run_ablate(a: AblateArgs) -> Result<()> {
             }
             let dir = out.join(mode.name().replace('+', "-"));
             let resume = dir.join("checkpoint/state.json").exists();
-            let (before, after) = train_run(cfg, &dir, resume, !a.quiet)?;
-            let ms = RunDir { path: dir }.metrics()?;
+            let ms = train_run_metrics(cfg, &dir, resume, !a.quiet)?;
+            let (before, after) = before_after(&ms)?;
             let last = ms.last().context("no metrics")?;
             runs[mi].push(AblationRun {
                 before,
                 after,
                 judge: (last.process_acc, last.outcome_acc),
                 mu: last.mu,
-                metrics: ms.clone(),
+                metrics: ms,
             });
         }
     }
@@ -469,4 +472,29 @@ pub fn run_ablate(a: AblateArgs) -> Result<()> {
             .join(", ")
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_modes;
+    use rla_train::Mode;
+
+    #[test]
+    fn modes_are_named_as_in_configs_or_folders_and_kept_in_table_order() {
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(parse_modes(&[]).unwrap(), Mode::ALL.to_vec());
+        assert_eq!(parse_modes(&names(&["full"])).unwrap(), vec![Mode::Full]);
+        assert_eq!(
+            parse_modes(&names(&[" policy-reward", "outcome "])).unwrap(),
+            vec![Mode::Outcome, Mode::PolicyReward]
+        );
+        assert_eq!(
+            parse_modes(&names(&["policy+reward"])).unwrap(),
+            vec![Mode::PolicyReward]
+        );
+        let e = parse_modes(&names(&["full", "grpo"]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("--modes grpo"), "{e}");
+    }
 }
