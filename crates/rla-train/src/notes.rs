@@ -77,10 +77,18 @@ impl Notes {
         }
     }
 
+    /// What a place held at the last look, if the agent has looked into it.
+    fn contents(&mut self, place: &str) -> Option<&mut Vec<String>> {
+        self.seen
+            .iter_mut()
+            .find(|(p, _)| p == place)
+            .map(|(_, v)| v)
+    }
+
     fn saw(&mut self, place: &str, items: Vec<String>) {
         self.unseen.retain(|u| u != place);
-        match self.seen.iter_mut().find(|(p, _)| p == place) {
-            Some((_, v)) => *v = items,
+        match self.contents(place) {
+            Some(v) => *v = items,
             None => self.seen.push((place.to_string(), items)),
         }
     }
@@ -104,14 +112,14 @@ impl Notes {
             }
         } else if let Some(rest) = f.strip_prefix("You pick up the ") {
             if let Some((obj, place)) = rest.trim_end_matches('.').split_once(" from the ") {
-                if let Some((_, v)) = self.seen.iter_mut().find(|(p, _)| p == place) {
+                if let Some(v) = self.contents(place) {
                     v.retain(|o| o != obj);
                 }
                 self.holding = Some(obj.to_string());
             }
         } else if let Some(rest) = f.strip_prefix("You move the ") {
             if let Some((obj, place)) = rest.trim_end_matches('.').split_once(" to the ") {
-                if let Some((_, v)) = self.seen.iter_mut().find(|(p, _)| p == place) {
+                if let Some(v) = self.contents(place) {
                     v.push(obj.to_string());
                 }
                 self.holding = None;

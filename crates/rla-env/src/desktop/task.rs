@@ -201,11 +201,21 @@ pub const RULES: [&str; 5] = [
     "sheet_print",
 ];
 
-fn unsupported(field: String, kind: &str, what: &str, known: &[&str]) -> String {
-    format!(
-        "{field} = {kind:?}: not a {what} this setting implements (it implements {})",
+/// `kind` is one of `known`; else an error naming the field, the kind and what is known.
+fn implemented(
+    kind: &str,
+    known: &[&str],
+    what: &str,
+    field: impl FnOnce() -> String,
+) -> Result<(), String> {
+    if known.contains(&kind) {
+        return Ok(());
+    }
+    Err(format!(
+        "{} = {kind:?}: not a {what} this setting implements (it implements {})",
+        field(),
         known.join(", ")
-    )
+    ))
 }
 
 impl Evaluator {
@@ -217,13 +227,10 @@ impl Evaluator {
             return Err(format!("{at}.func: empty"));
         }
         for (i, f) in funcs.iter().enumerate() {
-            if !FUNCS.contains(&f.as_str()) {
-                let field = match self.func {
-                    OneOrMany::One(_) => format!("{at}.func"),
-                    OneOrMany::Many(_) => format!("{at}.func[{i}]"),
-                };
-                return Err(unsupported(field, f, "function", &FUNCS));
-            }
+            implemented(f, &FUNCS, "function", || match self.func {
+                OneOrMany::One(_) => format!("{at}.func"),
+                OneOrMany::Many(_) => format!("{at}.func[{i}]"),
+            })?;
         }
         for (key, getters) in [("result", &self.result), ("expected", &self.expected)] {
             let Some(g) = getters else {
@@ -232,14 +239,9 @@ impl Evaluator {
                 ));
             };
             for (i, g) in g.as_slice().iter().enumerate() {
-                if !GETTERS.contains(&g.kind.as_str()) {
-                    return Err(unsupported(
-                        format!("{at}.{key}[{i}].type"),
-                        &g.kind,
-                        "getter",
-                        &GETTERS,
-                    ));
-                }
+                implemented(&g.kind, &GETTERS, "getter", || {
+                    format!("{at}.{key}[{i}].type")
+                })?;
                 if g.paths().is_none_or(|p| p.is_empty()) {
                     return Err(format!(
                         "{at}.{key}[{i}].path: missing (a path, or a list of paths)"
@@ -269,14 +271,9 @@ impl Evaluator {
         if let Some(o) = &self.options {
             for (i, o) in o.as_slice().iter().enumerate() {
                 for (j, r) in o.rules.iter().flatten().enumerate() {
-                    if !RULES.contains(&r.kind.as_str()) {
-                        return Err(unsupported(
-                            format!("{at}.options[{i}].rules[{j}].type"),
-                            &r.kind,
-                            "compare_table rule",
-                            &RULES,
-                        ));
-                    }
+                    implemented(&r.kind, &RULES, "compare_table rule", || {
+                        format!("{at}.options[{i}].rules[{j}].type")
+                    })?;
                 }
             }
         }
