@@ -5,7 +5,6 @@
 //! prints ALFWorld's text, and steps far faster than TextWorld's engine.
 
 pub mod code;
-pub mod desktop;
 pub mod error;
 pub mod household;
 

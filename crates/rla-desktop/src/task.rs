@@ -11,7 +11,7 @@
 //! [`DesktopTask::check`] then says whether the setting can score the task: an evaluator
 //! function, getter or rule type it does not implement is an error naming the field.
 
-use crate::EnvError;
+use crate::DesktopError;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -283,15 +283,15 @@ impl Evaluator {
 
 impl DesktopTask {
     /// Parses a task from JSON text; `origin` names it in errors.
-    pub fn from_json(text: &str, origin: &Path) -> Result<DesktopTask, EnvError> {
+    pub fn from_json(text: &str, origin: &Path) -> Result<DesktopTask, DesktopError> {
         let t: DesktopTask = serde_json::from_str(text)
-            .map_err(|e| EnvError::invalid(origin, "task JSON", e.to_string()))?;
+            .map_err(|e| DesktopError::invalid(origin, "task JSON", e.to_string()))?;
         Ok(t)
     }
 
     /// Reads and parses a task file.
-    pub fn load(path: &Path) -> Result<DesktopTask, EnvError> {
-        let text = std::fs::read_to_string(path).map_err(|e| EnvError::Io {
+    pub fn load(path: &Path) -> Result<DesktopTask, DesktopError> {
+        let text = std::fs::read_to_string(path).map_err(|e| DesktopError::Io {
             path: path.to_path_buf(),
             source: e,
         })?;

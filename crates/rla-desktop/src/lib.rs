@@ -1,0 +1,43 @@
+pub mod addr;
+pub mod formula;
+pub mod task;
+pub mod workbook;
+pub mod xlsx;
+
+/// An error of the desktop setting's files.
+#[derive(Debug, thiserror::Error)]
+pub enum DesktopError {
+    /// A file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A file's content is wrong.
+    #[error("{path}: {field}: {message}")]
+    Invalid {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What part of it.
+        field: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl DesktopError {
+    /// A [`DesktopError::Invalid`].
+    pub fn invalid(
+        path: impl Into<std::path::PathBuf>,
+        field: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Self {
+        DesktopError::Invalid {
+            path: path.into(),
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
