@@ -45,7 +45,9 @@ impl Addr {
         }
         let col = col_index(letters)?;
         let row: u32 = digits.parse().ok()?;
-        (1..=MAX_ROW).contains(&row).then(|| Addr::new(row - 1, col))
+        (1..=MAX_ROW)
+            .contains(&row)
+            .then(|| Addr::new(row - 1, col))
     }
 }
 
@@ -185,7 +187,14 @@ mod tests {
 
     #[test]
     fn columns_and_cells_round_trip() {
-        for (c, n) in [(0, "A"), (25, "Z"), (26, "AA"), (701, "ZZ"), (702, "AAA"), (16_383, "XFD")] {
+        for (c, n) in [
+            (0, "A"),
+            (25, "Z"),
+            (26, "AA"),
+            (701, "ZZ"),
+            (702, "AAA"),
+            (16_383, "XFD"),
+        ] {
             assert_eq!(col_name(c), n);
             assert_eq!(col_index(n), Some(c));
         }

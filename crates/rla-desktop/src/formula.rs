@@ -364,7 +364,9 @@ impl Parser<'_> {
                 {
                     self.i += 1;
                 }
-                let word = std::str::from_utf8(&self.s[st..self.i]).unwrap_or("").to_string();
+                let word = std::str::from_utf8(&self.s[st..self.i])
+                    .unwrap_or("")
+                    .to_string();
                 if self.peek() == Some(b'(') {
                     let f = Func::parse(&word).ok_or_else(|| format!("unknown function {word}"))?;
                     self.i += 1;
@@ -483,7 +485,11 @@ fn binary(op: Op, a: &Value, b: &Value) -> Value {
                 (Ok(x), Ok(y)) if !matches!((a, b), (Value::Text(_), _) | (_, Value::Text(_))) => {
                     x.partial_cmp(&y)
                 }
-                _ => Some(a.to_string().to_lowercase().cmp(&b.to_string().to_lowercase())),
+                _ => Some(
+                    a.to_string()
+                        .to_lowercase()
+                        .cmp(&b.to_string().to_lowercase()),
+                ),
             };
             let Some(o) = ord else {
                 return err("#VALUE!");
@@ -592,7 +598,9 @@ pub fn shift(formula: &str, dr: i64, dc: i64) -> String {
         }
         if c.is_ascii_alphabetic() || c == b'$' {
             let st = i;
-            while i < s.len() && (s[i].is_ascii_alphanumeric() || matches!(s[i], b'$' | b'_' | b'.')) {
+            while i < s.len()
+                && (s[i].is_ascii_alphanumeric() || matches!(s[i], b'$' | b'_' | b'.'))
+            {
                 i += 1;
             }
             let word = &formula[st..i];
@@ -702,8 +710,16 @@ mod tests {
         assert_eq!(ev("-A1+A2"), Value::Number(1.0));
         assert_eq!(ev("A1/0"), Value::Error("#DIV/0!".into()));
         assert_eq!(ev("A3+1"), Value::Error("#VALUE!".into()));
-        assert_eq!(ev("B1*2"), Value::Number(8.0), "numeric text counts in arithmetic");
-        assert_eq!(ev("SUM(A1:A3)"), Value::Number(5.0), "text in a range is skipped");
+        assert_eq!(
+            ev("B1*2"),
+            Value::Number(8.0),
+            "numeric text counts in arithmetic"
+        );
+        assert_eq!(
+            ev("SUM(A1:A3)"),
+            Value::Number(5.0),
+            "text in a range is skipped"
+        );
         assert_eq!(ev("sum(A:A)"), Value::Number(5.0));
         assert_eq!(ev("AVERAGE(A1:A2)"), Value::Number(2.5));
         assert_eq!(ev("MIN(A1:A3, 1)"), Value::Number(1.0));

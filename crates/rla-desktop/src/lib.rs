@@ -1,5 +1,8 @@
 pub mod addr;
+pub mod compare;
 pub mod formula;
+pub mod frame;
+pub mod rawcell;
 pub mod task;
 pub mod workbook;
 pub mod xlsx;

@@ -70,7 +70,10 @@ pub fn parse_number(t: &str) -> Option<f64> {
     if !ok {
         return None;
     }
-    t.parse::<f64>().ok().filter(|x| x.is_finite()).map(|x| x * scale)
+    t.parse::<f64>()
+        .ok()
+        .filter(|x| x.is_finite())
+        .map(|x| x * scale)
 }
 
 /// One sheet.
@@ -271,7 +274,8 @@ impl<'a> Eval<'a> {
             Content::Bool(b) => Value::Bool(*b),
             Content::Error(e) => Value::Error(e.clone()),
             Content::Formula(f) => {
-                if !self.visiting.borrow_mut().insert((i, at)) || self.visiting.borrow().len() > 256 {
+                if !self.visiting.borrow_mut().insert((i, at)) || self.visiting.borrow().len() > 256
+                {
                     return Value::Error("#REF!".into()); // a circular or too deep reference
                 }
                 let outer = self.sheet.replace(i);
@@ -332,10 +336,16 @@ mod tests {
         assert_eq!(Content::typed(" -3.5e1 "), Some(Content::Number(-35.0)));
         assert_eq!(Content::typed("50%"), Some(Content::Number(0.5)));
         assert_eq!(Content::typed("true"), Some(Content::Bool(true)));
-        assert_eq!(Content::typed("=A1+1"), Some(Content::Formula("A1+1".into())));
+        assert_eq!(
+            Content::typed("=A1+1"),
+            Some(Content::Formula("A1+1".into()))
+        );
         assert_eq!(Content::typed("="), Some(Content::Text("=".into())));
         assert_eq!(Content::typed("1e400"), Some(Content::Text("1e400".into())));
-        assert_eq!(Content::typed("Revenue"), Some(Content::Text("Revenue".into())));
+        assert_eq!(
+            Content::typed("Revenue"),
+            Some(Content::Text("Revenue".into()))
+        );
         assert_eq!(Content::typed(""), None);
     }
 
@@ -344,10 +354,18 @@ mod tests {
         let mut b = Workbook::default();
         b.insert_sheet(1, "Data").unwrap();
         b.sheets[1].cells.insert(a("A1"), Content::Number(5.0));
-        b.sheets[0].cells.insert(a("A1"), Content::Formula("Data!A1*2".into()));
-        b.sheets[0].cells.insert(a("A2"), Content::Formula("A1+A3".into()));
-        b.sheets[0].cells.insert(a("A3"), Content::Formula("A2".into()));
-        b.sheets[0].cells.insert(a("B1"), Content::Formula("SUM(A1:A1)+Nope!A1".into()));
+        b.sheets[0]
+            .cells
+            .insert(a("A1"), Content::Formula("Data!A1*2".into()));
+        b.sheets[0]
+            .cells
+            .insert(a("A2"), Content::Formula("A1+A3".into()));
+        b.sheets[0]
+            .cells
+            .insert(a("A3"), Content::Formula("A2".into()));
+        b.sheets[0]
+            .cells
+            .insert(a("B1"), Content::Formula("SUM(A1:A1)+Nope!A1".into()));
         assert_eq!(b.value(0, a("A1")), Value::Number(10.0));
         assert_eq!(b.value(0, a("A2")), Value::Error("#REF!".into()));
         assert_eq!(b.value(0, a("B1")), Value::Error("#REF!".into()));
@@ -360,7 +378,10 @@ mod tests {
         assert_eq!(b.fresh_name(), "Sheet2");
         b.insert_sheet(9, "Sheet2").unwrap();
         assert_eq!(b.names(), ["Sheet1", "Sheet2"]);
-        assert!(b.insert_sheet(0, "sheet1").is_err(), "names are unique ignoring case");
+        assert!(
+            b.insert_sheet(0, "sheet1").is_err(),
+            "names are unique ignoring case"
+        );
         assert!(b.insert_sheet(0, "a/b").is_err());
         assert!(b.insert_sheet(0, &"x".repeat(32)).is_err());
         b.rename_sheet(1, "Profit").unwrap();

@@ -73,9 +73,7 @@ pub fn cached(path: &Path) -> Result<Vec<StoredSheet>, DesktopError> {
         let (r0, c0) = range.start().unwrap_or((0, 0));
         let cells = range
             .used_cells()
-            .filter_map(|(r, c, d)| {
-                stored(d).map(|v| (Addr::new(r0 + r as u32, c0 + c as u32), v))
-            })
+            .filter_map(|(r, c, d)| stored(d).map(|v| (Addr::new(r0 + r as u32, c0 + c as u32), v)))
             .collect();
         out.push(StoredSheet { name, cells });
     }
@@ -103,13 +101,19 @@ pub fn open(path: &Path) -> Result<Workbook, DesktopError> {
         for (r, c, f) in formulas.used_cells() {
             if !f.is_empty() {
                 let a = Addr::new(r0 + r as u32, c0 + c as u32);
-                sheet.cells.insert(a, Content::Formula(f.trim_start_matches('=').to_string()));
+                sheet
+                    .cells
+                    .insert(a, Content::Formula(f.trim_start_matches('=').to_string()));
             }
         }
         sheets.push(sheet);
     }
     if sheets.is_empty() {
-        return Err(DesktopError::invalid(path, "xlsx", "the workbook has no sheets"));
+        return Err(DesktopError::invalid(
+            path,
+            "xlsx",
+            "the workbook has no sheets",
+        ));
     }
     Ok(Workbook { sheets })
 }
@@ -119,7 +123,8 @@ pub fn to_bytes(book: &Workbook) -> Result<Vec<u8>, String> {
     let mut out = rust_xlsxwriter::Workbook::new();
     for (i, s) in book.sheets.iter().enumerate() {
         let ws = out.add_worksheet();
-        ws.set_name(&s.name).map_err(|e| format!("sheet `{}`: {e}", s.name))?;
+        ws.set_name(&s.name)
+            .map_err(|e| format!("sheet `{}`: {e}", s.name))?;
         for (a, c) in &s.cells {
             let (r, col) = (a.row, a.col as u16);
             let res = match c {
@@ -156,7 +161,10 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), DesktopError> {
         path: path.into(),
         source: e,
     };
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
     tmp.write_all(bytes).map_err(io)?;
     tmp.persist(path).map_err(|e| io(e.error))?;
@@ -282,10 +290,13 @@ mod tests {
         s.cells.insert(a("A2"), Content::Number(10.5));
         s.cells.insert(a("A3"), Content::Number(4.0));
         s.cells.insert(a("B1"), Content::Bool(true));
-        s.cells.insert(a("A4"), Content::Formula("SUM(A2:A3)".into()));
+        s.cells
+            .insert(a("A4"), Content::Formula("SUM(A2:A3)".into()));
         s.cells.insert(a("C3"), Content::Formula("A1&\"!\"".into()));
         b.insert_sheet(1, "Profit").unwrap();
-        b.sheets[1].cells.insert(a("B2"), Content::Formula("Sheet1!A2*2".into()));
+        b.sheets[1]
+            .cells
+            .insert(a("B2"), Content::Formula("Sheet1!A2*2".into()));
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("book.xlsx");
         save(&b, &p).unwrap();
@@ -294,7 +305,9 @@ mod tests {
         let c = cached(&p).unwrap();
         assert_eq!(c[0].name, "Sheet1");
         assert!(c[0].cells.contains(&(a("A4"), Stored::Number(14.5))));
-        assert!(c[0].cells.contains(&(a("C3"), Stored::Text("Revenue!".into()))));
+        assert!(c[0]
+            .cells
+            .contains(&(a("C3"), Stored::Text("Revenue!".into()))));
         assert_eq!(c[1].cells, vec![(a("B2"), Stored::Number(21.0))]);
     }
 
@@ -304,22 +317,34 @@ mod tests {
         let p = dir.path().join("bad.xlsx");
         std::fs::write(&p, b"PK\x03\x04 not really a zip").unwrap();
         let e = open(&p).unwrap_err().to_string();
-        assert!(e.contains("bad.xlsx") && e.contains("not a readable .xlsx"), "{e}");
-        let e = cached(&dir.path().join("none.xlsx")).unwrap_err().to_string();
+        assert!(
+            e.contains("bad.xlsx") && e.contains("not a readable .xlsx"),
+            "{e}"
+        );
+        let e = cached(&dir.path().join("none.xlsx"))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("none.xlsx"), "{e}");
     }
 
     #[test]
     fn csv_round_trips_quoted_fields() {
         let mut b = Workbook::default();
-        b.sheets[0].cells.insert(a("A1"), Content::Text("a,b".into()));
-        b.sheets[0].cells.insert(a("B1"), Content::Text("say \"hi\"".into()));
+        b.sheets[0]
+            .cells
+            .insert(a("A1"), Content::Text("a,b".into()));
+        b.sheets[0]
+            .cells
+            .insert(a("B1"), Content::Text("say \"hi\"".into()));
         b.sheets[0].cells.insert(a("B2"), Content::Number(3.0));
         let text = to_csv(&b, 0);
         assert_eq!(text, "\"a,b\",\"say \"\"hi\"\"\"\n,3\n");
         assert_eq!(
             csv_rows(&text),
-            vec![vec!["a,b".to_string(), "say \"hi\"".into()], vec!["".into(), "3".into()]]
+            vec![
+                vec!["a,b".to_string(), "say \"hi\"".into()],
+                vec!["".into(), "3".into()]
+            ]
         );
     }
 }

@@ -1,0 +1,613 @@
+//! OSWorld's spreadsheet evaluators on saved files, scoring as `desktop-env` 1.0.2's
+//! `compare_table` and `compare_csv` do: `compare_table`'s rules `sheet_name`, `sheet_data`
+//! (sheets read as pandas reads them, [`crate::frame`]), `sheet_print` (the per-sheet CSV
+//! exports), `sheet_fuzzy` and `check_cell` (cells read from the file's XML as OSWorld's
+//! `read_cell_value` reads them), and an evaluator's list of functions joined by `conj`.
+//!
+//! Where OSWorld scores 0 (a result file that does not load, a missing result sheet, a failed
+//! check) these give `Ok(0.0)`; where OSWorld raises (a rule it does not know, an expected file
+//! that does not load, a sheet index it cannot parse) they give an error that says what.
+
+use crate::frame::Frame;
+use crate::rawcell::{read_cell_value, CellValue};
+use crate::task::Evaluator;
+use crate::xlsx::{self, StoredSheet};
+use serde_json::Value as Json;
+use std::path::{Path, PathBuf};
+
+/// A loaded workbook: its sheets' stored values.
+struct Book {
+    path: PathBuf,
+    sheets: Vec<StoredSheet>,
+}
+
+impl Book {
+    fn names(&self) -> Vec<String> {
+        self.sheets.iter().map(|s| s.name.clone()).collect()
+    }
+    fn sheet(&self, name: &str) -> Option<&StoredSheet> {
+        self.sheets.iter().find(|s| s.name == name)
+    }
+}
+
+/// Which book a sheet index names.
+#[derive(Clone, Copy, PartialEq)]
+enum Side {
+    Result,
+    Expected,
+}
+
+/// `_parse_sheet_idx`: an int (a result sheet by position), `RI0`, `RNname`, `EI0`, `ENname`.
+fn parse_idx(
+    idx: &Json,
+    result: &[String],
+    expected: Option<&[String]>,
+) -> Result<(Side, String), String> {
+    let by_pos = |names: Option<&[String]>, i: &str| -> String {
+        i.parse::<usize>()
+            .ok()
+            .and_then(|i| names.and_then(|n| n.get(i)).cloned())
+            .unwrap_or_default()
+    };
+    match idx {
+        Json::Number(n) => {
+            let i = n
+                .as_i64()
+                .ok_or_else(|| format!("sheet index {n} is not an integer"))?;
+            let name = usize::try_from(i)
+                .ok()
+                .and_then(|i| result.get(i).cloned())
+                .unwrap_or_default();
+            Ok((Side::Result, name))
+        }
+        Json::String(s) => {
+            if let Some(i) = s.strip_prefix("RI") {
+                Ok((Side::Result, by_pos(Some(result), i)))
+            } else if let Some(n) = s.strip_prefix("RN") {
+                Ok((Side::Result, n.to_string()))
+            } else if let Some(i) = s.strip_prefix("EI") {
+                Ok((Side::Expected, by_pos(expected, i)))
+            } else if let Some(n) = s.strip_prefix("EN") {
+                Ok((Side::Expected, n.to_string()))
+            } else {
+                Err(format!(
+                    "unrecognized sheet index {s:?} (use an integer, RI0, RNname, EI0 or ENname)"
+                ))
+            }
+        }
+        other => Err(format!("unrecognized sheet index {other}")),
+    }
+}
+
+/// The per-sheet CSV export OSWorld's `sheet_print` reads: `{file stem}-{sheet}.csv`, its
+/// lines stripped, from the end, trailing blank lines dropped.
+fn printed(book: &Path, sheet: &str) -> Option<Vec<String>> {
+    let stem = book.with_extension("");
+    let name = format!("{}-{sheet}.csv", stem.display());
+    let lines = read_lines(Path::new(&name)).ok()?;
+    Some(
+        lines
+            .iter()
+            .rev()
+            .map(|l| l.trim().to_string())
+            .skip_while(|l| l.is_empty())
+            .collect(),
+    )
+}
+
+/// A text file's lines as OSWorld's `_safe_read_file` reads them: UTF-8 (a byte-order mark
+/// kept), else Latin-1; split as Python's `str.splitlines` splits.
+pub fn read_lines(path: &Path) -> std::io::Result<Vec<String>> {
+    let bytes = std::fs::read(path)?;
+    let text = match String::from_utf8(bytes) {
+        Ok(t) => t,
+        Err(e) => e.into_bytes().iter().map(|&b| b as char).collect(),
+    };
+    Ok(splitlines(&text))
+}
+
+/// Python's `str.splitlines()`.
+pub fn splitlines(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut it = s.chars().peekable();
+    while let Some(c) = it.next() {
+        match c {
+            '\r' => {
+                if it.peek() == Some(&'\n') {
+                    it.next();
+                }
+                out.push(std::mem::take(&mut cur));
+            }
+            '\n' | '\x0b' | '\x0c' | '\x1c' | '\x1d' | '\x1e' | '\u{85}' | '\u{2028}'
+            | '\u{2029}' => out.push(std::mem::take(&mut cur)),
+            c => cur.push(c),
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// A Python value for the rule methods.
+#[derive(Debug, Clone, PartialEq)]
+enum PyV {
+    None,
+    Num(f64),
+    Str(String),
+    Other,
+}
+
+fn py_of_json(j: &Json) -> PyV {
+    match j {
+        Json::Null => PyV::None,
+        Json::Bool(b) => PyV::Num(*b as u8 as f64),
+        Json::Number(n) => PyV::Num(n.as_f64().unwrap_or(f64::NAN)),
+        Json::String(s) => PyV::Str(s.clone()),
+        _ => PyV::Other,
+    }
+}
+
+/// `_match_value_to_rule`: `Ok(None)` where Python raises a TypeError (which `check_cell`
+/// turns into a score of 0).
+fn match_rule(value: &CellValue, rule: &Json) -> Result<Option<bool>, String> {
+    let method = rule
+        .get("method")
+        .and_then(Json::as_str)
+        .ok_or("a check_cell prop needs a string `method`")?;
+    let reference = rule.get("ref").unwrap_or(&Json::Null);
+    let v = match value {
+        CellValue::None => PyV::None,
+        CellValue::Float(x) => PyV::Num(*x),
+        CellValue::Str(s) => PyV::Str(s.clone()),
+    };
+    let r = py_of_json(reference);
+    let cmp = |op: &str| -> Option<bool> {
+        use std::cmp::Ordering;
+        let ord: Option<Ordering> = match (&v, &r) {
+            (PyV::Num(a), PyV::Num(b)) => a.partial_cmp(b),
+            (PyV::Str(a), PyV::Str(b)) => Some(a.chars().cmp(b.chars())),
+            _ => None,
+        };
+        match op {
+            "eq" => Some(match (&v, &r) {
+                (PyV::None, PyV::None) => true,
+                _ => ord == Some(Ordering::Equal),
+            }),
+            "ne" => Some(match (&v, &r) {
+                (PyV::None, PyV::None) => false,
+                _ => ord != Some(Ordering::Equal),
+            }),
+            _ => {
+                let o = ord?;
+                Some(match op {
+                    "lt" => o == Ordering::Less,
+                    "le" => o != Ordering::Greater,
+                    "gt" => o == Ordering::Greater,
+                    _ => o != Ordering::Less,
+                })
+            }
+        }
+    };
+    if matches!(method, "eq" | "ne" | "lt" | "le" | "gt" | "ge") {
+        return Ok(cmp(method));
+    }
+    if let Some(t) = method.strip_prefix("approx:") {
+        let th: f64 = t
+            .parse()
+            .map_err(|_| format!("approx threshold {t:?} is not a number"))?;
+        let x = match &v {
+            PyV::Num(x) => *x,
+            PyV::Str(s) => match s.trim().parse::<f64>() {
+                Ok(x) => x,
+                Err(_) => return Ok(Some(false)),
+            },
+            _ => return Ok(Some(false)),
+        };
+        let PyV::Num(rf) = r else {
+            return Ok(None);
+        };
+        return Ok(Some((x - rf).abs() <= th));
+    }
+    if method == "str_list_eq" || method == "str_set_eq" {
+        let PyV::Str(s) = &v else {
+            return Ok(None);
+        };
+        let parts: Vec<String> = s
+            .trim_matches(|c| c == '"' || c == '\'')
+            .split(',')
+            .map(str::to_string)
+            .collect();
+        let refs: Vec<String> = match reference {
+            Json::Array(a) => a
+                .iter()
+                .map(|x| {
+                    x.as_str()
+                        .map(str::to_string)
+                        .unwrap_or_else(|| x.to_string())
+                })
+                .collect(),
+            Json::String(s) => s.chars().map(String::from).collect(),
+            _ => return Ok(None),
+        };
+        return Ok(Some(if method == "str_list_eq" {
+            parts == refs
+        } else {
+            let a: std::collections::BTreeSet<_> = parts.into_iter().collect();
+            let b: std::collections::BTreeSet<_> = refs.into_iter().collect();
+            a == b
+        }));
+    }
+    if let Some(ends) = method.strip_prefix("range.") {
+        let e: Vec<char> = ends.chars().collect();
+        if e.len() != 2 || !e.iter().all(|c| matches!(c, 't' | 'e')) {
+            return Err(format!(
+                "unknown range method {method:?} (range.tt, range.te, range.et or range.ee)"
+            ));
+        }
+        let (Some(lo), Some(hi)) = (reference.get(0), reference.get(1)) else {
+            return Err(format!("{method} needs a ref of two numbers"));
+        };
+        let (PyV::Num(lo), PyV::Num(hi), PyV::Num(x)) = (py_of_json(lo), py_of_json(hi), v) else {
+            return Ok(None);
+        };
+        let left = if e[0] == 't' { lo < x } else { lo <= x };
+        let right = if e[1] == 't' { x < hi } else { x <= hi };
+        return Ok(Some(left && right));
+    }
+    Err(format!("check_cell method {method:?} is not implemented (eq, ne, lt, le, gt, ge, approx:T, range.xy, str_list_eq, str_set_eq are)"))
+}
+
+/// rapidfuzz's `fuzz.ratio`: 100 · (1 − Indel distance / total length).
+pub fn fuzz_ratio(a: &str, b: &str) -> f64 {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    if a.is_empty() && b.is_empty() {
+        return 100.0;
+    }
+    let mut prev = vec![0usize; b.len() + 1];
+    for x in &a {
+        let mut cur = vec![0usize; b.len() + 1];
+        for (j, y) in b.iter().enumerate() {
+            cur[j + 1] = if x == y {
+                prev[j] + 1
+            } else {
+                prev[j + 1].max(cur[j])
+            };
+        }
+        prev = cur;
+    }
+    let lcs = prev[b.len()];
+    200.0 * lcs as f64 / (a.len() + b.len()) as f64
+}
+
+fn cells_of(range: &Json) -> Result<Vec<String>, String> {
+    let parts: Vec<String> = match range {
+        Json::String(s) => s.split_whitespace().map(str::to_string).collect(),
+        Json::Array(a) => a
+            .iter()
+            .filter_map(|x| x.as_str().map(str::to_string))
+            .collect(),
+        _ => {
+            return Err("a sheet_fuzzy rule's `range` must be a string or a list of strings".into())
+        }
+    };
+    let mut out = Vec::new();
+    for p in parts {
+        let r = crate::addr::Range::parse(&p)
+            .filter(|r| !r.is_columns() && !r.is_rows())
+            .ok_or_else(|| format!("{p:?} is not a cell range"))?;
+        for row in r.start.row..=r.end.row {
+            for col in r.start.col..=r.end.col {
+                out.push(crate::addr::Addr::new(row, col).to_string());
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn load(path: &Path) -> Result<Book, String> {
+    let sheets = xlsx::cached(path).map_err(|e| e.to_string())?;
+    Ok(Book {
+        path: path.into(),
+        sheets,
+    })
+}
+
+/// `compare_table(result, expected, rules=…)`.
+pub fn compare_table(
+    result: Option<&Path>,
+    expected: Option<&Path>,
+    options: &Json,
+) -> Result<f64, String> {
+    let Some(result) = result else {
+        return Ok(0.0);
+    };
+    if !result.exists() {
+        return Ok(0.0);
+    }
+    let Ok(r) = load(result) else {
+        return Ok(0.0); // OSWorld logs the failure and scores 0
+    };
+    let e = match expected {
+        Some(p) => Some(load(p).map_err(|m| format!("the expected file does not load: {m}"))?),
+        None => None,
+    };
+    let rnames = r.names();
+    let enames = e.as_ref().map(Book::names);
+    let rules = options
+        .get("rules")
+        .and_then(Json::as_array)
+        .ok_or("compare_table needs `options.rules`, a list")?;
+    let book = |side: Side| -> Result<&Book, String> {
+        match side {
+            Side::Result => Ok(&r),
+            Side::Expected => e.as_ref().ok_or_else(|| {
+                "a rule names the expected workbook (EI…/EN…) but the evaluator has none"
+                    .to_string()
+            }),
+        }
+    };
+    let field = |rule: &Json, k: &str| -> Result<Json, String> {
+        rule.get(k).cloned().ok_or_else(|| {
+            format!(
+                "rule {} needs `{k}`",
+                rule.get("type").and_then(Json::as_str).unwrap_or("?")
+            )
+        })
+    };
+    for rule in rules {
+        let kind = rule
+            .get("type")
+            .and_then(Json::as_str)
+            .ok_or("each rule needs a string `type`")?;
+        let pass = match kind {
+            // without an expected workbook the names compare against None: never equal
+            "sheet_name" => enames.as_ref() == Some(&rnames),
+            "sheet_data" => {
+                let precision = rule.get("precision").and_then(Json::as_i64).unwrap_or(4) as i32;
+                let (s0, n0) = parse_idx(&field(rule, "sheet_idx0")?, &rnames, enames.as_deref())?;
+                let (s1, n1) = parse_idx(&field(rule, "sheet_idx1")?, &rnames, enames.as_deref())?;
+                let Some(a) = book(s0)?.sheet(&n0) else {
+                    return Ok(0.0);
+                };
+                let b = book(s1)?.sheet(&n1).ok_or_else(|| {
+                    format!("sheet_idx1 names sheet {n1:?}, which its workbook does not have")
+                })?;
+                Frame::read(a).round(precision).equals(&Frame::read(b).round(precision))
+            }
+            "sheet_print" => {
+                let (s0, n0) = parse_idx(&field(rule, "sheet_idx0")?, &rnames, enames.as_deref())?;
+                let (s1, n1) = parse_idx(&field(rule, "sheet_idx1")?, &rnames, enames.as_deref())?;
+                let Some(mut a) = printed(&book(s0)?.path, &n0) else {
+                    return Ok(0.0);
+                };
+                let b = printed(&book(s1)?.path, &n1);
+                let ignore_case = rule.get("ignore_case").and_then(Json::as_bool).unwrap_or(false);
+                match b {
+                    None if ignore_case => {
+                        return Err(format!("sheet_print: no CSV export of sheet {n1:?}"))
+                    }
+                    None => false,
+                    Some(mut b) => {
+                        if ignore_case {
+                            a = a.iter().map(|l| l.to_lowercase()).collect();
+                            b = b.iter().map(|l| l.to_lowercase()).collect();
+                        }
+                        a == b
+                    }
+                }
+            }
+            "sheet_fuzzy" => {
+                let (s0, n0) = parse_idx(&field(rule, "sheet_idx0")?, &rnames, enames.as_deref())?;
+                let (s1, n1) = parse_idx(&field(rule, "sheet_idx1")?, &rnames, enames.as_deref())?;
+                let (p0, p1) = (book(s0).ok().map(|b| b.path.clone()), book(s1).ok().map(|b| b.path.clone()));
+                let read = |p: &Option<PathBuf>, sheet: &str, coord: &str| -> Result<String, String> {
+                    match p {
+                        Some(p) => read_cell_value(p, sheet, coord).map(|v| v.py_str()),
+                        None => Err("sheet_fuzzy names the expected workbook, but there is none".into()),
+                    }
+                };
+                let subrules = field(rule, "rules")?;
+                let subrules = subrules.as_array().ok_or("sheet_fuzzy's `rules` must be a list")?;
+                let mut all = true;
+                for rl in subrules {
+                    let kind = rl.get("type").and_then(Json::as_str).unwrap_or("");
+                    if !matches!(kind, "includes" | "included_by" | "fuzzy_match" | "exact_match") {
+                        return Err(format!("sheet_fuzzy rule type {kind:?} is not one of includes, included_by, fuzzy_match, exact_match"));
+                    }
+                    for coord in cells_of(&field(rl, "range")?)? {
+                        let mut v1 = read(&p0, &n0, &coord)?;
+                        let mut v2 = read(&p1, &n1, &coord)?;
+                        if let Some(norm) = rl.get("normalization").and_then(Json::as_array) {
+                            for pair in norm {
+                                if let (Some(f), Some(t)) = (
+                                    pair.get(0).and_then(Json::as_str),
+                                    pair.get(1).and_then(Json::as_str),
+                                ) {
+                                    v1 = v1.replace(f, t);
+                                    v2 = v2.replace(f, t);
+                                }
+                            }
+                        }
+                        if let Some(t) = rl.get("trim_leadings").and_then(Json::as_str) {
+                            let set: Vec<char> = t.chars().collect();
+                            v1 = v1.trim_start_matches(&set[..]).to_string();
+                            v2 = v2.trim_start_matches(&set[..]).to_string();
+                        }
+                        if let Some(t) = rl.get("trim_trailings").and_then(Json::as_str) {
+                            let set: Vec<char> = t.chars().collect();
+                            v1 = v1.trim_end_matches(&set[..]).to_string();
+                            v2 = v2.trim_end_matches(&set[..]).to_string();
+                        }
+                        if let Some(t) = rl.get("ignore_chars").and_then(Json::as_str) {
+                            v1.retain(|c| !t.contains(c));
+                            v2.retain(|c| !t.contains(c));
+                        }
+                        if rl.get("ignore_case").and_then(Json::as_bool).unwrap_or(false) {
+                            v1 = v1.to_lowercase();
+                            v2 = v2.to_lowercase();
+                        }
+                        let m = match kind {
+                            "includes" => v1.contains(&v2),
+                            "included_by" => v2.contains(&v1),
+                            "fuzzy_match" => {
+                                let th = rl.get("threshold").and_then(Json::as_f64).unwrap_or(85.0);
+                                fuzz_ratio(&v1, &v2) >= th
+                            }
+                            _ => v1 == v2,
+                        };
+                        all = all && m;
+                    }
+                }
+                all
+            }
+            "check_cell" => {
+                let (side, name) =
+                    parse_idx(&field(rule, "sheet_idx")?, &rnames, enames.as_deref())?;
+                let Ok(b) = book(side) else {
+                    return Ok(0.0);
+                };
+                if b.sheet(&name).is_none() {
+                    return Ok(0.0);
+                }
+                let coord = field(rule, "coordinate")?;
+                let Some(coord) = coord.as_str().filter(|c| crate::addr::Addr::parse(c).is_some()) else {
+                    return Ok(0.0);
+                };
+                let props = field(rule, "props")?;
+                let props = props.as_object().ok_or("check_cell's `props` must be an object")?;
+                let mut ok = true;
+                for (prop, m) in props {
+                    if prop != "value" {
+                        return Err(format!("check_cell prop {prop:?} is not implemented (this desktop has no cell styles; `value` is)"));
+                    }
+                    // check_cell catches what read_cell_value raises: the value is then None
+                    let v = read_cell_value(&b.path, &name, coord).unwrap_or(CellValue::None);
+                    match match_rule(&v, m)? {
+                        Some(x) => ok = ok && x,
+                        None => return Ok(0.0),
+                    }
+                }
+                ok
+            }
+            other => {
+                return Err(format!(
+                    "compare_table rule type {other:?} is not implemented (sheet_name, sheet_data, sheet_print, sheet_fuzzy and check_cell are)"
+                ))
+            }
+        };
+        if !pass {
+            return Ok(0.0);
+        }
+    }
+    Ok(1.0)
+}
+
+/// `compare_csv(result, expected, strict=True, ignore_case=False)`: 1 if the result's lines
+/// equal those of any expected file.
+pub fn compare_csv(result: Option<&Path>, expected: &[PathBuf], options: &Json) -> f64 {
+    let Some(result) = result else {
+        return 0.0;
+    };
+    let Ok(r) = read_lines(result) else {
+        return 0.0;
+    };
+    let strict = options
+        .get("strict")
+        .and_then(Json::as_bool)
+        .unwrap_or(true);
+    let ignore_case = options
+        .get("ignore_case")
+        .and_then(Json::as_bool)
+        .unwrap_or(false);
+    let norm = |lines: &[String]| -> Vec<String> {
+        lines
+            .iter()
+            .map(|l| {
+                let l = if strict {
+                    l.clone()
+                } else {
+                    l.trim().to_string()
+                };
+                if ignore_case {
+                    l.to_lowercase()
+                } else {
+                    l
+                }
+            })
+            .collect()
+    };
+    let r = norm(&r);
+    for e in expected {
+        if let Ok(lines) = read_lines(e) {
+            if norm(&lines) == r {
+                return 1.0;
+            }
+        }
+    }
+    0.0
+}
+
+/// The files an evaluator's getters name, resolved by the caller: `None` where a getter finds
+/// no file.
+pub struct Resolved {
+    /// Each result getter's file.
+    pub result: Vec<Option<PathBuf>>,
+    /// Each expected getter's files (a getter may name several).
+    pub expected: Vec<Vec<PathBuf>>,
+}
+
+/// Scores an evaluator as OSWorld's `DesktopEnv.evaluate` does: each function on its result and
+/// expected files with its options; with several, `conj = "and"` (the default) is 0 at the first
+/// 0 and else the mean, `"or"` is 1 at the first 1 and else the maximum.
+pub fn evaluate(ev: &Evaluator, files: &Resolved) -> Result<f64, String> {
+    let funcs = ev.func.as_slice();
+    let options: Vec<Json> = match &ev.options {
+        None => vec![Json::Object(Default::default()); funcs.len()],
+        Some(o) => o
+            .as_slice()
+            .iter()
+            .map(|x| serde_json::to_value(x).map_err(|e| e.to_string()))
+            .collect::<Result<_, _>>()?,
+    };
+    let conj = ev.conj.as_deref().unwrap_or("and");
+    let mut scores = Vec::new();
+    for (i, f) in funcs.iter().enumerate() {
+        let opt = options
+            .get(i)
+            .cloned()
+            .unwrap_or(Json::Object(Default::default()));
+        let result = files.result.get(i).cloned().flatten();
+        let expected = files.expected.get(i).cloned().unwrap_or_default();
+        let s = match f.as_str() {
+            "compare_table" => {
+                if expected.len() > 1 {
+                    return Err("compare_table takes one expected file".into());
+                }
+                compare_table(
+                    result.as_deref(),
+                    expected.first().map(PathBuf::as_path),
+                    &opt,
+                )?
+            }
+            "compare_csv" => compare_csv(result.as_deref(), &expected, &opt),
+            other => return Err(format!("evaluator function {other:?} is not implemented")),
+        };
+        if funcs.len() == 1 {
+            return Ok(s);
+        }
+        if conj == "and" && s == 0.0 {
+            return Ok(0.0);
+        }
+        if conj == "or" && s == 1.0 {
+            return Ok(1.0);
+        }
+        scores.push(s);
+    }
+    Ok(if conj == "and" {
+        scores.iter().sum::<f64>() / scores.len().max(1) as f64
+    } else {
+        scores.iter().copied().fold(0.0, f64::max)
+    })
+}

@@ -1,0 +1,379 @@
+//! rla-desktop's evaluators against OSWorld's own (`desktop-env` 1.0.2's `table.py`, run by
+//! `tests/osworld/score.py` with the Python packages of `tests/osworld/requirements.txt`), on
+//! a seeded corpus of workbooks written three ways: by this crate (`rust_xlsxwriter`), by
+//! openpyxl (formulas without cached results), and re-saved by LibreOffice Calc (`soffice
+//! --convert-to xlsx`: shared strings, cached formula results, its own sheet XML).
+//!
+//! The Python interpreter is `$RLA_OSWORLD_PYTHON` (default `python3`).
+
+use rand::{Rng, SeedableRng};
+use rla_desktop::addr::Addr;
+use rla_desktop::compare::{compare_csv, compare_table};
+use rla_desktop::workbook::{Content, Sheet, Workbook};
+use rla_desktop::xlsx;
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+fn python() -> String {
+    std::env::var("RLA_OSWORLD_PYTHON").unwrap_or_else(|_| "python3".into())
+}
+
+fn script(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/osworld")
+        .join(name)
+}
+
+fn run_python(script_name: &str, input: &Value) -> String {
+    let mut child = Command::new(python())
+        .arg(script(script_name))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {} ({e}); set RLA_OSWORLD_PYTHON", python()));
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.to_string().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{script_name} failed — install OSWorld's evaluators with `pip install -r \
+         crates/rla-desktop/tests/osworld/requirements.txt && pip install --no-deps \
+         desktop-env==1.0.2`:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+const WORDS: [&str; 8] = [
+    "Revenue", "Cost", "north", "South", "a,b", "x", "Profit", "tea",
+];
+const HEADERS: [&str; 8] = ["Name", "Rev", "Rev", "", "Cost", "1", "True", "Region"];
+
+fn random_content(rng: &mut impl Rng, row: u32, col: u32) -> Option<Content> {
+    Some(match rng.gen_range(0..16) {
+        0 => return None,
+        1..=3 => Content::Number(rng.gen_range(-50..200) as f64),
+        4 | 5 => Content::Number((rng.gen_range(-5000.0..5000.0f64) * 1e5).round() / 1e5),
+        6 | 7 => Content::Text(WORDS[rng.gen_range(0..WORDS.len())].into()),
+        8 => Content::Text(
+            ["007", " 5 ", "1e3", "2.50", "-3", "0x10", "5%"][rng.gen_range(0..7)].into(),
+        ),
+        9 => {
+            Content::Text(["NA", "n/a", "null", "NULL", "None", "#N/A"][rng.gen_range(0..6)].into())
+        }
+        10 => Content::Bool(rng.gen()),
+        11 => Content::Text(["True", "false", "TRUE"][rng.gen_range(0..3)].into()),
+        12 if row > 1 => Content::Formula(format!(
+            "{}{}+1",
+            rla_desktop::addr::col_name(col),
+            row // the cell above
+        )),
+        13 if row > 1 => Content::Formula(format!("SUM(A2:A{row})")),
+        14 => Content::Error("#N/A".into()),
+        _ => Content::Number(rng.gen_range(0..5) as f64 + 0.5),
+    })
+}
+
+fn random_book(rng: &mut impl Rng) -> Workbook {
+    let mut b = Workbook { sheets: vec![] };
+    let n_sheets = rng.gen_range(1..=2);
+    for s in 0..n_sheets {
+        let mut sheet = Sheet::new(&format!("Sheet{}", s + 1));
+        let (rows, cols) = (rng.gen_range(1..7), rng.gen_range(1..5));
+        for c in 0..cols {
+            let h = HEADERS[rng.gen_range(0..HEADERS.len())];
+            if let Some(x) = Content::typed(h) {
+                sheet.cells.insert(Addr::new(0, c), x);
+            }
+        }
+        // a column of one kind most of the time, so that numeric dtypes occur
+        for c in 0..cols {
+            let kind = rng.gen_range(0..3);
+            for r in 1..rows {
+                let v = match kind {
+                    0 => Some(Content::Number(rng.gen_range(0..100) as f64)),
+                    1 => Some(Content::Number(rng.gen_range(0..10000) as f64 / 7.0)),
+                    _ => random_content(rng, r, c),
+                };
+                if let Some(v) = v {
+                    sheet.cells.insert(Addr::new(r, c), v);
+                }
+            }
+        }
+        b.sheets.push(sheet);
+    }
+    b
+}
+
+/// A variant of `b` that differs (or not) in one of the ways the rules see.
+fn mutate(b: &Workbook, rng: &mut impl Rng) -> Workbook {
+    let mut m = b.clone();
+    let s = rng.gen_range(0..m.sheets.len());
+    let keys: Vec<Addr> = m.sheets[s].cells.keys().copied().collect();
+    let pick = |rng: &mut dyn rand::RngCore| {
+        keys[rng
+            .gen_range(0..keys.len().max(1))
+            .min(keys.len().saturating_sub(1))]
+    };
+    match rng.gen_range(0..11) {
+        0 | 1 => {}
+        2 if !keys.is_empty() => {
+            let a = pick(rng);
+            let v = random_content(rng, a.row, a.col);
+            match v {
+                Some(v) => m.sheets[s].cells.insert(a, v),
+                None => m.sheets[s].cells.remove(&a),
+            };
+        }
+        3 if !keys.is_empty() => {
+            let a = pick(rng);
+            if let Some(Content::Number(x)) = m.sheets[s].cells.get(&a).cloned() {
+                let d = [1e-5, 4e-5, 1e-3, 0.5][rng.gen_range(0..4)];
+                m.sheets[s].cells.insert(a, Content::Number(x + d));
+            }
+        }
+        4 if !keys.is_empty() => {
+            let a = pick(rng);
+            match m.sheets[s].cells.get(&a).cloned() {
+                Some(Content::Number(x)) => {
+                    m.sheets[s]
+                        .cells
+                        .insert(a, Content::Text(rla_desktop::formula::format_number(x)));
+                }
+                Some(Content::Text(t)) => {
+                    if let Some(x) = rla_desktop::workbook::parse_number(t.trim()) {
+                        m.sheets[s].cells.insert(a, Content::Number(x));
+                    }
+                }
+                _ => {}
+            }
+        }
+        5 => {
+            let ext = m.sheets[s].extent().unwrap_or(Addr::new(0, 0));
+            m.sheets[s]
+                .cells
+                .insert(Addr::new(ext.row + 2, 0), Content::Text("NA".into()));
+        }
+        6 => m.sheets[s].name = "Data".into(),
+        7 => m.sheets.push(Sheet::new("Extra")),
+        8 if m.sheets.len() > 1 => m.sheets.swap(0, 1),
+        9 => {
+            let ext = m.sheets[s].extent().unwrap_or(Addr::new(0, 0));
+            m.sheets[s]
+                .cells
+                .insert(Addr::new(ext.row + 1, ext.col + 1), Content::Bool(true));
+        }
+        _ if !keys.is_empty() => {
+            let a = pick(rng);
+            m.sheets[s].cells.remove(&a);
+        }
+        _ => {}
+    }
+    m
+}
+
+fn book_json(path: &Path, b: &Workbook) -> Value {
+    let sheets: Vec<Value> = b
+        .sheets
+        .iter()
+        .map(|s| {
+            let cells: Vec<Value> = s
+                .cells
+                .iter()
+                .map(|(a, c)| {
+                    let v = match c {
+                        Content::Number(x) => json!(x),
+                        Content::Text(t) => json!(t),
+                        Content::Bool(x) => json!(x),
+                        Content::Error(e) => json!(e),
+                        Content::Formula(f) => json!(format!("={f}")),
+                    };
+                    json!([a.to_string(), v])
+                })
+                .collect();
+            json!({"name": s.name, "cells": cells})
+        })
+        .collect();
+    json!({"path": path, "sheets": sheets})
+}
+
+fn rules(rng: &mut impl Rng, b: &Workbook) -> Vec<Value> {
+    let sheet0 = b.sheets[0].name.clone();
+    let coord = Addr::new(rng.gen_range(0..5), rng.gen_range(0..3)).to_string();
+    let value = b.value(0, Addr::parse(&coord).unwrap());
+    let refv = match value {
+        rla_desktop::formula::Value::Number(x) => json!(x),
+        rla_desktop::formula::Value::Text(t) => json!(t),
+        _ => json!("Revenue"),
+    };
+    let idx0 = [
+        json!(0),
+        json!("RI0"),
+        json!(format!("RN{sheet0}")),
+        json!("RI1"),
+        json!(1),
+    ][rng.gen_range(0..5)]
+    .clone();
+    let idx1 = [json!("EI0"), json!("ENSheet1"), json!("EI1")][rng.gen_range(0..3)].clone();
+    let method = [
+        "eq",
+        "ne",
+        "lt",
+        "ge",
+        "approx:0.01",
+        "str_set_eq",
+        "range.te",
+    ][rng.gen_range(0..7)];
+    let refv = match method {
+        "str_set_eq" => json!(["Revenue", "Cost"]),
+        "range.te" => json!([0, 50]),
+        "approx:0.01" => json!(refv.as_f64().unwrap_or(3.0)),
+        _ => refv,
+    };
+    let fuzzy = ["includes", "included_by", "fuzzy_match", "exact_match"][rng.gen_range(0..4)];
+    let precision = [4, 2, 0][rng.gen_range(0..3)];
+    let ignore_case: bool = rng.gen();
+    vec![
+        json!({"type": "sheet_data", "sheet_idx0": idx0, "sheet_idx1": idx1, "precision": precision}),
+        json!({"type": "sheet_name"}),
+        json!({"type": "check_cell", "sheet_idx": idx0, "coordinate": coord, "props": {"value": {"method": method, "ref": refv}}}),
+        json!({"type": "sheet_fuzzy", "sheet_idx0": idx0, "sheet_idx1": idx1, "rules": [
+            {"range": ["A1:C3"], "type": fuzzy, "threshold": 80, "ignore_case": ignore_case, "trim_leadings": " ", "normalization": [["Rev", "Revenue"]]}]}),
+        json!({"type": "sheet_print", "sheet_idx0": idx0, "sheet_idx1": idx1, "ignore_case": false}),
+    ]
+}
+
+/// The per-sheet CSV exports `sheet_print` reads, written beside a workbook.
+fn export_csvs(path: &Path, b: &Workbook) {
+    for (i, s) in b.sheets.iter().enumerate() {
+        let p = format!("{}-{}.csv", path.with_extension("").display(), s.name);
+        std::fs::write(p, xlsx::to_csv(b, i)).unwrap();
+    }
+}
+
+#[test]
+fn scores_equal_osworlds_on_a_seeded_corpus() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(14);
+    let (mut cases, mut ours): (Vec<Value>, Vec<Result<f64, String>>) = (vec![], vec![]);
+    let mut openpyxl_books = vec![];
+    let mut pairs: Vec<(PathBuf, PathBuf, Workbook)> = vec![];
+    for i in 0..120 {
+        let a = random_book(&mut rng);
+        let b = mutate(&a, &mut rng);
+        let (pa, pb) = (
+            dir.path().join(format!("r{i}.xlsx")),
+            dir.path().join(format!("e{i}.xlsx")),
+        );
+        match i % 3 {
+            // written by this crate
+            0 => {
+                xlsx::save(&a, &pa).unwrap();
+                xlsx::save(&b, &pb).unwrap();
+            }
+            // written by openpyxl (formulas without cached results); some re-saved by LibreOffice
+            _ => {
+                openpyxl_books.push(book_json(&pa, &a));
+                openpyxl_books.push(book_json(&pb, &b));
+            }
+        }
+        export_csvs(&pa, &a);
+        export_csvs(&pb, &b);
+        pairs.push((pa, pb, a));
+    }
+    run_python("write_openpyxl.py", &Value::Array(openpyxl_books));
+    // LibreOffice re-saves every third pair written by openpyxl, computing the formulas
+    let lo: Vec<&PathBuf> = pairs
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| i % 3 == 2)
+        .flat_map(|(_, (a, b, _))| [a, b])
+        .collect();
+    let lo_dir = dir.path().join("lo");
+    let status = Command::new("soffice")
+        .args([
+            "--headless",
+            "--convert-to",
+            "xlsx:Calc MS Excel 2007 XML",
+            "--outdir",
+        ])
+        .arg(&lo_dir)
+        .args(&lo)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("LibreOffice (soffice) runs: apt-get install libreoffice-calc-nogui");
+    assert!(status.success());
+    for p in &lo {
+        std::fs::rename(lo_dir.join(p.file_name().unwrap()), p).unwrap();
+    }
+    for (pa, pb, a) in &pairs {
+        for rule in rules(&mut rng, a) {
+            let options = json!({ "rules": [rule] });
+            cases.push(
+                json!({"func": "compare_table", "result": pa, "expected": pb, "options": options}),
+            );
+            ours.push(compare_table(Some(pa), Some(pb), &options));
+        }
+        let ca = PathBuf::from(format!("{}-Sheet1.csv", pa.with_extension("").display()));
+        let cb = PathBuf::from(format!("{}-Sheet1.csv", pb.with_extension("").display()));
+        for opts in [json!({}), json!({"strict": false, "ignore_case": true})] {
+            cases.push(
+                json!({"func": "compare_csv", "result": ca, "expected": [cb], "options": opts}),
+            );
+            ours.push(Ok(compare_csv(Some(&ca), std::slice::from_ref(&cb), &opts)));
+        }
+    }
+    // a result that does not exist, and one that is not a workbook
+    let junk = dir.path().join("junk.xlsx");
+    std::fs::write(&junk, b"not a zip").unwrap();
+    for r in [dir.path().join("missing.xlsx"), junk] {
+        let options = json!({"rules": [{"type": "sheet_name"}]});
+        cases.push(json!({"func": "compare_table", "result": r, "expected": pairs[0].1, "options": options}));
+        ours.push(compare_table(Some(&r), Some(&pairs[0].1), &options));
+    }
+    let theirs: Vec<Value> =
+        serde_json::from_str(&run_python("score.py", &Value::Array(cases.clone()))).unwrap();
+    assert_eq!(theirs.len(), ours.len());
+    let mut mismatches = vec![];
+    let (mut ones, mut zeros, mut errors) = (0, 0, 0);
+    for ((case, t), o) in cases.iter().zip(&theirs).zip(&ours) {
+        let agree = match (t.as_f64(), o) {
+            (Some(x), Ok(y)) => x == *y,
+            (None, Err(_)) => true,
+            _ => false,
+        };
+        match t.as_f64() {
+            Some(x) if x == 1.0 => ones += 1,
+            Some(_) => zeros += 1,
+            None => errors += 1,
+        }
+        if !agree {
+            mismatches.push(format!("{case}\n  OSWorld: {t}\n  ours: {o:?}"));
+        }
+    }
+    assert!(
+        mismatches.is_empty(),
+        "{} of {} cases differ:\n{}",
+        mismatches.len(),
+        cases.len(),
+        mismatches
+            .iter()
+            .take(8)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    // the corpus exercises every outcome
+    assert!(
+        ones > 50 && zeros > 50 && errors > 0,
+        "ones {ones}, zeros {zeros}, errors {errors}"
+    );
+}
