@@ -1,7 +1,9 @@
+pub mod action;
 pub mod addr;
 pub mod compare;
 pub mod formula;
 pub mod frame;
+pub mod keys;
 pub mod rawcell;
 pub mod task;
 pub mod workbook;

@@ -351,7 +351,7 @@ fn scores_equal_osworlds_on_a_seeded_corpus() {
             _ => false,
         };
         match t.as_f64() {
-            Some(x) if x == 1.0 => ones += 1,
+            Some(1.0) => ones += 1,
             Some(_) => zeros += 1,
             None => errors += 1,
         }
