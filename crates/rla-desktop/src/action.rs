@@ -173,6 +173,18 @@ impl<'a> Lexer<'a> {
                     b'\'' => out.push('\''),
                     b'"' => out.push('"'),
                     b'0' => out.push('\0'),
+                    b'x' | b'u' => {
+                        let n = if e == b'x' { 2 } else { 4 };
+                        let hex = self.src.get(self.i..self.i + n).unwrap_or("");
+                        let c = u32::from_str_radix(hex, 16).ok().and_then(char::from_u32);
+                        match c {
+                            Some(c) if hex.len() == n => {
+                                out.push(c);
+                                self.i += n;
+                            }
+                            _ => return err(format!("a bad \\{} escape", e as char)),
+                        }
+                    }
                     _ => {
                         out.push('\\');
                         out.push(e as char);

@@ -1,9 +1,12 @@
+pub mod a11y;
 pub mod action;
 pub mod addr;
+pub mod app;
 pub mod compare;
 pub mod formula;
 pub mod frame;
 pub mod keys;
+pub mod layout;
 pub mod rawcell;
 pub mod task;
 pub mod workbook;

@@ -4,7 +4,8 @@
 //! openpyxl (formulas without cached results), and re-saved by LibreOffice Calc (`soffice
 //! --convert-to xlsx`: shared strings, cached formula results, its own sheet XML).
 //!
-//! The Python interpreter is `$RLA_OSWORLD_PYTHON` (default `python3`).
+//! The Python interpreter is `$RLA_OSWORLD_PYTHON`, else the one `scripts/osworld-evaluators.sh`
+//! installs (`target/osworld-venv`), else `python3`.
 
 use rand::{Rng, SeedableRng};
 use rla_desktop::addr::Addr;
@@ -16,7 +17,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 fn python() -> String {
-    std::env::var("RLA_OSWORLD_PYTHON").unwrap_or_else(|_| "python3".into())
+    if let Ok(p) = std::env::var("RLA_OSWORLD_PYTHON") {
+        return p;
+    }
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/osworld-venv/bin/python");
+    if venv.exists() {
+        return venv.display().to_string();
+    }
+    "python3".into()
 }
 
 fn script(name: &str) -> PathBuf {
@@ -43,9 +51,7 @@ fn run_python(script_name: &str, input: &Value) -> String {
     let out = child.wait_with_output().unwrap();
     assert!(
         out.status.success(),
-        "{script_name} failed — install OSWorld's evaluators with `pip install -r \
-         crates/rla-desktop/tests/osworld/requirements.txt && pip install --no-deps \
-         desktop-env==1.0.2`:\n{}",
+        "{script_name} failed — install OSWorld's evaluators with `scripts/osworld-evaluators.sh`:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).unwrap()
