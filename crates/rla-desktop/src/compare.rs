@@ -11,22 +11,92 @@
 use crate::frame::Frame;
 use crate::rawcell::{read_cell_value, CellValue};
 use crate::task::Evaluator;
+use crate::workbook::{Content, Workbook};
 use crate::xlsx::{self, StoredSheet};
 use serde_json::Value as Json;
 use std::path::{Path, PathBuf};
 
-/// A loaded workbook: its sheets' stored values.
-struct Book {
-    path: PathBuf,
+/// A workbook as the evaluators read it: its sheets' stored values, and where its cells' XML
+/// and CSV exports come from — a file, or a workbook in memory read as if this crate had saved
+/// it (the same scores, without the file).
+pub struct Book {
+    source: Source,
     sheets: Vec<StoredSheet>,
 }
 
+enum Source {
+    File(PathBuf),
+    Memory(Workbook),
+}
+
 impl Book {
+    /// Loads a saved .xlsx file.
+    pub fn load(path: &Path) -> Result<Book, String> {
+        let sheets = xlsx::cached(path).map_err(|e| e.to_string())?;
+        Ok(Book {
+            source: Source::File(path.into()),
+            sheets,
+        })
+    }
+
+    /// A workbook in memory, read as its saved file would be.
+    pub fn memory(book: &Workbook) -> Book {
+        Book {
+            sheets: xlsx::stored(book),
+            source: Source::Memory(book.clone()),
+        }
+    }
+
     fn names(&self) -> Vec<String> {
         self.sheets.iter().map(|s| s.name.clone()).collect()
     }
+
     fn sheet(&self, name: &str) -> Option<&StoredSheet> {
         self.sheets.iter().find(|s| s.name == name)
+    }
+
+    /// `read_cell_value` on this book.
+    fn cell_value(&self, sheet: &str, coordinate: &str) -> Result<CellValue, String> {
+        match &self.source {
+            Source::File(p) => read_cell_value(p, sheet, coordinate),
+            Source::Memory(b) => Ok(memory_cell_value(b, sheet, coordinate)),
+        }
+    }
+
+    /// The per-sheet CSV export `sheet_print` reads.
+    fn printed(&self, sheet: &str) -> Option<Vec<String>> {
+        let lines = match &self.source {
+            Source::File(p) => {
+                let name = format!("{}-{sheet}.csv", p.with_extension("").display());
+                read_lines(Path::new(&name)).ok()?
+            }
+            Source::Memory(b) => splitlines(&xlsx::to_csv(b, b.index(sheet)?)),
+        };
+        Some(
+            lines
+                .iter()
+                .rev()
+                .map(|l| l.trim().to_string())
+                .skip_while(|l| l.is_empty())
+                .collect(),
+        )
+    }
+}
+
+/// What `read_cell_value` reads from the file this crate writes for `book`.
+fn memory_cell_value(book: &Workbook, sheet: &str, coordinate: &str) -> CellValue {
+    let (Some(i), Some(at)) = (book.index(sheet), crate::addr::Addr::parse(coordinate)) else {
+        return CellValue::None;
+    };
+    match book.sheets[i].cells.get(&at) {
+        None | Some(Content::Bool(_)) => CellValue::None,
+        Some(Content::Number(x)) => CellValue::Float(*x),
+        Some(Content::Text(t)) | Some(Content::Error(t)) => CellValue::Str(t.clone()),
+        Some(Content::Formula(_)) => match xlsx::formula_result(book, i, at) {
+            xlsx::Stored::Number(x) | xlsx::Stored::Date(x) => CellValue::Float(x),
+            xlsx::Stored::Bool(_) => CellValue::None,
+            xlsx::Stored::Text(t) | xlsx::Stored::Error(t) => CellValue::Str(t),
+        },
     }
 }
 
@@ -77,22 +147,6 @@ fn parse_idx(
         }
         other => Err(format!("unrecognized sheet index {other}")),
     }
-}
-
-/// The per-sheet CSV export OSWorld's `sheet_print` reads: `{file stem}-{sheet}.csv`, its
-/// lines stripped, from the end, trailing blank lines dropped.
-fn printed(book: &Path, sheet: &str) -> Option<Vec<String>> {
-    let stem = book.with_extension("");
-    let name = format!("{}-{sheet}.csv", stem.display());
-    let lines = read_lines(Path::new(&name)).ok()?;
-    Some(
-        lines
-            .iter()
-            .rev()
-            .map(|l| l.trim().to_string())
-            .skip_while(|l| l.is_empty())
-            .collect(),
-    )
 }
 
 /// A text file's lines as OSWorld's `_safe_read_file` reads them: UTF-8 (a byte-order mark
@@ -306,15 +360,7 @@ fn cells_of(range: &Json) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
-fn load(path: &Path) -> Result<Book, String> {
-    let sheets = xlsx::cached(path).map_err(|e| e.to_string())?;
-    Ok(Book {
-        path: path.into(),
-        sheets,
-    })
-}
-
-/// `compare_table(result, expected, rules=…)`.
+/// `compare_table(result, expected, rules=…)` on files.
 pub fn compare_table(
     result: Option<&Path>,
     expected: Option<&Path>,
@@ -326,23 +372,30 @@ pub fn compare_table(
     if !result.exists() {
         return Ok(0.0);
     }
-    let Ok(r) = load(result) else {
+    let Ok(r) = Book::load(result) else {
         return Ok(0.0); // OSWorld logs the failure and scores 0
     };
     let e = match expected {
-        Some(p) => Some(load(p).map_err(|m| format!("the expected file does not load: {m}"))?),
+        Some(p) => {
+            Some(Book::load(p).map_err(|m| format!("the expected file does not load: {m}"))?)
+        }
         None => None,
     };
+    compare_books(&r, e.as_ref(), options)
+}
+
+/// `compare_table` on loaded books.
+pub fn compare_books(r: &Book, e: Option<&Book>, options: &Json) -> Result<f64, String> {
     let rnames = r.names();
-    let enames = e.as_ref().map(Book::names);
+    let enames = e.map(Book::names);
     let rules = options
         .get("rules")
         .and_then(Json::as_array)
         .ok_or("compare_table needs `options.rules`, a list")?;
     let book = |side: Side| -> Result<&Book, String> {
         match side {
-            Side::Result => Ok(&r),
-            Side::Expected => e.as_ref().ok_or_else(|| {
+            Side::Result => Ok(r),
+            Side::Expected => e.ok_or_else(|| {
                 "a rule names the expected workbook (EI…/EN…) but the evaluator has none"
                     .to_string()
             }),
@@ -379,10 +432,10 @@ pub fn compare_table(
             "sheet_print" => {
                 let (s0, n0) = parse_idx(&field(rule, "sheet_idx0")?, &rnames, enames.as_deref())?;
                 let (s1, n1) = parse_idx(&field(rule, "sheet_idx1")?, &rnames, enames.as_deref())?;
-                let Some(mut a) = printed(&book(s0)?.path, &n0) else {
+                let Some(mut a) = book(s0)?.printed(&n0) else {
                     return Ok(0.0);
                 };
-                let b = printed(&book(s1)?.path, &n1);
+                let b = book(s1)?.printed(&n1);
                 let ignore_case = rule.get("ignore_case").and_then(Json::as_bool).unwrap_or(false);
                 match b {
                     None if ignore_case => {
@@ -401,10 +454,10 @@ pub fn compare_table(
             "sheet_fuzzy" => {
                 let (s0, n0) = parse_idx(&field(rule, "sheet_idx0")?, &rnames, enames.as_deref())?;
                 let (s1, n1) = parse_idx(&field(rule, "sheet_idx1")?, &rnames, enames.as_deref())?;
-                let (p0, p1) = (book(s0).ok().map(|b| b.path.clone()), book(s1).ok().map(|b| b.path.clone()));
-                let read = |p: &Option<PathBuf>, sheet: &str, coord: &str| -> Result<String, String> {
+                let (p0, p1) = (book(s0).ok(), book(s1).ok());
+                let read = |p: &Option<&Book>, sheet: &str, coord: &str| -> Result<String, String> {
                     match p {
-                        Some(p) => read_cell_value(p, sheet, coord).map(|v| v.py_str()),
+                        Some(b) => b.cell_value(sheet, coord).map(|v| v.py_str()),
                         None => Err("sheet_fuzzy names the expected workbook, but there is none".into()),
                     }
                 };
@@ -483,7 +536,7 @@ pub fn compare_table(
                         return Err(format!("check_cell prop {prop:?} is not implemented (this desktop has no cell styles; `value` is)"));
                     }
                     // check_cell catches what read_cell_value raises: the value is then None
-                    let v = read_cell_value(&b.path, &name, coord).unwrap_or(CellValue::None);
+                    let v = b.cell_value(&name, coord).unwrap_or(CellValue::None);
                     match match_rule(&v, m)? {
                         Some(x) => ok = ok && x,
                         None => return Ok(0.0),

@@ -8,6 +8,7 @@ pub mod frame;
 pub mod keys;
 pub mod layout;
 pub mod rawcell;
+pub mod render;
 pub mod task;
 pub mod workbook;
 pub mod xlsx;

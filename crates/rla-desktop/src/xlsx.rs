@@ -50,7 +50,7 @@ fn xlsx(path: &Path) -> Result<calamine::Xlsx<std::io::BufReader<std::fs::File>>
     calamine::open_workbook(path).map_err(|e: calamine::XlsxError| bad(path, e))
 }
 
-fn stored(d: &Data) -> Option<Stored> {
+fn of_data(d: &Data) -> Option<Stored> {
     Some(match d {
         Data::Empty => return None,
         Data::Int(i) => Stored::Number(*i as f64),
@@ -73,7 +73,9 @@ pub fn cached(path: &Path) -> Result<Vec<StoredSheet>, DesktopError> {
         let (r0, c0) = range.start().unwrap_or((0, 0));
         let cells = range
             .used_cells()
-            .filter_map(|(r, c, d)| stored(d).map(|v| (Addr::new(r0 + r as u32, c0 + c as u32), v)))
+            .filter_map(|(r, c, d)| {
+                of_data(d).map(|v| (Addr::new(r0 + r as u32, c0 + c as u32), v))
+            })
             .collect();
         out.push(StoredSheet { name, cells });
     }
@@ -116,6 +118,57 @@ pub fn open(path: &Path) -> Result<Workbook, DesktopError> {
         ));
     }
     Ok(Workbook { sheets })
+}
+
+/// The result this crate caches for a formula cell: its value as the writer stores it (an
+/// empty result as 0; text that reads as a number is stored as one).
+pub fn formula_result(book: &Workbook, sheet: usize, at: Addr) -> Stored {
+    match book.value(sheet, at) {
+        Value::Empty => Stored::Number(0.0),
+        Value::Number(x) => Stored::Number(x),
+        Value::Bool(b) => Stored::Bool(b),
+        Value::Error(e) if ERRORS.contains(&e.as_str()) => Stored::Error(e),
+        Value::Error(e) | Value::Text(e) => match e.parse::<f64>() {
+            Ok(x) => Stored::Number(x),
+            Err(_) => Stored::Text(e),
+        },
+    }
+}
+
+/// The error values an .xlsx file stores as errors.
+const ERRORS: [&str; 7] = [
+    "#DIV/0!", "#N/A", "#NAME?", "#NULL!", "#NUM!", "#REF!", "#VALUE!",
+];
+
+/// What [`cached`] reads back from the file [`save`] writes for `book`, without the file.
+pub fn stored(book: &Workbook) -> Vec<StoredSheet> {
+    book.sheets
+        .iter()
+        .enumerate()
+        .map(|(i, s)| StoredSheet {
+            name: s.name.clone(),
+            cells: s
+                .cells
+                .iter()
+                .map(|(a, c)| {
+                    let v = match c {
+                        Content::Number(x) => Stored::Number(*x),
+                        Content::Text(t) => Stored::Text(t.clone()),
+                        Content::Bool(b) => Stored::Bool(*b),
+                        Content::Error(e) if ERRORS.contains(&e.as_str()) => {
+                            Stored::Error(e.clone())
+                        }
+                        Content::Error(e) => match e.parse::<f64>() {
+                            Ok(x) => Stored::Number(x),
+                            Err(_) => Stored::Text(e.clone()),
+                        },
+                        Content::Formula(_) => formula_result(book, i, *a),
+                    };
+                    (*a, v)
+                })
+                .collect(),
+        })
+        .collect()
 }
 
 /// The workbook as .xlsx bytes: formulas with their computed results cached.

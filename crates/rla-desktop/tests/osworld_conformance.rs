@@ -383,3 +383,41 @@ fn scores_equal_osworlds_on_a_seeded_corpus() {
         "ones {ones}, zeros {zeros}, errors {errors}"
     );
 }
+
+/// A workbook in memory scores as the file this crate saves for it does (the training loop
+/// scores episodes without writing files).
+#[test]
+fn memory_books_score_as_their_saved_files() {
+    use rla_desktop::compare::{compare_books, Book};
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(41);
+    let (mut n, mut ones) = (0, 0);
+    for i in 0..150 {
+        let a = random_book(&mut rng);
+        let b = mutate(&a, &mut rng);
+        let (pa, pb) = (
+            dir.path().join(format!("r{i}.xlsx")),
+            dir.path().join(format!("e{i}.xlsx")),
+        );
+        xlsx::save(&a, &pa).unwrap();
+        xlsx::save(&b, &pb).unwrap();
+        export_csvs(&pa, &a);
+        export_csvs(&pb, &b);
+        for rule in rules(&mut rng, &a) {
+            let options = json!({ "rules": [rule] });
+            let file = compare_table(Some(&pa), Some(&pb), &options);
+            let memory = compare_books(&Book::memory(&a), Some(&Book::memory(&b)), &options);
+            assert_eq!(
+                file.is_ok(),
+                memory.is_ok(),
+                "{options}: {file:?} vs {memory:?}"
+            );
+            if let (Ok(x), Ok(y)) = (&file, &memory) {
+                assert_eq!(x, y, "{options}");
+                ones += (*x == 1.0) as usize;
+            }
+            n += 1;
+        }
+    }
+    assert!(ones > 100 && ones < n - 100, "{ones} of {n} pass");
+}
