@@ -290,6 +290,7 @@ impl Call {
 }
 
 fn statement(lx: &mut Lexer) -> Result<Option<Call>, ActionError> {
+    while lx.eat(b';') {}
     let Some(first) = lx.ident() else {
         return match lx.peek() {
             None => Ok(None),
@@ -842,6 +843,11 @@ mod tests {
         );
         assert_eq!(parse_code(" DONE ").unwrap(), vec![Action::Done]);
         assert_eq!(parse_code("FAIL").unwrap(), vec![Action::Fail]);
+        // what OSWorld's postconfig runs with `python -c`
+        assert_eq!(
+            parse_code("import pyautogui; pyautogui.hotkey(\"ctrl\", \"s\");").unwrap(),
+            vec![Action::Hotkey(vec!["ctrl".into(), "s".into()])]
+        );
     }
 
     #[test]

@@ -196,8 +196,10 @@ pub struct Outcome {
 pub struct Desktop {
     /// The open workbook.
     pub book: Workbook,
-    /// The file it was opened from and saves to.
+    /// The file it was opened from and saves to (`None`: the document lives in memory).
     pub path: Option<PathBuf>,
+    /// The document's name, shown in the title.
+    pub name: String,
     /// The screen's geometry.
     pub layout: Layout,
     /// The active sheet.
@@ -224,6 +226,8 @@ pub struct Desktop {
     pub status: Option<String>,
     /// Saves since opening.
     pub saves: usize,
+    /// The workbook as last saved (what an evaluator reads; `None` before the first save).
+    pub saved: Option<Workbook>,
     /// Changes since the last save.
     pub dirty: bool,
     undo: Vec<(Workbook, usize)>,
@@ -250,9 +254,15 @@ impl Desktop {
                 Layout::MIN.1
             ));
         }
+        let name = path
+            .as_ref()
+            .and_then(|p| p.file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "Untitled 1".into());
         Ok(Desktop {
             book,
             path,
+            name,
             layout: Layout {
                 width: width as i32,
                 height: height as i32,
@@ -269,6 +279,7 @@ impl Desktop {
             clipboard: None,
             status: None,
             saves: 0,
+            saved: None,
             dirty: false,
             undo: Vec::new(),
             mouse: (width as f64 / 2.0, height as f64 / 2.0),
@@ -294,13 +305,7 @@ impl Desktop {
 
     /// The window title.
     pub fn title(&self) -> String {
-        let name = self
-            .path
-            .as_ref()
-            .and_then(|p| p.file_name())
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "Untitled 1".into());
-        format!("{name} - LibreOffice Calc")
+        format!("{} - LibreOffice Calc", self.name)
     }
 
     /// Where the mouse is.
@@ -1528,10 +1533,13 @@ impl Desktop {
         self.dirty = true;
     }
 
-    /// Saves to the file it opened (.xlsx, or .csv: the active sheet), atomically.
+    /// Saves to the file it opened (.xlsx, or .csv: the active sheet), atomically; without a
+    /// file, in memory only ([`Desktop::saved`]).
     pub fn save(&mut self) -> R {
         let Some(path) = self.path.clone() else {
-            self.status = Some("This document has no file to save to".into());
+            self.saves += 1;
+            self.dirty = false;
+            self.saved = Some(self.book.clone());
             return Ok(());
         };
         let csv = path
@@ -1550,6 +1558,7 @@ impl Desktop {
                 self.saves += 1;
                 self.dirty = false;
                 self.status = None;
+                self.saved = Some(self.book.clone());
                 Ok(())
             }
             Err(e) => Err(format!("saving failed: {e}")),

@@ -1,0 +1,275 @@
+//! An expert that solves any generated task through the GUI from any state: each step it looks
+//! at the desktop and the task's expected workbook and emits one action as pyautogui code —
+//! close what is open, fix the sheets (delete extra ones, add missing ones, rename), sort when
+//! sorting gives the expected table, otherwise type each differing run of a column with one
+//! `write` (entries separated by Enter) or clear it — and `DONE` once the task's evaluator
+//! passes. [`distance`] counts its steps to the goal: the oracle's progress label of a step is
+//! whether that distance fell.
+
+use crate::addr::{Addr, Range};
+use crate::app::{Desktop, DialogKind, Popup, MENUS, TAB_MENU};
+use crate::episode::Episode;
+use crate::formula::Value;
+use crate::workbook::Workbook;
+
+/// The most steps [`distance`] simulates.
+pub const MAX_PLAN: usize = 60;
+
+fn click(x: i32, y: i32) -> String {
+    format!("pyautogui.click({x}, {y})")
+}
+
+fn py_str(s: &str) -> String {
+    let mut out = String::from("'");
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\'' => out.push_str("\\'"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+    out
+}
+
+fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => (x - y).abs() <= 1e-9 * x.abs().max(1.0),
+        _ => a == b,
+    }
+}
+
+/// What the sheets must become, in order.
+fn sheet_fix(d: &Desktop, target: &Workbook) -> Option<SheetFix> {
+    let cur = d.book.names();
+    let want = target.names();
+    if cur == want {
+        return None;
+    }
+    if cur.len() > want.len() {
+        let i = cur
+            .iter()
+            .enumerate()
+            .rev()
+            .find(|(i, n)| !want.contains(n) || want.get(*i) != Some(n))
+            .map(|(i, _)| i)
+            .unwrap_or(cur.len() - 1);
+        return Some(SheetFix::Delete(i));
+    }
+    if cur.len() < want.len() {
+        return Some(SheetFix::Add);
+    }
+    let j = cur.iter().zip(&want).position(|(a, b)| a != b).expect("names differ");
+    if cur.iter().any(|n| n.eq_ignore_ascii_case(&want[j])) {
+        // the name is taken by another sheet, which goes first
+        let k = cur.iter().position(|n| n.eq_ignore_ascii_case(&want[j])).expect("found");
+        return Some(SheetFix::Delete(k));
+    }
+    Some(SheetFix::Rename(j, want[j].clone()))
+}
+
+enum SheetFix {
+    Delete(usize),
+    Add,
+    Rename(usize, String),
+}
+
+/// The first differing run of a column of sheet `s`: its column, rows, and whether it must be
+/// cleared (else typed).
+fn cell_fix(d: &Desktop, target: &Workbook, s: usize) -> Option<(u32, u32, u32, bool)> {
+    let cur = &d.book.sheets[s];
+    let tgt = &target.sheets[s];
+    let mut addrs: Vec<Addr> = cur.cells.keys().chain(tgt.cells.keys()).copied().collect();
+    addrs.sort_by_key(|a| (a.col, a.row));
+    addrs.dedup();
+    let differs = |a: Addr| !same(&d.book.value(s, a), &target.value(s, a));
+    let first = addrs.iter().copied().find(|a| differs(*a))?;
+    let clear = !tgt.cells.contains_key(&first);
+    let mut last = first.row;
+    loop {
+        let next = Addr::new(last + 1, first.col);
+        let next_clear = !tgt.cells.contains_key(&next);
+        if !differs(next) || next_clear != clear {
+            break;
+        }
+        last += 1;
+    }
+    Some((first.col, first.row, last, clear))
+}
+
+/// The column whose sort (ascending or not) turns sheet `s` into the target's, if any.
+fn sort_fix(d: &Desktop, target: &Workbook, s: usize) -> Option<(u32, bool)> {
+    let ext = d.book.sheets[s].extent()?;
+    if d.book.sheets[s].cells.len() != target.sheets[s].cells.len() {
+        return None;
+    }
+    for c in 0..=ext.col {
+        for asc in [true, false] {
+            let mut probe = d.clone();
+            probe.sheet = s;
+            probe.cursor = Addr::new(1, c);
+            probe.selection = Range::cell(probe.cursor);
+            probe.edit = None;
+            let cmd = if asc { crate::app::Cmd::SortAscending } else { crate::app::Cmd::SortDescending };
+            if probe.run(cmd).is_err() {
+                continue;
+            }
+            let equal = probe.book.sheets[s].cells.keys().chain(target.sheets[s].cells.keys()).all(|a| {
+                same(&probe.book.value(s, *a), &target.value(s, *a))
+            });
+            if equal && probe.book.sheets[s] != d.book.sheets[s] {
+                return Some((c, asc));
+            }
+        }
+    }
+    None
+}
+
+fn cell_centre(d: &Desktop, a: Addr) -> Option<(i32, i32)> {
+    let l = d.layout;
+    if a.row < d.top || a.col < d.left || a.row >= d.top + l.rows() || a.col >= d.left + l.cols() {
+        return None;
+    }
+    Some(l.cell(a.row - d.top, a.col - d.left).center())
+}
+
+/// The expert's next step for the episode, as pyautogui code (or `DONE`).
+pub fn next(ep: &Episode) -> String {
+    if ep.score() == Ok(1.0) {
+        return "DONE".into();
+    }
+    let d = &ep.desktop;
+    let target = ep.task.target();
+    let l = d.layout;
+    let fix = sheet_fix(d, target);
+    // what is open first
+    if let Some(dl) = &d.dialog {
+        return match (&dl.kind, &fix) {
+            (DialogKind::Rename(i), Some(SheetFix::Rename(j, name))) if i == j => {
+                format!("pyautogui.hotkey('ctrl', 'a'); pyautogui.write({})", py_str(&format!("{name}\n")))
+            }
+            (DialogKind::ConfirmDelete(i), Some(SheetFix::Delete(j))) if i == j => "pyautogui.press('enter')".into(),
+            _ => "pyautogui.press('esc')".into(),
+        };
+    }
+    if let Some(p) = &d.popup {
+        if let (Popup::Context(x, y, items, _), Some(SheetFix::Delete(j))) = (p, &fix) {
+            if *j == d.sheet && items.as_slice() == TAB_MENU.as_slice() {
+                let k = items.iter().position(|(n, _)| *n == "Delete Sheet...").expect("on the tab menu");
+                let (cx, cy) = l.context_item(*x, *y, items.len(), k).center();
+                return click(cx, cy);
+            }
+        }
+        if let (Popup::Menu(3, _), None) = (p, &fix) {
+            if let Some((c, asc)) = sort_fix(d, target, d.sheet) {
+                if d.cursor.col == c {
+                    let name = if asc { "Sort Ascending" } else { "Sort Descending" };
+                    let k = MENUS[3].1.iter().position(|(n, _)| *n == name).expect("in the Data menu");
+                    let (cx, cy) = l.menu_item(3, k).center();
+                    return click(cx, cy);
+                }
+            }
+        }
+        return "pyautogui.press('esc')".into();
+    }
+    if d.namebox.is_some() || d.edit.is_some() {
+        return "pyautogui.press('esc')".into();
+    }
+    match fix {
+        Some(SheetFix::Delete(i)) => {
+            let (x, y) = l.tab(i).center();
+            return format!("pyautogui.rightClick({x}, {y})");
+        }
+        Some(SheetFix::Add) => {
+            let (x, y) = l.add_sheet().center();
+            return click(x, y);
+        }
+        Some(SheetFix::Rename(i, _)) => {
+            let (x, y) = l.tab(i).center();
+            return format!("pyautogui.doubleClick({x}, {y})");
+        }
+        None => {}
+    }
+    for s in 0..target.sheets.len() {
+        let Some((col, r0, r1, clear)) = cell_fix(d, target, s) else {
+            continue;
+        };
+        if d.sheet != s {
+            let (x, y) = l.tab(s).center();
+            return click(x, y);
+        }
+        if d.top > 0 || d.left > 0 {
+            return "pyautogui.hotkey('ctrl', 'home')".into();
+        }
+        if let Some((c, _)) = sort_fix(d, target, s) {
+            if d.cursor.col != c || d.cursor.row == 0 {
+                let (x, y) = cell_centre(d, Addr::new(1, c)).unwrap_or((0, 0));
+                return click(x, y);
+            }
+            let (x, y) = l.menu_title(3).center();
+            return click(x, y);
+        }
+        let (a, b) = (Addr::new(r0, col), Addr::new(r1, col));
+        let Some((x0, y0)) = cell_centre(d, a) else {
+            return format!("pyautogui.hotkey('ctrl', 'home')");
+        };
+        if clear {
+            if d.selection == Range::new(a, b) {
+                return "pyautogui.press('delete')".into();
+            }
+            if r0 == r1 {
+                return click(x0, y0);
+            }
+            let (x1, y1) = cell_centre(d, b).unwrap_or((x0, y0));
+            return format!("pyautogui.moveTo({x0}, {y0}); pyautogui.dragTo({x1}, {y1}, duration=0.2)");
+        }
+        if d.cursor != a || d.selection != Range::cell(a) {
+            return click(x0, y0);
+        }
+        let mut text = String::new();
+        for r in r0..=r1 {
+            let c = target.sheets[s].cells.get(&Addr::new(r, col)).expect("a typed run has content");
+            text.push_str(&c.input_text());
+            text.push('\n');
+        }
+        return format!("pyautogui.write({})", py_str(&text));
+    }
+    // everything matches but the evaluator still fails: save explicitly
+    "pyautogui.hotkey('ctrl', 's')".into()
+}
+
+/// Steps the expert needs from this state to the goal (its `DONE` included), or `None` when it
+/// does not get there within [`MAX_PLAN`].
+pub fn distance(ep: &Episode) -> Option<usize> {
+    let mut e = ep.clone();
+    for k in 1..=MAX_PLAN {
+        let code = next(&e);
+        if code == "DONE" {
+            return Some(k);
+        }
+        let nodes = e.tree(crate::a11y::TreeOptions::default());
+        e.step_code(&code, &nodes);
+    }
+    None
+}
+
+/// The expert's whole episode: its steps' code, until `DONE` (included).
+pub fn solve(ep: &Episode) -> Result<Vec<String>, String> {
+    let mut e = ep.clone();
+    let mut steps = Vec::new();
+    for _ in 0..MAX_PLAN {
+        let code = next(&e);
+        steps.push(code.clone());
+        if code == "DONE" {
+            return Ok(steps);
+        }
+        let nodes = e.tree(crate::a11y::TreeOptions::default());
+        let out = e.step_code(&code, &nodes);
+        if let Some(err) = out.error {
+            return Err(format!("the expert's step {code:?} failed: {err}"));
+        }
+    }
+    Err(format!("the expert did not finish {} in {MAX_PLAN} steps", ep.task.task.id))
+}
