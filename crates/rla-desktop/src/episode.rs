@@ -84,13 +84,19 @@ pub fn score_book(
 ) -> Result<f64, String> {
     let funcs = ev.func.as_slice();
     if funcs != ["compare_table"] {
-        return Err(format!("the generated tasks are scored by compare_table, not {funcs:?}"));
+        return Err(format!(
+            "the generated tasks are scored by compare_table, not {funcs:?}"
+        ));
     }
     let options = match &ev.options {
         Some(o) => serde_json::to_value(&o.as_slice()[0]).map_err(|e| e.to_string())?,
         None => serde_json::json!({}),
     };
-    compare_books(&Book::memory(saved), Some(&Book::memory(expected)), &options)
+    compare_books(
+        &Book::memory(saved),
+        Some(&Book::memory(expected)),
+        &options,
+    )
 }
 
 /// Runs OSWorld setup steps that act on the desktop: `activate_window` (the window must have

@@ -61,10 +61,17 @@ fn sheet_fix(d: &Desktop, target: &Workbook) -> Option<SheetFix> {
     if cur.len() < want.len() {
         return Some(SheetFix::Add);
     }
-    let j = cur.iter().zip(&want).position(|(a, b)| a != b).expect("names differ");
+    let j = cur
+        .iter()
+        .zip(&want)
+        .position(|(a, b)| a != b)
+        .expect("names differ");
     if cur.iter().any(|n| n.eq_ignore_ascii_case(&want[j])) {
         // the name is taken by another sheet, which goes first
-        let k = cur.iter().position(|n| n.eq_ignore_ascii_case(&want[j])).expect("found");
+        let k = cur
+            .iter()
+            .position(|n| n.eq_ignore_ascii_case(&want[j]))
+            .expect("found");
         return Some(SheetFix::Delete(k));
     }
     Some(SheetFix::Rename(j, want[j].clone()))
@@ -112,19 +119,144 @@ fn sort_fix(d: &Desktop, target: &Workbook, s: usize) -> Option<(u32, bool)> {
             probe.cursor = Addr::new(1, c);
             probe.selection = Range::cell(probe.cursor);
             probe.edit = None;
-            let cmd = if asc { crate::app::Cmd::SortAscending } else { crate::app::Cmd::SortDescending };
+            let cmd = if asc {
+                crate::app::Cmd::SortAscending
+            } else {
+                crate::app::Cmd::SortDescending
+            };
             if probe.run(cmd).is_err() {
                 continue;
             }
-            let equal = probe.book.sheets[s].cells.keys().chain(target.sheets[s].cells.keys()).all(|a| {
-                same(&probe.book.value(s, *a), &target.value(s, *a))
-            });
+            let equal = probe.book.sheets[s]
+                .cells
+                .keys()
+                .chain(target.sheets[s].cells.keys())
+                .all(|a| same(&probe.book.value(s, *a), &target.value(s, *a)));
             if equal && probe.book.sheets[s] != d.book.sheets[s] {
                 return Some((c, asc));
             }
         }
     }
     None
+}
+
+/// A formula of the cell's row or column giving `v`: `=Xr op Yr` over two other cells of its
+/// row, or `=SUM/AVERAGE/MAX(Xa:Xb)` over the numbers above it in its column.
+fn formula_for(d: &Desktop, s: usize, at: Addr, v: f64) -> Option<String> {
+    let book = &d.book;
+    let num = |a: Addr| match book.value(s, a) {
+        Value::Number(x) => Some(x),
+        _ => None,
+    };
+    let ext = book.sheets[s].extent()?;
+    let name = |c: u32| crate::addr::col_name(c);
+    for x in 0..=ext.col.min(at.col + 8) {
+        for y in 0..=ext.col.min(at.col + 8) {
+            if x == y || x == at.col || y == at.col {
+                continue;
+            }
+            let (Some(p), Some(q)) = (num(Addr::new(at.row, x)), num(Addr::new(at.row, y))) else {
+                continue;
+            };
+            for (op, r) in [("-", p - q), ("+", p + q), ("*", p * q)] {
+                if (r - v).abs() < 1e-9 && (op != "+" || x < y) && (op != "*" || x < y) {
+                    return Some(format!(
+                        "={}{}{op}{}{}",
+                        name(x),
+                        at.row + 1,
+                        name(y),
+                        at.row + 1
+                    ));
+                }
+            }
+        }
+    }
+    // the numbers above it, from row 2 down to the first gap
+    let rows: Vec<u32> = (1..at.row)
+        .take_while(|&r| num(Addr::new(r, at.col)).is_some())
+        .collect();
+    let (first, last) = (*rows.first()?, *rows.last()?);
+    let xs: Vec<f64> = rows
+        .iter()
+        .filter_map(|&r| num(Addr::new(r, at.col)))
+        .collect();
+    let sum: f64 = xs.iter().sum();
+    let range = format!("{c}{}:{c}{}", first + 1, last + 1, c = name(at.col));
+    for (f, r) in [
+        ("SUM", sum),
+        ("AVERAGE", sum / xs.len() as f64),
+        ("MAX", xs.iter().copied().fold(f64::MIN, f64::max)),
+    ] {
+        if (r - v).abs() <= 1e-9 * v.abs().max(1.0) {
+            return Some(format!("={f}({range})"));
+        }
+    }
+    None
+}
+
+/// Copying a column when the target's column `col` of sheet `s` is (header aside) a column
+/// the workbook already has elsewhere: select the source column, copy, select the destination
+/// column, paste. `None` when no such column exists.
+fn copy_column(d: &Desktop, target: &Workbook, s: usize, col: u32) -> Option<String> {
+    let want: Vec<(u32, Value)> = target.sheets[s]
+        .cells
+        .keys()
+        .filter(|a| a.col == col && a.row > 0)
+        .map(|a| (a.row, target.value(s, *a)))
+        .collect();
+    if want.len() < 2 {
+        return None;
+    }
+    let have = |si: usize, c: u32| -> Vec<(u32, Value)> {
+        d.book.sheets[si]
+            .cells
+            .keys()
+            .filter(|a| a.col == c && a.row > 0)
+            .map(|a| (a.row, d.book.value(si, *a)))
+            .collect()
+    };
+    let equal = |x: &[(u32, Value)], y: &[(u32, Value)]| {
+        x.len() == y.len() && x.iter().zip(y).all(|(a, b)| a.0 == b.0 && same(&a.1, &b.1))
+    };
+    if equal(&have(s, col), &want) {
+        return None; // only the header differs
+    }
+    let (src_sheet, src_col) = (0..d.book.sheets.len())
+        .flat_map(|si| (0..=d.book.sheets[si].extent().map_or(0, |e| e.col)).map(move |c| (si, c)))
+        .find(|&(si, c)| (si, c) != (s, col) && equal(&have(si, c), &want))?;
+    // formulas would move with the paste: only columns of plain values are copied
+    let plain = d.book.sheets[src_sheet]
+        .cells
+        .iter()
+        .all(|(a, c)| a.col != src_col || !matches!(c, crate::workbook::Content::Formula(_)));
+    if !plain {
+        return None;
+    }
+    let l = d.layout;
+    let copied = d.clipboard.as_ref().is_some_and(|c| {
+        !c.cut && c.sheet == src_sheet && c.range == Range::columns(src_col, src_col)
+    });
+    let header = |c: u32| l.col_header(c - d.left).center();
+    if !copied {
+        if d.sheet != src_sheet {
+            let (x, y) = l.tab(src_sheet).center();
+            return Some(click(x, y));
+        }
+        if d.selection != Range::columns(src_col, src_col) {
+            let (x, y) = header(src_col);
+            return Some(click(x, y));
+        }
+        return Some("pyautogui.hotkey('ctrl', 'c')".into());
+    }
+    if d.sheet != s {
+        let (x, y) = l.tab(s).center();
+        return Some(click(x, y));
+    }
+    if d.selection != Range::columns(col, col) {
+        let (x, y) = header(col);
+        return Some(click(x, y));
+    }
+    Some("pyautogui.hotkey('ctrl', 'v')".into())
 }
 
 fn cell_centre(d: &Desktop, a: Addr) -> Option<(i32, i32)> {
@@ -148,16 +280,24 @@ pub fn next(ep: &Episode) -> String {
     if let Some(dl) = &d.dialog {
         return match (&dl.kind, &fix) {
             (DialogKind::Rename(i), Some(SheetFix::Rename(j, name))) if i == j => {
-                format!("pyautogui.hotkey('ctrl', 'a'); pyautogui.write({})", py_str(&format!("{name}\n")))
+                format!(
+                    "pyautogui.hotkey('ctrl', 'a'); pyautogui.write({})",
+                    py_str(&format!("{name}\n"))
+                )
             }
-            (DialogKind::ConfirmDelete(i), Some(SheetFix::Delete(j))) if i == j => "pyautogui.press('enter')".into(),
+            (DialogKind::ConfirmDelete(i), Some(SheetFix::Delete(j))) if i == j => {
+                "pyautogui.press('enter')".into()
+            }
             _ => "pyautogui.press('esc')".into(),
         };
     }
     if let Some(p) = &d.popup {
         if let (Popup::Context(x, y, items, _), Some(SheetFix::Delete(j))) = (p, &fix) {
             if *j == d.sheet && items.as_slice() == TAB_MENU.as_slice() {
-                let k = items.iter().position(|(n, _)| *n == "Delete Sheet...").expect("on the tab menu");
+                let k = items
+                    .iter()
+                    .position(|(n, _)| *n == "Delete Sheet...")
+                    .expect("on the tab menu");
                 let (cx, cy) = l.context_item(*x, *y, items.len(), k).center();
                 return click(cx, cy);
             }
@@ -165,8 +305,16 @@ pub fn next(ep: &Episode) -> String {
         if let (Popup::Menu(3, _), None) = (p, &fix) {
             if let Some((c, asc)) = sort_fix(d, target, d.sheet) {
                 if d.cursor.col == c {
-                    let name = if asc { "Sort Ascending" } else { "Sort Descending" };
-                    let k = MENUS[3].1.iter().position(|(n, _)| *n == name).expect("in the Data menu");
+                    let name = if asc {
+                        "Sort Ascending"
+                    } else {
+                        "Sort Descending"
+                    };
+                    let k = MENUS[3]
+                        .1
+                        .iter()
+                        .position(|(n, _)| *n == name)
+                        .expect("in the Data menu");
                     let (cx, cy) = l.menu_item(3, k).center();
                     return click(cx, cy);
                 }
@@ -196,6 +344,12 @@ pub fn next(ep: &Episode) -> String {
         let Some((col, r0, r1, clear)) = cell_fix(d, target, s) else {
             continue;
         };
+        if d.top > 0 || d.left > 0 {
+            return "pyautogui.hotkey('ctrl', 'home')".into();
+        }
+        if let Some(code) = copy_column(d, target, s, col) {
+            return code;
+        }
         if d.sheet != s {
             let (x, y) = l.tab(s).center();
             return click(x, y);
@@ -223,15 +377,26 @@ pub fn next(ep: &Episode) -> String {
                 return click(x0, y0);
             }
             let (x1, y1) = cell_centre(d, b).unwrap_or((x0, y0));
-            return format!("pyautogui.moveTo({x0}, {y0}); pyautogui.dragTo({x1}, {y1}, duration=0.2)");
+            return format!(
+                "pyautogui.moveTo({x0}, {y0}); pyautogui.dragTo({x1}, {y1}, duration=0.2)"
+            );
         }
         if d.cursor != a || d.selection != Range::cell(a) {
             return click(x0, y0);
         }
         let mut text = String::new();
         for r in r0..=r1 {
-            let c = target.sheets[s].cells.get(&Addr::new(r, col)).expect("a typed run has content");
-            text.push_str(&c.input_text());
+            let c = target.sheets[s]
+                .cells
+                .get(&Addr::new(r, col))
+                .expect("a typed run has content");
+            let entry = match target.value(s, Addr::new(r, col)) {
+                Value::Number(v) => {
+                    formula_for(d, s, Addr::new(r, col), v).unwrap_or_else(|| c.input_text())
+                }
+                _ => c.input_text(),
+            };
+            text.push_str(&entry);
             text.push('\n');
         }
         return format!("pyautogui.write({})", py_str(&text));
@@ -271,5 +436,8 @@ pub fn solve(ep: &Episode) -> Result<Vec<String>, String> {
             return Err(format!("the expert's step {code:?} failed: {err}"));
         }
     }
-    Err(format!("the expert did not finish {} in {MAX_PLAN} steps", ep.task.task.id))
+    Err(format!(
+        "the expert did not finish {} in {MAX_PLAN} steps",
+        ep.task.task.id
+    ))
 }

@@ -65,15 +65,25 @@ impl Family {
     pub fn name(&self) -> String {
         match self {
             Family::Copy => "copy".into(),
-            Family::Computed(a) => format!("computed-{}", serde_json::to_value(a).unwrap().as_str().unwrap()),
-            Family::Total(a) => format!("total-{}", serde_json::to_value(a).unwrap().as_str().unwrap()),
+            Family::Computed(a) => format!(
+                "computed-{}",
+                serde_json::to_value(a).unwrap().as_str().unwrap()
+            ),
+            Family::Total(a) => format!(
+                "total-{}",
+                serde_json::to_value(a).unwrap().as_str().unwrap()
+            ),
             Family::Sort(d) => if *d { "sort-desc" } else { "sort-asc" }.into(),
         }
     }
 
     /// The in-domain families.
-    pub const IN_DOMAIN: [Family; 4] =
-        [Family::Copy, Family::Computed(Arith::Sub), Family::Computed(Arith::Add), Family::Total(Agg::Sum)];
+    pub const IN_DOMAIN: [Family; 4] = [
+        Family::Copy,
+        Family::Computed(Arith::Sub),
+        Family::Computed(Arith::Add),
+        Family::Total(Agg::Sum),
+    ];
     /// The OOD families.
     pub const OOD: [Family; 5] = [
         Family::Sort(false),
@@ -132,7 +142,9 @@ impl Generated {
 
 const KEYS: [&str; 4] = ["Region", "Product", "Store", "Team"];
 const NAMES: [[&str; 7]; 4] = [
-    ["north", "south", "east", "west", "central", "coast", "hills"],
+    [
+        "north", "south", "east", "west", "central", "coast", "hills",
+    ],
     ["tea", "coffee", "juice", "water", "cocoa", "milk", "soda"],
     ["Leeds", "Paris", "Lyon", "Turin", "Graz", "Bern", "Oslo"],
     ["red", "blue", "green", "gold", "gray", "teal", "pink"],
@@ -156,10 +168,19 @@ impl Table {
         let mut numeric: Vec<&str> = NUMERIC.to_vec();
         numeric.shuffle(&mut rng);
         let values = (0..rows)
-            .map(|_| [rng.gen_range(1..200), rng.gen_range(1..200), rng.gen_range(1..50)])
+            .map(|_| {
+                [
+                    rng.gen_range(1..200),
+                    rng.gen_range(1..200),
+                    rng.gen_range(1..50),
+                ]
+            })
             .collect();
         Table {
-            headers: std::iter::once(KEYS[k]).chain(numeric[..3].iter().copied()).map(String::from).collect(),
+            headers: std::iter::once(KEYS[k])
+                .chain(numeric[..3].iter().copied())
+                .map(String::from)
+                .collect(),
             keys: names[..rows].iter().map(|s| s.to_string()).collect(),
             values,
         }
@@ -168,13 +189,15 @@ impl Table {
     fn book(&self) -> Workbook {
         let mut s = Sheet::new("Sheet1");
         for (c, h) in self.headers.iter().enumerate() {
-            s.cells.insert(Addr::new(0, c as u32), Content::Text(h.clone()));
+            s.cells
+                .insert(Addr::new(0, c as u32), Content::Text(h.clone()));
         }
         for (r, (k, v)) in self.keys.iter().zip(&self.values).enumerate() {
             let r = r as u32 + 1;
             s.cells.insert(Addr::new(r, 0), Content::Text(k.clone()));
             for (c, x) in v.iter().enumerate() {
-                s.cells.insert(Addr::new(r, c as u32 + 1), Content::Number(*x as f64));
+                s.cells
+                    .insert(Addr::new(r, c as u32 + 1), Content::Number(*x as f64));
             }
         }
         Workbook { sheets: vec![s] }
@@ -186,7 +209,11 @@ fn list(names: &[String]) -> String {
         [] => String::new(),
         [a] => a.clone(),
         [a, b] => format!("{a} and {b}"),
-        _ => format!("{} and {}", names[..names.len() - 1].join(", "), names[names.len() - 1]),
+        _ => format!(
+            "{} and {}",
+            names[..names.len() - 1].join(", "),
+            names[names.len() - 1]
+        ),
     }
 }
 
@@ -219,7 +246,15 @@ pub fn generate(spec: &Spec) -> Generated {
     let name = |c: usize| t.headers[c].clone();
     let mut new_names: Vec<&str> = NEW_NAMES.to_vec();
     new_names.shuffle(&mut rng);
-    let (i1, i2, e1, e2, r1, r2, hints): (String, String, Workbook, Workbook, Vec<serde_json::Value>, Vec<serde_json::Value>, [String; 2]);
+    let (i1, i2, e1, e2, r1, r2, hints): (
+        String,
+        String,
+        Workbook,
+        Workbook,
+        Vec<serde_json::Value>,
+        Vec<serde_json::Value>,
+        [String; 2],
+    );
     match spec.family {
         Family::Copy => {
             let picked: Vec<usize> = cols[..objects].to_vec();
@@ -233,7 +268,9 @@ pub fn generate(spec: &Spec) -> Generated {
             }
             let mut b = a.clone();
             let renamed = new_names[0].to_string();
-            b.sheets[1].cells.insert(Addr::new(0, 0), Content::Text(renamed.clone()));
+            b.sheets[1]
+                .cells
+                .insert(Addr::new(0, 0), Content::Text(renamed.clone()));
             let what = if objects == 1 {
                 format!("the {} column", names[0])
             } else {
@@ -244,7 +281,11 @@ pub fn generate(spec: &Spec) -> Generated {
                 "Copy {what} to a new sheet named Sheet2, starting in column A, then rename the copied {} header to {renamed}.",
                 names[0]
             );
-            let rules = vec![json!({"type": "sheet_name"}), sheet_data("RI0", "EI0"), sheet_data("RNSheet2", "ENSheet2")];
+            let rules = vec![
+                json!({"type": "sheet_name"}),
+                sheet_data("RI0", "EI0"),
+                sheet_data("RNSheet2", "ENSheet2"),
+            ];
             (e1, e2, r1, r2) = (a, b, rules.clone(), rules);
             hints = [
                 "Hint: click a column's header to select it, press Ctrl+C, add a sheet with the + button next to the sheet tabs, click cell A1 there and press Ctrl+V.".into(),
@@ -268,7 +309,9 @@ pub fn generate(spec: &Spec) -> Generated {
                     first_new = c;
                 }
                 let h = new_names[j].to_string();
-                a.sheets[0].cells.insert(Addr::new(0, c), Content::Text(h.clone()));
+                a.sheets[0]
+                    .cells
+                    .insert(Addr::new(0, c), Content::Text(h.clone()));
                 for r in 0..n as usize {
                     let [p, q] = [t.values[r][x - 1], t.values[r][y - 1]];
                     let v = match op {
@@ -276,21 +319,35 @@ pub fn generate(spec: &Spec) -> Generated {
                         Arith::Add => p + q,
                         Arith::Mul => p * q,
                     };
-                    a.sheets[0].cells.insert(Addr::new(r as u32 + 1, c), Content::Number(v as f64));
+                    a.sheets[0]
+                        .cells
+                        .insert(Addr::new(r as u32 + 1, c), Content::Number(v as f64));
                 }
-                descr.push(format!("{h} = {} {sym} {} in column {}", name(x), name(y), col_name(c)));
+                descr.push(format!(
+                    "{h} = {} {sym} {} in column {}",
+                    name(x),
+                    name(y),
+                    col_name(c)
+                ));
             }
             let mut b = a.clone();
-            b.sheets[0].cells.insert(Addr::new(n + 1, 0), Content::Text("Total".into()));
+            b.sheets[0]
+                .cells
+                .insert(Addr::new(n + 1, 0), Content::Text("Total".into()));
             let total: f64 = (1..=n)
                 .map(|r| match b.sheets[0].cells.get(&Addr::new(r, first_new)) {
                     Some(Content::Number(x)) => *x,
                     _ => 0.0,
                 })
                 .sum();
-            b.sheets[0].cells.insert(Addr::new(n + 1, first_new), Content::Number(total));
+            b.sheets[0]
+                .cells
+                .insert(Addr::new(n + 1, first_new), Content::Number(total));
             let what = if objects == 1 { "a column" } else { "columns" };
-            i1 = format!("Add {what} {} for every row, with the header in row 1.", descr.join("; "));
+            i1 = format!(
+                "Add {what} {} for every row, with the header in row 1.",
+                descr.join("; ")
+            );
             i2 = format!(
                 "{} Then, in row {}, write Total in column A and the total of {} in column {}.",
                 i1,
@@ -333,23 +390,45 @@ pub fn generate(spec: &Spec) -> Generated {
                 }
             };
             let mut a = start.clone();
-            a.sheets[0].cells.insert(Addr::new(n + 1, 0), Content::Text(label.into()));
+            a.sheets[0]
+                .cells
+                .insert(Addr::new(n + 1, 0), Content::Text(label.into()));
             for &c in &picked {
-                a.sheets[0].cells.insert(Addr::new(n + 1, c as u32), Content::Number(aggregate(c, agg)));
+                a.sheets[0].cells.insert(
+                    Addr::new(n + 1, c as u32),
+                    Content::Number(aggregate(c, agg)),
+                );
             }
             let mut b = a.clone();
-            let second = if agg == Agg::Average { Agg::Max } else { Agg::Average };
-            let label2 = if second == Agg::Average { "Average" } else { "Maximum" };
-            b.sheets[0].cells.insert(Addr::new(n + 2, 0), Content::Text(label2.into()));
+            let second = if agg == Agg::Average {
+                Agg::Max
+            } else {
+                Agg::Average
+            };
+            let label2 = if second == Agg::Average {
+                "Average"
+            } else {
+                "Maximum"
+            };
+            b.sheets[0]
+                .cells
+                .insert(Addr::new(n + 2, 0), Content::Text(label2.into()));
             for &c in &picked {
-                b.sheets[0].cells.insert(Addr::new(n + 2, c as u32), Content::Number(aggregate(c, second)));
+                b.sheets[0].cells.insert(
+                    Addr::new(n + 2, c as u32),
+                    Content::Number(aggregate(c, second)),
+                );
             }
             let names: Vec<String> = picked.iter().map(|&c| name(c)).collect();
             i1 = format!(
                 "In row {}, write {label} in column A and the {f} of {} under {}.",
                 n + 2,
                 list(&names),
-                if objects == 1 { "its column" } else { "each of those columns" }
+                if objects == 1 {
+                    "its column"
+                } else {
+                    "each of those columns"
+                }
             );
             i2 = format!(
                 "{i1} Then, in row {}, write {label2} in column A and the {} of the same columns under them.",
@@ -369,7 +448,11 @@ pub fn generate(spec: &Spec) -> Generated {
             };
             let c0 = col_name(picked[0] as u32);
             hints = [
-                format!("Hint: click {c0}{}, type ={fname}({c0}2:{c0}{}) and press Enter.", n + 2, n + 1),
+                format!(
+                    "Hint: click {c0}{}, type ={fname}({c0}2:{c0}{}) and press Enter.",
+                    n + 2,
+                    n + 1
+                ),
                 format!("Hint: the label goes in A{}.", n + 2),
             ];
         }
@@ -378,14 +461,23 @@ pub fn generate(spec: &Spec) -> Generated {
             let mut order: Vec<usize> = (0..n as usize).collect();
             order.sort_by(|&x, &y| {
                 let o = t.values[x][key - 1].cmp(&t.values[y][key - 1]);
-                if desc { o.reverse() } else { o }
+                if desc {
+                    o.reverse()
+                } else {
+                    o
+                }
             });
             let mut a = start.clone();
             for (new_r, &old_r) in order.iter().enumerate() {
                 let r = new_r as u32 + 1;
-                a.sheets[0].cells.insert(Addr::new(r, 0), Content::Text(t.keys[old_r].clone()));
+                a.sheets[0]
+                    .cells
+                    .insert(Addr::new(r, 0), Content::Text(t.keys[old_r].clone()));
                 for c in 0..3 {
-                    a.sheets[0].cells.insert(Addr::new(r, c + 1), Content::Number(t.values[old_r][c as usize] as f64));
+                    a.sheets[0].cells.insert(
+                        Addr::new(r, c + 1),
+                        Content::Number(t.values[old_r][c as usize] as f64),
+                    );
                 }
             }
             let mut b = a.clone();
@@ -394,13 +486,27 @@ pub fn generate(spec: &Spec) -> Generated {
                 b.sheets[1].cells.insert(Addr::new(r, 0), v);
             }
             let dir = if desc { "descending" } else { "ascending" };
-            i1 = format!("Sort the table by {} in {dir} order, keeping the header row at the top.", name(key));
-            i2 = format!("{i1} Then copy the sorted {} column to a new sheet named Sheet2, starting in A1.", t.headers[0]);
+            i1 = format!(
+                "Sort the table by {} in {dir} order, keeping the header row at the top.",
+                name(key)
+            );
+            i2 = format!(
+                "{i1} Then copy the sorted {} column to a new sheet named Sheet2, starting in A1.",
+                t.headers[0]
+            );
             r1 = vec![sheet_data("RI0", "EI0")];
-            r2 = vec![json!({"type": "sheet_name"}), sheet_data("RI0", "EI0"), sheet_data("RNSheet2", "ENSheet2")];
+            r2 = vec![
+                json!({"type": "sheet_name"}),
+                sheet_data("RI0", "EI0"),
+                sheet_data("RNSheet2", "ENSheet2"),
+            ];
             (e1, e2) = (a, b);
             hints = [
-                format!("Hint: click a cell of the {} column, open the Data menu and choose Sort {}.", name(key), if desc { "Descending" } else { "Ascending" }),
+                format!(
+                    "Hint: click a cell of the {} column, open the Data menu and choose Sort {}.",
+                    name(key),
+                    if desc { "Descending" } else { "Ascending" }
+                ),
                 format!("Hint: {} is column {}.", name(key), col_name(key as u32)),
             ];
         }
@@ -413,7 +519,11 @@ pub fn generate(spec: &Spec) -> Generated {
         spec.variant.clamp(1, 2),
         spec.hints.min(MAX_HINTS)
     );
-    let file = format!("{}_{:04x}.xlsx", t.headers[0].to_lowercase(), spec.seed & 0xffff);
+    let file = format!(
+        "{}_{:04x}.xlsx",
+        t.headers[0].to_lowercase(),
+        spec.seed & 0xffff
+    );
     let vm_path = format!("/home/user/{file}");
     let evaluator = |key: &str, rules: &[serde_json::Value]| {
         json!({
@@ -438,7 +548,11 @@ pub fn generate(spec: &Spec) -> Generated {
         s
     };
     let key = format!("evaluator{}", spec.variant.clamp(1, 2));
-    let (active_instr, active_rules) = if key == "evaluator1" { (with_hints(&i1), &r1) } else { (with_hints(&i2), &r2) };
+    let (active_instr, active_rules) = if key == "evaluator1" {
+        (with_hints(&i1), &r1)
+    } else {
+        (with_hints(&i2), &r2)
+    };
     let v = json!({
         "id": id,
         "snapshot": "libreoffice_calc",
@@ -461,7 +575,10 @@ pub fn generate(spec: &Spec) -> Generated {
         task,
         file,
         start,
-        expected: BTreeMap::from([("evaluator1".to_string(), e1), ("evaluator2".to_string(), e2)]),
+        expected: BTreeMap::from([
+            ("evaluator1".to_string(), e1),
+            ("evaluator2".to_string(), e2),
+        ]),
     }
 }
 
@@ -469,24 +586,64 @@ pub fn generate(spec: &Spec) -> Generated {
 /// hardest.
 pub fn harder(s: &Spec) -> Option<(String, Spec)> {
     if s.hints > 0 {
-        return Some(("one hint fewer".into(), Spec { hints: s.hints - 1, ..s.clone() }));
+        return Some((
+            "one hint fewer".into(),
+            Spec {
+                hints: s.hints - 1,
+                ..s.clone()
+            },
+        ));
     }
     if s.variant < 2 {
-        return Some(("switched to evaluator2".into(), Spec { variant: 2, ..s.clone() }));
+        return Some((
+            "switched to evaluator2".into(),
+            Spec {
+                variant: 2,
+                ..s.clone()
+            },
+        ));
     }
-    (s.objects < 3).then(|| (format!("{} objects", s.objects + 1), Spec { objects: s.objects + 1, ..s.clone() }))
+    (s.objects < 3).then(|| {
+        (
+            format!("{} objects", s.objects + 1),
+            Spec {
+                objects: s.objects + 1,
+                ..s.clone()
+            },
+        )
+    })
 }
 
 /// The easier rewrite: a hint more, else evaluator2 → evaluator1, else one object fewer;
 /// `None` at the easiest.
 pub fn easier(s: &Spec) -> Option<(String, Spec)> {
     if s.hints < MAX_HINTS {
-        return Some(("added a hint".into(), Spec { hints: s.hints + 1, ..s.clone() }));
+        return Some((
+            "added a hint".into(),
+            Spec {
+                hints: s.hints + 1,
+                ..s.clone()
+            },
+        ));
     }
     if s.variant > 1 {
-        return Some(("switched to evaluator1".into(), Spec { variant: 1, ..s.clone() }));
+        return Some((
+            "switched to evaluator1".into(),
+            Spec {
+                variant: 1,
+                ..s.clone()
+            },
+        ));
     }
-    (s.objects > 1).then(|| (format!("{} objects", s.objects - 1), Spec { objects: s.objects - 1, ..s.clone() }))
+    (s.objects > 1).then(|| {
+        (
+            format!("{} objects", s.objects - 1),
+            Spec {
+                objects: s.objects - 1,
+                ..s.clone()
+            },
+        )
+    })
 }
 
 /// A fixed split.
@@ -537,9 +694,21 @@ pub fn split(which: Split, n: usize) -> Vec<Spec> {
             let family = fams[i % fams.len()];
             let seed = rng.gen();
             if which == Split::Train {
-                Spec { family, seed, objects: 1, variant: 1, hints: 0 }
+                Spec {
+                    family,
+                    seed,
+                    objects: 1,
+                    variant: 1,
+                    hints: 0,
+                }
             } else {
-                Spec { family, seed, objects: rng.gen_range(1..=3), variant: rng.gen_range(1..=2), hints: 0 }
+                Spec {
+                    family,
+                    seed,
+                    objects: rng.gen_range(1..=3),
+                    variant: rng.gen_range(1..=2),
+                    hints: 0,
+                }
             }
         })
         .collect()
@@ -553,22 +722,39 @@ mod tests {
     fn tasks_are_valid_osworld_tasks_with_both_evaluators() {
         for f in Family::IN_DOMAIN.iter().chain(&Family::OOD) {
             for objects in 1..=3 {
-                let g = generate(&Spec { family: *f, seed: 7, objects, variant: 2, hints: 1 });
+                let g = generate(&Spec {
+                    family: *f,
+                    seed: 7,
+                    objects,
+                    variant: 2,
+                    hints: 1,
+                });
                 g.task.check().unwrap();
-                let back = DesktopTask::from_json(&g.task.to_json(), std::path::Path::new("t.json")).unwrap();
+                let back =
+                    DesktopTask::from_json(&g.task.to_json(), std::path::Path::new("t.json"))
+                        .unwrap();
                 assert_eq!(back, g.task);
                 assert_ne!(g.expected["evaluator1"], g.start, "{f:?}");
                 assert_ne!(g.expected["evaluator2"], g.expected["evaluator1"], "{f:?}");
                 assert!(g.task.instruction.contains("Hint:"));
                 let t1 = g.task.switched_to("evaluator1").unwrap();
-                assert_eq!(t1.current_task.unwrap().keys().next().unwrap(), "evaluator1");
+                assert_eq!(
+                    t1.current_task.unwrap().keys().next().unwrap(),
+                    "evaluator1"
+                );
             }
         }
     }
 
     #[test]
     fn rewrites_walk_the_difficulty_ladder_both_ways() {
-        let mut s = Spec { family: Family::Copy, seed: 1, objects: 1, variant: 1, hints: 0 };
+        let mut s = Spec {
+            family: Family::Copy,
+            seed: 1,
+            objects: 1,
+            variant: 1,
+            hints: 0,
+        };
         let mut steps = 0;
         while let Some((_, h)) = harder(&s) {
             s = h;

@@ -18,7 +18,12 @@ fn the_expert_solves_every_split_task() {
         let mut lengths = Vec::new();
         for spec in &specs {
             let ep = episode(spec);
-            assert_eq!(ep.score(), Ok(0.0), "{}: unsolved at the start", ep.task.task.id);
+            assert_eq!(
+                ep.score(),
+                Ok(0.0),
+                "{}: unsolved at the start",
+                ep.task.task.id
+            );
             let steps = expert::solve(&ep).unwrap_or_else(|e| panic!("{e}"));
             let mut e = ep.clone();
             for code in &steps[..steps.len() - 1] {
@@ -29,7 +34,11 @@ fn the_expert_solves_every_split_task() {
             lengths.push(steps.len());
         }
         let mean = lengths.iter().sum::<usize>() as f64 / lengths.len() as f64;
-        assert!(mean < 15.0 && *lengths.iter().max().unwrap() <= 30, "{which:?}: mean {mean}, max {:?}", lengths.iter().max());
+        assert!(
+            mean < 15.0 && *lengths.iter().max().unwrap() <= 30,
+            "{which:?}: mean {mean}, max {:?}",
+            lengths.iter().max()
+        );
     }
 }
 
@@ -48,14 +57,29 @@ fn the_expert_recovers_from_a_random_agents_mess() {
                 0 => format!("pyautogui.click(tag_{m})"),
                 1 => format!("pyautogui.rightClick(tag_{m})"),
                 2 => format!("pyautogui.doubleClick(tag_{m})"),
-                3 => format!("pyautogui.write('{}\\n')", words[rng.gen_range(0..words.len())]),
-                4 => ["pyautogui.hotkey('ctrl', 'c')", "pyautogui.hotkey('ctrl', 'v')", "pyautogui.hotkey('ctrl', 'x')"][rng.gen_range(0..3)].into(),
-                5 => ["pyautogui.press('delete')", "pyautogui.press('tab')", "pyautogui.press('enter')", "pyautogui.press('down')"][rng.gen_range(0..4)].into(),
+                3 => format!(
+                    "pyautogui.write('{}\\n')",
+                    words[rng.gen_range(0..words.len())]
+                ),
+                4 => [
+                    "pyautogui.hotkey('ctrl', 'c')",
+                    "pyautogui.hotkey('ctrl', 'v')",
+                    "pyautogui.hotkey('ctrl', 'x')",
+                ][rng.gen_range(0..3)]
+                .into(),
+                5 => [
+                    "pyautogui.press('delete')",
+                    "pyautogui.press('tab')",
+                    "pyautogui.press('enter')",
+                    "pyautogui.press('down')",
+                ][rng.gen_range(0..4)]
+                .into(),
                 _ => format!("pyautogui.click(tag_{m}); pyautogui.write('7')"),
             };
             ep.step_code(&code, &nodes);
         }
-        let d = expert::distance(&ep).unwrap_or_else(|| panic!("{}: no plan from {:?}", ep.task.task.id, ep.desktop.book));
+        let d = expert::distance(&ep)
+            .unwrap_or_else(|| panic!("{}: no plan from {:?}", ep.task.task.id, ep.desktop.book));
         let steps = expert::solve(&ep).unwrap();
         assert_eq!(d, steps.len());
         let mut e = ep.clone();
@@ -70,8 +94,16 @@ fn the_expert_recovers_from_a_random_agents_mess() {
 #[test]
 #[ignore]
 fn show() {
-    for spec in split(Split::InDomain, 4).iter().chain(split(Split::Ood, 2).iter()) {
+    for spec in split(Split::InDomain, 4)
+        .iter()
+        .chain(split(Split::Ood, 2).iter())
+    {
         let ep = episode(spec);
-        println!("{}\n  {}\n  {:?}", ep.task.task.id, ep.task.task.instruction, expert::solve(&ep).unwrap());
+        println!(
+            "{}\n  {}\n  {:?}",
+            ep.task.task.id,
+            ep.task.task.instruction,
+            expert::solve(&ep).unwrap()
+        );
     }
 }
