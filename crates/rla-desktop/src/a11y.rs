@@ -30,8 +30,9 @@ pub struct Node {
 /// What the tree shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct TreeOptions {
-    /// Every visible cell, empty ones included (as the real application exposes them); else
-    /// only filled cells, the cursor cell and the first empty row and column next to the data.
+    /// Every visible cell and header, empty ones included (as the real application exposes
+    /// them); else only filled cells, the cursor cell, the first empty row and column next to
+    /// the data, and the headers up to one past them.
     pub empty_cells: bool,
 }
 
@@ -82,9 +83,22 @@ pub fn tree(d: &Desktop, opts: TreeOptions) -> Vec<Node> {
     out.push(node("push-button", "Select All", "", "Corner", l.corner()));
     let (rows, cols) = (l.rows(), l.cols());
     let sel = d.selection;
+    let ext = d.book.sheets[d.sheet].extent();
+    let next_row = ext.map_or(0, |e| e.row + 1);
+    let next_col = ext.map_or(0, |e| e.col + 1);
+    let col_limit = if opts.empty_cells {
+        u32::MAX
+    } else {
+        next_col.max(d.cursor.col) + 1
+    };
+    let row_limit = if opts.empty_cells {
+        u32::MAX
+    } else {
+        next_row.max(d.cursor.row) + 1
+    };
     for c in 0..cols {
         let col = d.left + c;
-        if col >= crate::addr::MAX_COL {
+        if col >= crate::addr::MAX_COL || col > col_limit {
             break;
         }
         let mut h = node(
@@ -101,7 +115,7 @@ pub fn tree(d: &Desktop, opts: TreeOptions) -> Vec<Node> {
     }
     for r in 0..rows {
         let row = d.top + r;
-        if row >= crate::addr::MAX_ROW {
+        if row >= crate::addr::MAX_ROW || row > row_limit {
             break;
         }
         let mut h = node(
@@ -117,34 +131,43 @@ pub fn tree(d: &Desktop, opts: TreeOptions) -> Vec<Node> {
         out.push(h);
     }
     let cells = &d.book.sheets[d.sheet].cells;
-    let ext = d.book.sheets[d.sheet].extent();
-    let next_row = ext.map_or(0, |e| e.row + 1);
-    let next_col = ext.map_or(0, |e| e.col + 1);
     let whole = |r: &Range| r.is_columns() || r.is_rows();
-    for r in 0..rows {
-        for c in 0..cols {
-            let a = Addr::new(d.top + r, d.left + c);
-            if a.row >= crate::addr::MAX_ROW || a.col >= crate::addr::MAX_COL {
-                continue;
-            }
-            let filled = cells.contains_key(&a);
+    // the cells to show, in row order
+    let visible = |a: &Addr| {
+        a.row >= d.top && a.col >= d.left && a.row < d.top + rows && a.col < d.left + cols
+    };
+    let addrs: Vec<Addr> = if opts.empty_cells {
+        (0..rows)
+            .flat_map(|r| (0..cols).map(move |c| Addr::new(d.top + r, d.left + c)))
+            .filter(|a| a.row < crate::addr::MAX_ROW && a.col < crate::addr::MAX_COL)
+            .collect()
+    } else {
+        let mut v: Vec<Addr> = cells
+            .range(Addr::new(d.top, 0)..Addr::new(d.top + rows, 0))
+            .map(|(a, _)| *a)
+            .filter(visible)
+            .collect();
+        v.push(d.cursor);
+        if let Some(e) = &d.edit {
+            v.push(e.at);
+        }
+        v.extend((0..=next_col).map(|c| Addr::new(next_row, c)));
+        v.extend((0..next_row).map(|r| Addr::new(r, next_col)));
+        v.retain(|a| visible(a) && a.row < crate::addr::MAX_ROW && a.col < crate::addr::MAX_COL);
+        v.sort();
+        v.dedup();
+        v
+    };
+    let values = d.book.values_at(d.sheet, &addrs);
+    for (a, value) in addrs.into_iter().zip(values) {
+        {
+            let (r, c) = (a.row - d.top, a.col - d.left);
             let editing = d.edit.as_ref().is_some_and(|e| e.at == a);
-            let keep = opts.empty_cells
-                || filled
-                || editing
-                || a == d.cursor
-                || (a.row == next_row && a.col <= next_col)
-                || (a.col == next_col && a.row <= next_row);
-            if !keep {
-                continue;
-            }
-            let mut n = node(
-                "table-cell",
-                a.to_string(),
-                d.shown(a),
-                "ScCell",
-                l.cell(r, c),
-            );
+            let shown = match &d.edit {
+                Some(e) if e.at == a => e.text.clone(),
+                _ => value.to_string(),
+            };
+            let mut n = node("table-cell", a.to_string(), shown, "ScCell", l.cell(r, c));
             let mut states = Vec::new();
             if a == d.cursor {
                 states.push("focused");
@@ -299,19 +322,29 @@ fn quote(s: &str) -> String {
     }
 }
 
-fn line(n: &Node) -> String {
-    format!(
+fn flat(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.contains(['\t', '\n']) {
+        s.replace(['\t', '\n'], " ").into()
+    } else {
+        s.into()
+    }
+}
+
+fn line(n: &Node, out: &mut String) {
+    use std::fmt::Write;
+    let _ = write!(
+        out,
         "{}\t{}\t{}\t{}\t{}\t({}, {})\t({}, {})",
         n.tag,
-        n.name.replace(['\t', '\n'], " "),
-        quote(&n.text.replace(['\t', '\n'], " ")),
+        flat(&n.name),
+        quote(&flat(&n.text)),
         n.class,
         n.description,
         n.rect.x,
         n.rect.y,
         n.rect.w,
         n.rect.h
-    )
+    );
 }
 
 /// The tree as OSWorld's table, cut after `max_tokens` tokens as `count` counts them (whole
@@ -319,8 +352,10 @@ fn line(n: &Node) -> String {
 pub fn linearize(nodes: &[Node], max_tokens: usize, count: &dyn Fn(&str) -> usize) -> String {
     let mut out = String::from(HEADER);
     let mut used = count(HEADER);
+    let mut l = String::with_capacity(96);
     for n in nodes {
-        let l = line(n);
+        l.clear();
+        line(n, &mut l);
         let c = count(&l) + 1;
         if used + c > max_tokens {
             out.push_str("\n[...]");

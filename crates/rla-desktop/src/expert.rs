@@ -367,7 +367,7 @@ pub fn next(ep: &Episode) -> String {
         }
         let (a, b) = (Addr::new(r0, col), Addr::new(r1, col));
         let Some((x0, y0)) = cell_centre(d, a) else {
-            return format!("pyautogui.hotkey('ctrl', 'home')");
+            return "pyautogui.hotkey('ctrl', 'home')".to_string();
         };
         if clear {
             if d.selection == Range::new(a, b) {

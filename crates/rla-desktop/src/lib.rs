@@ -10,6 +10,7 @@ pub mod formula;
 pub mod frame;
 pub mod keys;
 pub mod layout;
+pub mod local;
 pub mod rawcell;
 pub mod render;
 pub mod task;

@@ -232,6 +232,12 @@ impl Workbook {
         Eval::new(self, i).value(i, at)
     }
 
+    /// The computed values of some cells of sheet `i` (one evaluation shared by all).
+    pub fn values_at(&self, i: usize, at: &[Addr]) -> Vec<Value> {
+        let e = Eval::new(self, i);
+        at.iter().map(|&a| e.value(i, a)).collect()
+    }
+
     /// Every used cell of sheet `i` with its computed value, in row order.
     pub fn values(&self, i: usize) -> Vec<(Addr, Value)> {
         let e = Eval::new(self, i);

@@ -2,6 +2,7 @@
 
 mod bench_cmd;
 mod code_cmd;
+mod desktop_cmd;
 mod env_cmd;
 mod lm_cmd;
 mod quickstart;
@@ -51,6 +52,9 @@ enum Command {
     /// The coding setting: run programs on tests in the sandbox, HumanEval.
     #[command(subcommand)]
     Code(code_cmd::CodeCmd),
+    /// The GUI setting: score results of OSWorld tasks, export generated tasks, play, screenshot, benchmark.
+    #[command(subcommand)]
+    Desktop(desktop_cmd::DesktopCmd),
     /// Language models: log-probabilities, generation, tiny models from scratch.
     #[command(subcommand)]
     Lm(lm_cmd::LmCmd),
@@ -133,6 +137,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Env(c) => env_cmd::run(c),
         Command::Lm(c) => lm_cmd::run(c),
         Command::Code(c) => code_cmd::run(c),
+        Command::Desktop(c) => desktop_cmd::run(c),
         Command::Bench(c) => bench_cmd::run(c),
         Command::Pretrain(a) => train_cmd::run_pretrain(a),
         Command::Train(a) => train_cmd::run_train(a),
