@@ -31,8 +31,8 @@ pub struct Node {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct TreeOptions {
     /// Every visible cell and header, empty ones included (as the real application exposes
-    /// them); else only filled cells, the cursor cell, the first empty row and column next to
-    /// the data, and the headers up to one past them.
+    /// them); else the cells of the data's rectangle and one row and column past it, filled
+    /// cells, the cursor cell, and the headers up to one past them.
     pub empty_cells: bool,
 }
 
@@ -151,8 +151,9 @@ pub fn tree(d: &Desktop, opts: TreeOptions) -> Vec<Node> {
         if let Some(e) = &d.edit {
             v.push(e.at);
         }
-        v.extend((0..=next_col).map(|c| Addr::new(next_row, c)));
-        v.extend((0..next_row).map(|r| Addr::new(r, next_col)));
+        // the data's rectangle, one row and one column past it
+        let (r1, c1) = (next_row.min(d.top + rows), next_col.min(d.left + cols));
+        v.extend((d.top..=r1).flat_map(|r| (d.left..=c1).map(move |c| Addr::new(r, c))));
         v.retain(|a| visible(a) && a.row < crate::addr::MAX_ROW && a.col < crate::addr::MAX_COL);
         v.sort();
         v.dedup();

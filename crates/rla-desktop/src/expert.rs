@@ -140,6 +140,18 @@ fn sort_fix(d: &Desktop, target: &Workbook, s: usize) -> Option<(u32, bool)> {
     None
 }
 
+/// The pattern of a row formula `=X<r>opY<r>` with its row numbers taken out (`=X-Y`).
+pub fn row_pattern(formula: &str, row: u32) -> Option<String> {
+    let f = formula.strip_prefix('=')?;
+    let n = (row + 1).to_string();
+    let op = f.find(['-', '+', '*'])?;
+    let (a, b) = (&f[..op], &f[op + 1..]);
+    let x = a.strip_suffix(n.as_str())?;
+    let y = b.strip_suffix(n.as_str())?;
+    let letters = |s: &str| !s.is_empty() && s.bytes().all(|c| c.is_ascii_uppercase());
+    (letters(x) && letters(y)).then(|| format!("={x}{}{y}", &f[op..op + 1]))
+}
+
 /// A formula of the cell's row or column giving `v`: `=Xr op Yr` over two other cells of its
 /// row, or `=SUM/AVERAGE/MAX(Xa:Xb)` over the numbers above it in its column.
 fn formula_for(d: &Desktop, s: usize, at: Addr, v: f64) -> Option<String> {
@@ -171,11 +183,12 @@ fn formula_for(d: &Desktop, s: usize, at: Addr, v: f64) -> Option<String> {
             }
         }
     }
-    // the numbers above it, from row 2 down to the first gap
-    let rows: Vec<u32> = (1..at.row)
-        .take_while(|&r| num(Addr::new(r, at.col)).is_some())
-        .collect();
-    let (first, last) = (*rows.first()?, *rows.last()?);
+    // the column's data: its plain numbers from row 2 down
+    let (first, last) = crate::tiny::plain_run(book, s, at.col)?;
+    if last >= at.row {
+        return None;
+    }
+    let rows: Vec<u32> = (first..=last).collect();
     let xs: Vec<f64> = rows
         .iter()
         .filter_map(|&r| num(Addr::new(r, at.col)))
@@ -384,20 +397,50 @@ pub fn next(ep: &Episode) -> String {
         if d.cursor != a || d.selection != Range::cell(a) {
             return click(x0, y0);
         }
-        let mut text = String::new();
-        for r in r0..=r1 {
+        // one entry of text, or a run of row formulas of one pattern, per step
+        let entry = |r: u32| -> String {
             let c = target.sheets[s]
                 .cells
                 .get(&Addr::new(r, col))
                 .expect("a typed run has content");
-            let entry = match target.value(s, Addr::new(r, col)) {
+            match target.value(s, Addr::new(r, col)) {
                 Value::Number(v) => {
                     formula_for(d, s, Addr::new(r, col), v).unwrap_or_else(|| c.input_text())
                 }
                 _ => c.input_text(),
-            };
-            text.push_str(&entry);
-            text.push('\n');
+            }
+        };
+        let first = entry(r0);
+        let mut text = format!("{first}\n");
+        if let Some(pattern) = row_pattern(&first, r0) {
+            // the same pattern down the run, as long as it gives the expected values
+            let op = pattern[1..]
+                .find(['-', '+', '*'])
+                .expect("a row pattern has an operator")
+                + 1;
+            let (x, o, y) = (&pattern[1..op], &pattern[op..op + 1], &pattern[op + 1..]);
+            let (cx, cy) = (
+                crate::addr::col_index(x).expect("letters"),
+                crate::addr::col_index(y).expect("letters"),
+            );
+            for r in r0 + 1..=r1 {
+                let (Value::Number(p), Value::Number(q), Value::Number(v)) = (
+                    d.book.value(s, Addr::new(r, cx)),
+                    d.book.value(s, Addr::new(r, cy)),
+                    target.value(s, Addr::new(r, col)),
+                ) else {
+                    break;
+                };
+                let got = match o {
+                    "-" => p - q,
+                    "+" => p + q,
+                    _ => p * q,
+                };
+                if (got - v).abs() > 1e-9 {
+                    break;
+                }
+                text.push_str(&format!("={x}{}{o}{y}{}\n", r + 1, r + 1));
+            }
         }
         return format!("pyautogui.write({})", py_str(&text));
     }

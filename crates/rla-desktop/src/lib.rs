@@ -14,6 +14,7 @@ pub mod local;
 pub mod rawcell;
 pub mod render;
 pub mod task;
+pub mod tiny;
 pub mod workbook;
 pub mod xlsx;
 
