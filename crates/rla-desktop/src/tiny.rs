@@ -84,8 +84,14 @@ fn data_rows(d: &Desktop, col: u32) -> Option<(u32, u32)> {
     plain_run(&d.book, d.sheet, col)
 }
 
-/// The actions of a state.
+/// The actions of a state: those that name something there ([`to_code`] gives code).
 pub fn candidates(d: &Desktop, nodes: &[Node], instruction: &str) -> Vec<String> {
+    let mut all = all_candidates(d, nodes, instruction);
+    all.retain(|a| to_code(a, d, nodes).is_some());
+    all
+}
+
+fn all_candidates(d: &Desktop, nodes: &[Node], instruction: &str) -> Vec<String> {
     let mut out = Vec::new();
     for n in a11y::marks(nodes) {
         let l = label(n);

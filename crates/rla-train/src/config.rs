@@ -210,6 +210,8 @@ pub enum SettingName {
     Household,
     /// Coding: the policy writes programs, the reward model writes unit tests.
     Coding,
+    /// The GUI setting: a desktop agent on spreadsheet tasks in OSWorld's formats.
+    Desktop,
 }
 
 /// The keys of the `[household]` table (top-level keys before it existed).
@@ -256,6 +258,37 @@ impl Default for HouseholdConfig {
             constrain_actions: false,
             notes: false,
             rewriter: RewriterKind::Structured,
+        }
+    }
+}
+
+/// The GUI setting (`[desktop]`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DesktopConfig {
+    /// Step limit in training (the reference allows 30).
+    pub train_step_limit: usize,
+    /// Step limit in evaluation.
+    pub eval_step_limit: usize,
+    /// Previous actions shown to the policy and the judge ("Step i: …").
+    pub history: usize,
+    /// Screen width in pixels.
+    pub screen_width: u32,
+    /// Screen height in pixels.
+    pub screen_height: u32,
+    /// Draw the policy's answer only among the state's candidate actions (tiny models need it).
+    pub constrain_actions: bool,
+}
+
+impl Default for DesktopConfig {
+    fn default() -> Self {
+        DesktopConfig {
+            train_step_limit: 12,
+            eval_step_limit: 15,
+            history: 3,
+            screen_width: 1920,
+            screen_height: 1080,
+            constrain_actions: true,
         }
     }
 }
@@ -332,6 +365,8 @@ pub struct RunConfig {
     pub household: HouseholdConfig,
     /// The coding setting (with `setting = "coding"`).
     pub coding: CodingConfig,
+    /// The GUI setting (with `setting = "desktop"`).
+    pub desktop: DesktopConfig,
 }
 
 impl Default for RunConfig {
@@ -361,6 +396,7 @@ impl Default for RunConfig {
             eval: EvalConfig::default(),
             household: HouseholdConfig::default(),
             coding: CodingConfig::default(),
+            desktop: DesktopConfig::default(),
         }
     }
 }
@@ -412,6 +448,29 @@ impl RunConfig {
             .limits
             .validate()
             .map_err(|e| format!("coding.limits: {e}"))?;
+        let d = &self.desktop;
+        if !(1..=30).contains(&d.train_step_limit) || !(1..=30).contains(&d.eval_step_limit) {
+            return Err(format!(
+                "desktop.train_step_limit = {}, desktop.eval_step_limit = {}: each must lie in 1..=30 (OSWorld's episodes have at most 30 steps)",
+                d.train_step_limit, d.eval_step_limit
+            ));
+        }
+        if d.screen_width < 640
+            || d.screen_height < 400
+            || d.screen_width > 8192
+            || d.screen_height > 8192
+        {
+            return Err(format!(
+                "desktop.screen_width × screen_height = {}×{}: from 640×400 to 8192×8192",
+                d.screen_width, d.screen_height
+            ));
+        }
+        if !d.constrain_actions
+            && self.setting == SettingName::Desktop
+            && self.policy.path.is_none()
+        {
+            return Err("desktop.constrain_actions = false needs a policy checkpoint that answers freely; tiny models need the constraint".into());
+        }
         let h = &self.household;
         if h.prompt_style == crate::prompts::PromptStyle::Unlisted && !h.constrain_actions {
             return Err(

@@ -6,6 +6,7 @@
 
 pub mod coding;
 pub mod config;
+pub mod desktop;
 pub mod household;
 pub mod notes;
 pub mod open;

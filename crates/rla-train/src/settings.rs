@@ -19,6 +19,7 @@ pub fn with_setting<W: WithSetting>(cfg: &RunConfig, w: W) -> Result<W::Output> 
     match cfg.setting {
         SettingName::Household => w.with(crate::household::Household),
         SettingName::Coding => w.with(crate::coding::Coding::default()),
+        SettingName::Desktop => w.with(crate::desktop::Gui),
     }
 }
 

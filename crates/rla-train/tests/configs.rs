@@ -10,6 +10,7 @@ fn shipped_configs_are_valid() {
         "quickstart.toml",
         "alfworld-qwen2.5-7b.toml",
         "coding-tiny.toml",
+        "desktop-tiny.toml",
     ] {
         let c = RunConfig::load(&dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e:#}"));
         assert!(c.iterations > 0);

@@ -165,8 +165,10 @@ fn play(task: PathBuf, (w, h): (u32, u32)) -> Result<()> {
     let result = tmp.path().join(&d.name);
     loop {
         let nodes = a11y::tree(&d, TreeOptions::default());
-        print!("> ");
-        std::io::stdout().flush()?;
+        if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+            print!("> ");
+            std::io::stdout().flush()?;
+        }
         let Some(line) = lines.next().transpose()? else {
             break;
         };

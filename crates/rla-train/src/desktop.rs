@@ -1,0 +1,822 @@
+//! The GUI setting: a computer-use agent on the native spreadsheet desktop (`rla-desktop`),
+//! tasks in OSWorld's format. The policy sees the instruction, its previous actions ("Step i:
+//! …", the last `desktop.history`) and the desktop's compact accessibility tree, and answers
+//! `Action: <action>` in the tiny action vocabulary (`rla_desktop::tiny`), drawn among the
+//! state's candidates; each action runs as OSWorld pyautogui code. An episode ends at `done`
+//! or the step limit and is scored by the task's evaluator after its postconfig (which saves).
+//! The judge sees the earlier actions, the objective, the observation, the step's response and
+//! the observation after it, and answers `\boxed{1}` only if the step is relevant, executable
+//! and makes visible progress. Adaptation switches the task's evaluator (harder) or adds hints
+//! (easier), and varies the number of objects.
+
+use crate::config::RunConfig;
+use crate::pool::PoolTask;
+use crate::prompts::{parse_verdict, reasoning, summarise_critiques};
+use crate::rollout::{encode_answer, encode_chat, encode_prompt, encode_response};
+use crate::run::RunDir;
+use crate::setting::{
+    Ctx, Episode, Generation, Group, JudgeQuality, JudgeReward, Judgement, Scored, Setting, Split,
+    Step,
+};
+use anyhow::{Context, Result};
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+use rla_core::adapt::Direction;
+use rla_core::filter::Band;
+use rla_core::metrics::judge_accuracy;
+use rla_core::reward::{Outcome, StepScore};
+use rla_core::theory::{empirical_precision, Calibration};
+use rla_desktop::episode::Episode as Live;
+use rla_desktop::family::{self, Spec};
+use rla_desktop::{expert, tiny};
+use rla_lm::{SampleParams, Sampler};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+use crate::pretrain::Example;
+
+/// A task of the pool: a generated task's spec with its lineage.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DesktopTask {
+    /// The task's id (its OSWorld task id).
+    pub id: String,
+    /// The task it was rewritten from.
+    pub parent: Option<String>,
+    /// What generates it.
+    pub spec: Spec,
+}
+
+impl DesktopTask {
+    /// The pool task of a spec.
+    pub fn new(spec: Spec, parent: Option<String>) -> DesktopTask {
+        DesktopTask {
+            id: family::generate(&spec).task.id,
+            parent,
+            spec,
+        }
+    }
+}
+
+impl PoolTask for DesktopTask {
+    fn id(&self) -> &str {
+        &self.id
+    }
+    fn parent(&self) -> Option<&str> {
+        self.parent.as_deref()
+    }
+}
+
+/// The GUI setting.
+#[derive(Debug, Default)]
+pub struct Gui;
+
+/// One step of an episode.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StepRec {
+    /// The observation the policy saw.
+    pub observation: String,
+    /// The previous actions it was told.
+    pub previous: String,
+    /// Its prompt.
+    pub prompt_ids: Vec<u32>,
+    /// Its answer.
+    pub response_ids: Vec<u32>,
+    /// `log π_old` of the answer.
+    pub logprobs: Vec<f32>,
+    /// The answer's text.
+    pub answer: String,
+    /// The action, and the pyautogui code it ran.
+    pub action: String,
+    /// The code.
+    pub code: String,
+    /// Why the step failed, if it did.
+    pub error: Option<String>,
+    /// The observation after it.
+    pub next_observation: String,
+    /// The expert oracle's label: did the step shorten the expert's remaining plan?
+    pub progress: bool,
+}
+
+/// One episode.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Trajectory {
+    /// Its task's index in the batch.
+    pub task: usize,
+    /// Its steps.
+    pub steps: Vec<StepRec>,
+    /// The evaluator's score.
+    pub score: f64,
+}
+
+/// One iteration's episodes and verdicts.
+#[derive(Debug, Default)]
+pub struct Played {
+    /// Every episode.
+    pub trajs: Vec<Trajectory>,
+    /// The m verdicts on each step.
+    pub verdicts: Vec<Vec<crate::rollout::Verdicts>>,
+}
+
+/// The policy's prompt.
+pub fn policy_prompt(instruction: &str, previous: &str, observation: &str) -> String {
+    format!(
+        "You operate a spreadsheet. Task: {instruction}\nPrevious actions: {previous}\nScreen: {observation}\nAnswer with one action."
+    )
+}
+
+/// The policy's answer for an action.
+pub fn policy_answer(action: &str) -> String {
+    format!("Action: {action}")
+}
+
+/// The action of an answer, if it names one of the candidates.
+pub fn parse_answer<'a>(text: &str, candidates: &'a [String]) -> Option<&'a String> {
+    let t = text.trim();
+    let a = t.strip_prefix("Action:").unwrap_or(t).trim();
+    candidates.iter().find(|c| c.as_str() == a)
+}
+
+/// "Step 1: click B2; Step 2: …" over the last `window` actions.
+pub fn previous_actions(actions: &[String], window: usize) -> String {
+    if actions.is_empty() {
+        return "none".into();
+    }
+    let start = actions.len().saturating_sub(window);
+    actions[start..]
+        .iter()
+        .enumerate()
+        .map(|(i, a)| format!("Step {}: {a}", start + i + 1))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// The judge's prompt for one step.
+pub fn judge_prompt(
+    instruction: &str,
+    previous: &str,
+    observation: &str,
+    answer: &str,
+    next: &str,
+) -> String {
+    format!(
+        "Judge one step of a spreadsheet agent. Objective: {instruction}\nPrevious actions: {previous}\nScreen before: {observation}\nThe agent answered: {answer}\nScreen after: {next}\nScore 1 only if the step is relevant to the objective, executable, and makes visible progress. Reason briefly, then answer \\boxed{{1}} or \\boxed{{-1}}."
+    )
+}
+
+/// A judge answer in the warm start's format.
+pub fn judge_answer(action: &str, good: bool) -> String {
+    if good {
+        format!("{action} which helps \\boxed{{1}}")
+    } else {
+        format!("{action} which does not help \\boxed{{-1}}")
+    }
+}
+
+struct Running {
+    ep: Live,
+    traj: Trajectory,
+    actions: Vec<String>,
+    done: bool,
+}
+
+fn open(spec: &Spec, cfg: &RunConfig) -> Result<Live> {
+    Live::new(
+        family::generate(spec),
+        cfg.desktop.screen_width,
+        cfg.desktop.screen_height,
+    )
+    .map_err(anyhow::Error::msg)
+}
+
+/// Plays `rollouts` episodes of each task; all episodes step together (one generation call per
+/// step). `oracle` computes the expert's progress label of every step.
+#[allow(clippy::too_many_arguments)]
+pub fn rollout(
+    policy: &dyn Sampler,
+    cfg: &RunConfig,
+    tasks: &[Spec],
+    rollouts: usize,
+    step_limit: usize,
+    sp: &SampleParams,
+    oracle: bool,
+    bar: Option<&indicatif::ProgressBar>,
+) -> Result<Vec<Trajectory>> {
+    let mut live = Vec::new();
+    for (ti, t) in tasks.iter().enumerate() {
+        for _ in 0..rollouts {
+            live.push(Running {
+                ep: open(t, cfg)?,
+                traj: Trajectory {
+                    task: ti,
+                    steps: vec![],
+                    score: 0.0,
+                },
+                actions: vec![],
+                done: false,
+            });
+        }
+    }
+    let window = cfg.desktop.history;
+    for step in 0..step_limit {
+        let active: Vec<usize> = (0..live.len()).filter(|&i| !live[i].done).collect();
+        if active.is_empty() {
+            break;
+        }
+        let mut prompts = Vec::with_capacity(active.len());
+        let mut allowed = Vec::with_capacity(active.len());
+        let mut cands = Vec::with_capacity(active.len());
+        let mut obs = Vec::with_capacity(active.len());
+        for &i in &active {
+            let r = &live[i];
+            let nodes = r.ep.tree(tiny::TREE);
+            let o = tiny::observation(&r.ep.desktop, &nodes);
+            let c = tiny::candidates(&r.ep.desktop, &nodes, &r.ep.task.task.instruction);
+            let prev = previous_actions(&r.actions, window);
+            prompts.push(encode_chat(
+                policy,
+                &policy_prompt(&r.ep.task.task.instruction, &prev, &o),
+            )?);
+            if cfg.desktop.constrain_actions {
+                allowed.push(
+                    c.iter()
+                        .map(|a| encode_answer(policy, &policy_answer(a)))
+                        .collect::<Result<Vec<_>>>()?,
+                );
+            }
+            obs.push((o, prev, nodes));
+            cands.push(c);
+        }
+        let p = SampleParams {
+            seed: sp.seed.wrapping_add(step as u64 * 7919),
+            ..sp.clone()
+        };
+        let out = if cfg.desktop.constrain_actions {
+            let longest = allowed.iter().flatten().map(Vec::len).max().unwrap_or(0);
+            let p = SampleParams {
+                max_new_tokens: p.max_new_tokens.max(longest),
+                ..p
+            };
+            policy.generate_within(&prompts, 1, &p, &allowed)?
+        } else {
+            policy.generate(&prompts, 1, &p)?
+        };
+        for ((k, &i), s) in active.iter().enumerate().zip(out) {
+            let s = &s[0];
+            let r = &mut live[i];
+            let (o, prev, nodes) = &obs[k];
+            let before = if oracle {
+                expert::distance(&r.ep)
+            } else {
+                None
+            };
+            let (action, code, error) = match parse_answer(&s.text, &cands[k]) {
+                Some(a) => match tiny::to_code(a, &r.ep.desktop, nodes) {
+                    Some(code) => {
+                        let outcome = r.ep.step_code(&code, nodes);
+                        (a.clone(), code, outcome.error)
+                    }
+                    None => (
+                        a.clone(),
+                        String::new(),
+                        Some(format!("`{a}` names nothing on the screen")),
+                    ),
+                },
+                None => {
+                    r.ep.steps += 1;
+                    (
+                        s.text.clone(),
+                        String::new(),
+                        Some("not an action of the vocabulary".into()),
+                    )
+                }
+            };
+            let after_nodes = r.ep.tree(tiny::TREE);
+            let next = match &error {
+                Some(e) => format!(
+                    "{} | the action failed: {e}",
+                    tiny::observation(&r.ep.desktop, &after_nodes)
+                ),
+                None => tiny::observation(&r.ep.desktop, &after_nodes),
+            };
+            let progress = if oracle {
+                match (before, expert::distance(&r.ep)) {
+                    (Some(b), Some(a)) => a < b,
+                    (None, Some(_)) => true,
+                    _ => false,
+                }
+            } else {
+                false
+            };
+            r.traj.steps.push(StepRec {
+                observation: o.clone(),
+                previous: prev.clone(),
+                prompt_ids: prompts[k].clone(),
+                response_ids: s.tokens.clone(),
+                logprobs: s.logprobs.clone(),
+                answer: s.text.clone(),
+                action: action.clone(),
+                code,
+                error,
+                next_observation: next,
+                progress,
+            });
+            r.actions.push(action);
+            if r.ep.finished.is_some() {
+                r.done = true;
+            }
+        }
+        if let Some(b) = bar {
+            b.inc(active.len() as u64);
+        }
+    }
+    let mut out = Vec::with_capacity(live.len());
+    for mut r in live {
+        r.traj.score =
+            r.ep.score()
+                .map_err(anyhow::Error::msg)
+                .with_context(|| format!("scoring {}", r.ep.task.task.id))?;
+        out.push(r.traj);
+    }
+    Ok(out)
+}
+
+/// The m verdicts of the judge on every step.
+pub fn judge(
+    reward: &dyn Sampler,
+    tasks: &[Spec],
+    trajs: &[Trajectory],
+    m: usize,
+    sp: &SampleParams,
+    bar: Option<&indicatif::ProgressBar>,
+) -> Result<Vec<Vec<crate::rollout::Verdicts>>> {
+    let instructions: Vec<String> = tasks
+        .iter()
+        .map(|t| family::generate(t).task.instruction)
+        .collect();
+    let mut prompts = Vec::new();
+    let mut index = Vec::new();
+    for (ti, t) in trajs.iter().enumerate() {
+        for (si, s) in t.steps.iter().enumerate() {
+            let text = judge_prompt(
+                &instructions[t.task],
+                &s.previous,
+                &s.observation,
+                &s.answer,
+                &s.next_observation,
+            );
+            prompts.push(encode_chat(reward, &text)?);
+            index.push((ti, si));
+        }
+    }
+    let mut out: Vec<Vec<Option<crate::rollout::Verdicts>>> =
+        trajs.iter().map(|t| vec![None; t.steps.len()]).collect();
+    for (c, chunk) in prompts.chunks(64).enumerate() {
+        let p = SampleParams {
+            seed: sp.seed.wrapping_add(c as u64 * 104_729),
+            ..sp.clone()
+        };
+        let gens = reward.generate(chunk, m, &p)?;
+        for (j, g) in gens.into_iter().enumerate() {
+            let (ti, si) = index[c * 64 + j];
+            out[ti][si] = Some(crate::rollout::Verdicts {
+                prompt_ids: chunk[j].clone(),
+                scores: g.iter().map(|s| parse_verdict(&s.text)).collect(),
+                texts: g.iter().map(|s| s.text.clone()).collect(),
+                responses: g.iter().map(|s| s.tokens.clone()).collect(),
+                logprobs: g.into_iter().map(|s| s.logprobs).collect(),
+            });
+        }
+        if let Some(b) = bar {
+            b.inc(chunk.len() as u64);
+        }
+    }
+    Ok(out
+        .into_iter()
+        .map(|v| {
+            v.into_iter()
+                .map(|x| x.expect("every step judged"))
+                .collect()
+        })
+        .collect())
+}
+
+/// The first `n` tasks of a fixed split.
+pub fn split_tasks(split: Split, n: usize) -> Vec<Spec> {
+    let s = match split {
+        Split::InDomain => family::Split::InDomain,
+        Split::Ood => family::Split::Ood,
+        Split::Validation => family::Split::Validation,
+        Split::Train => family::Split::Train,
+    };
+    family::split(s, n)
+}
+
+impl Setting for Gui {
+    type Task = DesktopTask;
+    type Record = Played;
+
+    fn name(&self) -> &'static str {
+        "desktop"
+    }
+
+    fn initial_pool(&self, cfg: &RunConfig) -> Vec<DesktopTask> {
+        // the training pool's own seed stream, offset by the run's seed
+        let mut specs = family::split(
+            family::Split::Train,
+            cfg.pool_size + cfg.seed as usize % 997,
+        );
+        specs.drain(..cfg.seed as usize % 997);
+        specs
+            .into_iter()
+            .map(|s| DesktopTask::new(s, None))
+            .collect()
+    }
+
+    fn play(
+        &mut self,
+        ctx: Ctx,
+        policy: &dyn Sampler,
+        tasks: &[DesktopTask],
+    ) -> Result<(Vec<Group>, Played)> {
+        let cfg = ctx.cfg;
+        let sp = SampleParams {
+            temperature: cfg.policy.temperature,
+            max_new_tokens: cfg.policy.max_new_tokens,
+            seed: ctx.seed(2),
+            ..Default::default()
+        };
+        let specs: Vec<Spec> = tasks.iter().map(|t| t.spec.clone()).collect();
+        let bar = ctx.bar(
+            (tasks.len() * cfg.rollouts_per_task * cfg.desktop.train_step_limit) as u64,
+            &format!("iter {} rollout", ctx.k),
+        );
+        let trajs = rollout(
+            policy,
+            cfg,
+            &specs,
+            cfg.rollouts_per_task,
+            cfg.desktop.train_step_limit,
+            &sp,
+            true,
+            bar.as_ref(),
+        )?;
+        if let Some(b) = bar {
+            b.finish_and_clear();
+        }
+        let mut groups: Vec<Group> = vec![Group::default(); tasks.len()];
+        for t in &trajs {
+            let won = t.score >= 1.0;
+            groups[t.task].episodes.push(Episode {
+                outcome: Outcome::from_won(won).value(),
+                won,
+                steps: t
+                    .steps
+                    .iter()
+                    .map(|s| Step {
+                        action: Generation {
+                            prompt: s.prompt_ids.clone(),
+                            response: s.response_ids.clone(),
+                            logprobs: s.logprobs.clone(),
+                        },
+                    })
+                    .collect(),
+            });
+        }
+        Ok((
+            groups,
+            Played {
+                trajs,
+                verdicts: vec![],
+            },
+        ))
+    }
+
+    fn judge(
+        &mut self,
+        ctx: Ctx,
+        reward: &dyn Sampler,
+        tasks: &[DesktopTask],
+        groups: &mut [Group],
+        played: &mut Played,
+    ) -> Result<()> {
+        let cfg = ctx.cfg;
+        let steps: usize = played.trajs.iter().map(|t| t.steps.len()).sum();
+        let bar = ctx.bar(steps as u64, &format!("iter {} judge", ctx.k));
+        let jp = SampleParams {
+            temperature: cfg.reward.temperature,
+            max_new_tokens: cfg.reward.max_new_tokens,
+            seed: ctx.seed(3),
+            ..Default::default()
+        };
+        let specs: Vec<Spec> = tasks.iter().map(|t| t.spec.clone()).collect();
+        played.verdicts = judge(
+            reward,
+            &specs,
+            &played.trajs,
+            cfg.judge_samples,
+            &jp,
+            bar.as_ref(),
+        )?;
+        if let Some(b) = bar {
+            b.finish_and_clear();
+        }
+        let mut seen = vec![0usize; groups.len()];
+        for (t, vs) in played.trajs.iter().zip(&played.verdicts) {
+            let e = seen[t.task];
+            seen[t.task] += 1;
+            for (i, v) in vs.iter().enumerate() {
+                groups[t.task].judgements.push(Judgement {
+                    step: Some((e, i)),
+                    samples: v
+                        .responses
+                        .iter()
+                        .zip(&v.logprobs)
+                        .zip(&v.scores)
+                        .map(|((r, l), &score)| Scored {
+                            sample: Generation {
+                                prompt: v.prompt_ids.clone(),
+                                response: r.clone(),
+                                logprobs: l.clone(),
+                            },
+                            score,
+                        })
+                        .collect(),
+                    reward: JudgeReward::Consistency,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn judge_quality(&self, _groups: &[Group], played: &Played) -> JudgeQuality {
+        let mut cal = Calibration::default();
+        let (mut pos, mut neg) = (vec![], vec![]);
+        let (mut proc_pairs, mut out_pairs) = (vec![], vec![]);
+        for (t, vs) in played.trajs.iter().zip(&played.verdicts) {
+            let won = t.score >= 1.0;
+            for (s, v) in t.steps.iter().zip(vs) {
+                for &sc in &v.scores {
+                    cal.observe(s.progress, sc);
+                    proc_pairs.push((sc, s.progress));
+                    out_pairs.push((sc, won));
+                }
+                let mean =
+                    v.scores.iter().map(|x| x.value()).sum::<f64>() / v.scores.len().max(1) as f64;
+                if won {
+                    pos.push(mean)
+                } else {
+                    neg.push(mean)
+                }
+            }
+        }
+        let failed = played
+            .trajs
+            .iter()
+            .flat_map(|t| &t.steps)
+            .filter(|s| s.error.is_some())
+            .count();
+        let steps: usize = played.trajs.iter().map(|t| t.steps.len()).sum();
+        JudgeQuality {
+            calibration: cal,
+            precision: empirical_precision(&pos, &neg).map(|p| p.precision),
+            process_acc: judge_accuracy(&proc_pairs),
+            outcome_acc: judge_accuracy(&out_pairs),
+            extra: Some(serde_json::json!({
+                "failed_actions": failed,
+                "steps": steps,
+                "mean_score": played.trajs.iter().map(|t| t.score).sum::<f64>() / played.trajs.len().max(1) as f64,
+            })),
+        }
+    }
+
+    fn policy_band(&self, cfg: &RunConfig) -> Band {
+        cfg.policy_band
+    }
+
+    fn reward_band(&self, cfg: &RunConfig) -> Band {
+        cfg.reward_band
+    }
+
+    fn critique(
+        &self,
+        _ctx: Ctx,
+        _reward: &dyn Sampler,
+        i: usize,
+        _groups: &[Group],
+        played: &Played,
+    ) -> Option<String> {
+        // the judge's reasoning on high-risk steps (all m say −1) of the task's failed episodes
+        let mut reasons = Vec::new();
+        for (t, vs) in played.trajs.iter().zip(&played.verdicts) {
+            if t.task != i || t.score >= 1.0 {
+                continue;
+            }
+            for v in vs {
+                if v.scores.iter().all(|s| *s == StepScore::Negative) {
+                    reasons.extend(v.texts.iter().map(|x| reasoning(x).to_string()));
+                }
+            }
+        }
+        summarise_critiques(&reasons)
+    }
+
+    fn rewrite(
+        &mut self,
+        _ctx: Ctx,
+        _reward: &dyn Sampler,
+        task: &DesktopTask,
+        direction: Direction,
+        _critique: Option<&str>,
+        _i: usize,
+    ) -> Result<Option<(String, DesktopTask)>> {
+        let r = match direction {
+            Direction::Harder => family::harder(&task.spec),
+            Direction::Easier => family::easier(&task.spec),
+            Direction::Keep => None,
+        };
+        Ok(r.map(|(what, spec)| (what, DesktopTask::new(spec, Some(task.id.clone())))))
+    }
+
+    fn evaluate(&mut self, ctx: Ctx, policy: &dyn Sampler, split: Split, n: usize) -> Result<f64> {
+        let cfg = ctx.cfg;
+        let tasks = split_tasks(split, n);
+        if tasks.is_empty() {
+            return Ok(0.0);
+        }
+        let bar = ctx.bar(
+            (tasks.len() * cfg.desktop.eval_step_limit) as u64,
+            &format!("eval {split:?}"),
+        );
+        let sp = SampleParams::greedy(cfg.policy.max_new_tokens);
+        let trajs = rollout(
+            policy,
+            cfg,
+            &tasks,
+            1,
+            cfg.desktop.eval_step_limit,
+            &sp,
+            false,
+            bar.as_ref(),
+        )?;
+        if let Some(b) = bar {
+            b.finish_and_clear();
+        }
+        Ok(trajs.iter().filter(|t| t.score >= 1.0).count() as f64 / trajs.len() as f64)
+    }
+
+    fn save_samples(
+        &self,
+        dir: &RunDir,
+        k: usize,
+        tasks: &[DesktopTask],
+        played: &Played,
+    ) -> Result<()> {
+        let picked: Vec<serde_json::Value> = played
+            .trajs
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| j % 8 == 0)
+            .take(6)
+            .map(|(j, t)| {
+                serde_json::json!({
+                    "task_id": tasks[t.task].id,
+                    "score": t.score,
+                    "steps": t.steps.iter().enumerate().map(|(i, s)| serde_json::json!({
+                        "action": s.action, "code": s.code, "error": s.error, "screen_after": s.next_observation,
+                        "oracle_progress": s.progress,
+                        "verdicts": played.verdicts.get(j).and_then(|v| v.get(i)).map(|v| v.texts.clone()),
+                    })).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        dir.save_json(&format!("samples/iter-{k:04}.json"), &picked)
+    }
+
+    fn warm_start(&self, cfg: &RunConfig, out: &Path, progress: bool) -> Result<Vec<String>> {
+        warm_start(cfg, out, progress)
+    }
+}
+
+/// Demonstrations: the expert's actions in states of noisy expert episodes (policy examples),
+/// and every executed step labelled with its episode's outcome (judge examples: weak labels,
+/// no oracle).
+pub fn demonstrations(
+    cfg: &RunConfig,
+    tasks: &[Spec],
+    seed: u64,
+) -> Result<(Vec<Example>, Vec<Example>)> {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let (mut pol, mut jud) = (Vec::new(), Vec::new());
+    let noise = cfg.pretrain.noise;
+    let window = cfg.desktop.history;
+    for t in tasks {
+        for eps in [noise, (noise * 2.0).min(0.9)] {
+            let mut ep = open(t, cfg)?;
+            let instruction = ep.task.task.instruction.clone();
+            let mut actions: Vec<String> = Vec::new();
+            let mut steps: Vec<(String, String, String, String)> = Vec::new(); // prev, obs, answer, next
+            for _ in 0..cfg.desktop.train_step_limit {
+                let nodes = ep.tree(tiny::TREE);
+                let obs = tiny::observation(&ep.desktop, &nodes);
+                let prev = previous_actions(&actions, window);
+                let cands = tiny::candidates(&ep.desktop, &nodes, &instruction);
+                let code = expert::next(&ep);
+                let Some(best) = tiny::from_code(&code, &ep.desktop, &nodes) else {
+                    break; // the expert needs an action the vocabulary does not have
+                };
+                pol.push((
+                    policy_prompt(&instruction, &prev, &obs),
+                    policy_answer(&best),
+                ));
+                let act = if best != "done" && rng.gen::<f64>() < eps {
+                    cands.choose(&mut rng).cloned().unwrap_or(best)
+                } else {
+                    best
+                };
+                if let Some(code) = tiny::to_code(&act, &ep.desktop, &nodes) {
+                    ep.step_code(&code, &nodes);
+                }
+                let after = tiny::observation(&ep.desktop, &ep.tree(tiny::TREE));
+                steps.push((prev, obs, policy_answer(&act), after));
+                actions.push(act);
+                if ep.finished.is_some() {
+                    break;
+                }
+            }
+            let won = ep.score() == Ok(1.0);
+            for (prev, obs, ans, next) in steps {
+                let act = ans.trim_start_matches("Action: ").to_string();
+                jud.push((
+                    judge_prompt(&instruction, &prev, &obs, &ans, &next),
+                    judge_answer(&act, won),
+                ));
+            }
+        }
+    }
+    pol.shuffle(&mut rng);
+    jud.shuffle(&mut rng);
+    Ok((pol, jud))
+}
+
+/// Builds the tokenizer and both tiny models, warm-starts them on demonstrations, and saves
+/// them under `out`.
+pub fn warm_start(cfg: &RunConfig, out: &Path, progress: bool) -> Result<Vec<String>> {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(cfg.seed.wrapping_add(29));
+    // training-distribution tasks at every difficulty the adaptation reaches
+    let tasks: Vec<Spec> = family::split(family::Split::Train, cfg.pretrain.tasks + 1000)
+        .into_iter()
+        .skip(1000)
+        .map(|s| Spec {
+            objects: rng.gen_range(1..=3),
+            variant: rng.gen_range(1..=2),
+            hints: if rng.gen::<f64>() < cfg.pretrain.hint_fraction {
+                rng.gen_range(1..=family::MAX_HINTS)
+            } else {
+                0
+            },
+            ..s
+        })
+        .collect();
+    let (pol, jud) = demonstrations(cfg, &tasks, cfg.seed)?;
+    let mut corpus = crate::pretrain::example_corpus(pol.iter().chain(jud.iter()));
+    // every word the evaluation tasks can show or ask for
+    for split in [Split::InDomain, Split::Ood, Split::Validation] {
+        for s in split_tasks(split, usize::MAX) {
+            let ep = open(&s, cfg)?;
+            let nodes = ep.tree(tiny::TREE);
+            corpus.push_str(&ep.task.task.instruction);
+            corpus.push('\n');
+            corpus.push_str(&tiny::observation(&ep.desktop, &nodes));
+            corpus.push('\n');
+            for c in tiny::candidates(&ep.desktop, &nodes, &ep.task.task.instruction) {
+                corpus.push_str(&policy_answer(&c));
+                corpus.push('\n');
+            }
+        }
+    }
+    corpus.push_str(crate::pretrain::CHAT_MARKERS);
+    let tok = rla_model::tok::build_word_level(&corpus, 1)?;
+    // make sure every example encodes
+    for (p, a) in pol.iter().take(1) {
+        encode_prompt(&tok, p)?;
+        encode_response(&tok, a)?;
+    }
+    let mut lines = Vec::new();
+    for (name, spec, data, steps) in [
+        ("policy", &cfg.policy, &pol, cfg.pretrain.policy_steps),
+        ("reward", &cfg.reward, &jud, cfg.pretrain.reward_steps),
+    ] {
+        lines.push(crate::pretrain::fit_tiny(
+            cfg,
+            name,
+            spec,
+            &tok,
+            data,
+            steps,
+            out,
+            &[],
+            progress,
+        )?);
+    }
+    Ok(lines)
+}

@@ -1,0 +1,221 @@
+//! The GUI setting end to end at tiny scale (warm starts on the expert's demonstrations, the loop
+//! on the native desktop with OSWorld-format tasks, evaluation, adaptation by evaluator switches
+//! and hints, report), and the `desktop` commands.
+
+use std::path::Path;
+use std::process::Command;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_rlanything"))
+}
+
+const CONFIG: &str = r#"
+seed = 3
+setting = "desktop"
+mode = "full"
+iterations = 2
+pool_size = 8
+tasks_per_iteration = 4
+rollouts_per_task = 4
+judge_samples = 2
+update_epochs = 1
+
+[adapt]
+acc_low = 0.25
+acc_high = 0.5
+
+[desktop]
+train_step_limit = 8
+eval_step_limit = 8
+
+[policy]
+lr = 1e-3
+micro_batch = 8
+max_new_tokens = 16
+[policy.tiny]
+hidden_size = 48
+num_hidden_layers = 1
+num_attention_heads = 2
+num_key_value_heads = 1
+
+[reward]
+lr = 1e-3
+micro_batch = 8
+max_new_tokens = 16
+[reward.tiny]
+hidden_size = 48
+num_hidden_layers = 1
+num_attention_heads = 2
+num_key_value_heads = 1
+
+[pretrain]
+tasks = 20
+policy_steps = 60
+reward_steps = 20
+batch = 16
+lr = 5e-3
+
+[eval]
+in_domain = 6
+ood = 6
+every = 2
+"#;
+
+fn ok(out: &std::process::Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn the_desktop_loop_runs_end_to_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("desktop.toml");
+    std::fs::write(&cfg, CONFIG).unwrap();
+    let run = dir.path().join("run");
+    ok(&bin()
+        .args(["train", "--quiet", "--config"])
+        .arg(&cfg)
+        .arg("--run")
+        .arg(&run)
+        .output()
+        .unwrap());
+    assert!(run.join("report.md").exists());
+    let samples: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("samples/iter-0002.json")).unwrap())
+            .unwrap();
+    let steps = samples[0]["steps"].as_array().unwrap();
+    assert!(!steps.is_empty());
+    // every step ran OSWorld pyautogui code (or DONE) on the desktop
+    for s in steps {
+        let code = s["code"].as_str().unwrap();
+        assert!(
+            code.starts_with("pyautogui.") || code == "DONE" || !s["error"].is_null(),
+            "{s}"
+        );
+    }
+    let metrics: Vec<serde_json::Value> = std::fs::read_to_string(run.join("metrics.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(metrics.len(), 3);
+    for m in &metrics[1..] {
+        let s = &m["setting"];
+        assert!(s["steps"].as_u64().unwrap() >= 16, "{m}");
+        // the oracle labels measure the judge
+        assert!(m["process_acc"].as_f64().is_some(), "{m}");
+    }
+    assert!(metrics[0]["eval_in_domain"].as_f64().is_some());
+    // adaptation proposes evaluator switches or hints for tasks outside the band
+    let pending: u64 = metrics[1..]
+        .iter()
+        .map(|m| m["pending_next"].as_u64().unwrap())
+        .sum();
+    assert!(pending > 0, "{metrics:?}");
+    let tasks = std::fs::read_to_string(run.join("tasks.jsonl")).unwrap_or_default();
+    assert!(tasks.contains("calc-"), "{tasks}");
+}
+
+#[test]
+fn desktop_commands_export_evaluate_screenshot_and_bench() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("tasks");
+    let text = ok(&bin()
+        .args(["desktop", "export", "--split", "ood", "--n", "3", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap());
+    assert!(text.contains("wrote 3 tasks"), "{text}");
+    let task = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "json"))
+        .unwrap();
+    let id = task.file_stem().unwrap().to_string_lossy().into_owned();
+    let folder = out.join(&id);
+    let key = if id.contains("-e2-") {
+        "evaluator2"
+    } else {
+        "evaluator1"
+    };
+    let score = |result: &Path| -> String {
+        let t = ok(&bin()
+            .args(["desktop", "evaluate", "--task"])
+            .arg(&task)
+            .arg("--result")
+            .arg(result)
+            .output()
+            .unwrap());
+        t.lines().last().unwrap().to_string()
+    };
+    assert_eq!(score(&folder.join(format!("{key}.xlsx"))), "1");
+    assert_eq!(score(&folder.join("start.xlsx")), "0");
+    // a corrupt result scores 0, as OSWorld's compare_table does
+    let bad = dir.path().join("bad.xlsx");
+    std::fs::write(&bad, b"garbage").unwrap();
+    assert_eq!(score(&bad), "0");
+    // a task file with a field missing is a clear error
+    let broken = dir.path().join("broken.json");
+    std::fs::write(
+        &broken,
+        r#"{"id": "x", "snapshot": "s", "instruction": "i"}"#,
+    )
+    .unwrap();
+    let o = bin()
+        .args(["desktop", "evaluate", "--task"])
+        .arg(&broken)
+        .arg("--result")
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("evaluator"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // screenshots at a chosen size
+    let png = dir.path().join("shot.png");
+    ok(&bin()
+        .args(["desktop", "screenshot"])
+        .arg(&task)
+        .arg("--out")
+        .arg(&png)
+        .args(["--size", "960x540", "--marks"])
+        .output()
+        .unwrap());
+    let bytes = std::fs::read(&png).unwrap();
+    assert_eq!(&bytes[1..4], b"PNG");
+    assert_eq!(u32::from_be_bytes(bytes[16..20].try_into().unwrap()), 960);
+    // play: type actions, see the outcome; the score is the last line
+    let mut child = bin()
+        .args(["desktop", "play"])
+        .arg(&task)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"tree\nmarks\nos.system('ls')\npyautogui.click(99999, 1)\nDONE\n")
+        .unwrap();
+    let text = ok(&child.wait_with_output().unwrap());
+    assert!(text.contains("tag\tname\ttext"), "{text}");
+    assert!(
+        text.contains("not an action") && text.contains("off the"),
+        "{text}"
+    );
+    assert_eq!(text.lines().last().unwrap(), "0");
+    let text = ok(&bin()
+        .args(["desktop", "bench", "--steps", "2000"])
+        .output()
+        .unwrap());
+    assert!(text.contains("steps/s"), "{text}");
+}
