@@ -820,3 +820,125 @@ pub fn warm_start(cfg: &RunConfig, out: &Path, progress: bool) -> Result<Vec<Str
     }
     Ok(lines)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_history_window_and_answers_shape_the_prompts() {
+        let acts: Vec<String> = ["click B1", "copy", "click tab Sheet2", "paste"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        assert_eq!(previous_actions(&[], 3), "none");
+        assert_eq!(
+            previous_actions(&acts, 2),
+            "Step 3: click tab Sheet2; Step 4: paste"
+        );
+        assert_eq!(previous_actions(&acts, 9).matches("Step").count(), 4);
+        let cands = vec!["click B3".to_string(), "done".into()];
+        assert_eq!(parse_answer("Action: click B3", &cands), Some(&cands[0]));
+        assert_eq!(parse_answer(" done ", &cands), Some(&cands[1]));
+        assert_eq!(parse_answer("Action: click Z9", &cands), None);
+        assert!(parse_verdict(&judge_answer("copy", true)) == StepScore::Positive);
+    }
+
+    #[test]
+    fn desktop_settings_are_checked() {
+        let mut c = RunConfig {
+            setting: crate::config::SettingName::Desktop,
+            ..Default::default()
+        };
+        c.validate().unwrap();
+        c.desktop.train_step_limit = 31;
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .contains("desktop.train_step_limit"));
+        c.desktop.train_step_limit = 12;
+        c.desktop.screen_width = 100;
+        assert!(c.validate().unwrap_err().contains("screen_width"));
+        c.desktop.screen_width = 1280;
+        c.desktop.constrain_actions = false;
+        assert!(c.validate().unwrap_err().contains("constrain_actions"));
+    }
+
+    #[test]
+    fn the_screen_size_is_the_desktops() {
+        let mut c = RunConfig::default();
+        c.desktop.screen_width = 1280;
+        c.desktop.screen_height = 720;
+        let spec = family::split(family::Split::Train, 1).remove(0);
+        let ep = open(&spec, &c).unwrap();
+        assert_eq!(
+            (ep.desktop.layout.width, ep.desktop.layout.height),
+            (1280, 720)
+        );
+    }
+
+    #[test]
+    fn rewrites_switch_evaluators_and_add_hints_with_lineage() {
+        let t = DesktopTask::new(family::split(family::Split::Train, 1).remove(0), None);
+        let mut g = Gui;
+        let cfg = RunConfig::default();
+        let ctx = Ctx {
+            cfg: &cfg,
+            k: 1,
+            progress: false,
+        };
+        struct NoModel;
+        impl Sampler for NoModel {
+            fn encode(&self, _: &str) -> rla_lm::Result<Vec<u32>> {
+                unreachable!()
+            }
+            fn decode(&self, _: &[u32]) -> rla_lm::Result<String> {
+                unreachable!()
+            }
+            fn eos_ids(&self) -> &[u32] {
+                &[]
+            }
+            fn chat_template(
+                &self,
+                _: &[rla_lm::Message],
+                _: bool,
+            ) -> rla_lm::Result<Option<String>> {
+                Ok(None)
+            }
+            fn generate(
+                &self,
+                _: &[Vec<u32>],
+                _: usize,
+                _: &SampleParams,
+            ) -> rla_lm::Result<Vec<Vec<rla_lm::Sample>>> {
+                unreachable!()
+            }
+            fn generate_within(
+                &self,
+                _: &[Vec<u32>],
+                _: usize,
+                _: &SampleParams,
+                _: &[Vec<Vec<u32>>],
+            ) -> rla_lm::Result<Vec<Vec<rla_lm::Sample>>> {
+                unreachable!()
+            }
+            fn score(&self, _: &[(Vec<u32>, Vec<u32>)]) -> rla_lm::Result<Vec<Vec<f32>>> {
+                unreachable!()
+            }
+        }
+        let (what, h) = g
+            .rewrite(ctx, &NoModel, &t, Direction::Harder, None, 0)
+            .unwrap()
+            .unwrap();
+        assert_eq!(what, "switched to evaluator2");
+        assert_eq!(h.spec.variant, 2);
+        assert_eq!(h.parent.as_deref(), Some(t.id.as_str()));
+        assert_ne!(h.id, t.id);
+        let (what, e) = g
+            .rewrite(ctx, &NoModel, &t, Direction::Easier, None, 0)
+            .unwrap()
+            .unwrap();
+        assert_eq!(what, "added a hint");
+        assert!(family::generate(&e.spec).task.instruction.contains("Hint:"));
+    }
+}
