@@ -11,21 +11,19 @@
 
 use crate::config::RunConfig;
 use crate::pool::PoolTask;
-use crate::prompts::{parse_verdict, reasoning, summarise_critiques};
-use crate::rollout::{encode_answer, encode_chat, encode_prompt, encode_response};
-use crate::run::RunDir;
-use crate::setting::{
-    Ctx, Episode, Generation, Group, JudgeQuality, JudgeReward, Judgement, Scored, Setting, Split,
-    Step,
+use crate::prompts::{reasoning, summarise_critiques};
+use crate::rollout::{
+    encode_answer, encode_chat, encode_prompt, encode_response, judge_prompts,
+    push_step_judgements, step_judge_quality, Verdicts,
 };
+use crate::run::RunDir;
+use crate::setting::{Ctx, Episode, Generation, Group, JudgeQuality, Setting, Split, Step};
 use anyhow::{Context, Result};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rla_core::adapt::Direction;
 use rla_core::filter::Band;
-use rla_core::metrics::judge_accuracy;
 use rla_core::reward::{Outcome, StepScore};
-use rla_core::theory::{empirical_precision, Calibration};
 use rla_desktop::episode::Episode as Live;
 use rla_desktop::family::{self, Spec};
 use rla_desktop::{expert, tiny};
@@ -114,7 +112,7 @@ pub struct Played {
     /// Every episode.
     pub trajs: Vec<Trajectory>,
     /// The m verdicts on each step.
-    pub verdicts: Vec<Vec<crate::rollout::Verdicts>>,
+    pub verdicts: Vec<Vec<Verdicts>>,
 }
 
 /// The policy's prompt.
@@ -348,56 +346,30 @@ pub fn judge(
     m: usize,
     sp: &SampleParams,
     bar: Option<&indicatif::ProgressBar>,
-) -> Result<Vec<Vec<crate::rollout::Verdicts>>> {
+) -> Result<Vec<Vec<Verdicts>>> {
     let instructions: Vec<String> = tasks
         .iter()
         .map(|t| family::generate(t).task.instruction)
         .collect();
-    let mut prompts = Vec::new();
-    let mut index = Vec::new();
-    for (ti, t) in trajs.iter().enumerate() {
-        for (si, s) in t.steps.iter().enumerate() {
-            let text = judge_prompt(
-                &instructions[t.task],
-                &s.previous,
-                &s.observation,
-                &s.answer,
-                &s.next_observation,
-            );
-            prompts.push(encode_chat(reward, &text)?);
-            index.push((ti, si));
-        }
-    }
-    let mut out: Vec<Vec<Option<crate::rollout::Verdicts>>> =
-        trajs.iter().map(|t| vec![None; t.steps.len()]).collect();
-    for (c, chunk) in prompts.chunks(64).enumerate() {
-        let p = SampleParams {
-            seed: sp.seed.wrapping_add(c as u64 * 104_729),
-            ..sp.clone()
-        };
-        let gens = reward.generate(chunk, m, &p)?;
-        for (j, g) in gens.into_iter().enumerate() {
-            let (ti, si) = index[c * 64 + j];
-            out[ti][si] = Some(crate::rollout::Verdicts {
-                prompt_ids: chunk[j].clone(),
-                scores: g.iter().map(|s| parse_verdict(&s.text)).collect(),
-                texts: g.iter().map(|s| s.text.clone()).collect(),
-                responses: g.iter().map(|s| s.tokens.clone()).collect(),
-                logprobs: g.into_iter().map(|s| s.logprobs).collect(),
-            });
-        }
-        if let Some(b) = bar {
-            b.inc(chunk.len() as u64);
-        }
-    }
-    Ok(out
-        .into_iter()
-        .map(|v| {
-            v.into_iter()
-                .map(|x| x.expect("every step judged"))
+    let prompts = trajs
+        .iter()
+        .map(|t| {
+            t.steps
+                .iter()
+                .map(|s| {
+                    let text = judge_prompt(
+                        &instructions[t.task],
+                        &s.previous,
+                        &s.observation,
+                        &s.answer,
+                        &s.next_observation,
+                    );
+                    encode_chat(reward, &text)
+                })
                 .collect()
         })
-        .collect())
+        .collect::<Result<Vec<Vec<Vec<u32>>>>>()?;
+    judge_prompts(reward, &prompts, m, sp, bar)
 }
 
 /// The first `n` tasks of a fixed split.
@@ -520,55 +492,26 @@ impl Setting for Gui {
         if let Some(b) = bar {
             b.finish_and_clear();
         }
-        let mut seen = vec![0usize; groups.len()];
-        for (t, vs) in played.trajs.iter().zip(&played.verdicts) {
-            let e = seen[t.task];
-            seen[t.task] += 1;
-            for (i, v) in vs.iter().enumerate() {
-                groups[t.task].judgements.push(Judgement {
-                    step: Some((e, i)),
-                    samples: v
-                        .responses
-                        .iter()
-                        .zip(&v.logprobs)
-                        .zip(&v.scores)
-                        .map(|((r, l), &score)| Scored {
-                            sample: Generation {
-                                prompt: v.prompt_ids.clone(),
-                                response: r.clone(),
-                                logprobs: l.clone(),
-                            },
-                            score,
-                        })
-                        .collect(),
-                    reward: JudgeReward::Consistency,
-                });
-            }
-        }
+        push_step_judgements(
+            groups,
+            played
+                .trajs
+                .iter()
+                .zip(&played.verdicts)
+                .map(|(t, v)| (t.task, v.as_slice())),
+        );
         Ok(())
     }
 
     fn judge_quality(&self, _groups: &[Group], played: &Played) -> JudgeQuality {
-        let mut cal = Calibration::default();
-        let (mut pos, mut neg) = (vec![], vec![]);
-        let (mut proc_pairs, mut out_pairs) = (vec![], vec![]);
-        for (t, vs) in played.trajs.iter().zip(&played.verdicts) {
-            let won = t.score >= 1.0;
-            for (s, v) in t.steps.iter().zip(vs) {
-                for &sc in &v.scores {
-                    cal.observe(s.progress, sc);
-                    proc_pairs.push((sc, s.progress));
-                    out_pairs.push((sc, won));
-                }
-                let mean =
-                    v.scores.iter().map(|x| x.value()).sum::<f64>() / v.scores.len().max(1) as f64;
-                if won {
-                    pos.push(mean)
-                } else {
-                    neg.push(mean)
-                }
-            }
-        }
+        let q = step_judge_quality(played.trajs.iter().zip(&played.verdicts).flat_map(
+            |(t, vs)| {
+                t.steps
+                    .iter()
+                    .zip(vs)
+                    .map(move |(s, v)| (t.score >= 1.0, s.progress, v))
+            },
+        ));
         let failed = played
             .trajs
             .iter()
@@ -577,15 +520,12 @@ impl Setting for Gui {
             .count();
         let steps: usize = played.trajs.iter().map(|t| t.steps.len()).sum();
         JudgeQuality {
-            calibration: cal,
-            precision: empirical_precision(&pos, &neg).map(|p| p.precision),
-            process_acc: judge_accuracy(&proc_pairs),
-            outcome_acc: judge_accuracy(&out_pairs),
             extra: Some(serde_json::json!({
                 "failed_actions": failed,
                 "steps": steps,
                 "mean_score": played.trajs.iter().map(|t| t.score).sum::<f64>() / played.trajs.len().max(1) as f64,
             })),
+            ..q
         }
     }
 
@@ -841,7 +781,7 @@ mod tests {
         assert_eq!(parse_answer("Action: click B3", &cands), Some(&cands[0]));
         assert_eq!(parse_answer(" done ", &cands), Some(&cands[1]));
         assert_eq!(parse_answer("Action: click Z9", &cands), None);
-        assert!(parse_verdict(&judge_answer("copy", true)) == StepScore::Positive);
+        assert!(crate::prompts::parse_verdict(&judge_answer("copy", true)) == StepScore::Positive);
     }
 
     #[test]

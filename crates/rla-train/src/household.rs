@@ -7,18 +7,16 @@ use crate::config::{RewriterKind, RunConfig};
 use crate::pool::PoolTask;
 use crate::prompts::reasoning;
 use crate::rewriter::{LmRewriter, Phrases, Rewriter, Structured, Summariser};
-use crate::rollout::{evaluate, judge, rollout, Episodes, Trajectory, Verdicts};
-use crate::run::RunDir;
-use crate::setting::{
-    Ctx, Episode, Generation, Group, JudgeQuality, JudgeReward, Judgement, Scored, Setting, Split,
-    Step,
+use crate::rollout::{
+    evaluate, judge, push_step_judgements, rollout, step_judge_quality, Episodes, Trajectory,
+    Verdicts,
 };
+use crate::run::RunDir;
+use crate::setting::{Ctx, Episode, Generation, Group, JudgeQuality, Setting, Split, Step};
 use anyhow::Result;
 use rla_core::adapt::Direction;
 use rla_core::filter::Band;
-use rla_core::metrics::judge_accuracy;
 use rla_core::reward::{Outcome, StepScore};
-use rla_core::theory::{empirical_precision, Calibration};
 use rla_env::household::splits::{eval_tasks, train_tasks};
 use rla_env::household::TaskSpec;
 use rla_lm::{SampleParams, Sampler};
@@ -178,63 +176,32 @@ impl Setting for Household {
         if let Some(b) = bar {
             b.finish_and_clear();
         }
-        // the position of each episode within its task's group
-        let mut seen = vec![0usize; groups.len()];
-        for (t, vs) in played.trajs.iter().zip(&played.verdicts) {
-            let e = seen[t.task];
-            seen[t.task] += 1;
-            for (i, v) in vs.iter().enumerate() {
-                groups[t.task].judgements.push(Judgement {
-                    step: Some((e, i)),
-                    samples: v
-                        .responses
-                        .iter()
-                        .zip(&v.logprobs)
-                        .zip(&v.scores)
-                        .map(|((r, l), &score)| Scored {
-                            sample: Generation {
-                                prompt: v.prompt_ids.clone(),
-                                response: r.clone(),
-                                logprobs: l.clone(),
-                            },
-                            score,
-                        })
-                        .collect(),
-                    reward: JudgeReward::Consistency,
-                });
-            }
-        }
+        push_step_judgements(
+            groups,
+            played
+                .trajs
+                .iter()
+                .zip(&played.verdicts)
+                .map(|(t, v)| (t.task, v.as_slice())),
+        );
         Ok(())
     }
 
     fn judge_quality(&self, _groups: &[Group], played: &Played) -> JudgeQuality {
         // μ from verdicts against the expert's oracle step labels; precision A from the mean
         // verdicts of steps of won and lost episodes
-        let mut cal = Calibration::default();
-        let (mut pos_means, mut neg_means) = (vec![], vec![]);
-        let (mut proc_pairs, mut out_pairs) = (vec![], vec![]);
-        for (t, vs) in played.trajs.iter().zip(&played.verdicts) {
-            for (s, v) in t.steps.iter().zip(vs) {
-                for &sc in &v.scores {
-                    cal.observe(s.progress, sc);
-                    proc_pairs.push((sc, s.progress));
-                    out_pairs.push((sc, t.won));
-                }
-                let mean = v.scores.iter().map(|x| x.value()).sum::<f64>() / v.scores.len() as f64;
-                if t.won {
-                    pos_means.push(mean)
-                } else {
-                    neg_means.push(mean)
-                }
-            }
-        }
-        JudgeQuality {
-            calibration: cal,
-            precision: empirical_precision(&pos_means, &neg_means).map(|p| p.precision),
-            process_acc: judge_accuracy(&proc_pairs),
-            outcome_acc: judge_accuracy(&out_pairs),
-            extra: None,
-        }
+        step_judge_quality(
+            played
+                .trajs
+                .iter()
+                .zip(&played.verdicts)
+                .flat_map(|(t, vs)| {
+                    t.steps
+                        .iter()
+                        .zip(vs)
+                        .map(move |(s, v)| (t.won, s.progress, v))
+                }),
+        )
     }
 
     fn policy_band(&self, cfg: &RunConfig) -> Band {

@@ -302,34 +302,56 @@ pub fn judge(
     sp: &SampleParams,
     bar: Option<&ProgressBar>,
 ) -> Result<Vec<Vec<Verdicts>>> {
-    let mut prompts = Vec::new();
-    let mut index = Vec::new();
-    for (ti, t) in trajs.iter().enumerate() {
-        let task = tasks[t.task].sentence();
-        for (si, s) in t.steps.iter().enumerate() {
-            let text = judge_prompt(
-                &task,
-                &s.observation,
-                &s.answer,
-                &s.action,
-                &s.next_observation,
-            );
-            prompts.push(encode_chat(reward, &text)?);
-            index.push((ti, si));
-        }
-    }
-    let mut out: Vec<Vec<Option<Verdicts>>> =
-        trajs.iter().map(|t| vec![None; t.steps.len()]).collect();
-    for (c, chunk) in prompts.chunks(64).enumerate() {
+    let prompts = trajs
+        .iter()
+        .map(|t| {
+            let task = tasks[t.task].sentence();
+            t.steps
+                .iter()
+                .map(|s| {
+                    let text = judge_prompt(
+                        &task,
+                        &s.observation,
+                        &s.answer,
+                        &s.action,
+                        &s.next_observation,
+                    );
+                    encode_chat(reward, &text)
+                })
+                .collect()
+        })
+        .collect::<Result<Vec<Vec<Vec<u32>>>>>()?;
+    judge_prompts(reward, &prompts, m, sp, bar)
+}
+
+/// The judge's m answers to each prompt (`prompts[episode][step]`, token ids), parsed into
+/// verdicts; prompts are sampled 64 at a time, in episode then step order.
+pub fn judge_prompts(
+    reward: &dyn Sampler,
+    prompts: &[Vec<Vec<u32>>],
+    m: usize,
+    sp: &SampleParams,
+    bar: Option<&ProgressBar>,
+) -> Result<Vec<Vec<Verdicts>>> {
+    let flat: Vec<(usize, &Vec<u32>)> = prompts
+        .iter()
+        .enumerate()
+        .flat_map(|(e, steps)| steps.iter().map(move |p| (e, p)))
+        .collect();
+    let mut out: Vec<Vec<Verdicts>> = prompts
+        .iter()
+        .map(|s| Vec::with_capacity(s.len()))
+        .collect();
+    for (c, chunk) in flat.chunks(64).enumerate() {
         let p = SampleParams {
             seed: sp.seed.wrapping_add(c as u64 * 104_729),
             ..sp.clone()
         };
-        let gens = reward.generate(chunk, m, &p)?;
-        for (j, g) in gens.into_iter().enumerate() {
-            let (ti, si) = index[c * 64 + j];
-            out[ti][si] = Some(Verdicts {
-                prompt_ids: chunk[j].clone(),
+        let ids: Vec<Vec<u32>> = chunk.iter().map(|(_, p)| (*p).clone()).collect();
+        let gens = reward.generate(&ids, m, &p)?;
+        for ((e, prompt), g) in chunk.iter().zip(gens) {
+            out[*e].push(Verdicts {
+                prompt_ids: (*prompt).clone(),
                 scores: g.iter().map(|s| parse_verdict(&s.text)).collect(),
                 texts: g.iter().map(|s| s.text.clone()).collect(),
                 responses: g.iter().map(|s| s.tokens.clone()).collect(),
@@ -340,14 +362,75 @@ pub fn judge(
             b.inc(chunk.len() as u64);
         }
     }
-    Ok(out
-        .into_iter()
-        .map(|v| {
-            v.into_iter()
-                .map(|x| x.expect("every step judged"))
-                .collect()
-        })
-        .collect())
+    Ok(out)
+}
+
+/// Adds the judge's verdicts on each episode's steps to the groups, as consistency-rewarded
+/// judgements: `episodes` gives each episode's task index and its steps' verdicts, in play order.
+pub fn push_step_judgements<'a>(
+    groups: &mut [crate::setting::Group],
+    episodes: impl Iterator<Item = (usize, &'a [Verdicts])>,
+) {
+    use crate::setting::{Generation, JudgeReward, Judgement, Scored};
+    let mut seen = vec![0usize; groups.len()];
+    for (task, vs) in episodes {
+        let e = seen[task];
+        seen[task] += 1;
+        for (i, v) in vs.iter().enumerate() {
+            groups[task].judgements.push(Judgement {
+                step: Some((e, i)),
+                samples: v
+                    .responses
+                    .iter()
+                    .zip(&v.logprobs)
+                    .zip(&v.scores)
+                    .map(|((r, l), &score)| Scored {
+                        sample: Generation {
+                            prompt: v.prompt_ids.clone(),
+                            response: r.clone(),
+                            logprobs: l.clone(),
+                        },
+                        score,
+                    })
+                    .collect(),
+                reward: JudgeReward::Consistency,
+            });
+        }
+    }
+}
+
+/// The judge's quality over judged steps, each given as (its episode won, the oracle's
+/// progress label, its verdicts): μ and process accuracy against the oracle labels, outcome
+/// accuracy against the episodes' outcomes, precision A from the mean verdicts of steps of won
+/// and lost episodes.
+pub fn step_judge_quality<'a>(
+    steps: impl Iterator<Item = (bool, bool, &'a Verdicts)>,
+) -> crate::setting::JudgeQuality {
+    use rla_core::metrics::judge_accuracy;
+    use rla_core::theory::{empirical_precision, Calibration};
+    let mut cal = Calibration::default();
+    let (mut pos_means, mut neg_means) = (vec![], vec![]);
+    let (mut proc_pairs, mut out_pairs) = (vec![], vec![]);
+    for (won, progress, v) in steps {
+        for &sc in &v.scores {
+            cal.observe(progress, sc);
+            proc_pairs.push((sc, progress));
+            out_pairs.push((sc, won));
+        }
+        let mean = v.scores.iter().map(|x| x.value()).sum::<f64>() / v.scores.len() as f64;
+        if won {
+            pos_means.push(mean)
+        } else {
+            neg_means.push(mean)
+        }
+    }
+    crate::setting::JudgeQuality {
+        calibration: cal,
+        precision: empirical_precision(&pos_means, &neg_means).map(|p| p.precision),
+        process_acc: judge_accuracy(&proc_pairs),
+        outcome_acc: judge_accuracy(&out_pairs),
+        extra: None,
+    }
 }
 
 /// Greedy success rate of the policy on tasks (one episode each).
