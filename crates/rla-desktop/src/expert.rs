@@ -114,7 +114,15 @@ fn sort_fix(d: &Desktop, target: &Workbook, s: usize) -> Option<(u32, bool)> {
     }
     for c in 0..=ext.col {
         for asc in [true, false] {
-            let mut probe = d.clone();
+            // a bare desktop over the workbook (no undo history or clipboard to copy)
+            let Ok(mut probe) = Desktop::new(
+                d.book.clone(),
+                None,
+                d.layout.width as u32,
+                d.layout.height as u32,
+            ) else {
+                return None;
+            };
             probe.sheet = s;
             probe.cursor = Addr::new(1, c);
             probe.selection = Range::cell(probe.cursor);
