@@ -162,7 +162,7 @@ pub fn row_pattern(formula: &str, row: u32) -> Option<String> {
 
 /// A formula of the cell's row or column giving `v`: `=Xr op Yr` over two other cells of its
 /// row, or `=SUM/AVERAGE/MAX(Xa:Xb)` over the numbers above it in its column.
-fn formula_for(d: &Desktop, s: usize, at: Addr, v: f64) -> Option<String> {
+fn formula_for(d: &Desktop, target: &Workbook, s: usize, at: Addr, v: f64) -> Option<String> {
     let book = &d.book;
     let num = |a: Addr| match book.value(s, a) {
         Value::Number(x) => Some(x),
@@ -170,6 +170,9 @@ fn formula_for(d: &Desktop, s: usize, at: Addr, v: f64) -> Option<String> {
     };
     let ext = book.sheets[s].extent()?;
     let name = |c: u32| crate::addr::col_name(c);
+    // among the row patterns that give this cell's value, the one that gives the most of the
+    // column's expected values below it (rows whose values agree by chance do not decide)
+    let mut best: Option<(usize, String)> = None;
     for x in 0..=ext.col.min(at.col + 8) {
         for y in 0..=ext.col.min(at.col + 8) {
             if x == y || x == at.col || y == at.col {
@@ -180,16 +183,37 @@ fn formula_for(d: &Desktop, s: usize, at: Addr, v: f64) -> Option<String> {
             };
             for (op, r) in [("-", p - q), ("+", p + q), ("*", p * q)] {
                 if (r - v).abs() < 1e-9 && (op != "+" || x < y) && (op != "*" || x < y) {
-                    return Some(format!(
-                        "={}{}{op}{}{}",
-                        name(x),
-                        at.row + 1,
-                        name(y),
-                        at.row + 1
-                    ));
+                    let mut agree = 0;
+                    for row in at.row + 1.. {
+                        let (Some(p), Some(q), Value::Number(want)) = (
+                            num(Addr::new(row, x)),
+                            num(Addr::new(row, y)),
+                            target.value(s, Addr::new(row, at.col)),
+                        ) else {
+                            break;
+                        };
+                        let got = match op {
+                            "-" => p - q,
+                            "+" => p + q,
+                            _ => p * q,
+                        };
+                        if (got - want).abs() > 1e-9 {
+                            break;
+                        }
+                        agree += 1;
+                    }
+                    if best.as_ref().is_none_or(|(b, _)| agree > *b) {
+                        best = Some((
+                            agree,
+                            format!("={}{}{op}{}{}", name(x), at.row + 1, name(y), at.row + 1),
+                        ));
+                    }
                 }
             }
         }
+    }
+    if let Some((_, f)) = best {
+        return Some(f);
     }
     // the column's data: its plain numbers from row 2 down
     let (first, last) = crate::tiny::plain_run(book, s, at.col)?;
@@ -412,9 +436,8 @@ pub fn next(ep: &Episode) -> String {
                 .get(&Addr::new(r, col))
                 .expect("a typed run has content");
             match target.value(s, Addr::new(r, col)) {
-                Value::Number(v) => {
-                    formula_for(d, s, Addr::new(r, col), v).unwrap_or_else(|| c.input_text())
-                }
+                Value::Number(v) => formula_for(d, target, s, Addr::new(r, col), v)
+                    .unwrap_or_else(|| c.input_text()),
                 _ => c.input_text(),
             }
         };

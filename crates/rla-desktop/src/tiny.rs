@@ -1,8 +1,14 @@
 //! A compact action vocabulary for tiny text-only policies: each action names an element of
-//! the accessibility tree (`click B3`, `click column B`, `double-click tab Sheet2`, `click item
-//! Sort Ascending`), a key (`press enter`, `copy`, `paste`, `undo`), text to type (`type
-//! Profit`, words of the instruction), a run of row formulas (`fill =B-C`: from the cursor down
-//! to the last data row) or an aggregate of the column above (`fill =SUM(B)`), or `done`.
+//! the accessibility tree (`click Units 3`, `click column Revenue`, `double-click tab Sheet2`,
+//! `click item Sort Ascending`), a key (`press enter`, `copy`, `paste`, `undo`), text to type
+//! (`type Profit`, words of the instruction), a run of row formulas (`fill =Revenue-Cost`: from
+//! the cursor down to the last data row) or an aggregate of the column above
+//! (`fill =SUM(Units)`), or `done`.
+//!
+//! Columns go by their header, as a person reads a sheet: a column whose first row holds one
+//! word (unique in that row) is called by it, any other by its letters (`column E`, `E 1`), so
+//! an action repeats the instruction's words instead of looking letters up. Cells are a column's
+//! name and a row number.
 //!
 //! Every action turns into OSWorld pyautogui code ([`to_code`]), and code the expert writes
 //! turns back into one ([`from_code`]), so demonstrations and the policy's choices are the same
@@ -14,19 +20,90 @@ use crate::action::{parse_code, Action, Button, Point};
 use crate::addr::{col_index, col_name, Addr};
 use crate::app::Desktop;
 use crate::formula::Value;
+use crate::workbook::Content;
 
-/// The label of a node an action can name (`B3`, `column B`, `tab Sheet2`, …).
-pub fn label(n: &Node) -> String {
+/// Words that label kinds of element, never a column.
+const RESERVED: [&str; 9] = [
+    "column", "row", "tab", "menu", "item", "button", "option", "sheet", "cursor",
+];
+
+/// What the columns of the current sheet are called.
+#[derive(Debug, Clone)]
+pub struct Names {
+    headers: Vec<(u32, String)>,
+}
+
+impl Names {
+    /// The names of the desktop's current sheet.
+    pub fn of(d: &Desktop) -> Names {
+        let cells = &d.book.sheets[d.sheet].cells;
+        let mut row1: Vec<(u32, String)> = cells
+            .iter()
+            .filter(|(a, _)| a.row == 0)
+            .filter_map(|(a, c)| match c {
+                Content::Text(t) => Some((a.col, t.clone())),
+                _ => None,
+            })
+            .collect();
+        row1.sort();
+        let ok = |t: &str| {
+            t.len() >= 2
+                && t.chars().all(|c| c.is_ascii_alphabetic())
+                && t.chars().any(|c| c.is_ascii_lowercase())
+                && !RESERVED.contains(&t.to_ascii_lowercase().as_str())
+        };
+        let headers = row1
+            .iter()
+            .filter(|(_, t)| ok(t) && row1.iter().filter(|(_, u)| u == t).count() == 1)
+            .cloned()
+            .collect();
+        Names { headers }
+    }
+
+    /// The name of column `c`: its header, or its letters.
+    pub fn column(&self, c: u32) -> String {
+        self.headers
+            .iter()
+            .find(|(x, _)| *x == c)
+            .map(|(_, t)| t.clone())
+            .unwrap_or_else(|| col_name(c))
+    }
+
+    /// The column a name calls: a header, or letters no header takes.
+    pub fn column_of(&self, name: &str) -> Option<u32> {
+        if let Some((c, _)) = self.headers.iter().find(|(_, t)| t == name) {
+            return Some(*c);
+        }
+        if !name.chars().all(|c| c.is_ascii_uppercase()) {
+            return None;
+        }
+        let c = col_index(name)?;
+        // a column with a header goes by it
+        (!self.headers.iter().any(|(x, _)| *x == c)).then_some(c)
+    }
+
+    /// The name of a cell: its column's name and its row (`Units 3`, `E 1`).
+    pub fn cell(&self, a: Addr) -> String {
+        format!("{} {}", self.column(a.col), a.row + 1)
+    }
+}
+
+/// The label of a node an action can name (`Units 3`, `column Revenue`, `tab Sheet2`, …).
+pub fn label(names: &Names, n: &Node) -> String {
     match n.tag {
-        "table-cell" => n.name.clone(),
-        "column-header" => format!("column {}", n.name),
+        "table-cell" => Addr::parse(&n.name)
+            .map(|a| names.cell(a))
+            .unwrap_or_else(|| n.name.clone()),
+        "column-header" => match col_index(&n.name) {
+            Some(c) => format!("column {}", names.column(c)),
+            None => format!("column {}", n.name),
+        },
         "row-header" => format!("row {}", n.name),
         "page-tab" => format!("tab {}", n.name),
         "menu" => format!("menu {}", n.name),
         "menu-item" => format!("item {}", n.name),
         "push-button" => format!("button {}", n.name),
         "radio-button" => format!("option {}", n.name),
-        "combo-box" | "text" => n.name.clone(),
         _ => n.name.clone(),
     }
 }
@@ -63,7 +140,6 @@ pub fn words(instruction: &str) -> Vec<String> {
 /// The data rows of a column: the run from row 2 down of numbers and row formulas (`=B2-C2`,
 /// not aggregates).
 pub fn plain_run(book: &crate::workbook::Workbook, sheet: usize, col: u32) -> Option<(u32, u32)> {
-    use crate::workbook::Content;
     let cells = &book.sheets[sheet].cells;
     let plain = |r: u32| match cells.get(&Addr::new(r, col)) {
         Some(Content::Number(_)) => true,
@@ -92,9 +168,10 @@ pub fn candidates(d: &Desktop, nodes: &[Node], instruction: &str) -> Vec<String>
 }
 
 fn all_candidates(d: &Desktop, nodes: &[Node], instruction: &str) -> Vec<String> {
+    let names = Names::of(d);
     let mut out = Vec::new();
     for n in a11y::marks(nodes) {
-        let l = label(n);
+        let l = label(&names, n);
         out.push(format!("click {l}"));
         match n.tag {
             "table-cell" | "page-tab" => {
@@ -140,15 +217,12 @@ fn all_candidates(d: &Desktop, nodes: &[Node], instruction: &str) -> Vec<String>
                     continue;
                 }
                 for op in ['-', '+', '*'] {
-                    if op != '-' && x > y {
-                        continue;
-                    }
-                    out.push(format!("fill ={}{op}{}", col_name(x), col_name(y)));
+                    out.push(format!("fill ={}{op}{}", names.column(x), names.column(y)));
                 }
             }
         }
         for f in ["SUM", "AVERAGE", "MAX"] {
-            out.push(format!("fill ={f}({})", col_name(d.cursor.col)));
+            out.push(format!("fill ={f}({})", names.column(d.cursor.col)));
         }
     }
     out.push("done".into());
@@ -185,10 +259,12 @@ pub fn to_code(act: &str, d: &Desktop, nodes: &[Node]) -> Option<String> {
             format!("pyautogui.write('{}\\n')", quote(w))
         });
     }
+    let names = Names::of(d);
     if let Some(f) = act.strip_prefix("fill =") {
         if let Some(inner) = f.strip_suffix(')') {
             let (fname, c) = inner.split_once('(')?;
-            let col = col_index(c)?;
+            let col = names.column_of(c)?;
+            let c = col_name(col);
             let (r0, r1) = data_rows(d, col)?;
             if d.cursor.row <= r1 {
                 return None;
@@ -200,8 +276,9 @@ pub fn to_code(act: &str, d: &Desktop, nodes: &[Node]) -> Option<String> {
             ));
         }
         let op = f.find(['-', '+', '*'])?;
-        let (x, y) = (&f[..op], &f[op + 1..]);
-        let (_, last) = data_rows(d, col_index(x)?)?;
+        let (cx, cy) = (names.column_of(&f[..op])?, names.column_of(&f[op + 1..])?);
+        let (x, y) = (col_name(cx), col_name(cy));
+        let (_, last) = data_rows(d, cx)?;
         if d.cursor.row < 1 || d.cursor.row > last {
             return None;
         }
@@ -220,18 +297,22 @@ pub fn to_code(act: &str, d: &Desktop, nodes: &[Node]) -> Option<String> {
     } else {
         return None;
     };
-    let n = a11y::marks(nodes).into_iter().find(|n| label(n) == rest)?;
+    let n = a11y::marks(nodes)
+        .into_iter()
+        .find(|n| label(&names, n) == rest)?;
     let (x, y) = n.rect.center();
-    let _ = d;
     Some(format!("pyautogui.{verb}({x}, {y})"))
 }
 
 /// The action of a piece of code in a state (what the expert wrote), if the vocabulary has it.
-pub fn from_code(code: &str, d: &Desktop, nodes: &[Node]) -> Option<String> {
+/// A sum or product of two columns names them in the order the instruction does (`Price +
+/// Units`), whichever order the code has.
+pub fn from_code(code: &str, d: &Desktop, nodes: &[Node], instruction: &str) -> Option<String> {
     if code.trim() == "DONE" {
         return Some("done".into());
     }
     let actions = parse_code(code).ok()?;
+    let names = Names::of(d);
     let node_at = |p: &Point| -> Option<String> {
         let Point::At(x, y) = p else {
             return None;
@@ -240,7 +321,7 @@ pub fn from_code(code: &str, d: &Desktop, nodes: &[Node]) -> Option<String> {
             .into_iter()
             .rev()
             .find(|n| n.rect.contains(*x, *y))
-            .map(label)
+            .map(|n| label(&names, n))
     };
     match actions.as_slice() {
         [Action::Click { at, button, clicks }] => {
@@ -277,12 +358,27 @@ pub fn from_code(code: &str, d: &Desktop, nodes: &[Node]) -> Option<String> {
                 if let Some((fname, range)) = f.strip_suffix(')').and_then(|x| x.split_once('(')) {
                     let (a, _) = range.split_once(':')?;
                     let c: String = a.chars().take_while(|c| c.is_ascii_alphabetic()).collect();
-                    return (entries.len() == 1).then(|| format!("fill ={fname}({c})"));
+                    let c = names.column(col_index(&c)?);
+                    let act = format!("fill ={fname}({c})");
+                    return (entries.len() == 1
+                        && to_code(&act, d, nodes).as_deref() == Some(code))
+                    .then_some(act);
                 }
                 let p = crate::expert::row_pattern(first, d.cursor.row)?;
+                let op = p.find(['-', '+', '*'])?;
+                let (x, y) = (col_index(&p[1..op])?, col_index(&p[op + 1..])?);
+                let (o, nx, ny) = (&p[op..op + 1], names.column(x), names.column(y));
                 // the code must be exactly what `fill` writes from here
-                let act = format!("fill {p}");
-                return (to_code(&act, d, nodes).as_deref() == Some(code)).then_some(act);
+                let act = format!("fill ={nx}{o}{ny}");
+                if to_code(&act, d, nodes).as_deref() != Some(code) {
+                    return None;
+                }
+                let swapped = o != "-" && instruction.contains(&format!("{ny} {o} {nx}"));
+                return Some(if swapped {
+                    format!("fill ={ny}{o}{nx}")
+                } else {
+                    act
+                });
             }
             (entries.len() == 1).then(|| format!("type {first}"))
         }
@@ -290,10 +386,16 @@ pub fn from_code(code: &str, d: &Desktop, nodes: &[Node]) -> Option<String> {
     }
 }
 
-/// The compact observation of a tiny policy: the selected cell, what is open, and the visible
-/// elements with their text.
+/// The compact observation of a tiny policy: the sheet and selected cell, what is open, the
+/// visible columns with the rows they fill below their header (`Units 2-5 7`), the sheet tabs
+/// and any menu's items.
 pub fn observation(d: &Desktop, nodes: &[Node]) -> String {
-    let mut s = format!("sheet {} cursor {}", d.book.sheets[d.sheet].name, d.cursor);
+    let names = Names::of(d);
+    let mut s = format!(
+        "sheet {} cursor {}",
+        d.book.sheets[d.sheet].name,
+        names.cell(d.cursor)
+    );
     if let Some(dl) = &d.dialog {
         s.push_str(&format!(" | dialog {}: {}", dl.title(), dl.field));
         if let Some(e) = &dl.error {
@@ -306,9 +408,45 @@ pub fn observation(d: &Desktop, nodes: &[Node]) -> String {
     if let Some(e) = &d.edit {
         s.push_str(&format!(" | editing {}", e.text));
     }
+    // the visible cells with content, by column
+    let mut cols: std::collections::BTreeMap<u32, (Option<&str>, Vec<u32>)> = Default::default();
+    for n in nodes {
+        if n.tag != "table-cell" || n.text.is_empty() {
+            continue;
+        }
+        let Some(a) = Addr::parse(&n.name) else {
+            continue;
+        };
+        let e = cols.entry(a.col).or_default();
+        if a.row == 0 {
+            e.0 = Some(&n.text);
+        } else {
+            e.1.push(a.row + 1);
+        }
+    }
+    for (c, (header, mut rows)) in cols {
+        let name = names.column(c);
+        s.push_str(&format!(" | {name}"));
+        if let Some(h) = header.filter(|h| *h != name) {
+            s.push_str(&format!(" header {h}"));
+        }
+        rows.sort();
+        let mut i = 0;
+        while i < rows.len() {
+            let mut j = i;
+            while j + 1 < rows.len() && rows[j + 1] == rows[j] + 1 {
+                j += 1;
+            }
+            if j > i {
+                s.push_str(&format!(" {}-{}", rows[i], rows[j]));
+            } else {
+                s.push_str(&format!(" {}", rows[i]));
+            }
+            i = j + 1;
+        }
+    }
     for n in nodes {
         match n.tag {
-            "table-cell" if !n.text.is_empty() => s.push_str(&format!(" | {} {}", n.name, n.text)),
             "page-tab" => s.push_str(&format!(" | tab {}", n.name)),
             "menu-item" => s.push_str(&format!(" | item {}", n.name)),
             _ => {}
@@ -345,7 +483,8 @@ mod tests {
             for code in crate::expert::solve(&ep).unwrap() {
                 let nodes = ep.tree(TREE);
                 total += 1;
-                let act = from_code(&code, &ep.desktop, &nodes).unwrap_or_else(|| {
+                let instruction = &ep.task.task.instruction;
+                let act = from_code(&code, &ep.desktop, &nodes, instruction).unwrap_or_else(|| {
                     panic!(
                         "{code} maps to no action in {}: cursor {} {:?}",
                         ep.task.task.id,
@@ -361,7 +500,12 @@ mod tests {
                 assert!(cands.contains(&act), "{act} not among the candidates");
                 let back = to_code(&act, &ep.desktop, &nodes).unwrap();
                 let a = parse_code(&back).unwrap();
-                assert_eq!(a, parse_code(&code).unwrap(), "{act}");
+                // a sum or product may name its columns the other way round
+                let commuted =
+                    act.starts_with("fill =") && !act.contains('(') && !act.contains('-');
+                if !commuted {
+                    assert_eq!(a, parse_code(&code).unwrap(), "{act}");
+                }
                 mapped += 1;
                 if act == "done" {
                     break;
@@ -371,6 +515,110 @@ mod tests {
             assert_eq!(ep.score(), Ok(1.0));
         }
         assert_eq!(mapped, total);
+    }
+
+    fn desktop(cells: &[(&str, Content)]) -> Desktop {
+        let mut book = crate::workbook::Workbook::default();
+        for (a, c) in cells {
+            book.sheets[0]
+                .cells
+                .insert(Addr::parse(a).unwrap(), c.clone());
+        }
+        Desktop::new(book, None, 1920, 1080).unwrap()
+    }
+
+    #[test]
+    fn columns_go_by_their_header_and_others_by_letters() {
+        let t = |s: &str| Content::Text(s.into());
+        let d = desktop(&[
+            ("A1", t("Product")),
+            ("B1", t("Units")),
+            ("C1", t("Cost")),
+            ("D1", t("Net")),             // not unique (H1): letters
+            ("E1", Content::Number(3.0)), // not text: letters
+            ("F1", t("Net Sales")),       // not one word: letters
+            ("G1", t("column")),          // a word of the vocabulary: letters
+            ("H1", t("Net")),
+            ("A2", t("tea")),
+            ("B2", Content::Number(4.0)),
+            ("C2", Content::Number(5.0)),
+            ("B3", Content::Number(6.0)),
+            ("C3", Content::Number(7.0)),
+        ]);
+        let n = Names::of(&d);
+        let got: Vec<String> = (0..8).map(|c| n.column(c)).collect();
+        assert_eq!(
+            got,
+            ["Product", "Units", "Cost", "D", "E", "F", "G", "H", "I"][..8]
+        );
+        assert_eq!(n.column_of("Units"), Some(1));
+        assert_eq!(n.column_of("D"), Some(3));
+        // a column with a header is not called by its letters, nor a word that is no header
+        assert_eq!(n.column_of("B"), None);
+        assert_eq!(n.column_of("Price"), None);
+        assert_eq!(n.cell(Addr::parse("B7").unwrap()), "Units 7");
+        assert_eq!(n.cell(Addr::parse("I1").unwrap()), "I 1");
+
+        let nodes = a11y::tree(&d, TREE);
+        let cands = candidates(
+            &d,
+            &nodes,
+            "Add a column Amount = Cost - Units in column I.",
+        );
+        for a in [
+            "click column Units",
+            "click Units 3",
+            "click I 1",
+            "type Amount",
+        ] {
+            assert!(cands.iter().any(|c| c == a), "{a} missing from {cands:?}");
+        }
+        assert!(!cands.iter().any(|c| c == "click column B"));
+        // the fill writes the letters' formulas from the cursor down the data rows
+        let mut d2 = d.clone();
+        d2.cursor = Addr::parse("I2").unwrap();
+        let nodes = a11y::tree(&d2, TREE);
+        let cands = candidates(&d2, &nodes, "");
+        assert!(cands.iter().any(|c| c == "fill =Cost-Units"));
+        assert_eq!(
+            to_code("fill =Cost-Units", &d2, &nodes).as_deref(),
+            Some("pyautogui.write('=C2-B2\\n=C3-B3\\n')")
+        );
+        assert_eq!(to_code("fill =Price-Units", &d2, &nodes), None);
+        // and the sum the instruction writes the other way round keeps its order
+        let code = to_code("fill =Units+Cost", &d2, &nodes).unwrap();
+        assert_eq!(
+            from_code(&code, &d2, &nodes, "Net = Cost + Units").as_deref(),
+            Some("fill =Cost+Units")
+        );
+        assert_eq!(
+            from_code(&code, &d2, &nodes, "Net = Units + Cost").as_deref(),
+            Some("fill =Units+Cost")
+        );
+    }
+
+    #[test]
+    fn the_observation_lists_columns_by_the_rows_they_fill() {
+        let t = |s: &str| Content::Text(s.into());
+        let d = desktop(&[
+            ("A1", t("Product")),
+            ("B1", t("Units")),
+            ("D1", t("Cost")),
+            ("D2", t("x")),
+            ("A2", t("tea")),
+            ("A3", t("cocoa")),
+            ("A5", t("Total")),
+            ("B2", Content::Number(4.0)),
+            ("B3", Content::Number(6.0)),
+            ("C2", Content::Number(1.0)),
+            ("E1", t("Cost")),
+        ]);
+        let nodes = a11y::tree(&d, TREE);
+        assert_eq!(
+            observation(&d, &nodes),
+            "sheet Sheet1 cursor Product 1 | Product 2-3 5 | Units 2-3 | C 2 | D header Cost 2 \
+             | E header Cost | tab Sheet1"
+        );
     }
 
     #[test]

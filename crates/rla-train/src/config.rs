@@ -277,7 +277,26 @@ pub struct DesktopConfig {
     /// Screen height in pixels.
     pub screen_height: u32,
     /// Draw the policy's answer only among the state's candidate actions (tiny models need it).
+    /// Without it an answer may also be a `computer_use` tool call or pyautogui code, as real
+    /// models answer.
     pub constrain_actions: bool,
+    /// What the policy sees of the screen.
+    pub observation: DesktopObservation,
+    /// With `observation = "a11y_tree"`: the tree is cut after this many of the policy's
+    /// tokens (OSWorld's default is 10,000).
+    pub tree_tokens: usize,
+}
+
+/// What a desktop policy sees of the screen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DesktopObservation {
+    /// The compact summary of tiny policies: the cursor, what is open, the columns by the rows
+    /// they fill, the tabs (`rla_desktop::tiny::observation`).
+    Compact,
+    /// The accessibility tree linearised as OSWorld gives it to text-only models, with the
+    /// action space of pyautogui and `computer_use` explained in the prompt.
+    A11yTree,
 }
 
 impl Default for DesktopConfig {
@@ -289,6 +308,8 @@ impl Default for DesktopConfig {
             screen_width: 1920,
             screen_height: 1080,
             constrain_actions: true,
+            observation: DesktopObservation::Compact,
+            tree_tokens: 10_000,
         }
     }
 }
@@ -470,6 +491,18 @@ impl RunConfig {
             && self.policy.path.is_none()
         {
             return Err("desktop.constrain_actions = false needs a policy checkpoint that answers freely; tiny models need the constraint".into());
+        }
+        if d.observation == DesktopObservation::A11yTree
+            && self.setting == SettingName::Desktop
+            && self.policy.path.is_none()
+        {
+            return Err("desktop.observation = \"a11y_tree\" needs a policy checkpoint; tiny models are warm-started on the compact observation".into());
+        }
+        if d.tree_tokens < 100 {
+            return Err(format!(
+                "desktop.tree_tokens = {}: at least 100 (the tree's header alone takes some)",
+                d.tree_tokens
+            ));
         }
         let h = &self.household;
         if h.prompt_style == crate::prompts::PromptStyle::Unlisted && !h.constrain_actions {

@@ -9,7 +9,7 @@
 //! and makes visible progress. Adaptation switches the task's evaluator (harder) or adds hints
 //! (easier), and varies the number of objects.
 
-use crate::config::RunConfig;
+use crate::config::{DesktopObservation, RunConfig};
 use crate::pool::PoolTask;
 use crate::prompts::{reasoning, summarise_critiques};
 use crate::rollout::{
@@ -24,6 +24,8 @@ use rand::{Rng, SeedableRng};
 use rla_core::adapt::Direction;
 use rla_core::filter::Band;
 use rla_core::reward::{Outcome, StepScore};
+use rla_desktop::a11y::{self, Node, TreeOptions};
+use rla_desktop::action::{parse_code, parse_tool_calls, Action, Coordinates};
 use rla_desktop::episode::Episode as Live;
 use rla_desktop::family::{self, Spec};
 use rla_desktop::{expert, tiny};
@@ -120,6 +122,88 @@ pub fn policy_prompt(instruction: &str, previous: &str, observation: &str) -> St
     format!(
         "You operate a spreadsheet. Task: {instruction}\nPrevious actions: {previous}\nScreen: {observation}\nAnswer with one action."
     )
+}
+
+/// The policy's prompt with the accessibility tree, for models that answer freely: the screen,
+/// the action space (a `computer_use` tool call or pyautogui code), the task and its history.
+pub fn tree_prompt(
+    instruction: &str,
+    previous: &str,
+    tree: &str,
+    width: u32,
+    height: u32,
+) -> String {
+    format!(
+        "You operate a spreadsheet application (LibreOffice Calc) on a {width}x{height} screen. \
+Each step, answer with one line `Action: <what you do, in one sentence>` and then one action: \
+either a tool call\n<tool_call>\n{{\"name\": \"computer_use\", \"arguments\": {{\"action\": \"left_click\", \"coordinate\": [x, y]}}}}\n</tool_call>\n\
+(actions: key with \"keys\", type with \"text\", mouse_move, left_click, right_click, middle_click, double_click, left_click_drag with \"coordinate\", scroll with \"pixels\", wait, terminate with \"status\" success or failure; coordinates are screen pixels), \
+or pyautogui code in a ```python block (click, doubleClick, rightClick, moveTo, dragTo, write, press, hotkey, scroll), \
+or WAIT, DONE or FAIL. Changes count once the file is saved.\n\
+Task: {instruction}\nPrevious actions: {previous}\n\
+The screen's accessibility tree (tag, name, text, class, description, position, size):\n{tree}"
+    )
+}
+
+/// The actions of a free-form answer: `computer_use` tool calls (screen pixels), or pyautogui
+/// code (in a fence, or on the lines after `Action: …`), or WAIT, DONE or FAIL.
+pub fn free_form_actions(text: &str, width: u32, height: u32) -> Result<Vec<Action>, String> {
+    let t = text.trim();
+    if t.contains("<tool_call>") || t.lines().any(|l| l.trim_start().starts_with('{')) {
+        return parse_tool_calls(t, Coordinates::Absolute, width, height).map_err(|e| e.0);
+    }
+    match parse_code(t) {
+        Ok(a) => Ok(a),
+        Err(e) => match t.split_once('\n') {
+            Some((first, rest)) if first.trim_start().starts_with("Action:") => {
+                parse_code(rest.trim()).map_err(|e| e.0)
+            }
+            _ => Err(e.0),
+        },
+    }
+}
+
+/// What a free-form step is called in "Previous actions": its `Action:` sentence, else the
+/// answer's start.
+pub fn step_summary(text: &str) -> String {
+    let t = text.trim();
+    let line = t
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Action:"))
+        .unwrap_or_else(|| t.lines().next().unwrap_or(""));
+    line.trim().chars().take(160).collect()
+}
+
+/// What the policy sees of an episode's screen, and the tree its answers refer to.
+fn observe(ep: &Live, cfg: &RunConfig, policy: &dyn Sampler) -> (String, Vec<Node>) {
+    match cfg.desktop.observation {
+        DesktopObservation::Compact => {
+            let nodes = ep.tree(tiny::TREE);
+            (tiny::observation(&ep.desktop, &nodes), nodes)
+        }
+        DesktopObservation::A11yTree => {
+            let nodes = ep.tree(TreeOptions::default());
+            let count = |l: &str| policy.encode(l).map(|v| v.len()).unwrap_or(l.len());
+            (
+                a11y::linearize(&nodes, cfg.desktop.tree_tokens, &count),
+                nodes,
+            )
+        }
+    }
+}
+
+/// The policy's prompt for the configured observation.
+fn prompt_for(cfg: &RunConfig, instruction: &str, previous: &str, observation: &str) -> String {
+    match cfg.desktop.observation {
+        DesktopObservation::Compact => policy_prompt(instruction, previous, observation),
+        DesktopObservation::A11yTree => tree_prompt(
+            instruction,
+            previous,
+            observation,
+            cfg.desktop.screen_width,
+            cfg.desktop.screen_height,
+        ),
+    }
 }
 
 /// The policy's answer for an action.
@@ -226,13 +310,13 @@ pub fn rollout(
         let mut obs = Vec::with_capacity(active.len());
         for &i in &active {
             let r = &live[i];
+            let (o, seen) = observe(&r.ep, cfg, policy);
             let nodes = r.ep.tree(tiny::TREE);
-            let o = tiny::observation(&r.ep.desktop, &nodes);
             let c = tiny::candidates(&r.ep.desktop, &nodes, &r.ep.task.task.instruction);
             let prev = previous_actions(&r.actions, window);
             prompts.push(encode_chat(
                 policy,
-                &policy_prompt(&r.ep.task.task.instruction, &prev, &o),
+                &prompt_for(cfg, &r.ep.task.task.instruction, &prev, &o),
             )?);
             if cfg.desktop.constrain_actions {
                 allowed.push(
@@ -241,7 +325,7 @@ pub fn rollout(
                         .collect::<Result<Vec<_>>>()?,
                 );
             }
-            obs.push((o, prev, nodes));
+            obs.push((o, prev, nodes, seen));
             cands.push(c);
         }
         let p = SampleParams {
@@ -261,7 +345,7 @@ pub fn rollout(
         for ((k, &i), s) in active.iter().enumerate().zip(out) {
             let s = &s[0];
             let r = &mut live[i];
-            let (o, prev, nodes) = &obs[k];
+            let (o, prev, nodes, seen) = &obs[k];
             let before = if oracle {
                 expert::distance(&r.ep)
             } else {
@@ -279,6 +363,21 @@ pub fn rollout(
                         Some(format!("`{a}` names nothing on the screen")),
                     ),
                 },
+                // a real model's answer: a tool call or code, run on the tree it saw
+                None if !cfg.desktop.constrain_actions => {
+                    let (w, h) = (cfg.desktop.screen_width, cfg.desktop.screen_height);
+                    let code: String = s.text.trim().chars().take(400).collect();
+                    match free_form_actions(&s.text, w, h) {
+                        Ok(acts) => {
+                            let outcome = r.ep.step(&acts, seen);
+                            (step_summary(&s.text), code, outcome.error)
+                        }
+                        Err(e) => {
+                            r.ep.steps += 1;
+                            (step_summary(&s.text), code, Some(e))
+                        }
+                    }
+                }
                 None => {
                     r.ep.steps += 1;
                     (
@@ -288,13 +387,10 @@ pub fn rollout(
                     )
                 }
             };
-            let after_nodes = r.ep.tree(tiny::TREE);
+            let (after, _) = observe(&r.ep, cfg, policy);
             let next = match &error {
-                Some(e) => format!(
-                    "{} | the action failed: {e}",
-                    tiny::observation(&r.ep.desktop, &after_nodes)
-                ),
-                None => tiny::observation(&r.ep.desktop, &after_nodes),
+                Some(e) => format!("{after} | the action failed: {e}"),
+                None => after,
             };
             let progress = if oracle {
                 match (before, expert::distance(&r.ep)) {
@@ -661,7 +757,7 @@ pub fn demonstrations(
                 let prev = previous_actions(&actions, window);
                 let cands = tiny::candidates(&ep.desktop, &nodes, &instruction);
                 let code = expert::next(&ep);
-                let Some(best) = tiny::from_code(&code, &ep.desktop, &nodes) else {
+                let Some(best) = tiny::from_code(&code, &ep.desktop, &nodes, &instruction) else {
                     break; // the expert needs an action the vocabulary does not have
                 };
                 pol.push((
@@ -802,6 +898,13 @@ mod tests {
         c.desktop.screen_width = 1280;
         c.desktop.constrain_actions = false;
         assert!(c.validate().unwrap_err().contains("constrain_actions"));
+        c.desktop.constrain_actions = true;
+        c.desktop.observation = DesktopObservation::A11yTree;
+        assert!(c.validate().unwrap_err().contains("a11y_tree"));
+        c.policy.path = Some("ckpt".into());
+        c.validate().unwrap();
+        c.desktop.tree_tokens = 10;
+        assert!(c.validate().unwrap_err().contains("tree_tokens"));
     }
 
     #[test]
@@ -880,5 +983,148 @@ mod tests {
             .unwrap();
         assert_eq!(what, "added a hint");
         assert!(family::generate(&e.spec).task.instruction.contains("Hint:"));
+    }
+
+    /// A sampler that answers from a script, one answer per call, and keeps the prompts.
+    struct Scripted {
+        answers: Vec<&'static str>,
+        prompts: std::sync::Mutex<Vec<String>>,
+    }
+    impl Sampler for Scripted {
+        fn encode(&self, t: &str) -> rla_lm::Result<Vec<u32>> {
+            Ok(t.bytes().map(u32::from).collect())
+        }
+        fn decode(&self, ids: &[u32]) -> rla_lm::Result<String> {
+            Ok(ids.iter().map(|&b| b as u8 as char).collect())
+        }
+        fn eos_ids(&self) -> &[u32] {
+            &[0]
+        }
+        fn chat_template(&self, _: &[rla_lm::Message], _: bool) -> rla_lm::Result<Option<String>> {
+            Ok(None)
+        }
+        fn generate(
+            &self,
+            prompts: &[Vec<u32>],
+            n: usize,
+            _: &SampleParams,
+        ) -> rla_lm::Result<Vec<Vec<rla_lm::Sample>>> {
+            let mut seen = self.prompts.lock().unwrap();
+            let text = self.answers[seen.len().min(self.answers.len() - 1)];
+            seen.push(self.decode(&prompts[0])?);
+            Ok(prompts
+                .iter()
+                .map(|_| {
+                    (0..n)
+                        .map(|_| rla_lm::Sample {
+                            tokens: text.bytes().map(u32::from).collect(),
+                            logprobs: vec![-1.0; text.len()],
+                            text: text.to_string(),
+                            finish: rla_lm::Finish::Eos,
+                        })
+                        .collect()
+                })
+                .collect())
+        }
+        fn generate_within(
+            &self,
+            _: &[Vec<u32>],
+            _: usize,
+            _: &SampleParams,
+            _: &[Vec<Vec<u32>>],
+        ) -> rla_lm::Result<Vec<Vec<rla_lm::Sample>>> {
+            unreachable!("free-form answers are not constrained")
+        }
+        fn score(&self, _: &[(Vec<u32>, Vec<u32>)]) -> rla_lm::Result<Vec<Vec<f32>>> {
+            unreachable!()
+        }
+    }
+
+    #[test]
+    fn free_form_answers_run_as_tool_calls_or_code_on_the_tree_the_model_saw() {
+        let mut cfg = RunConfig::default();
+        cfg.desktop.constrain_actions = false;
+        cfg.desktop.observation = DesktopObservation::A11yTree;
+        let spec = family::split(family::Split::Train, 1).remove(0);
+        // where the Edit menu is on this screen
+        let ep = open(&spec, &cfg).unwrap();
+        let edit = ep
+            .tree(TreeOptions::default())
+            .into_iter()
+            .find(|n| n.tag == "menu" && n.name == "Edit")
+            .unwrap();
+        let (x, y) = edit.rect.center();
+        let click = format!(
+            "Action: open the Edit menu\n<tool_call>\n{{\"name\": \"computer_use\", \"arguments\": {{\"action\": \"left_click\", \"coordinate\": [{x}, {y}]}}}}\n</tool_call>"
+        );
+        let sampler = Scripted {
+            answers: vec![
+                Box::leak(click.into_boxed_str()),
+                "Action: close it\n```python\npyautogui.press('esc')\n```",
+                "Action: look around\nimport os; os.system('true')",
+                "DONE",
+            ],
+            prompts: Default::default(),
+        };
+        let sp = SampleParams::default();
+        let trajs = rollout(&sampler, &cfg, &[spec], 1, 10, &sp, false, None).unwrap();
+        let steps = &trajs[0].steps;
+        assert_eq!(steps.len(), 4, "DONE ends the episode");
+        assert_eq!(steps[0].action, "open the Edit menu");
+        assert_eq!(steps[0].error, None);
+        assert!(
+            steps[0].next_observation.contains("menu-item"),
+            "the menu opened"
+        );
+        assert_eq!(steps[1].action, "close it");
+        assert_eq!(steps[1].error, None);
+        assert!(!steps[1].next_observation.contains("menu-item"));
+        let e = steps[2].error.as_deref().unwrap();
+        assert!(e.contains("import") || e.contains("pyautogui"), "{e}");
+        // the prompts carry the tree, the action space and the earlier steps' sentences
+        let prompts = sampler.prompts.lock().unwrap();
+        assert!(prompts[0].contains(a11y::HEADER) && prompts[0].contains("computer_use"));
+        assert!(prompts[2].contains("Step 1: open the Edit menu; Step 2: close it"));
+        // the compact observation with the constraint off keeps the vocabulary's answers working
+        let mut cfg = cfg.clone();
+        cfg.desktop.observation = DesktopObservation::Compact;
+        let s2 = Scripted {
+            answers: vec!["Action: copy", "done"],
+            prompts: Default::default(),
+        };
+        let t = rollout(
+            &s2,
+            &cfg,
+            &family::split(family::Split::Train, 1),
+            1,
+            5,
+            &sp,
+            false,
+            None,
+        )
+        .unwrap();
+        assert_eq!(t[0].steps[0].code, "pyautogui.hotkey('ctrl', 'c')");
+        assert!(!s2.prompts.lock().unwrap()[0].contains(a11y::HEADER));
+    }
+
+    #[test]
+    fn the_tree_is_cut_at_its_token_budget() {
+        let mut cfg = RunConfig::default();
+        cfg.desktop.observation = DesktopObservation::A11yTree;
+        let spec = family::split(family::Split::Train, 1).remove(0);
+        let ep = open(&spec, &cfg).unwrap();
+        let s = Scripted {
+            answers: vec!["DONE"],
+            prompts: Default::default(),
+        };
+        let (full, _) = observe(&ep, &cfg, &s);
+        cfg.desktop.tree_tokens = 400;
+        let (cut, _) = observe(&ep, &cfg, &s);
+        assert!(
+            cut.len() <= 400 + "\n[...]".len() && cut.ends_with("[...]"),
+            "{}",
+            cut.len()
+        );
+        assert!(full.len() > cut.len() && !full.ends_with("[...]"));
     }
 }
