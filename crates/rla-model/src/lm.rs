@@ -190,6 +190,33 @@ impl From<ModelError> for LmError {
     }
 }
 
+impl rla_lm::Codec for Tok {
+    fn encode(&self, text: &str) -> rla_lm::Result<Vec<u32>> {
+        Ok(Tok::encode(self, text)?)
+    }
+
+    fn decode(&self, ids: &[u32]) -> rla_lm::Result<String> {
+        Ok(Tok::decode(self, ids)?)
+    }
+
+    fn eos_ids(&self) -> &[u32] {
+        &self.eos_ids
+    }
+
+    fn chat_template(
+        &self,
+        messages: &[Message],
+        add_generation_prompt: bool,
+    ) -> rla_lm::Result<Option<String>> {
+        match self.chat_template {
+            Some(_) => Ok(Some(
+                self.apply_chat_template(messages, add_generation_prompt)?,
+            )),
+            None => Ok(None),
+        }
+    }
+}
+
 impl Sampler for Lm {
     fn encode(&self, text: &str) -> rla_lm::Result<Vec<u32>> {
         Ok(self.tok.encode(text)?)

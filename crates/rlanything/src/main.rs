@@ -6,6 +6,7 @@ mod desktop_cmd;
 mod env_cmd;
 mod lm_cmd;
 mod quickstart;
+mod serve_cmd;
 mod theory_cmd;
 mod train_cmd;
 
@@ -72,6 +73,9 @@ enum Command {
         /// The run folder.
         run: std::path::PathBuf,
     },
+    /// Serve a checkpoint over the OpenAI-compatible API (/v1/completions, /v1/chat/completions,
+    /// /v1/models).
+    Serve(serve_cmd::Args),
     /// Run the four modes with the same seeds and budget; print the paper's Table 1.
     Ablate(train_cmd::AblateArgs),
     /// Print the Theorem 1 table: bound and ideal-judge precision for μ and m.
@@ -144,6 +148,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Eval(a) => train_cmd::run_eval(a),
         Command::Report { run } => train_cmd::run_report(run),
         Command::Ablate(a) => train_cmd::run_ablate(a),
+        Command::Serve(a) => serve_cmd::run(a),
     }
 }
 

@@ -1,0 +1,627 @@
+//! The OpenAI-compatible API over a sampler in this process: `GET /v1/models`,
+//! `POST /v1/completions` (text or token-id prompts, batches, `n`, temperature, top-p, top-k,
+//! seed, stop strings, `max_tokens`, per-token `logprobs`, `echo` to score a text, and vLLM's
+//! `return_tokens_as_token_ids` and `guided_choice`) and `POST /v1/chat/completions` (the
+//! model's chat template, `logprobs`). Errors are JSON bodies with a 4xx status that say what
+//! was wrong; a request never takes the server down.
+
+use crate::protocol::*;
+use rla_lm::{Finish, Message, Sample, SampleParams, Sampler};
+use std::io::Read;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Limits of what one request may ask.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Most samples per prompt.
+    pub max_n: usize,
+    /// Most prompts in one request.
+    pub max_prompts: usize,
+    /// Most tokens to generate.
+    pub max_tokens: usize,
+    /// Largest request body, in bytes.
+    pub max_body: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_n: 128,
+            max_prompts: 1024,
+            max_tokens: 8192,
+            max_body: 64 << 20,
+        }
+    }
+}
+
+/// A running server; dropping it (or [`Running::stop`]) stops it.
+pub struct Running {
+    http: Arc<tiny_http::Server>,
+    workers: Vec<std::thread::JoinHandle<()>>,
+    addr: std::net::SocketAddr,
+}
+
+impl Running {
+    /// The address it listens on.
+    pub fn addr(&self) -> std::net::SocketAddr {
+        self.addr
+    }
+
+    /// Its base URL (`http://127.0.0.1:PORT`).
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Serves until the process ends.
+    pub fn wait(mut self) {
+        for w in self.workers.drain(..) {
+            let _ = w.join();
+        }
+    }
+
+    /// Stops serving and waits for the workers.
+    pub fn stop(mut self) {
+        self.shutdown();
+    }
+
+    fn shutdown(&mut self) {
+        for _ in 0..self.workers.len() {
+            self.http.unblock();
+        }
+        for w in self.workers.drain(..) {
+            let _ = w.join();
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+struct State<S> {
+    sampler: S,
+    name: String,
+    limits: Limits,
+    /// Generation runs one request at a time (the model uses every core itself).
+    busy: Mutex<()>,
+    counter: AtomicU64,
+}
+
+/// Serves `sampler` as model `name` on `addr` (`127.0.0.1:0` picks a free port) with `workers`
+/// threads taking requests.
+pub fn start<S: Sampler + Send + Sync + 'static>(
+    sampler: S,
+    name: &str,
+    addr: &str,
+    workers: usize,
+    limits: Limits,
+) -> std::io::Result<Running> {
+    let http = tiny_http::Server::http(addr).map_err(std::io::Error::other)?;
+    let addr = http
+        .server_addr()
+        .to_ip()
+        .ok_or_else(|| std::io::Error::other("not an IP address"))?;
+    let http = Arc::new(http);
+    let state = Arc::new(State {
+        sampler,
+        name: name.to_string(),
+        limits,
+        busy: Mutex::new(()),
+        counter: AtomicU64::new(0),
+    });
+    let workers = (0..workers.max(1))
+        .map(|_| {
+            let (http, state) = (http.clone(), state.clone());
+            std::thread::spawn(move || {
+                while let Ok(req) = http.recv() {
+                    handle(&state, req);
+                }
+            })
+        })
+        .collect();
+    Ok(Running {
+        http,
+        workers,
+        addr,
+    })
+}
+
+/// An error reply.
+#[derive(Debug)]
+struct Reply {
+    status: u16,
+    kind: &'static str,
+    message: String,
+    param: Option<&'static str>,
+}
+
+fn bad(message: impl Into<String>, param: Option<&'static str>) -> Reply {
+    Reply {
+        status: 400,
+        kind: "invalid_request_error",
+        message: message.into(),
+        param,
+    }
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+fn respond(req: tiny_http::Request, status: u16, body: &impl serde::Serialize) {
+    let text = serde_json::to_vec(body).unwrap_or_else(|_| b"{}".to_vec());
+    let header =
+        tiny_http::Header::from_bytes("Content-Type", "application/json").expect("a valid header");
+    let resp = tiny_http::Response::from_data(text)
+        .with_status_code(status)
+        .with_header(header);
+    let _ = req.respond(resp);
+}
+
+fn handle<S: Sampler>(state: &State<S>, mut req: tiny_http::Request) {
+    let method = req.method().clone();
+    let path = req.url().split('?').next().unwrap_or("").to_string();
+    let result: Result<serde_json::Value, Reply> = match (method, path.as_str()) {
+        (tiny_http::Method::Get, "/v1/models") => Ok(serde_json::to_value(ModelList {
+            object: "list".into(),
+            data: vec![ModelCard {
+                id: state.name.clone(),
+                object: "model".into(),
+                created: now(),
+                owned_by: "rlanything".into(),
+            }],
+        })
+        .expect("serialisable")),
+        (tiny_http::Method::Get, "/health") => Ok(serde_json::json!({})),
+        (tiny_http::Method::Post, "/v1/completions" | "/v1/chat/completions") => {
+            match read_body(&mut req, state.limits.max_body) {
+                Err(e) => Err(e),
+                Ok(body) => {
+                    // a panic in a back end is a 500, never a dead worker
+                    let run = std::panic::AssertUnwindSafe(|| {
+                        if path == "/v1/completions" {
+                            completions(state, &body)
+                        } else {
+                            chat(state, &body)
+                        }
+                    });
+                    std::panic::catch_unwind(run).unwrap_or_else(|_| {
+                        Err(Reply {
+                            status: 500,
+                            kind: "server_error",
+                            message: "the model failed on this request".into(),
+                            param: None,
+                        })
+                    })
+                }
+            }
+        }
+        (_, "/v1/models" | "/v1/completions" | "/v1/chat/completions" | "/health") => Err(Reply {
+            status: 405,
+            kind: "invalid_request_error",
+            message: format!("{path} does not take this method"),
+            param: None,
+        }),
+        _ => Err(Reply {
+            status: 404,
+            kind: "not_found_error",
+            message: format!("no such endpoint: {path}"),
+            param: None,
+        }),
+    };
+    match result {
+        Ok(v) => respond(req, 200, &v),
+        Err(e) => {
+            tracing::debug!(status = e.status, message = %e.message, "request refused");
+            let body = ErrorBody {
+                error: ErrorDetail {
+                    message: e.message,
+                    kind: e.kind.into(),
+                    param: e.param.map(String::from),
+                    code: None,
+                },
+            };
+            respond(req, e.status, &body)
+        }
+    }
+}
+
+fn read_body(req: &mut tiny_http::Request, max: usize) -> Result<Vec<u8>, Reply> {
+    let mut body = Vec::new();
+    req.as_reader()
+        .take(max as u64 + 1)
+        .read_to_end(&mut body)
+        .map_err(|e| bad(format!("the request body could not be read: {e}"), None))?;
+    if body.len() > max {
+        return Err(Reply {
+            status: 413,
+            kind: "invalid_request_error",
+            message: format!("the request body is over {max} bytes"),
+            param: None,
+        });
+    }
+    Ok(body)
+}
+
+fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Reply> {
+    serde_json::from_slice(body).map_err(|e| bad(format!("the request is not valid: {e}"), None))
+}
+
+/// The sampling parameters of a request, checked.
+#[allow(clippy::too_many_arguments)]
+fn params<S>(
+    state: &State<S>,
+    model: &str,
+    n: Option<usize>,
+    temperature: Option<f64>,
+    top_p: Option<f64>,
+    top_k: Option<i64>,
+    seed: Option<u64>,
+    stop: &Option<Stop>,
+    max_tokens: Option<usize>,
+    stream: bool,
+) -> Result<(usize, SampleParams), Reply> {
+    if model != state.name {
+        return Err(Reply {
+            status: 404,
+            kind: "not_found_error",
+            message: format!(
+                "the model `{model}` does not exist; this server serves `{}`",
+                state.name
+            ),
+            param: Some("model"),
+        });
+    }
+    if stream {
+        return Err(bad("streaming is not served", Some("stream")));
+    }
+    let n = n.unwrap_or(1);
+    if n == 0 || n > state.limits.max_n {
+        return Err(bad(
+            format!("n = {n}: must lie in 1..={}", state.limits.max_n),
+            Some("n"),
+        ));
+    }
+    let temperature = temperature.unwrap_or(1.0);
+    if !(0.0..=100.0).contains(&temperature) {
+        return Err(bad(
+            format!("temperature = {temperature}: must lie in 0..=100"),
+            Some("temperature"),
+        ));
+    }
+    let top_p = top_p.unwrap_or(1.0);
+    if !(top_p > 0.0 && top_p <= 1.0) {
+        return Err(bad(
+            format!("top_p = {top_p}: must lie in (0, 1]"),
+            Some("top_p"),
+        ));
+    }
+    let top_k = match top_k {
+        None | Some(-1) | Some(0) => 0,
+        Some(k) if k > 0 => k as usize,
+        Some(k) => {
+            return Err(bad(
+                format!("top_k = {k}: must be positive, or -1 to keep every token"),
+                Some("top_k"),
+            ))
+        }
+    };
+    let max_tokens = max_tokens.unwrap_or(16);
+    if max_tokens > state.limits.max_tokens {
+        return Err(bad(
+            format!(
+                "max_tokens = {max_tokens}: at most {}",
+                state.limits.max_tokens
+            ),
+            Some("max_tokens"),
+        ));
+    }
+    let stop = stop.as_ref().map(Stop::list).unwrap_or_default();
+    if stop.iter().any(String::is_empty) {
+        return Err(bad("an empty stop string", Some("stop")));
+    }
+    let seed = seed.unwrap_or_else(|| {
+        state.counter.fetch_add(1, Ordering::Relaxed) ^ now().wrapping_mul(0x9E37_79B9)
+    });
+    Ok((
+        n,
+        SampleParams {
+            temperature,
+            top_p,
+            top_k,
+            max_new_tokens: max_tokens,
+            stop,
+            seed,
+        },
+    ))
+}
+
+fn internal(e: impl std::fmt::Display) -> Reply {
+    Reply {
+        status: 500,
+        kind: "server_error",
+        message: format!("the model failed: {e}"),
+        param: None,
+    }
+}
+
+fn finish_reason(f: Finish) -> &'static str {
+    match f {
+        Finish::Eos | Finish::Stop => "stop",
+        Finish::Length => "length",
+    }
+}
+
+fn completions<S: Sampler>(state: &State<S>, body: &[u8]) -> Result<serde_json::Value, Reply> {
+    let r: CompletionRequest = parse(body)?;
+    let (n, p) = params(
+        state,
+        &r.model,
+        r.n,
+        r.temperature,
+        r.top_p,
+        r.top_k,
+        r.seed,
+        &r.stop,
+        r.max_tokens,
+        r.stream,
+    )?;
+    let s = &state.sampler;
+    let prompts: Vec<Vec<u32>> = match &r.prompt {
+        Prompt::Text(t) => vec![s
+            .encode(t)
+            .map_err(|e| bad(e.to_string(), Some("prompt")))?],
+        Prompt::Texts(ts) => ts
+            .iter()
+            .map(|t| s.encode(t))
+            .collect::<Result<_, _>>()
+            .map_err(|e| bad(e.to_string(), Some("prompt")))?,
+        Prompt::Ids(ids) => vec![ids.clone()],
+        Prompt::Batch(b) => b.clone(),
+    };
+    if prompts.is_empty() || prompts.len() > state.limits.max_prompts {
+        return Err(bad(
+            format!(
+                "{} prompts: from 1 to {}",
+                prompts.len(),
+                state.limits.max_prompts
+            ),
+            Some("prompt"),
+        ));
+    }
+    if let Some(i) = prompts.iter().position(Vec::is_empty) {
+        return Err(bad(format!("prompt {i} is empty"), Some("prompt")));
+    }
+    let allowed = match &r.guided_choice {
+        None => None,
+        Some(c) if c.is_empty() => return Err(bad("no choices", Some("guided_choice"))),
+        Some(c) => {
+            let eos = s.eos_ids().first().copied();
+            let mut seqs = Vec::with_capacity(c.len());
+            for t in c {
+                let mut ids = s.encode(t).map_err(|e| bad(e.to_string(), None))?;
+                ids.extend(eos);
+                seqs.push(ids);
+            }
+            Some(vec![seqs; prompts.len()])
+        }
+    };
+    let _guard = state.busy.lock().unwrap_or_else(|e| e.into_inner());
+    // the prompt's own log-probabilities, for `echo`
+    let echoed: Option<Vec<Vec<f32>>> = if r.echo {
+        let pairs: Vec<(Vec<u32>, Vec<u32>)> = prompts
+            .iter()
+            .map(|q| (q[..1].to_vec(), q[1..].to_vec()))
+            .collect();
+        Some(s.score(&pairs).map_err(internal)?)
+    } else {
+        None
+    };
+    let samples: Vec<Vec<Sample>> = if p.max_new_tokens == 0 {
+        prompts
+            .iter()
+            .map(|_| {
+                (0..n)
+                    .map(|_| Sample {
+                        tokens: vec![],
+                        logprobs: vec![],
+                        text: String::new(),
+                        finish: Finish::Length,
+                    })
+                    .collect()
+            })
+            .collect()
+    } else {
+        match &allowed {
+            Some(a) => s.generate_within(&prompts, n, &p, a),
+            None => s.generate(&prompts, n, &p),
+        }
+        .map_err(internal)?
+    };
+    drop(_guard);
+    let name = |id: u32| -> String {
+        if r.return_tokens_as_token_ids {
+            format!("token_id:{id}")
+        } else {
+            s.decode(&[id]).unwrap_or_default()
+        }
+    };
+    let mut choices = Vec::new();
+    let mut usage = Usage::default();
+    for (i, (q, group)) in prompts.iter().zip(&samples).enumerate() {
+        usage.prompt_tokens += q.len();
+        for (j, smp) in group.iter().enumerate() {
+            usage.completion_tokens += smp.tokens.len();
+            let mut text = String::new();
+            let mut lp = CompletionLogprobs {
+                tokens: vec![],
+                token_logprobs: vec![],
+                top_logprobs: None,
+                text_offset: vec![],
+            };
+            if let Some(e) = &echoed {
+                let t = s.decode(q).map_err(internal)?;
+                let mut offset = 0;
+                for (k, &id) in q.iter().enumerate() {
+                    lp.tokens.push(name(id));
+                    lp.token_logprobs
+                        .push(if k == 0 { None } else { Some(e[i][k - 1]) });
+                    lp.text_offset.push(offset);
+                    offset += s.decode(&[id]).map(|x| x.len()).unwrap_or(0);
+                }
+                text.push_str(&t);
+            }
+            let start = text.len();
+            let mut offset = start;
+            for (&id, &l) in smp.tokens.iter().zip(&smp.logprobs) {
+                lp.tokens.push(name(id));
+                lp.token_logprobs.push(Some(l));
+                lp.text_offset.push(offset);
+                offset += s.decode(&[id]).map(|x| x.len()).unwrap_or(0);
+            }
+            text.push_str(&smp.text);
+            choices.push(CompletionChoice {
+                index: i * n + j,
+                text,
+                logprobs: r.logprobs.map(|_| lp),
+                finish_reason: Some(finish_reason(smp.finish).into()),
+            });
+        }
+    }
+    usage.total_tokens = usage.prompt_tokens + usage.completion_tokens;
+    let id = state.counter.fetch_add(1, Ordering::Relaxed);
+    Ok(serde_json::to_value(CompletionResponse {
+        id: format!("cmpl-{id}"),
+        object: "text_completion".into(),
+        created: now(),
+        model: state.name.clone(),
+        choices,
+        usage,
+    })
+    .expect("serialisable"))
+}
+
+fn chat<S: Sampler>(state: &State<S>, body: &[u8]) -> Result<serde_json::Value, Reply> {
+    let r: ChatRequest = parse(body)?;
+    let (n, p) = params(
+        state,
+        &r.model,
+        r.n,
+        r.temperature,
+        r.top_p,
+        r.top_k,
+        r.seed,
+        &r.stop,
+        r.max_completion_tokens.or(r.max_tokens),
+        r.stream,
+    )?;
+    if r.messages.is_empty() {
+        return Err(bad("no messages", Some("messages")));
+    }
+    let mut msgs = Vec::with_capacity(r.messages.len());
+    for m in &r.messages {
+        if !matches!(m.role.as_str(), "system" | "user" | "assistant") {
+            return Err(bad(
+                format!(
+                    "a message's role is `{}`: system, user or assistant",
+                    m.role
+                ),
+                Some("messages"),
+            ));
+        }
+        let text = match &m.content {
+            Content::Text(t) => t.clone(),
+            Content::Parts(parts) => {
+                let mut t = String::new();
+                for part in parts {
+                    match part {
+                        Part::Text { text } => t.push_str(text),
+                        Part::ImageUrl { .. } => {
+                            return Err(bad(
+                                "this model reads text only; the message has an image",
+                                Some("messages"),
+                            ))
+                        }
+                    }
+                }
+                t
+            }
+        };
+        msgs.push(Message::new(&m.role, &text));
+    }
+    let s = &state.sampler;
+    let prompt = match s.chat_template(&msgs, true).map_err(internal)? {
+        Some(t) => t,
+        None => {
+            return Err(bad(
+                "the model has no chat template; use /v1/completions",
+                Some("messages"),
+            ))
+        }
+    };
+    let ids = s.encode(&prompt).map_err(internal)?;
+    let guard = state.busy.lock().unwrap_or_else(|e| e.into_inner());
+    let samples = s
+        .generate(std::slice::from_ref(&ids), n, &p)
+        .map_err(internal)?;
+    drop(guard);
+    let mut usage = Usage {
+        prompt_tokens: ids.len(),
+        ..Default::default()
+    };
+    let eos = s.eos_ids();
+    let mut choices = Vec::new();
+    for (j, smp) in samples
+        .into_iter()
+        .next()
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+    {
+        usage.completion_tokens += smp.tokens.len();
+        let logprobs = r.logprobs.then(|| ChatLogprobs {
+            content: smp
+                .tokens
+                .iter()
+                .zip(&smp.logprobs)
+                .filter(|(id, _)| !eos.contains(id))
+                .map(|(&id, &l)| {
+                    let token = s.decode(&[id]).unwrap_or_default();
+                    TokenLogprob {
+                        bytes: Some(token.as_bytes().to_vec()),
+                        token,
+                        logprob: l,
+                        top_logprobs: vec![],
+                    }
+                })
+                .collect(),
+        });
+        choices.push(ChatChoice {
+            index: j,
+            message: ReplyMessage {
+                role: "assistant".into(),
+                content: smp.text,
+            },
+            logprobs,
+            finish_reason: Some(finish_reason(smp.finish).into()),
+        });
+    }
+    usage.total_tokens = usage.prompt_tokens + usage.completion_tokens;
+    let id = state.counter.fetch_add(1, Ordering::Relaxed);
+    Ok(serde_json::to_value(ChatResponse {
+        id: format!("chatcmpl-{id}"),
+        object: "chat.completion".into(),
+        created: now(),
+        model: state.name.clone(),
+        choices,
+        usage,
+    })
+    .expect("serialisable"))
+}

@@ -1,0 +1,55 @@
+//! `rlanything serve`: the OpenAI-compatible API over a checkpoint, so generation can be spread
+//! over processes and machines without GPUs, and the remote path is tested over real HTTP.
+
+use anyhow::{Context, Result};
+use candle_core::{DType, Device};
+use clap::Args as ClapArgs;
+use rla_model::Lm;
+use std::path::PathBuf;
+
+/// Serve a checkpoint over the OpenAI-compatible API.
+#[derive(ClapArgs, Debug)]
+pub struct Args {
+    /// A checkpoint folder (Hugging Face layout).
+    #[arg(long)]
+    pub model: PathBuf,
+    /// The model's name in requests and `/v1/models` (default: the folder's name).
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// Port (0 picks a free one; the address is printed).
+    #[arg(long, default_value_t = 8000)]
+    pub port: u16,
+    /// Threads taking requests (generation itself runs one request at a time, on every core).
+    #[arg(long, default_value_t = 4)]
+    pub workers: usize,
+}
+
+pub fn run(a: Args) -> Result<()> {
+    let lm = Lm::load(&a.model, DType::F32, &Device::Cpu)
+        .with_context(|| format!("loading {}", a.model.display()))?;
+    let name = a.name.unwrap_or_else(|| {
+        a.model
+            .canonicalize()
+            .ok()
+            .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .unwrap_or_else(|| "model".into())
+    });
+    let addr = format!("{}:{}", a.host, a.port);
+    let server = rla_remote::server::start(
+        lm,
+        &name,
+        &addr,
+        a.workers,
+        rla_remote::server::Limits::default(),
+    )
+    .with_context(|| format!("listening on {addr}"))?;
+    // the address on its own line, flushed, for scripts that start servers on port 0
+    println!("serving `{name}` on {}", server.url());
+    use std::io::Write;
+    std::io::stdout().flush()?;
+    server.wait();
+    Ok(())
+}

@@ -1,0 +1,454 @@
+//! Generation over real HTTP: the OpenAI-compatible server over a checkpoint and the remote
+//! sampler that talks to it give what the model gives in process; bad requests get JSON errors
+//! with a 4xx status; bad replies are errors, never samples; a dead endpoint is skipped.
+
+use rla_lm::{Finish, Message, SampleParams, Sampler};
+use rla_model::config::{Arch, ModelConfig};
+use rla_model::tok::build_word_level;
+use rla_model::Lm;
+use rla_remote::client::{Endpoints, RemoteSampler};
+use rla_remote::server::{self, Limits};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::time::Duration;
+
+const CORPUS: &str = "go to the fridge 1 open close take apple from in on put cabinet 2 3 look \
+                      <|im_start|>user\n<|im_end|>\n<|im_start|>assistant\n";
+
+fn lm() -> Lm {
+    let tok = build_word_level(CORPUS, 1).unwrap();
+    let cfg = ModelConfig::tiny(Arch::Qwen3, tok.vocab_size(), 32, 2, 4, 2);
+    Lm::init(
+        &cfg,
+        tok,
+        11,
+        candle_core::DType::F32,
+        &candle_core::Device::Cpu,
+    )
+    .unwrap()
+}
+
+fn served() -> (server::Running, Lm) {
+    let s = server::start(lm(), "tiny", "127.0.0.1:0", 4, Limits::default()).unwrap();
+    (s, lm())
+}
+
+fn remote(urls: Vec<String>) -> RemoteSampler<rla_model::tok::Tok> {
+    let mut e = Endpoints::one(&urls[0], "tiny");
+    e.urls = urls;
+    e.timeout = Duration::from_secs(60);
+    e.cooldown = Duration::from_millis(200);
+    RemoteSampler::new(lm().tok, e).unwrap()
+}
+
+fn prompts(m: &Lm) -> Vec<Vec<u32>> {
+    ["go to the fridge 1", "open the cabinet 2 and take", "look"]
+        .iter()
+        .map(|t| m.encode(t).unwrap())
+        .collect()
+}
+
+#[test]
+fn remote_generation_equals_in_process() {
+    let (s, local) = served();
+    let r = remote(vec![s.url()]);
+    assert_eq!(r.models().unwrap(), ["tiny"]);
+    let ps = prompts(&local);
+    for p in [
+        SampleParams::greedy(12),
+        SampleParams {
+            temperature: 1.0,
+            max_new_tokens: 10,
+            seed: 5,
+            ..Default::default()
+        },
+        SampleParams {
+            temperature: 0.8,
+            top_p: 0.9,
+            top_k: 5,
+            max_new_tokens: 10,
+            stop: vec!["apple".into()],
+            seed: 9,
+        },
+    ] {
+        for n in [1, 3] {
+            let a = local.generate(&ps, n, &p).unwrap();
+            let b = r.generate(&ps, n, &p).unwrap();
+            assert_eq!(a, b, "{p:?} n = {n}");
+        }
+    }
+    // constrained answers through guided_choice: the same as the in-process trie
+    let allowed: Vec<Vec<Vec<u32>>> = ps
+        .iter()
+        .map(|_| {
+            ["take apple", "open fridge 1", "look"]
+                .iter()
+                .map(|t| {
+                    let mut ids = local.encode(t).unwrap();
+                    ids.push(local.eos_ids()[0]);
+                    ids
+                })
+                .collect()
+        })
+        .collect();
+    let p = SampleParams::greedy(8);
+    // (one request per prompt: the same answers, log-probabilities to rounding of the batch shape)
+    let a = local.generate_within(&ps, 1, &p, &allowed).unwrap();
+    let b = r.generate_within(&ps, 1, &p, &allowed).unwrap();
+    for (x, y) in a.iter().flatten().zip(b.iter().flatten()) {
+        assert_eq!(
+            (&x.tokens, &x.text, x.finish),
+            (&y.tokens, &y.text, y.finish)
+        );
+        for (u, v) in x.logprobs.iter().zip(&y.logprobs) {
+            assert!((u - v).abs() < 1e-4, "{u} vs {v}");
+        }
+    }
+    // scoring through echo
+    let pairs: Vec<(Vec<u32>, Vec<u32>)> = ps
+        .iter()
+        .map(|q| (q.clone(), local.encode("take apple").unwrap()))
+        .collect();
+    let a = local.score(&pairs).unwrap();
+    let b = r.score(&pairs).unwrap();
+    assert_eq!(a.len(), b.len());
+    for (x, y) in a.iter().zip(&b) {
+        assert_eq!(x.len(), y.len());
+        for (u, v) in x.iter().zip(y) {
+            assert!((u - v).abs() < 1e-4, "{u} vs {v}");
+        }
+    }
+    s.stop();
+}
+
+/// A raw HTTP request; returns (status, body).
+fn http(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
+    let mut c = std::net::TcpStream::connect(addr).unwrap();
+    write!(
+        c,
+        "{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut out = String::new();
+    c.read_to_string(&mut out).unwrap();
+    let status = out[9..12].parse().unwrap();
+    let body = out
+        .split_once("\r\n\r\n")
+        .map(|x| x.1)
+        .unwrap_or("")
+        .to_string();
+    (status, body)
+}
+
+#[test]
+fn the_api_shapes_and_its_errors() {
+    let (s, local) = served();
+    let addr = s.addr().to_string();
+    // completions with text prompts, n, logprobs and usage
+    let (st, body) = http(
+        &addr,
+        "POST",
+        "/v1/completions",
+        r#"{"model": "tiny", "prompt": ["go to the", "look"], "n": 2, "max_tokens": 4, "temperature": 0, "logprobs": 1}"#,
+    );
+    assert_eq!(st, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["object"], "text_completion");
+    let choices = v["choices"].as_array().unwrap();
+    assert_eq!(choices.len(), 4);
+    let idx: Vec<u64> = choices
+        .iter()
+        .map(|c| c["index"].as_u64().unwrap())
+        .collect();
+    assert_eq!(idx, [0, 1, 2, 3]);
+    let lp = &choices[0]["logprobs"];
+    assert_eq!(
+        lp["tokens"].as_array().unwrap().len(),
+        lp["token_logprobs"].as_array().unwrap().len()
+    );
+    assert!(["stop", "length"].contains(&choices[0]["finish_reason"].as_str().unwrap()));
+    let u = &v["usage"];
+    assert_eq!(
+        u["total_tokens"].as_u64().unwrap(),
+        u["prompt_tokens"].as_u64().unwrap() + u["completion_tokens"].as_u64().unwrap()
+    );
+    // greedy text equals the model's own
+    let want = local
+        .generate(
+            &[local.encode("go to the").unwrap()],
+            1,
+            &SampleParams::greedy(4),
+        )
+        .unwrap();
+    assert_eq!(choices[0]["text"], want[0][0].text.as_str());
+    // chat completions through the chat template, with logprobs.content
+    let (st, body) = http(
+        &addr,
+        "POST",
+        "/v1/chat/completions",
+        r#"{"model": "tiny", "messages": [{"role": "user", "content": "go to the fridge 1"}], "max_tokens": 5, "temperature": 0, "logprobs": true}"#,
+    );
+    assert_eq!(st, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["object"], "chat.completion");
+    let prompt = local
+        .chat_template(&[Message::new("user", "go to the fridge 1")], true)
+        .unwrap()
+        .unwrap();
+    let want = local
+        .generate(
+            &[local.encode(&prompt).unwrap()],
+            1,
+            &SampleParams::greedy(5),
+        )
+        .unwrap();
+    assert_eq!(
+        v["choices"][0]["message"]["content"],
+        want[0][0].text.as_str()
+    );
+    assert_eq!(v["choices"][0]["message"]["role"], "assistant");
+    assert!(v["choices"][0]["logprobs"]["content"].is_array());
+    // models
+    let (st, body) = http(&addr, "GET", "/v1/models", "");
+    assert_eq!(st, 200);
+    assert!(body.contains(r#""id":"tiny""#), "{body}");
+    // errors: JSON bodies, 4xx, naming what was wrong
+    for (method, path, body, status, says) in [
+        ("POST", "/v1/completions", "{not json", 400, "not valid"),
+        (
+            "POST",
+            "/v1/completions",
+            r#"{"model": "tiny"}"#,
+            400,
+            "prompt",
+        ),
+        (
+            "POST",
+            "/v1/completions",
+            r#"{"model": "big", "prompt": "go"}"#,
+            404,
+            "big",
+        ),
+        (
+            "POST",
+            "/v1/completions",
+            r#"{"model": "tiny", "prompt": "go", "n": 0}"#,
+            400,
+            "n = 0",
+        ),
+        (
+            "POST",
+            "/v1/completions",
+            r#"{"model": "tiny", "prompt": "go", "top_p": 0}"#,
+            400,
+            "top_p",
+        ),
+        (
+            "POST",
+            "/v1/completions",
+            r#"{"model": "tiny", "prompt": "go", "stream": true}"#,
+            400,
+            "stream",
+        ),
+        (
+            "POST",
+            "/v1/completions",
+            r#"{"model": "tiny", "prompt": "go", "max_tokens": 100000}"#,
+            400,
+            "max_tokens",
+        ),
+        (
+            "POST",
+            "/v1/completions",
+            r#"{"model": "tiny", "prompt": [[]]}"#,
+            400,
+            "empty",
+        ),
+        (
+            "POST",
+            "/v1/chat/completions",
+            r#"{"model": "tiny", "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:image/png;base64,AA=="}}]}]}"#,
+            400,
+            "image",
+        ),
+        (
+            "POST",
+            "/v1/chat/completions",
+            r#"{"model": "tiny", "messages": [{"role": "robot", "content": "hi"}]}"#,
+            400,
+            "robot",
+        ),
+        ("GET", "/v1/completions", "", 405, "method"),
+        ("GET", "/v2/anything", "", 404, "no such endpoint"),
+    ] {
+        let (st, b) = http(&addr, method, path, body);
+        assert_eq!(st, status, "{path} {body}: {b}");
+        let v: serde_json::Value = serde_json::from_str(&b).unwrap_or_else(|_| panic!("{b}"));
+        let m = v["error"]["message"].as_str().unwrap();
+        assert!(m.contains(says), "{m} should say {says}");
+    }
+    // and the server still serves
+    let r = remote(vec![s.url()]);
+    assert_eq!(
+        r.generate(&prompts(&local), 1, &SampleParams::greedy(3))
+            .unwrap()
+            .len(),
+        3
+    );
+}
+
+#[test]
+fn a_dead_endpoint_is_skipped_and_bad_requests_are_not_retried() {
+    let (s, local) = served();
+    // a port nothing listens on
+    let dead = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", l.local_addr().unwrap())
+    };
+    let r = remote(vec![dead.clone(), s.url()]);
+    let ps = prompts(&local);
+    let want = local.generate(&ps, 1, &SampleParams::greedy(6)).unwrap();
+    for _ in 0..3 {
+        assert_eq!(r.generate(&ps, 1, &SampleParams::greedy(6)).unwrap(), want);
+    }
+    // only dead endpoints: a clear error naming them
+    let r = remote(vec![dead.clone()]);
+    let e = r
+        .generate(&ps, 1, &SampleParams::greedy(6))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains(&dead), "{e}");
+    // a wrong model name is the request's fault: one answer, the server's message
+    let mut cfg = Endpoints::one(&s.url(), "other");
+    cfg.tries = 3;
+    let r = RemoteSampler::new(lm().tok, cfg).unwrap();
+    let e = r
+        .generate(&ps, 1, &SampleParams::greedy(2))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("404") && e.contains("other"), "{e}");
+}
+
+/// A server that answers every request with `body` (status 200).
+fn fake(body: &'static str) -> (String, std::thread::JoinHandle<()>) {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", l.local_addr().unwrap());
+    let h = std::thread::spawn(move || {
+        for c in l.incoming().take(1) {
+            let mut c = c.unwrap();
+            let mut r = BufReader::new(c.try_clone().unwrap());
+            let mut len = 0;
+            loop {
+                let mut line = String::new();
+                r.read_line(&mut line).unwrap();
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    len = v.trim().parse().unwrap();
+                }
+                if line == "\r\n" {
+                    break;
+                }
+            }
+            let mut b = vec![0; len];
+            r.read_exact(&mut b).unwrap();
+            write!(
+                c,
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            )
+            .unwrap();
+        }
+    });
+    (url, h)
+}
+
+#[test]
+fn malformed_replies_are_errors_not_samples() {
+    let m = lm();
+    let ps = vec![m.encode("go to the").unwrap()];
+    for (body, says) in [
+        ("not json", "malformed"),
+        (
+            r#"{"id": "x", "object": "text_completion", "created": 0, "model": "tiny", "choices": [], "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}}"#,
+            "0 choices",
+        ),
+        (
+            r#"{"id": "x", "object": "text_completion", "created": 0, "model": "tiny", "choices": [{"index": 0, "text": "a", "logprobs": null, "finish_reason": "stop"}], "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}}"#,
+            "no logprobs",
+        ),
+        (
+            r#"{"id": "x", "object": "text_completion", "created": 0, "model": "tiny", "choices": [{"index": 0, "text": "a", "logprobs": {"tokens": ["token_id:5", "token_id:6"], "token_logprobs": [-0.5]}, "finish_reason": "stop"}], "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}}"#,
+            "2 tokens and 1",
+        ),
+        (
+            r#"{"id": "x", "object": "text_completion", "created": 0, "model": "tiny", "choices": [{"index": 0, "text": "a", "logprobs": {"tokens": ["apple"], "token_logprobs": [-0.5]}, "finish_reason": "stop"}], "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}}"#,
+            "token_id",
+        ),
+        (
+            r#"{"id": "x", "object": "text_completion", "created": 0, "model": "tiny", "choices": [{"index": 0, "text": "a", "logprobs": {"tokens": ["token_id:5"], "token_logprobs": [0.7]}, "finish_reason": "stop"}], "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}}"#,
+            "log-probability 0.7",
+        ),
+        (
+            r#"{"id": "x", "object": "text_completion", "created": 0, "model": "tiny", "choices": [{"index": 3, "text": "a", "logprobs": {"tokens": ["token_id:5"], "token_logprobs": [-0.7]}, "finish_reason": "stop"}], "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}}"#,
+            "index 3",
+        ),
+    ] {
+        let (url, h) = fake(body);
+        let mut cfg = Endpoints::one(&url, "tiny");
+        cfg.tries = 1;
+        let r = RemoteSampler::new(lm().tok, cfg).unwrap();
+        let e = r
+            .generate(&ps, 1, &SampleParams::greedy(2))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(says), "{e} should say {says}");
+        h.join().unwrap();
+    }
+}
+
+#[test]
+fn the_serve_command_serves_a_checkpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let ck = dir.path().join("ck");
+    lm().save_checkpoint(&ck).unwrap();
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_rlanything"))
+        .args([
+            "serve",
+            "--model",
+            ck.to_str().unwrap(),
+            "--port",
+            "0",
+            "--name",
+            "tiny",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line.trim().rsplit(' ').next().unwrap().to_string();
+    assert!(url.starts_with("http://127.0.0.1:"), "{line}");
+    let r = remote(vec![url]);
+    let local = lm();
+    let ps = prompts(&local);
+    let p = SampleParams::greedy(8);
+    assert_eq!(
+        r.generate(&ps, 1, &p).unwrap(),
+        local.generate(&ps, 1, &p).unwrap()
+    );
+    let out = r
+        .generate(
+            &ps,
+            2,
+            &SampleParams {
+                seed: 3,
+                max_new_tokens: 4,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    assert!(out.iter().flatten().all(|s| s.finish != Finish::Stop));
+    child.kill().unwrap();
+    let _ = child.wait();
+}
