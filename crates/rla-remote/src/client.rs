@@ -13,11 +13,15 @@
 //! Requests go to the least-loaded of the endpoints; a transport error, a 429 or a 5xx is
 //! retried with back-off on the next endpoint, and an endpoint that fails is skipped for a
 //! while, then tried again. The error comes only when every try has failed.
+//!
+//! [`RemoteSampler::update_weights`] points every server at new weights on disk (SGLang's
+//! `/update_weights_from_disk`); a server that missed an update (it was down, or restarted)
+//! gets the latest before its next request, so no sample comes from stale weights.
 
 use crate::protocol::*;
 use crate::RemoteError;
 use rla_lm::{Codec, Finish, LmError, Message, Sample, SampleParams, Sampler};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -59,6 +63,8 @@ struct Endpoint {
     url: String,
     in_flight: AtomicUsize,
     down_until: Mutex<Option<Instant>>,
+    /// The weights version it has loaded.
+    version: AtomicU64,
 }
 
 /// A sampler on inference servers.
@@ -67,6 +73,10 @@ pub struct RemoteSampler<C: Codec> {
     cfg: Endpoints,
     endpoints: Vec<Endpoint>,
     agent: ureq::Agent,
+    /// The current weights: their version (0: what the servers started with) and folder.
+    weights: Mutex<(u64, Option<String>)>,
+    /// Turns among equally loaded endpoints.
+    turn: AtomicUsize,
 }
 
 fn lm(e: RemoteError) -> LmError {
@@ -93,6 +103,7 @@ impl<C: Codec> RemoteSampler<C> {
                 url: u.trim_end_matches('/').to_string(),
                 in_flight: AtomicUsize::new(0),
                 down_until: Mutex::new(None),
+                version: AtomicU64::new(0),
             })
             .collect();
         Ok(RemoteSampler {
@@ -100,7 +111,81 @@ impl<C: Codec> RemoteSampler<C> {
             cfg,
             endpoints,
             agent,
+            weights: Mutex::new((0, None)),
+            turn: AtomicUsize::new(0),
         })
+    }
+
+    /// Points every server at the weights in `dir` (a checkpoint folder they can read). Servers
+    /// that cannot be reached now get them before their next request; it is an error only when
+    /// none took them.
+    pub fn update_weights(&self, dir: &str) -> Result<(), RemoteError> {
+        let version = {
+            let mut w = self.weights.lock().unwrap_or_else(|e| e.into_inner());
+            w.0 += 1;
+            w.1 = Some(dir.to_string());
+            w.0
+        };
+        let mut last = None;
+        let mut ok = 0;
+        for ep in &self.endpoints {
+            match self.push_weights(ep, version, dir) {
+                Ok(()) => ok += 1,
+                Err(e) => {
+                    tracing::warn!(error = %e, "a server did not take the new weights; it gets them before its next request");
+                    last = Some(e);
+                }
+            }
+        }
+        match (ok, last) {
+            (0, Some(e)) => Err(e),
+            _ => Ok(()),
+        }
+    }
+
+    fn push_weights(&self, ep: &Endpoint, version: u64, dir: &str) -> Result<(), RemoteError> {
+        let url = format!("{}/update_weights_from_disk", ep.url);
+        let body = serde_json::json!({"model_path": dir});
+        let mut req = self.agent.post(&url);
+        if let Some(k) = &self.cfg.api_key {
+            req = req.set("Authorization", &format!("Bearer {k}"));
+        }
+        match req.send_json(body) {
+            Ok(_) => {
+                ep.version.store(version, Ordering::Relaxed);
+                Ok(())
+            }
+            Err(ureq::Error::Status(status, resp)) => {
+                let text = resp.into_string().unwrap_or_default();
+                let message = serde_json::from_str::<ErrorBody>(&text)
+                    .map(|b| b.error.message)
+                    .unwrap_or_else(|_| excerpt(&text));
+                Err(RemoteError::Status {
+                    url,
+                    status,
+                    message,
+                })
+            }
+            Err(ureq::Error::Transport(t)) => Err(RemoteError::Transport {
+                url,
+                message: t.to_string(),
+            }),
+        }
+    }
+
+    /// Brings an endpoint to the current weights before it serves.
+    fn ensure_weights(&self, ep: &Endpoint) -> Result<(), RemoteError> {
+        let (version, dir) = self
+            .weights
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        match dir {
+            Some(d) if ep.version.load(Ordering::Relaxed) < version => {
+                self.push_weights(ep, version, &d)
+            }
+            _ => Ok(()),
+        }
     }
 
     /// The models the first live server lists (`GET /v1/models`).
@@ -109,7 +194,7 @@ impl<C: Codec> RemoteSampler<C> {
         Ok(v.data.into_iter().map(|m| m.id).collect())
     }
 
-    /// The least-loaded endpoint not cooling down (or, if all are, the one back soonest).
+    /// The least-loaded endpoint not cooling down (any, if all are), taking turns among equals.
     fn pick(&self, skip: Option<usize>) -> usize {
         let now = Instant::now();
         let live = |i: usize| {
@@ -130,8 +215,15 @@ impl<C: Codec> RemoteSampler<C> {
         } else {
             candidates
         };
+        let n = self.endpoints.len();
+        let turn = self.turn.fetch_add(1, Ordering::Relaxed);
         pool.into_iter()
-            .min_by_key(|&i| self.endpoints[i].in_flight.load(Ordering::Relaxed))
+            .min_by_key(|&i| {
+                (
+                    self.endpoints[i].in_flight.load(Ordering::Relaxed),
+                    (i + n - turn % n) % n,
+                )
+            })
             .unwrap_or(0)
     }
 
@@ -151,6 +243,17 @@ impl<C: Codec> RemoteSampler<C> {
             let i = self.pick(skip);
             let ep = &self.endpoints[i];
             let url = format!("{}{path}", ep.url);
+            if let Err(e) = self.ensure_weights(ep) {
+                tracing::warn!(error = %e, attempt, "a server could not load the current weights");
+                if let Ok(mut d) = ep.down_until.lock() {
+                    *d = Some(Instant::now() + self.cfg.cooldown);
+                }
+                if self.endpoints.len() > 1 {
+                    skip = Some(i);
+                }
+                last = Some(e);
+                continue;
+            }
             ep.in_flight.fetch_add(1, Ordering::Relaxed);
             let mut req = self.agent.request(method, &url);
             if let Some(k) = &self.cfg.api_key {

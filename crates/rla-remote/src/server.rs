@@ -2,14 +2,16 @@
 //! `POST /v1/completions` (text or token-id prompts, batches, `n`, temperature, top-p, top-k,
 //! seed, stop strings, `max_tokens`, per-token `logprobs`, `echo` to score a text, and vLLM's
 //! `return_tokens_as_token_ids` and `guided_choice`) and `POST /v1/chat/completions` (the
-//! model's chat template, `logprobs`). Errors are JSON bodies with a 4xx status that say what
-//! was wrong; a request never takes the server down.
+//! model's chat template, `logprobs`), and SGLang's `POST /update_weights_from_disk` (`{"model_path":
+//! DIR}`: the weights a trainer just wrote, loaded between requests) when the server has a
+//! loader. Errors are JSON bodies with a 4xx status that say what was wrong; a request never
+//! takes the server down.
 
 use crate::protocol::*;
 use rla_lm::{Finish, Message, Sample, SampleParams, Sampler};
 use std::io::Read;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Limits of what one request may ask.
@@ -82,8 +84,12 @@ impl Drop for Running {
     }
 }
 
+/// Loads a sampler from a checkpoint folder (for `/update_weights_from_disk`).
+pub type Loader<S> = Box<dyn Fn(&std::path::Path) -> Result<S, String> + Send + Sync>;
+
 struct State<S> {
-    sampler: S,
+    sampler: RwLock<S>,
+    loader: Option<Loader<S>>,
     name: String,
     limits: Limits,
     /// Generation runs one request at a time (the model uses every core itself).
@@ -100,6 +106,18 @@ pub fn start<S: Sampler + Send + Sync + 'static>(
     workers: usize,
     limits: Limits,
 ) -> std::io::Result<Running> {
+    start_with_loader(sampler, None, name, addr, workers, limits)
+}
+
+/// [`start`], with a loader that `/update_weights_from_disk` calls to replace the sampler.
+pub fn start_with_loader<S: Sampler + Send + Sync + 'static>(
+    sampler: S,
+    loader: Option<Loader<S>>,
+    name: &str,
+    addr: &str,
+    workers: usize,
+    limits: Limits,
+) -> std::io::Result<Running> {
     let http = tiny_http::Server::http(addr).map_err(std::io::Error::other)?;
     let addr = http
         .server_addr()
@@ -107,7 +125,8 @@ pub fn start<S: Sampler + Send + Sync + 'static>(
         .ok_or_else(|| std::io::Error::other("not an IP address"))?;
     let http = Arc::new(http);
     let state = Arc::new(State {
-        sampler,
+        sampler: RwLock::new(sampler),
+        loader,
         name: name.to_string(),
         limits,
         busy: Mutex::new(()),
@@ -180,6 +199,12 @@ fn handle<S: Sampler>(state: &State<S>, mut req: tiny_http::Request) {
         })
         .expect("serialisable")),
         (tiny_http::Method::Get, "/health") => Ok(serde_json::json!({})),
+        (tiny_http::Method::Post, "/update_weights_from_disk") => {
+            match read_body(&mut req, state.limits.max_body) {
+                Err(e) => Err(e),
+                Ok(body) => update_weights(state, &body),
+            }
+        }
         (tiny_http::Method::Post, "/v1/completions" | "/v1/chat/completions") => {
             match read_body(&mut req, state.limits.max_body) {
                 Err(e) => Err(e),
@@ -203,7 +228,14 @@ fn handle<S: Sampler>(state: &State<S>, mut req: tiny_http::Request) {
                 }
             }
         }
-        (_, "/v1/models" | "/v1/completions" | "/v1/chat/completions" | "/health") => Err(Reply {
+        (
+            _,
+            "/v1/models"
+            | "/v1/completions"
+            | "/v1/chat/completions"
+            | "/health"
+            | "/update_weights_from_disk",
+        ) => Err(Reply {
             status: 405,
             kind: "invalid_request_error",
             message: format!("{path} does not take this method"),
@@ -373,7 +405,7 @@ fn completions<S: Sampler>(state: &State<S>, body: &[u8]) -> Result<serde_json::
         r.max_tokens,
         r.stream,
     )?;
-    let s = &state.sampler;
+    let s = &*state.sampler.read().unwrap_or_else(|e| e.into_inner());
     let prompts: Vec<Vec<u32>> = match &r.prompt {
         Prompt::Text(t) => vec![s
             .encode(t)
@@ -508,6 +540,25 @@ fn completions<S: Sampler>(state: &State<S>, body: &[u8]) -> Result<serde_json::
     .expect("serialisable"))
 }
 
+#[derive(serde::Deserialize)]
+struct UpdateWeights {
+    model_path: String,
+}
+
+fn update_weights<S: Sampler>(state: &State<S>, body: &[u8]) -> Result<serde_json::Value, Reply> {
+    let r: UpdateWeights = parse(body)?;
+    let Some(load) = &state.loader else {
+        return Err(bad("this server cannot load weights", None));
+    };
+    // loaded outside the lock, swapped in between requests
+    let new = load(std::path::Path::new(&r.model_path))
+        .map_err(|e| bad(format!("loading {}: {e}", r.model_path), Some("model_path")))?;
+    // (requests hold the read side throughout, so this waits for those under way)
+    *state.sampler.write().unwrap_or_else(|e| e.into_inner()) = new;
+    tracing::info!(path = %r.model_path, "weights updated");
+    Ok(serde_json::json!({"success": true, "message": format!("loaded {}", r.model_path)}))
+}
+
 fn chat<S: Sampler>(state: &State<S>, body: &[u8]) -> Result<serde_json::Value, Reply> {
     let r: ChatRequest = parse(body)?;
     let (n, p) = params(
@@ -556,7 +607,7 @@ fn chat<S: Sampler>(state: &State<S>, body: &[u8]) -> Result<serde_json::Value, 
         };
         msgs.push(Message::new(&m.role, &text));
     }
-    let s = &state.sampler;
+    let s = &*state.sampler.read().unwrap_or_else(|e| e.into_inner());
     let prompt = match s.chat_template(&msgs, true).map_err(internal)? {
         Some(t) => t,
         None => {

@@ -121,6 +121,75 @@ pub struct ModelSpec {
     pub temperature: f64,
     /// Most new tokens per answer.
     pub max_new_tokens: usize,
+    /// Generate on inference servers instead of in process (`[policy.server]`); the model
+    /// still learns here, and its new weights go to the servers after every update.
+    pub server: Option<ServerSpec>,
+}
+
+/// Inference servers for a model (`[policy.server]`, `[reward.server]`): OpenAI-compatible
+/// endpoints (vLLM, SGLang, `rlanything serve`) that load new weights with
+/// `/update_weights_from_disk`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerSpec {
+    /// Base URLs (`http://host:port`).
+    pub endpoints: Vec<String>,
+    /// The model's name on the servers.
+    pub model: String,
+    /// An environment variable holding the servers' API key, if they want one.
+    pub api_key_env: Option<String>,
+    /// Seconds allowed for one request.
+    pub timeout_s: f64,
+    /// Tries of a request (each on the least-loaded live server) before the run fails.
+    pub tries: usize,
+    /// Requests in flight at once.
+    pub concurrency: usize,
+    /// Where new weights are written for the servers to read (default: the run's
+    /// `served/<model>/`); it must be a path the servers see.
+    pub weights_dir: Option<PathBuf>,
+}
+
+impl Default for ServerSpec {
+    fn default() -> Self {
+        ServerSpec {
+            endpoints: vec![],
+            model: "model".into(),
+            api_key_env: None,
+            timeout_s: 600.0,
+            tries: 4,
+            concurrency: 16,
+            weights_dir: None,
+        }
+    }
+}
+
+impl ServerSpec {
+    /// Checks the settings; `name` is the table's (`policy.server`).
+    pub fn validate(&self, name: &str) -> Result<(), String> {
+        if self.endpoints.is_empty() {
+            return Err(format!(
+                "{name}.endpoints is empty: list the servers' base URLs"
+            ));
+        }
+        if let Some(e) = self
+            .endpoints
+            .iter()
+            .find(|e| !(e.starts_with("http://") || e.starts_with("https://")))
+        {
+            return Err(format!(
+                "{name}.endpoints: `{e}` is not an http:// or https:// URL"
+            ));
+        }
+        if !(self.timeout_s > 0.0 && self.timeout_s.is_finite())
+            || self.tries == 0
+            || self.concurrency == 0
+        {
+            return Err(format!(
+                "{name}: timeout_s, tries and concurrency must be positive"
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl Default for ModelSpec {
@@ -136,6 +205,7 @@ impl Default for ModelSpec {
             cuda: false,
             temperature: 1.0,
             max_new_tokens: 16,
+            server: None,
         }
     }
 }
@@ -571,6 +641,9 @@ impl RunConfig {
                 }
             }
             rla_model::weights::parse_dtype(&m.dtype).map_err(|e| format!("{n}.dtype: {e}"))?;
+            if let Some(sv) = &m.server {
+                sv.validate(&format!("{n}.server"))?;
+            }
         }
         if !(self.pretrain.lr.is_finite() && self.pretrain.lr > 0.0) {
             return Err(format!(

@@ -18,6 +18,7 @@ pub mod report;
 pub mod rewriter;
 pub mod rollout;
 pub mod run;
+pub mod served;
 pub mod setting;
 pub mod settings;
 pub mod trainer;

@@ -99,11 +99,28 @@ pub fn open<S: Setting>(
     }
     let reward = models.pop().expect("two models");
     let policy = models.pop().expect("two models");
+    let boxed = |name: &str, spec: &ModelSpec, lm: Lm| -> Result<Box<dyn rla_lm::Model>> {
+        Ok(match &spec.server {
+            None => Box::new(lm),
+            Some(sv) => {
+                let dir = sv
+                    .weights_dir
+                    .clone()
+                    .unwrap_or_else(|| rd.path.join("served").join(name));
+                Box::new(
+                    crate::served::Served::new(lm, sv, dir)
+                        .with_context(|| format!("{name}.server"))?,
+                )
+            }
+        })
+    };
+    let policy = boxed("policy", &cfg.policy, policy)?;
+    let reward = boxed("reward", &cfg.reward, reward)?;
     Ok(Trainer {
         cfg,
         setting,
-        policy: Box::new(policy),
-        reward: Box::new(reward),
+        policy,
+        reward,
         state,
         dir: rd,
         progress,

@@ -1,5 +1,6 @@
 //! `rlanything serve`: the OpenAI-compatible API over a checkpoint, so generation can be spread
-//! over processes and machines without GPUs, and the remote path is tested over real HTTP.
+//! over processes and machines without GPUs, and the remote path is tested over real HTTP. A
+//! trainer pushes its new weights with `POST /update_weights_from_disk` (SGLang's call).
 
 use anyhow::{Context, Result};
 use candle_core::{DType, Device};
@@ -38,8 +39,12 @@ pub fn run(a: Args) -> Result<()> {
             .unwrap_or_else(|| "model".into())
     });
     let addr = format!("{}:{}", a.host, a.port);
-    let server = rla_remote::server::start(
+    let loader: rla_remote::server::Loader<Lm> = Box::new(|dir: &std::path::Path| {
+        Lm::load(dir, DType::F32, &Device::Cpu).map_err(|e| e.to_string())
+    });
+    let server = rla_remote::server::start_with_loader(
         lm,
+        Some(loader),
         &name,
         &addr,
         a.workers,

@@ -452,3 +452,168 @@ fn the_serve_command_serves_a_checkpoint() {
     child.kill().unwrap();
     let _ = child.wait();
 }
+
+const RUN: &str = r#"
+seed = 3
+mode = "full"
+iterations = 3
+pool_size = 6
+tasks_per_iteration = 3
+rollouts_per_task = 2
+judge_samples = 2
+update_epochs = 1
+
+[household]
+train_step_limit = 6
+eval_step_limit = 6
+history_window = 1
+
+[policy]
+lr = 1e-3
+micro_batch = 4
+max_new_tokens = 8
+[policy.tiny]
+hidden_size = 32
+num_hidden_layers = 1
+num_attention_heads = 2
+num_key_value_heads = 1
+
+[reward]
+lr = 1e-3
+micro_batch = 4
+max_new_tokens = 8
+[reward.tiny]
+hidden_size = 32
+num_hidden_layers = 1
+num_attention_heads = 2
+num_key_value_heads = 1
+
+[pretrain]
+tasks = 4
+policy_steps = 3
+reward_steps = 3
+batch = 8
+
+[eval]
+in_domain = 3
+ood = 3
+every = 3
+"#;
+
+/// `rlanything serve` on a free port; returns the child, its URL and its log file.
+fn serve(
+    model: &std::path::Path,
+    name: &str,
+    log: &std::path::Path,
+) -> (std::process::Child, String) {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_rlanything"))
+        .args([
+            "serve",
+            "--model",
+            model.to_str().unwrap(),
+            "--port",
+            "0",
+            "--name",
+            name,
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(log).unwrap())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line.trim().rsplit(' ').next().unwrap().to_string();
+    (child, url)
+}
+
+#[test]
+fn a_training_run_samples_on_servers_loads_each_update_and_survives_a_dead_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("run");
+    let plain = dir.path().join("plain.toml");
+    std::fs::write(&plain, RUN).unwrap();
+    let bin = env!("CARGO_BIN_EXE_rlanything");
+    let st = std::process::Command::new(bin)
+        .args(["pretrain", "--config", plain.to_str().unwrap(), "--out"])
+        .arg(run.join("pretrained"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let logs: Vec<_> = (0..3)
+        .map(|i| dir.path().join(format!("server{i}.log")))
+        .collect();
+    let (mut a, ua) = serve(&run.join("pretrained/policy"), "policy", &logs[0]);
+    let (mut b, ub) = serve(&run.join("pretrained/policy"), "policy", &logs[1]);
+    let (mut c, uc) = serve(&run.join("pretrained/reward"), "reward", &logs[2]);
+    let cfg = dir.path().join("served.toml");
+    let judge_weights = dir.path().join("shared/judge");
+    std::fs::write(
+        &cfg,
+        format!(
+            "{RUN}\n[policy.server]\nendpoints = [\"{ua}\", \"{ub}\"]\nmodel = \"policy\"\ntries = 8\n\
+             [reward.server]\nendpoints = [\"{uc}\"]\nmodel = \"reward\"\nweights_dir = \"{}\"\n",
+            judge_weights.display()
+        ),
+    )
+    .unwrap();
+    let mut train = std::process::Command::new(bin)
+        .args([
+            "train",
+            "--quiet",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--run",
+        ])
+        .arg(&run)
+        .spawn()
+        .unwrap();
+    // kill one policy server once the first iteration is done: the rest of the run is on the other
+    let metrics = run.join("metrics.jsonl");
+    let t0 = std::time::Instant::now();
+    loop {
+        let text = std::fs::read_to_string(&metrics).unwrap_or_default();
+        if text.contains("\"iteration\":1,") {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(300),
+            "no first iteration"
+        );
+        if let Some(s) = train.try_wait().unwrap() {
+            panic!("the run ended early: {s}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    a.kill().unwrap();
+    let _ = a.wait();
+    let st = train.wait().unwrap();
+    b.kill().unwrap();
+    c.kill().unwrap();
+    let _ = (b.wait(), c.wait());
+    assert!(st.success(), "the run failed after a server died");
+    let text = std::fs::read_to_string(&metrics).unwrap();
+    assert!(text.contains("\"iteration\":3,"), "{text}");
+    // the starting weights and one update per iteration reached the live servers
+    for log in &logs[1..] {
+        let l = std::fs::read_to_string(log).unwrap();
+        assert!(l.matches("weights updated").count() >= 4, "{l}");
+    }
+    // the policy's weights in the run's served/, the judge's where the config put them
+    assert!(run.join("served/policy").is_dir());
+    assert!(!run.join("served/reward").exists() && judge_weights.is_dir());
+    // and the last version is what the judge's server loaded last
+    let last = std::fs::read_dir(&judge_weights)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .max()
+        .unwrap();
+    let l = std::fs::read_to_string(&logs[2]).unwrap();
+    assert!(l
+        .lines()
+        .rev()
+        .find(|x| x.contains("weights updated"))
+        .unwrap()
+        .contains(&last));
+}

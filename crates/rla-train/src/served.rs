@@ -1,0 +1,200 @@
+//! A model that learns in process and samples on inference servers: rollouts, judging and
+//! scoring go to the servers through [`rla_remote::client::RemoteSampler`]; updates run here;
+//! after every update the new weights are written where the servers read them and each server
+//! is told to load them (SGLang's `/update_weights_from_disk`, which `rlanything serve` also
+//! offers). The servers get the starting weights before the first request, so every sample of
+//! the run comes from the weights the loop believes it is sampling.
+
+use crate::config::ServerSpec;
+use anyhow::{Context, Result};
+use rla_lm::{Learner, Message, PpoSample, Sample, SampleParams, Sampler, StepStats};
+use rla_model::tok::Tok;
+use rla_model::Lm;
+use rla_remote::client::{Endpoints, RemoteSampler};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The in-process learner and its servers.
+pub struct Served {
+    lm: Lm,
+    remote: RemoteSampler<Tok>,
+    dir: PathBuf,
+    version: u64,
+}
+
+impl Served {
+    /// The learner `lm` with generation on `spec`'s servers; new weights go to `dir`.
+    pub fn new(lm: Lm, spec: &ServerSpec, dir: PathBuf) -> Result<Served> {
+        let api_key = match &spec.api_key_env {
+            Some(v) => Some(std::env::var(v).with_context(|| {
+                format!("server.api_key_env: the environment variable {v} is not set")
+            })?),
+            None => None,
+        };
+        let cfg = Endpoints {
+            urls: spec.endpoints.clone(),
+            model: spec.model.clone(),
+            api_key,
+            timeout: Duration::from_secs_f64(spec.timeout_s),
+            tries: spec.tries,
+            concurrency: spec.concurrency,
+            cooldown: Duration::from_secs(5),
+        };
+        let remote = RemoteSampler::new(lm.tok.clone(), cfg)?;
+        let mut s = Served {
+            lm,
+            remote,
+            dir,
+            version: 0,
+        };
+        s.push()
+            .context("sending the starting weights to the servers")?;
+        Ok(s)
+    }
+
+    /// Writes the weights as a new version and points the servers at it; the version before
+    /// stays (a server may still be reading it), older ones go.
+    fn push(&mut self) -> Result<()> {
+        self.version += 1;
+        let path = self.dir.join(format!("v{:06}", self.version));
+        std::fs::create_dir_all(&self.dir)
+            .with_context(|| format!("creating {}", self.dir.display()))?;
+        rla_model::weights::replace_dir_atomic(&path, |tmp| self.lm.save_checkpoint(tmp))?;
+        let abs = path.canonicalize().unwrap_or(path.clone());
+        self.remote
+            .update_weights(&abs.to_string_lossy())
+            .with_context(|| format!("loading {} on the servers", abs.display()))?;
+        if self.version > 2 {
+            let old = self.dir.join(format!("v{:06}", self.version - 2));
+            let _ = std::fs::remove_dir_all(old);
+        }
+        Ok(())
+    }
+
+    /// Where the current weights are.
+    pub fn weights_dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+impl Sampler for Served {
+    fn encode(&self, text: &str) -> rla_lm::Result<Vec<u32>> {
+        self.remote.encode(text)
+    }
+    fn decode(&self, ids: &[u32]) -> rla_lm::Result<String> {
+        self.remote.decode(ids)
+    }
+    fn eos_ids(&self) -> &[u32] {
+        self.remote.eos_ids()
+    }
+    fn chat_template(
+        &self,
+        messages: &[Message],
+        add_generation_prompt: bool,
+    ) -> rla_lm::Result<Option<String>> {
+        self.remote.chat_template(messages, add_generation_prompt)
+    }
+    fn generate(
+        &self,
+        prompts: &[Vec<u32>],
+        n: usize,
+        p: &SampleParams,
+    ) -> rla_lm::Result<Vec<Vec<Sample>>> {
+        self.remote.generate(prompts, n, p)
+    }
+    fn generate_within(
+        &self,
+        prompts: &[Vec<u32>],
+        n: usize,
+        p: &SampleParams,
+        allowed: &[Vec<Vec<u32>>],
+    ) -> rla_lm::Result<Vec<Vec<Sample>>> {
+        self.remote.generate_within(prompts, n, p, allowed)
+    }
+    fn score(&self, pairs: &[(Vec<u32>, Vec<u32>)]) -> rla_lm::Result<Vec<Vec<f32>>> {
+        self.remote.score(pairs)
+    }
+}
+
+impl Learner for Served {
+    fn ppo_update(&mut self, samples: &[PpoSample]) -> rla_lm::Result<StepStats> {
+        self.lm.ppo_update(samples)
+    }
+    fn sft_update(&mut self, pairs: &[(Vec<u32>, Vec<u32>)]) -> rla_lm::Result<StepStats> {
+        self.lm.sft_update(pairs)
+    }
+    fn reference_logprobs(&self, pairs: &[(Vec<u32>, Vec<u32>)]) -> rla_lm::Result<Vec<Vec<f32>>> {
+        self.lm.reference_logprobs(pairs)
+    }
+    fn save(&self, dir: &Path) -> rla_lm::Result<()> {
+        self.lm.save(dir)
+    }
+    fn sync_weights(&mut self) -> rla_lm::Result<()> {
+        self.push()
+            .map_err(|e| rla_lm::LmError::Unsupported(format!("{e:#}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::RunConfig;
+
+    #[test]
+    fn server_settings_are_checked() {
+        let mut c = RunConfig::default();
+        c.policy.server = Some(ServerSpec::default());
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .contains("policy.server.endpoints is empty"));
+        let sv = c.policy.server.as_mut().unwrap();
+        sv.endpoints = vec!["localhost:8000".into()];
+        assert!(c.validate().unwrap_err().contains("`localhost:8000`"));
+        let sv = c.policy.server.as_mut().unwrap();
+        sv.endpoints = vec!["http://127.0.0.1:8000".into()];
+        sv.tries = 0;
+        assert!(c.validate().unwrap_err().contains("policy.server"));
+        c.policy.server.as_mut().unwrap().tries = 2;
+        c.validate().unwrap();
+        let t: RunConfig = toml::from_str(
+            "[reward.server]\nendpoints = [\"http://a:1\"]\nmodel = \"judge\"\ntimeout_s = 5\n",
+        )
+        .unwrap();
+        let sv = t.reward.server.unwrap();
+        assert_eq!(
+            (sv.model.as_str(), sv.timeout_s, sv.tries),
+            ("judge", 5.0, 4)
+        );
+        assert!(toml::from_str::<RunConfig>("[policy.server]\nendpoint = []\n").is_err());
+    }
+
+    #[test]
+    fn a_missing_api_key_variable_is_named() {
+        let tok = rla_model::tok::build_word_level("a b\n", 1).unwrap();
+        let cfg = rla_model::config::ModelConfig::tiny(
+            rla_model::config::Arch::Qwen3,
+            tok.vocab_size(),
+            8,
+            1,
+            2,
+            1,
+        );
+        let lm = Lm::init(
+            &cfg,
+            tok,
+            0,
+            candle_core::DType::F32,
+            &candle_core::Device::Cpu,
+        )
+        .unwrap();
+        let spec = ServerSpec {
+            endpoints: vec!["http://127.0.0.1:9".into()],
+            api_key_env: Some("RLA_TEST_NO_SUCH_KEY".into()),
+            ..Default::default()
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let e = Served::new(lm, &spec, dir.path().join("w")).err().unwrap();
+        assert!(format!("{e:#}").contains("RLA_TEST_NO_SUCH_KEY"), "{e:#}");
+    }
+}
