@@ -617,3 +617,44 @@ fn a_training_run_samples_on_servers_loads_each_update_and_survives_a_dead_serve
         .unwrap()
         .contains(&last));
 }
+
+#[test]
+fn greedy_evaluation_through_two_servers_equals_in_process() {
+    use rla_train::setting::{Ctx, Setting, Split};
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("plain.toml");
+    std::fs::write(&plain, RUN).unwrap();
+    let out = dir.path().join("pre");
+    let st = std::process::Command::new(env!("CARGO_BIN_EXE_rlanything"))
+        .args(["pretrain", "--config", plain.to_str().unwrap(), "--out"])
+        .arg(&out)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let load = || {
+        Lm::load(
+            &out.join("policy"),
+            candle_core::DType::F32,
+            &candle_core::Device::Cpu,
+        )
+        .unwrap()
+    };
+    let a = server::start(load(), "policy", "127.0.0.1:0", 2, Limits::default()).unwrap();
+    let b = server::start(load(), "policy", "127.0.0.1:0", 2, Limits::default()).unwrap();
+    let mut e = Endpoints::one(&a.url(), "policy");
+    e.urls.push(b.url());
+    let remote = RemoteSampler::new(load().tok, e).unwrap();
+    let local = load();
+    let cfg = rla_train::RunConfig::load(&plain).unwrap();
+    let ctx = Ctx {
+        cfg: &cfg,
+        k: 0,
+        progress: false,
+    };
+    let mut h = rla_train::household::Household;
+    for split in [Split::InDomain, Split::Ood] {
+        let x = h.evaluate(ctx, &local, split, 12).unwrap();
+        let y = h.evaluate(ctx, &remote, split, 12).unwrap();
+        assert_eq!(x, y, "{split:?}");
+    }
+}
