@@ -658,3 +658,59 @@ fn greedy_evaluation_through_two_servers_equals_in_process() {
         assert_eq!(x, y, "{split:?}");
     }
 }
+
+/// The interpreter with the `openai` package: `$RLA_OPENAI_PYTHON`, else the one
+/// `scripts/openai-client.sh` installs.
+fn openai_python() -> String {
+    std::env::var("RLA_OPENAI_PYTHON").unwrap_or_else(|_| {
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../target/openai-venv/bin/python"
+        )
+        .to_string()
+    })
+}
+
+#[test]
+fn the_official_openai_client_talks_to_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let ck = dir.path().join("ck");
+    lm().save_checkpoint(&ck).unwrap();
+    let (mut child, url) = serve(&ck, "tiny", &dir.path().join("log"));
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/openai/client.py");
+    let out = std::process::Command::new(openai_python())
+        .args([script, &url, "tiny"])
+        .output()
+        .unwrap_or_else(|e| {
+            panic!(
+                "cannot start {} ({e}): run scripts/openai-client.sh or set RLA_OPENAI_PYTHON",
+                openai_python()
+            )
+        });
+    child.kill().unwrap();
+    let _ = child.wait();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["models"], serde_json::json!(["tiny"]));
+    // the client's greedy texts are the model's own
+    let local = lm();
+    for (i, p) in ["go to the", "look"].iter().enumerate() {
+        let want = local
+            .generate(&[local.encode(p).unwrap()], 1, &SampleParams::greedy(5))
+            .unwrap();
+        for j in 0..2 {
+            assert_eq!(v["greedy"][i * 2 + j], want[0][0].text.as_str());
+        }
+    }
+    let e = &v["errors"];
+    assert_eq!(e["model"][0], 404);
+    for k in ["n", "top_p", "image"] {
+        assert_eq!(e[k][0], 400, "{k}: {e}");
+    }
+    assert!(e["image"][1].as_str().unwrap().contains("image"), "{e}");
+}
