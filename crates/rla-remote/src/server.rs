@@ -14,9 +14,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// Limits of what one request may ask.
+/// What the server allows: the limits of one request, and who may ask.
 #[derive(Debug, Clone)]
-pub struct Limits {
+pub struct Options {
+    /// Requests must carry `Authorization: Bearer <key>` (vLLM's `--api-key`); `None` takes any.
+    pub api_key: Option<String>,
     /// Most samples per prompt.
     pub max_n: usize,
     /// Most prompts in one request.
@@ -27,9 +29,10 @@ pub struct Limits {
     pub max_body: usize,
 }
 
-impl Default for Limits {
+impl Default for Options {
     fn default() -> Self {
-        Limits {
+        Options {
+            api_key: None,
             max_n: 128,
             max_prompts: 1024,
             max_tokens: 8192,
@@ -91,7 +94,7 @@ struct State<S> {
     sampler: RwLock<S>,
     loader: Option<Loader<S>>,
     name: String,
-    limits: Limits,
+    limits: Options,
     /// Generation runs one request at a time (the model uses every core itself).
     busy: Mutex<()>,
     counter: AtomicU64,
@@ -104,7 +107,7 @@ pub fn start<S: Sampler + Send + Sync + 'static>(
     name: &str,
     addr: &str,
     workers: usize,
-    limits: Limits,
+    limits: Options,
 ) -> std::io::Result<Running> {
     start_with_loader(sampler, None, name, addr, workers, limits)
 }
@@ -116,7 +119,7 @@ pub fn start_with_loader<S: Sampler + Send + Sync + 'static>(
     name: &str,
     addr: &str,
     workers: usize,
-    limits: Limits,
+    limits: Options,
 ) -> std::io::Result<Running> {
     let http = tiny_http::Server::http(addr).map_err(std::io::Error::other)?;
     let addr = http
@@ -187,6 +190,24 @@ fn respond(req: tiny_http::Request, status: u16, body: &impl serde::Serialize) {
 fn handle<S: Sampler>(state: &State<S>, mut req: tiny_http::Request) {
     let method = req.method().clone();
     let path = req.url().split('?').next().unwrap_or("").to_string();
+    if let Some(key) = &state.limits.api_key {
+        let want = format!("Bearer {key}");
+        let ok = req
+            .headers()
+            .iter()
+            .any(|h| h.field.equiv("Authorization") && h.value.as_str() == want);
+        if !ok {
+            let body = ErrorBody {
+                error: ErrorDetail {
+                    message: "a missing or wrong API key (Authorization: Bearer …)".into(),
+                    kind: "authentication_error".into(),
+                    param: None,
+                    code: None,
+                },
+            };
+            return respond(req, 401, &body);
+        }
+    }
     let result: Result<serde_json::Value, Reply> = match (method, path.as_str()) {
         (tiny_http::Method::Get, "/v1/models") => Ok(serde_json::to_value(ModelList {
             object: "list".into(),

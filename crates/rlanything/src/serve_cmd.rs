@@ -26,6 +26,10 @@ pub struct Args {
     /// Threads taking requests (generation itself runs one request at a time, on every core).
     #[arg(long, default_value_t = 4)]
     pub workers: usize,
+    /// Take only requests with `Authorization: Bearer <KEY>`; the key is read from this
+    /// environment variable.
+    #[arg(long)]
+    pub api_key_env: Option<String>,
 }
 
 pub fn run(a: Args) -> Result<()> {
@@ -39,18 +43,21 @@ pub fn run(a: Args) -> Result<()> {
             .unwrap_or_else(|| "model".into())
     });
     let addr = format!("{}:{}", a.host, a.port);
+    let options = rla_remote::server::Options {
+        api_key: match &a.api_key_env {
+            Some(v) => Some(std::env::var(v).with_context(|| {
+                format!("--api-key-env: the environment variable {v} is not set")
+            })?),
+            None => None,
+        },
+        ..Default::default()
+    };
     let loader: rla_remote::server::Loader<Lm> = Box::new(|dir: &std::path::Path| {
         Lm::load(dir, DType::F32, &Device::Cpu).map_err(|e| e.to_string())
     });
-    let server = rla_remote::server::start_with_loader(
-        lm,
-        Some(loader),
-        &name,
-        &addr,
-        a.workers,
-        rla_remote::server::Limits::default(),
-    )
-    .with_context(|| format!("listening on {addr}"))?;
+    let server =
+        rla_remote::server::start_with_loader(lm, Some(loader), &name, &addr, a.workers, options)
+            .with_context(|| format!("listening on {addr}"))?;
     // the address on its own line, flushed, for scripts that start servers on port 0
     println!("serving `{name}` on {}", server.url());
     use std::io::Write;

@@ -7,7 +7,7 @@ use rla_model::config::{Arch, ModelConfig};
 use rla_model::tok::build_word_level;
 use rla_model::Lm;
 use rla_remote::client::{Endpoints, RemoteSampler};
-use rla_remote::server::{self, Limits};
+use rla_remote::server::{self, Options};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::time::Duration;
 
@@ -28,7 +28,7 @@ fn lm() -> Lm {
 }
 
 fn served() -> (server::Running, Lm) {
-    let s = server::start(lm(), "tiny", "127.0.0.1:0", 4, Limits::default()).unwrap();
+    let s = server::start(lm(), "tiny", "127.0.0.1:0", 4, Options::default()).unwrap();
     (s, lm())
 }
 
@@ -639,8 +639,8 @@ fn greedy_evaluation_through_two_servers_equals_in_process() {
         )
         .unwrap()
     };
-    let a = server::start(load(), "policy", "127.0.0.1:0", 2, Limits::default()).unwrap();
-    let b = server::start(load(), "policy", "127.0.0.1:0", 2, Limits::default()).unwrap();
+    let a = server::start(load(), "policy", "127.0.0.1:0", 2, Options::default()).unwrap();
+    let b = server::start(load(), "policy", "127.0.0.1:0", 2, Options::default()).unwrap();
     let mut e = Endpoints::one(&a.url(), "policy");
     e.urls.push(b.url());
     let remote = RemoteSampler::new(load().tok, e).unwrap();
@@ -713,4 +713,39 @@ fn the_official_openai_client_talks_to_the_server() {
         assert_eq!(e[k][0], 400, "{k}: {e}");
     }
     assert!(e["image"][1].as_str().unwrap().contains("image"), "{e}");
+}
+
+#[test]
+fn an_api_key_is_asked_for_and_sent() {
+    let loader: server::Loader<Lm> = Box::new(|d: &std::path::Path| {
+        Lm::load(d, candle_core::DType::F32, &candle_core::Device::Cpu).map_err(|e| e.to_string())
+    });
+    let opts = Options {
+        api_key: Some("s3cret".into()),
+        ..Default::default()
+    };
+    let s = server::start_with_loader(lm(), Some(loader), "tiny", "127.0.0.1:0", 2, opts).unwrap();
+    let ps = prompts(&lm());
+    // no key: 401, not retried
+    let e = remote(vec![s.url()])
+        .generate(&ps, 1, &SampleParams::greedy(2))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("401") && e.contains("API key"), "{e}");
+    // a run's model reads the key from the variable its config names, and sends it
+    std::env::set_var("RLA_SERVE_TEST_KEY", "s3cret");
+    let spec = rla_train::config::ServerSpec {
+        endpoints: vec![s.url()],
+        model: "tiny".into(),
+        api_key_env: Some("RLA_SERVE_TEST_KEY".into()),
+        ..Default::default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let served = rla_train::served::Served::new(lm(), &spec, dir.path().join("w")).unwrap();
+    let local = lm();
+    let p = SampleParams::greedy(6);
+    assert_eq!(
+        served.generate(&ps, 1, &p).unwrap(),
+        local.generate(&ps, 1, &p).unwrap()
+    );
 }
