@@ -162,16 +162,16 @@ fn data_rows(d: &Desktop, col: u32) -> Option<(u32, u32)> {
 
 /// The actions of a state: those that name something there ([`to_code`] gives code).
 pub fn candidates(d: &Desktop, nodes: &[Node], instruction: &str) -> Vec<String> {
-    let mut all = all_candidates(d, nodes, instruction);
-    all.retain(|a| to_code(a, d, nodes).is_some());
+    let names = Names::of(d);
+    let mut all = all_candidates(d, nodes, instruction, &names);
+    all.retain(|a| code_of(a, d, nodes, &names).is_some());
     all
 }
 
-fn all_candidates(d: &Desktop, nodes: &[Node], instruction: &str) -> Vec<String> {
-    let names = Names::of(d);
+fn all_candidates(d: &Desktop, nodes: &[Node], instruction: &str, names: &Names) -> Vec<String> {
     let mut out = Vec::new();
     for n in a11y::marks(nodes) {
-        let l = label(&names, n);
+        let l = label(names, n);
         out.push(format!("click {l}"));
         match n.tag {
             "table-cell" | "page-tab" => {
@@ -231,6 +231,11 @@ fn all_candidates(d: &Desktop, nodes: &[Node], instruction: &str) -> Vec<String>
 
 /// The pyautogui code of an action in a state; `None` for an action that names nothing there.
 pub fn to_code(act: &str, d: &Desktop, nodes: &[Node]) -> Option<String> {
+    code_of(act, d, nodes, &Names::of(d))
+}
+
+/// [`to_code`] with the state's column names already known.
+fn code_of(act: &str, d: &Desktop, nodes: &[Node], names: &Names) -> Option<String> {
     if act == "done" {
         return Some("DONE".into());
     }
@@ -259,7 +264,6 @@ pub fn to_code(act: &str, d: &Desktop, nodes: &[Node]) -> Option<String> {
             format!("pyautogui.write('{}\\n')", quote(w))
         });
     }
-    let names = Names::of(d);
     if let Some(f) = act.strip_prefix("fill =") {
         if let Some(inner) = f.strip_suffix(')') {
             let (fname, c) = inner.split_once('(')?;
@@ -299,7 +303,7 @@ pub fn to_code(act: &str, d: &Desktop, nodes: &[Node]) -> Option<String> {
     };
     let n = a11y::marks(nodes)
         .into_iter()
-        .find(|n| label(&names, n) == rest)?;
+        .find(|n| label(names, n) == rest)?;
     let (x, y) = n.rect.center();
     Some(format!("pyautogui.{verb}({x}, {y})"))
 }
@@ -361,7 +365,7 @@ pub fn from_code(code: &str, d: &Desktop, nodes: &[Node], instruction: &str) -> 
                     let c = names.column(col_index(&c)?);
                     let act = format!("fill ={fname}({c})");
                     return (entries.len() == 1
-                        && to_code(&act, d, nodes).as_deref() == Some(code))
+                        && code_of(&act, d, nodes, &names).as_deref() == Some(code))
                     .then_some(act);
                 }
                 let p = crate::expert::row_pattern(first, d.cursor.row)?;
@@ -370,7 +374,7 @@ pub fn from_code(code: &str, d: &Desktop, nodes: &[Node], instruction: &str) -> 
                 let (o, nx, ny) = (&p[op..op + 1], names.column(x), names.column(y));
                 // the code must be exactly what `fill` writes from here
                 let act = format!("fill ={nx}{o}{ny}");
-                if to_code(&act, d, nodes).as_deref() != Some(code) {
+                if code_of(&act, d, nodes, &names).as_deref() != Some(code) {
                     return None;
                 }
                 let swapped = o != "-" && instruction.contains(&format!("{ny} {o} {nx}"));

@@ -174,19 +174,22 @@ pub fn step_summary(text: &str) -> String {
     line.trim().chars().take(160).collect()
 }
 
-/// What the policy sees of an episode's screen, and the tree its answers refer to.
-fn observe(ep: &Live, cfg: &RunConfig, policy: &dyn Sampler) -> (String, Vec<Node>) {
+/// What the policy sees of an episode's screen, given its compact tree `nodes`; with the
+/// accessibility-tree observation also the full tree its answers refer to (else `nodes`).
+fn observe(
+    ep: &Live,
+    nodes: &[Node],
+    cfg: &RunConfig,
+    policy: &dyn Sampler,
+) -> (String, Option<Vec<Node>>) {
     match cfg.desktop.observation {
-        DesktopObservation::Compact => {
-            let nodes = ep.tree(tiny::TREE);
-            (tiny::observation(&ep.desktop, &nodes), nodes)
-        }
+        DesktopObservation::Compact => (tiny::observation(&ep.desktop, nodes), None),
         DesktopObservation::A11yTree => {
-            let nodes = ep.tree(TreeOptions::default());
+            let full = ep.tree(TreeOptions::default());
             let count = |l: &str| policy.encode(l).map(|v| v.len()).unwrap_or(l.len());
             (
-                a11y::linearize(&nodes, cfg.desktop.tree_tokens, &count),
-                nodes,
+                a11y::linearize(&full, cfg.desktop.tree_tokens, &count),
+                Some(full),
             )
         }
     }
@@ -310,8 +313,8 @@ pub fn rollout(
         let mut obs = Vec::with_capacity(active.len());
         for &i in &active {
             let r = &live[i];
-            let (o, seen) = observe(&r.ep, cfg, policy);
             let nodes = r.ep.tree(tiny::TREE);
+            let (o, seen) = observe(&r.ep, &nodes, cfg, policy);
             let c = tiny::candidates(&r.ep.desktop, &nodes, &r.ep.task.task.instruction);
             let prev = previous_actions(&r.actions, window);
             prompts.push(encode_chat(
@@ -369,7 +372,7 @@ pub fn rollout(
                     let code: String = s.text.trim().chars().take(400).collect();
                     match free_form_actions(&s.text, w, h) {
                         Ok(acts) => {
-                            let outcome = r.ep.step(&acts, seen);
+                            let outcome = r.ep.step(&acts, seen.as_deref().unwrap_or(nodes));
                             (step_summary(&s.text), code, outcome.error)
                         }
                         Err(e) => {
@@ -387,7 +390,7 @@ pub fn rollout(
                     )
                 }
             };
-            let (after, _) = observe(&r.ep, cfg, policy);
+            let (after, _) = observe(&r.ep, &r.ep.tree(tiny::TREE), cfg, policy);
             let next = match &error {
                 Some(e) => format!("{after} | the action failed: {e}"),
                 None => after,
@@ -1117,9 +1120,10 @@ mod tests {
             answers: vec!["DONE"],
             prompts: Default::default(),
         };
-        let (full, _) = observe(&ep, &cfg, &s);
+        let nodes = ep.tree(tiny::TREE);
+        let (full, _) = observe(&ep, &nodes, &cfg, &s);
         cfg.desktop.tree_tokens = 400;
-        let (cut, _) = observe(&ep, &cfg, &s);
+        let (cut, _) = observe(&ep, &nodes, &cfg, &s);
         assert!(
             cut.len() <= 400 + "\n[...]".len() && cut.ends_with("[...]"),
             "{}",
