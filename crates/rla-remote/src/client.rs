@@ -316,18 +316,20 @@ impl<C: Codec> RemoteSampler<C> {
         CompletionRequest {
             model: self.cfg.model.clone(),
             prompt: Prompt::Batch(prompts),
-            n: Some(n),
-            temperature: Some(p.temperature),
-            top_p: Some(p.top_p),
-            top_k: (p.top_k > 0).then_some(p.top_k as i64),
-            seed: Some(p.seed),
-            stop: (!p.stop.is_empty()).then(|| Stop::Many(p.stop.clone())),
-            max_tokens: Some(p.max_new_tokens),
+            sampling: Sampling {
+                n: Some(n),
+                temperature: Some(p.temperature),
+                top_p: Some(p.top_p),
+                top_k: (p.top_k > 0).then_some(p.top_k as i64),
+                seed: Some(p.seed),
+                stop: (!p.stop.is_empty()).then(|| Stop::Many(p.stop.clone())),
+                max_tokens: Some(p.max_new_tokens),
+                stream: false,
+            },
             logprobs: Some(1),
             echo: false,
             return_tokens_as_token_ids: true,
             guided_choice: None,
-            stream: false,
         }
     }
 
@@ -557,7 +559,7 @@ impl<C: Codec> Sampler for RemoteSampler<C> {
                 all.extend(r);
                 let mut req = self.request(vec![all.clone()], 1, &SampleParams::greedy(0));
                 req.echo = true;
-                req.max_tokens = Some(0);
+                req.sampling.max_tokens = Some(0);
                 let resp = self.completion(&req)?;
                 let url = format!("{}/v1/completions", self.endpoints[0].url);
                 let bad = |message: String| RemoteError::Reply {

@@ -37,13 +37,9 @@ impl Stop {
     }
 }
 
-/// `POST /v1/completions`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CompletionRequest {
-    /// The model's name, as `/v1/models` lists it.
-    pub model: String,
-    /// The prompt(s).
-    pub prompt: Prompt,
+/// The sampling fields both `/v1/completions` and `/v1/chat/completions` take.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Sampling {
     /// Samples per prompt (1 if absent).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub n: Option<usize>,
@@ -65,6 +61,21 @@ pub struct CompletionRequest {
     /// Most tokens to generate (16 if absent, as in the API).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<usize>,
+    /// Streaming (not served here).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stream: bool,
+}
+
+/// `POST /v1/completions`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CompletionRequest {
+    /// The model's name, as `/v1/models` lists it.
+    pub model: String,
+    /// The prompt(s).
+    pub prompt: Prompt,
+    /// How to sample.
+    #[serde(flatten)]
+    pub sampling: Sampling,
     /// Return the log-probability of every sampled token (any number; the alternatives of
     /// `top_logprobs` are not given by this project's server).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -79,9 +90,6 @@ pub struct CompletionRequest {
     /// Answer only with one of these texts (vLLM's guided decoding extension).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub guided_choice: Option<Vec<String>>,
-    /// Streaming (not served here).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub stream: bool,
 }
 
 /// Log-probabilities of a completion choice.
@@ -190,36 +198,15 @@ pub struct ChatRequest {
     pub model: String,
     /// The conversation.
     pub messages: Vec<ChatMessage>,
-    /// Samples (1 if absent).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub n: Option<usize>,
-    /// Softmax temperature (1 if absent).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub temperature: Option<f64>,
-    /// Nucleus mass.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub top_p: Option<f64>,
-    /// The k most likely tokens only.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub top_k: Option<i64>,
-    /// The sampler's seed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub seed: Option<u64>,
-    /// Stop strings.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stop: Option<Stop>,
-    /// Most tokens to generate.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_tokens: Option<usize>,
+    /// How to sample (`max_tokens` or its newer name below).
+    #[serde(flatten)]
+    pub sampling: Sampling,
     /// The newer name of `max_tokens`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_completion_tokens: Option<usize>,
     /// Return log-probabilities of the sampled tokens.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub logprobs: bool,
-    /// Streaming (not served here).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub stream: bool,
 }
 
 /// A sampled token of a chat reply.

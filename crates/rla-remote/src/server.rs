@@ -307,20 +307,24 @@ fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Reply> {
     serde_json::from_slice(body).map_err(|e| bad(format!("the request is not valid: {e}"), None))
 }
 
-/// The sampling parameters of a request, checked.
-#[allow(clippy::too_many_arguments)]
+/// The sampling parameters of a request, checked; `max_tokens` is the request's (chat has two
+/// names for it).
 fn params<S>(
     state: &State<S>,
     model: &str,
-    n: Option<usize>,
-    temperature: Option<f64>,
-    top_p: Option<f64>,
-    top_k: Option<i64>,
-    seed: Option<u64>,
-    stop: &Option<Stop>,
+    sampling: &Sampling,
     max_tokens: Option<usize>,
-    stream: bool,
 ) -> Result<(usize, SampleParams), Reply> {
+    let Sampling {
+        n,
+        temperature,
+        top_p,
+        top_k,
+        seed,
+        ref stop,
+        stream,
+        ..
+    } = *sampling;
     if model != state.name {
         return Err(Reply {
             status: 404,
@@ -414,18 +418,7 @@ fn finish_reason(f: Finish) -> &'static str {
 
 fn completions<S: Sampler>(state: &State<S>, body: &[u8]) -> Result<serde_json::Value, Reply> {
     let r: CompletionRequest = parse(body)?;
-    let (n, p) = params(
-        state,
-        &r.model,
-        r.n,
-        r.temperature,
-        r.top_p,
-        r.top_k,
-        r.seed,
-        &r.stop,
-        r.max_tokens,
-        r.stream,
-    )?;
+    let (n, p) = params(state, &r.model, &r.sampling, r.sampling.max_tokens)?;
     let s = &*state.sampler.read().unwrap_or_else(|e| e.into_inner());
     let prompts: Vec<Vec<u32>> = match &r.prompt {
         Prompt::Text(t) => vec![s
@@ -582,18 +575,8 @@ fn update_weights<S: Sampler>(state: &State<S>, body: &[u8]) -> Result<serde_jso
 
 fn chat<S: Sampler>(state: &State<S>, body: &[u8]) -> Result<serde_json::Value, Reply> {
     let r: ChatRequest = parse(body)?;
-    let (n, p) = params(
-        state,
-        &r.model,
-        r.n,
-        r.temperature,
-        r.top_p,
-        r.top_k,
-        r.seed,
-        &r.stop,
-        r.max_completion_tokens.or(r.max_tokens),
-        r.stream,
-    )?;
+    let max_tokens = r.max_completion_tokens.or(r.sampling.max_tokens);
+    let (n, p) = params(state, &r.model, &r.sampling, max_tokens)?;
     if r.messages.is_empty() {
         return Err(bad("no messages", Some("messages")));
     }
