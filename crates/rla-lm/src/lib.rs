@@ -208,6 +208,20 @@ pub trait Sampler {
 
     /// `log π(response token)` of every response token of each (prompt, response) pair.
     fn score(&self, pairs: &[(Vec<u32>, Vec<u32>)]) -> Result<Vec<Vec<f32>>>;
+
+    /// The `k` most likely tokens, with their log-probabilities, at every response position of
+    /// each (prompt, response) pair (most likely first): the alternatives an inference server
+    /// reports as `top_logprobs`.
+    fn top_logprobs(
+        &self,
+        pairs: &[(Vec<u32>, Vec<u32>)],
+        k: usize,
+    ) -> Result<Vec<Vec<Vec<(u32, f32)>>>> {
+        let _ = (pairs, k);
+        Err(LmError::Unsupported(
+            "this back end does not report alternatives (top_logprobs)".into(),
+        ))
+    }
 }
 
 /// A model that learns.

@@ -79,6 +79,23 @@ impl Lm {
         })
     }
 
+    /// This model with the LoRA adapter in `dir` (PEFT's format) on top, for serving: the
+    /// weights are shared, not copied; an adapter this model already has is folded into the
+    /// base first.
+    pub fn with_adapter(&self, dir: &Path) -> Result<Lm, ModelError> {
+        let mut model = self.model.clone();
+        lora::merge(&mut model)?;
+        let cfg = lora::load_peft(&mut model, dir)?;
+        Ok(Lm {
+            model,
+            tok: self.tok.clone(),
+            train_cfg: TrainConfig::default(),
+            opt: None,
+            lora: Some(cfg),
+            reference: None,
+        })
+    }
+
     /// A new model with random weights.
     pub fn init(
         cfg: &ModelConfig,
@@ -272,6 +289,14 @@ impl Sampler for Lm {
 
     fn score(&self, pairs: &[(Vec<u32>, Vec<u32>)]) -> rla_lm::Result<Vec<Vec<f32>>> {
         Ok(sample::score(&self.model, pairs)?)
+    }
+
+    fn top_logprobs(
+        &self,
+        pairs: &[(Vec<u32>, Vec<u32>)],
+        k: usize,
+    ) -> rla_lm::Result<Vec<Vec<Vec<(u32, f32)>>>> {
+        Ok(sample::top_logprobs(&self.model, pairs, k)?)
     }
 }
 

@@ -200,6 +200,18 @@ pub fn load_peft(model: &mut Transformer, dir: &Path) -> Result<LoraConfig, Mode
         let ka = format!("base_model.model.{path}.lora_A.weight");
         let kb = format!("base_model.model.{path}.lora_B.weight");
         if let (Some(a), Some(b)) = (t.get(&ka), t.get(&kb)) {
+            let (out, inp) = lin.w.dims2()?;
+            if a.dims() != [r, inp] || b.dims() != [out, r] {
+                return Err(ModelError::invalid(
+                    &wpath,
+                    &ka,
+                    format!(
+                        "shapes {:?} and {:?}; this model with r = {r} needs [{r}, {inp}] and [{out}, {r}]",
+                        a.dims(),
+                        b.dims()
+                    ),
+                ));
+            }
             lin.lora = Some(Lora {
                 a: a.to_dtype(dtype)?.to_device(&dev)?,
                 b: b.to_dtype(dtype)?.to_device(&dev)?,

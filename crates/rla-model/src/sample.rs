@@ -290,3 +290,49 @@ fn score_inner(
     }
     Ok(out)
 }
+
+/// The `k` most likely tokens and their log-probabilities (temperature 1, most likely first) at
+/// every response position of each (prompt, response) pair.
+pub fn top_logprobs(
+    model: &Transformer,
+    pairs: &[(Vec<u32>, Vec<u32>)],
+    k: usize,
+) -> Result<Vec<Vec<Vec<(u32, f32)>>>, ModelError> {
+    model.device.with_context(|| {
+        let mut out = Vec::with_capacity(pairs.len());
+        for (p, r) in pairs {
+            if p.is_empty() || r.is_empty() {
+                out.push(vec![]);
+                continue;
+            }
+            // the logits that predict each response token: positions |p|-1 … |p|+|r|-2
+            let mut ids = p.clone();
+            ids.extend(&r[..r.len() - 1]);
+            let l = ids.len();
+            let x = Tensor::from_vec(ids, (1, l), &model.device)?;
+            let pos = Tensor::arange(0u32, l as u32, &model.device)?.unsqueeze(0)?;
+            let h = model.hidden(&x, &pos, None, None)?;
+            let h = h.narrow(1, p.len() - 1, r.len())?;
+            let lp = log_softmax_last(&model.logits(&h)?.to_dtype(DType::F32)?)?
+                .squeeze(0)?
+                .to_vec2::<f32>()?;
+            out.push(
+                lp.into_iter()
+                    .map(|row| {
+                        let mut idx: Vec<u32> = (0..row.len() as u32).collect();
+                        let k = k.min(idx.len());
+                        if k > 0 && k < idx.len() {
+                            idx.select_nth_unstable_by(k - 1, |&a, &b| {
+                                row[b as usize].total_cmp(&row[a as usize])
+                            });
+                        }
+                        idx.truncate(k);
+                        idx.sort_by(|&a, &b| row[b as usize].total_cmp(&row[a as usize]));
+                        idx.into_iter().map(|i| (i, row[i as usize])).collect()
+                    })
+                    .collect(),
+            );
+        }
+        Ok(out)
+    })
+}

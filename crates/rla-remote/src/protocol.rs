@@ -76,8 +76,8 @@ pub struct CompletionRequest {
     /// How to sample.
     #[serde(flatten)]
     pub sampling: Sampling,
-    /// Return the log-probability of every sampled token (any number; the alternatives of
-    /// `top_logprobs` are not given by this project's server).
+    /// Return the log-probability of every sampled token, and in `top_logprobs` this many most
+    /// likely alternatives at each position (0: none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub logprobs: Option<u32>,
     /// Give the prompt back before the completion, with its tokens' log-probabilities (with
@@ -207,6 +207,28 @@ pub struct ChatRequest {
     /// Return log-probabilities of the sampled tokens.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub logprobs: bool,
+    /// With `logprobs`: also the most likely alternatives at each position, this many.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_logprobs: Option<usize>,
+    /// vLLM's extension: sampled tokens named `token_id:N` in `logprobs.content`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub return_tokens_as_token_ids: bool,
+}
+
+/// vLLM's `/v1/load_lora_adapter` body (SGLang's `/load_lora_adapter` takes the same).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoadAdapter {
+    /// The name requests will give as `model`.
+    pub lora_name: String,
+    /// A PEFT adapter folder the server can read.
+    pub lora_path: String,
+}
+
+/// vLLM's `/v1/unload_lora_adapter` body.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UnloadAdapter {
+    /// The adapter's name.
+    pub lora_name: String,
 }
 
 /// A sampled token of a chat reply.
@@ -218,8 +240,20 @@ pub struct TokenLogprob {
     pub logprob: f32,
     /// Its UTF-8 bytes.
     pub bytes: Option<Vec<u8>>,
-    /// Alternatives (not given by this project's server).
-    pub top_logprobs: Vec<serde_json::Value>,
+    /// The most likely tokens at this position (as many as the request's `top_logprobs`).
+    #[serde(default)]
+    pub top_logprobs: Vec<TopLogprob>,
+}
+
+/// An alternative token at a position of a chat reply.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TopLogprob {
+    /// The token's text.
+    pub token: String,
+    /// `log π(token)`.
+    pub logprob: f32,
+    /// Its UTF-8 bytes.
+    pub bytes: Option<Vec<u8>>,
 }
 
 /// The log-probabilities of a chat choice.
@@ -280,6 +314,12 @@ pub struct ModelCard {
     pub created: u64,
     /// Who serves it.
     pub owned_by: String,
+    /// For a LoRA adapter: the model it adapts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+    /// For a LoRA adapter: the folder it was loaded from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root: Option<String>,
 }
 
 /// The reply to `GET /v1/models`.

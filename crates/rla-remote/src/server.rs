@@ -2,14 +2,19 @@
 //! `POST /v1/completions` (text or token-id prompts, batches, `n`, temperature, top-p, top-k,
 //! seed, stop strings, `max_tokens`, per-token `logprobs`, `echo` to score a text, and vLLM's
 //! `return_tokens_as_token_ids` and `guided_choice`) and `POST /v1/chat/completions` (the
-//! model's chat template, `logprobs`), and SGLang's `POST /update_weights_from_disk` (`{"model_path":
-//! DIR}`: the weights a trainer just wrote, loaded between requests) when the server has a
-//! loader. Errors are JSON bodies with a 4xx status that say what was wrong; a request never
-//! takes the server down.
+//! model's chat template, `logprobs` with `top_logprobs`), SGLang's `POST /update_weights_from_disk`
+//! (`{"model_path": DIR}`: the weights a trainer just wrote, loaded between requests) when the
+//! server has a weights loader, and LoRA adapters when it has an adapter loader: vLLM's
+//! `POST /v1/load_lora_adapter` / `/v1/unload_lora_adapter` (`{"lora_name", "lora_path"}`) and
+//! SGLang's `/load_lora_adapter` / `/unload_lora_adapter`; an adapter is then a model of its own
+//! in `/v1/models` (with its `parent`) that requests name. Errors are JSON bodies with a 4xx
+//! status that say what was wrong; a request never takes the server down.
 
 use crate::protocol::*;
 use rla_lm::{Finish, Message, Sample, SampleParams, Sampler};
+use std::collections::BTreeMap;
 use std::io::Read;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -88,11 +93,38 @@ impl Drop for Running {
 }
 
 /// Loads a sampler from a checkpoint folder (for `/update_weights_from_disk`).
-pub type Loader<S> = Box<dyn Fn(&std::path::Path) -> Result<S, String> + Send + Sync>;
+pub type Loader<S> = Box<dyn Fn(&Path) -> Result<S, String> + Send + Sync>;
+
+/// Makes the base sampler with a LoRA adapter from a PEFT folder (for `/v1/load_lora_adapter`).
+pub type AdapterLoader<S> = Box<dyn Fn(&S, &Path) -> Result<S, String> + Send + Sync>;
+
+/// How a server changes what it serves; without a loader, the matching calls are refused.
+pub struct Loaders<S> {
+    /// New base weights from disk.
+    pub weights: Option<Loader<S>>,
+    /// LoRA adapters on the base.
+    pub adapter: Option<AdapterLoader<S>>,
+}
+
+impl<S> Default for Loaders<S> {
+    fn default() -> Self {
+        Loaders {
+            weights: None,
+            adapter: None,
+        }
+    }
+}
+
+/// The models a server holds: the base, and adapters on it by name (with their folders, so they
+/// are loaded again on new base weights).
+struct Models<S> {
+    base: S,
+    adapters: BTreeMap<String, (PathBuf, S)>,
+}
 
 struct State<S> {
-    sampler: RwLock<S>,
-    loader: Option<Loader<S>>,
+    models: RwLock<Models<S>>,
+    loaders: Loaders<S>,
     name: String,
     limits: Options,
     /// Generation runs one request at a time (the model uses every core itself).
@@ -109,13 +141,14 @@ pub fn start<S: Sampler + Send + Sync + 'static>(
     workers: usize,
     limits: Options,
 ) -> std::io::Result<Running> {
-    start_with_loader(sampler, None, name, addr, workers, limits)
+    start_with(sampler, Loaders::default(), name, addr, workers, limits)
 }
 
-/// [`start`], with a loader that `/update_weights_from_disk` calls to replace the sampler.
-pub fn start_with_loader<S: Sampler + Send + Sync + 'static>(
+/// [`start`], with loaders for new weights (`/update_weights_from_disk`) and adapters
+/// (`/v1/load_lora_adapter`).
+pub fn start_with<S: Sampler + Send + Sync + 'static>(
     sampler: S,
-    loader: Option<Loader<S>>,
+    loaders: Loaders<S>,
     name: &str,
     addr: &str,
     workers: usize,
@@ -128,8 +161,11 @@ pub fn start_with_loader<S: Sampler + Send + Sync + 'static>(
         .ok_or_else(|| std::io::Error::other("not an IP address"))?;
     let http = Arc::new(http);
     let state = Arc::new(State {
-        sampler: RwLock::new(sampler),
-        loader,
+        models: RwLock::new(Models {
+            base: sampler,
+            adapters: BTreeMap::new(),
+        }),
+        loaders,
         name: name.to_string(),
         limits,
         busy: Mutex::new(()),
@@ -209,22 +245,16 @@ fn handle<S: Sampler>(state: &State<S>, mut req: tiny_http::Request) {
         }
     }
     let result: Result<serde_json::Value, Reply> = match (method, path.as_str()) {
-        (tiny_http::Method::Get, "/v1/models") => Ok(serde_json::to_value(ModelList {
-            object: "list".into(),
-            data: vec![ModelCard {
-                id: state.name.clone(),
-                object: "model".into(),
-                created: now(),
-                owned_by: "rlanything".into(),
-            }],
-        })
-        .expect("serialisable")),
+        (tiny_http::Method::Get, "/v1/models") => Ok(models(state)),
         (tiny_http::Method::Get, "/health") => Ok(serde_json::json!({})),
         (tiny_http::Method::Post, "/update_weights_from_disk") => {
-            match read_body(&mut req, state.limits.max_body) {
-                Err(e) => Err(e),
-                Ok(body) => update_weights(state, &body),
-            }
+            read_body(&mut req, state.limits.max_body).and_then(|b| update_weights(state, &b))
+        }
+        (tiny_http::Method::Post, "/v1/load_lora_adapter" | "/load_lora_adapter") => {
+            read_body(&mut req, state.limits.max_body).and_then(|b| load_adapter(state, &b))
+        }
+        (tiny_http::Method::Post, "/v1/unload_lora_adapter" | "/unload_lora_adapter") => {
+            read_body(&mut req, state.limits.max_body).and_then(|b| unload_adapter(state, &b))
         }
         (tiny_http::Method::Post, "/v1/completions" | "/v1/chat/completions") => {
             match read_body(&mut req, state.limits.max_body) {
@@ -255,7 +285,11 @@ fn handle<S: Sampler>(state: &State<S>, mut req: tiny_http::Request) {
             | "/v1/completions"
             | "/v1/chat/completions"
             | "/health"
-            | "/update_weights_from_disk",
+            | "/update_weights_from_disk"
+            | "/v1/load_lora_adapter"
+            | "/load_lora_adapter"
+            | "/v1/unload_lora_adapter"
+            | "/unload_lora_adapter",
         ) => Err(Reply {
             status: 405,
             kind: "invalid_request_error",
@@ -311,7 +345,6 @@ fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T, Reply> {
 /// names for it).
 fn params<S>(
     state: &State<S>,
-    model: &str,
     sampling: &Sampling,
     max_tokens: Option<usize>,
 ) -> Result<(usize, SampleParams), Reply> {
@@ -325,17 +358,6 @@ fn params<S>(
         stream,
         ..
     } = *sampling;
-    if model != state.name {
-        return Err(Reply {
-            status: 404,
-            kind: "not_found_error",
-            message: format!(
-                "the model `{model}` does not exist; this server serves `{}`",
-                state.name
-            ),
-            param: Some("model"),
-        });
-    }
     if stream {
         return Err(bad("streaming is not served", Some("stream")));
     }
@@ -418,8 +440,10 @@ fn finish_reason(f: Finish) -> &'static str {
 
 fn completions<S: Sampler>(state: &State<S>, body: &[u8]) -> Result<serde_json::Value, Reply> {
     let r: CompletionRequest = parse(body)?;
-    let (n, p) = params(state, &r.model, &r.sampling, r.sampling.max_tokens)?;
-    let s = &*state.sampler.read().unwrap_or_else(|e| e.into_inner());
+    let (n, p) = params(state, &r.sampling, r.sampling.max_tokens)?;
+    let top = top_k(r.logprobs.unwrap_or(0) as usize, "logprobs")?;
+    let models = state.models.read().unwrap_or_else(|e| e.into_inner());
+    let s = lookup(state, &models, &r.model)?;
     let prompts: Vec<Vec<u32>> = match &r.prompt {
         Prompt::Text(t) => vec![s
             .encode(t)
@@ -470,6 +494,16 @@ fn completions<S: Sampler>(state: &State<S>, body: &[u8]) -> Result<serde_json::
     } else {
         None
     };
+    let echoed_top = match (&echoed, top) {
+        (Some(_), k) if k > 0 => {
+            let pairs: Vec<(Vec<u32>, Vec<u32>)> = prompts
+                .iter()
+                .map(|q| (q[..1].to_vec(), q[1..].to_vec()))
+                .collect();
+            Some(s.top_logprobs(&pairs, k).map_err(internal)?)
+        }
+        _ => None,
+    };
     let samples: Vec<Vec<Sample>> = if p.max_new_tokens == 0 {
         prompts
             .iter()
@@ -491,6 +525,17 @@ fn completions<S: Sampler>(state: &State<S>, body: &[u8]) -> Result<serde_json::
         }
         .map_err(internal)?
     };
+    // the alternatives at each sampled position
+    let sampled_top: Option<Vec<Vec<Vec<(u32, f32)>>>> = if top > 0 {
+        let pairs: Vec<(Vec<u32>, Vec<u32>)> = prompts
+            .iter()
+            .zip(&samples)
+            .flat_map(|(q, g)| g.iter().map(move |smp| (q.clone(), smp.tokens.clone())))
+            .collect();
+        Some(s.top_logprobs(&pairs, top).map_err(internal)?)
+    } else {
+        None
+    };
     drop(_guard);
     let name = |id: u32| -> String {
         if r.return_tokens_as_token_ids {
@@ -509,8 +554,15 @@ fn completions<S: Sampler>(state: &State<S>, body: &[u8]) -> Result<serde_json::
             let mut lp = CompletionLogprobs {
                 tokens: vec![],
                 token_logprobs: vec![],
-                top_logprobs: None,
+                top_logprobs: (top > 0).then(Vec::new),
                 text_offset: vec![],
+            };
+            let alternatives = |alts: &[(u32, f32)]| {
+                let mut m = serde_json::Map::new();
+                for &(id, l) in alts {
+                    m.insert(name(id), serde_json::json!(l));
+                }
+                m
             };
             if let Some(e) = &echoed {
                 let t = s.decode(q).map_err(internal)?;
@@ -519,6 +571,9 @@ fn completions<S: Sampler>(state: &State<S>, body: &[u8]) -> Result<serde_json::
                     lp.tokens.push(name(id));
                     lp.token_logprobs
                         .push(if k == 0 { None } else { Some(e[i][k - 1]) });
+                    if let (Some(t), Some(et)) = (lp.top_logprobs.as_mut(), &echoed_top) {
+                        t.push((k > 0).then(|| alternatives(&et[i][k - 1])));
+                    }
                     lp.text_offset.push(offset);
                     offset += s.decode(&[id]).map(|x| x.len()).unwrap_or(0);
                 }
@@ -526,9 +581,12 @@ fn completions<S: Sampler>(state: &State<S>, body: &[u8]) -> Result<serde_json::
             }
             let start = text.len();
             let mut offset = start;
-            for (&id, &l) in smp.tokens.iter().zip(&smp.logprobs) {
+            for (k, (&id, &l)) in smp.tokens.iter().zip(&smp.logprobs).enumerate() {
                 lp.tokens.push(name(id));
                 lp.token_logprobs.push(Some(l));
+                if let (Some(t), Some(st)) = (lp.top_logprobs.as_mut(), &sampled_top) {
+                    t.push(Some(alternatives(&st[i * n + j][k])));
+                }
                 lp.text_offset.push(offset);
                 offset += s.decode(&[id]).map(|x| x.len()).unwrap_or(0);
             }
@@ -547,7 +605,7 @@ fn completions<S: Sampler>(state: &State<S>, body: &[u8]) -> Result<serde_json::
         id: format!("cmpl-{id}"),
         object: "text_completion".into(),
         created: now(),
-        model: state.name.clone(),
+        model: r.model.clone(),
         choices,
         usage,
     })
@@ -561,22 +619,169 @@ struct UpdateWeights {
 
 fn update_weights<S: Sampler>(state: &State<S>, body: &[u8]) -> Result<serde_json::Value, Reply> {
     let r: UpdateWeights = parse(body)?;
-    let Some(load) = &state.loader else {
+    let Some(load) = &state.loaders.weights else {
         return Err(bad("this server cannot load weights", None));
     };
     // loaded outside the lock, swapped in between requests
-    let new = load(std::path::Path::new(&r.model_path))
+    let base = load(Path::new(&r.model_path))
         .map_err(|e| bad(format!("loading {}: {e}", r.model_path), Some("model_path")))?;
+    // the adapters again, on the new base
+    let folders: Vec<(String, PathBuf)> = {
+        let m = state.models.read().unwrap_or_else(|e| e.into_inner());
+        m.adapters
+            .iter()
+            .map(|(k, (p, _))| (k.clone(), p.clone()))
+            .collect()
+    };
+    let mut adapters = BTreeMap::new();
+    if let Some(al) = &state.loaders.adapter {
+        for (name, path) in folders {
+            match al(&base, &path) {
+                Ok(a) => {
+                    adapters.insert(name, (path, a));
+                }
+                Err(e) => {
+                    tracing::warn!(adapter = %name, error = %e, "an adapter did not load on the new weights; it is dropped")
+                }
+            }
+        }
+    }
     // (requests hold the read side throughout, so this waits for those under way)
-    *state.sampler.write().unwrap_or_else(|e| e.into_inner()) = new;
+    *state.models.write().unwrap_or_else(|e| e.into_inner()) = Models { base, adapters };
     tracing::info!(path = %r.model_path, "weights updated");
     Ok(serde_json::json!({"success": true, "message": format!("loaded {}", r.model_path)}))
+}
+
+fn adapter_name<S>(state: &State<S>, name: &str) -> Result<(), Reply> {
+    if name.is_empty() || name == state.name {
+        return Err(bad(
+            format!(
+                "an adapter needs a name of its own (not empty, not the base model's `{}`)",
+                state.name
+            ),
+            Some("lora_name"),
+        ));
+    }
+    Ok(())
+}
+
+/// Loads (or, under a name already loaded, replaces) an adapter.
+fn load_adapter<S: Sampler>(state: &State<S>, body: &[u8]) -> Result<serde_json::Value, Reply> {
+    let r: LoadAdapter = parse(body)?;
+    adapter_name(state, &r.lora_name)?;
+    let Some(load) = &state.loaders.adapter else {
+        return Err(bad("this server cannot load LoRA adapters", None));
+    };
+    let path = PathBuf::from(&r.lora_path);
+    let adapted = {
+        let m = state.models.read().unwrap_or_else(|e| e.into_inner());
+        load(&m.base, &path)
+            .map_err(|e| bad(format!("loading {}: {e}", r.lora_path), Some("lora_path")))?
+    };
+    state
+        .models
+        .write()
+        .unwrap_or_else(|e| e.into_inner())
+        .adapters
+        .insert(r.lora_name.clone(), (path, adapted));
+    tracing::info!(adapter = %r.lora_name, path = %r.lora_path, "adapter loaded");
+    Ok(serde_json::json!({
+        "success": true,
+        "message": format!("Success: LoRA adapter '{}' added successfully.", r.lora_name)
+    }))
+}
+
+fn unload_adapter<S: Sampler>(state: &State<S>, body: &[u8]) -> Result<serde_json::Value, Reply> {
+    let r: UnloadAdapter = parse(body)?;
+    adapter_name(state, &r.lora_name)?;
+    let gone = state
+        .models
+        .write()
+        .unwrap_or_else(|e| e.into_inner())
+        .adapters
+        .remove(&r.lora_name);
+    match gone {
+        Some(_) => Ok(serde_json::json!({
+            "success": true,
+            "message": format!("Success: LoRA adapter '{}' removed successfully.", r.lora_name)
+        })),
+        None => Err(Reply {
+            status: 404,
+            kind: "not_found_error",
+            message: format!("no adapter `{}` is loaded", r.lora_name),
+            param: Some("lora_name"),
+        }),
+    }
+}
+
+/// `/v1/models`: the base model and its adapters.
+fn models<S>(state: &State<S>) -> serde_json::Value {
+    let m = state.models.read().unwrap_or_else(|e| e.into_inner());
+    let card = |id: &str, parent: Option<String>, root: Option<String>| ModelCard {
+        id: id.to_string(),
+        object: "model".into(),
+        created: now(),
+        owned_by: "rlanything".into(),
+        parent,
+        root,
+    };
+    let mut data = vec![card(&state.name, None, None)];
+    for (k, (p, _)) in &m.adapters {
+        data.push(card(
+            k,
+            Some(state.name.clone()),
+            Some(p.to_string_lossy().into_owned()),
+        ));
+    }
+    serde_json::to_value(ModelList {
+        object: "list".into(),
+        data,
+    })
+    .expect("serialisable")
+}
+
+/// The model a request names: the base or one of its adapters.
+fn lookup<'a, S>(state: &State<S>, m: &'a Models<S>, model: &str) -> Result<&'a S, Reply> {
+    if model == state.name {
+        return Ok(&m.base);
+    }
+    match m.adapters.get(model) {
+        Some((_, a)) => Ok(a),
+        None => {
+            let mut names = vec![format!("`{}`", state.name)];
+            names.extend(m.adapters.keys().map(|k| format!("`{k}`")));
+            Err(Reply {
+                status: 404,
+                kind: "not_found_error",
+                message: format!(
+                    "the model `{model}` does not exist; this server serves {}",
+                    names.join(", ")
+                ),
+                param: Some("model"),
+            })
+        }
+    }
+}
+
+/// The number of alternatives asked for, checked (vLLM's default limit is 20).
+fn top_k(k: usize, param: &'static str) -> Result<usize, Reply> {
+    if k > 20 {
+        return Err(bad(format!("{param} = {k}: at most 20"), Some(param)));
+    }
+    Ok(k)
 }
 
 fn chat<S: Sampler>(state: &State<S>, body: &[u8]) -> Result<serde_json::Value, Reply> {
     let r: ChatRequest = parse(body)?;
     let max_tokens = r.max_completion_tokens.or(r.sampling.max_tokens);
-    let (n, p) = params(state, &r.model, &r.sampling, max_tokens)?;
+    let (n, p) = params(state, &r.sampling, max_tokens)?;
+    let top = top_k(r.top_logprobs.unwrap_or(0), "top_logprobs")?;
+    if top > 0 && !r.logprobs {
+        return Err(bad(
+            "top_logprobs needs logprobs = true",
+            Some("top_logprobs"),
+        ));
+    }
     if r.messages.is_empty() {
         return Err(bad("no messages", Some("messages")));
     }
@@ -611,7 +816,8 @@ fn chat<S: Sampler>(state: &State<S>, body: &[u8]) -> Result<serde_json::Value, 
         };
         msgs.push(Message::new(&m.role, &text));
     }
-    let s = &*state.sampler.read().unwrap_or_else(|e| e.into_inner());
+    let models = state.models.read().unwrap_or_else(|e| e.into_inner());
+    let s = lookup(state, &models, &r.model)?;
     let prompt = match s.chat_template(&msgs, true).map_err(internal)? {
         Some(t) => t,
         None => {
@@ -625,7 +831,19 @@ fn chat<S: Sampler>(state: &State<S>, body: &[u8]) -> Result<serde_json::Value, 
     let guard = state.busy.lock().unwrap_or_else(|e| e.into_inner());
     let samples = s
         .generate(std::slice::from_ref(&ids), n, &p)
-        .map_err(internal)?;
+        .map_err(internal)?
+        .into_iter()
+        .next()
+        .unwrap_or_default();
+    let alternatives = if top > 0 {
+        let pairs: Vec<(Vec<u32>, Vec<u32>)> = samples
+            .iter()
+            .map(|smp| (ids.clone(), smp.tokens.clone()))
+            .collect();
+        Some(s.top_logprobs(&pairs, top).map_err(internal)?)
+    } else {
+        None
+    };
     drop(guard);
     let mut usage = Usage {
         prompt_tokens: ids.len(),
@@ -633,27 +851,46 @@ fn chat<S: Sampler>(state: &State<S>, body: &[u8]) -> Result<serde_json::Value, 
     };
     let eos = s.eos_ids();
     let mut choices = Vec::new();
-    for (j, smp) in samples
-        .into_iter()
-        .next()
-        .unwrap_or_default()
-        .into_iter()
-        .enumerate()
-    {
+    let text = |id: u32| -> String {
+        if r.return_tokens_as_token_ids {
+            format!("token_id:{id}")
+        } else {
+            s.decode(&[id]).unwrap_or_default()
+        }
+    };
+    for (j, smp) in samples.into_iter().enumerate() {
         usage.completion_tokens += smp.tokens.len();
+        // with token ids every sampled token is listed (the end of sequence too), so a client
+        // can rebuild the exact response
         let logprobs = r.logprobs.then(|| ChatLogprobs {
             content: smp
                 .tokens
                 .iter()
                 .zip(&smp.logprobs)
-                .filter(|(id, _)| !eos.contains(id))
-                .map(|(&id, &l)| {
-                    let token = s.decode(&[id]).unwrap_or_default();
+                .enumerate()
+                .filter(|(_, (id, _))| r.return_tokens_as_token_ids || !eos.contains(id))
+                .map(|(k, (&id, &l))| {
+                    let token = text(id);
                     TokenLogprob {
                         bytes: Some(token.as_bytes().to_vec()),
                         token,
                         logprob: l,
-                        top_logprobs: vec![],
+                        top_logprobs: alternatives
+                            .as_ref()
+                            .map(|a| {
+                                a[j][k]
+                                    .iter()
+                                    .map(|&(id, l)| {
+                                        let token = text(id);
+                                        TopLogprob {
+                                            bytes: Some(token.as_bytes().to_vec()),
+                                            token,
+                                            logprob: l,
+                                        }
+                                    })
+                                    .collect()
+                            })
+                            .unwrap_or_default(),
                     }
                 })
                 .collect(),
@@ -674,7 +911,7 @@ fn chat<S: Sampler>(state: &State<S>, body: &[u8]) -> Result<serde_json::Value, 
         id: format!("chatcmpl-{id}"),
         object: "chat.completion".into(),
         created: now(),
-        model: state.name.clone(),
+        model: r.model.clone(),
         choices,
         usage,
     })

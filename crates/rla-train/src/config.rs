@@ -127,8 +127,8 @@ pub struct ModelSpec {
 }
 
 /// Inference servers for a model (`[policy.server]`, `[reward.server]`): OpenAI-compatible
-/// endpoints (vLLM, SGLang, `rlanything serve`) that load new weights with
-/// `/update_weights_from_disk`.
+/// endpoints (vLLM, SGLang, `rlanything serve`) that receive the new weights after every update
+/// as `push` says.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ServerSpec {
@@ -147,6 +147,31 @@ pub struct ServerSpec {
     /// Where new weights are written for the servers to read (default: the run's
     /// `served/<model>/`); it must be a path the servers see.
     pub weights_dir: Option<PathBuf>,
+    /// How new weights reach the servers: `disk` (a checkpoint folder, loaded with SGLang's
+    /// `/update_weights_from_disk`), `lora` (the LoRA adapter alone, in PEFT's format, loaded
+    /// under a new name with `lora_api`'s call; needs the model's `lora` table), or `command`
+    /// (a checkpoint folder, then `reload_command`).
+    pub push: Push,
+    /// The servers' adapter calls when `push = "lora"`: `vllm` (`/v1/load_lora_adapter`) or
+    /// `sglang` (`/load_lora_adapter`).
+    pub lora_api: rla_remote::client::LoraApi,
+    /// With `push = "command"`: a shell command run after each new checkpoint is written, with
+    /// `{path}` replaced by its folder (say, a script that restarts the servers on it); the run
+    /// goes on when it exits with status 0.
+    pub reload_command: Option<String>,
+}
+
+/// How new weights reach inference servers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Push {
+    /// A checkpoint folder, loaded with `/update_weights_from_disk`.
+    #[default]
+    Disk,
+    /// The LoRA adapter, loaded with `/v1/load_lora_adapter`.
+    Lora,
+    /// A checkpoint folder, then the configured reload command.
+    Command,
 }
 
 impl Default for ServerSpec {
@@ -159,6 +184,9 @@ impl Default for ServerSpec {
             tries: 4,
             concurrency: 16,
             weights_dir: None,
+            push: Push::Disk,
+            lora_api: rla_remote::client::LoraApi::Vllm,
+            reload_command: None,
         }
     }
 }
@@ -187,6 +215,22 @@ impl ServerSpec {
             return Err(format!(
                 "{name}: timeout_s, tries and concurrency must be positive"
             ));
+        }
+        match (self.push, &self.reload_command) {
+            (Push::Command, None) => {
+                return Err(format!(
+                    "{name}.push = \"command\" needs {name}.reload_command"
+                ))
+            }
+            (Push::Command, Some(c)) if c.trim().is_empty() => {
+                return Err(format!("{name}.reload_command is empty"))
+            }
+            (Push::Disk | Push::Lora, Some(_)) => {
+                return Err(format!(
+                    "{name}.reload_command is set but push is not \"command\""
+                ))
+            }
+            _ => {}
         }
         Ok(())
     }
@@ -643,6 +687,11 @@ impl RunConfig {
             rla_model::weights::parse_dtype(&m.dtype).map_err(|e| format!("{n}.dtype: {e}"))?;
             if let Some(sv) = &m.server {
                 sv.validate(&format!("{n}.server"))?;
+                if sv.push == Push::Lora && m.lora.is_none() {
+                    return Err(format!(
+                        "{n}.server.push = \"lora\" sends LoRA adapters: add a [{n}.lora] table"
+                    ));
+                }
             }
         }
         if !(self.pretrain.lr.is_finite() && self.pretrain.lr > 0.0) {

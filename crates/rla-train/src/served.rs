@@ -1,11 +1,14 @@
 //! A model that learns in process and samples on inference servers: rollouts, judging and
 //! scoring go to the servers through [`rla_remote::client::RemoteSampler`]; updates run here;
-//! after every update the new weights are written where the servers read them and each server
-//! is told to load them (SGLang's `/update_weights_from_disk`, which `rlanything serve` also
-//! offers). The servers get the starting weights before the first request, so every sample of
-//! the run comes from the weights the loop believes it is sampling.
+//! after every update the new weights are written where the servers read them and the servers
+//! are told to load them, as the `push` setting says: a checkpoint loaded with SGLang's
+//! `/update_weights_from_disk`, a LoRA adapter loaded under a new name with vLLM's
+//! `/v1/load_lora_adapter` (the following requests name it), or a checkpoint and a reload
+//! command. `rlanything serve` takes all of them. The servers get the starting weights before
+//! the first request, so every sample of the run comes from the weights the loop believes it
+//! is sampling.
 
-use crate::config::ServerSpec;
+use crate::config::{Push, ServerSpec};
 use anyhow::{Context, Result};
 use rla_lm::{Learner, Message, PpoSample, Sample, SampleParams, Sampler, StepStats};
 use rla_model::tok::Tok;
@@ -20,6 +23,9 @@ pub struct Served {
     remote: RemoteSampler<Tok>,
     dir: PathBuf,
     version: u64,
+    push: Push,
+    model: String,
+    reload_command: Option<String>,
 }
 
 impl Served {
@@ -39,13 +45,20 @@ impl Served {
             tries: spec.tries,
             concurrency: spec.concurrency,
             cooldown: Duration::from_secs(5),
+            lora_api: spec.lora_api,
         };
+        if spec.push == Push::Lora && lm.lora.is_none() {
+            anyhow::bail!("push = \"lora\" but the model trains without LoRA adapters");
+        }
         let remote = RemoteSampler::new(lm.tok.clone(), cfg)?;
         let mut s = Served {
             lm,
             remote,
             dir,
             version: 0,
+            push: spec.push,
+            model: spec.model.clone(),
+            reload_command: spec.reload_command.clone(),
         };
         s.push()
             .context("sending the starting weights to the servers")?;
@@ -59,11 +72,27 @@ impl Served {
         let path = self.dir.join(format!("v{:06}", self.version));
         std::fs::create_dir_all(&self.dir)
             .with_context(|| format!("creating {}", self.dir.display()))?;
-        rla_model::weights::replace_dir_atomic(&path, |tmp| self.lm.save_checkpoint(tmp))?;
+        let lm = &self.lm;
+        match (self.push, &lm.lora) {
+            (Push::Lora, Some(lc)) => rla_model::weights::replace_dir_atomic(&path, |tmp| {
+                rla_model::lora::save_peft(&lm.model, lc, tmp, &self.model)
+            })?,
+            _ => rla_model::weights::replace_dir_atomic(&path, |tmp| lm.save_checkpoint(tmp))?,
+        }
         let abs = path.canonicalize().unwrap_or(path.clone());
-        self.remote
-            .update_weights(&abs.to_string_lossy())
-            .with_context(|| format!("loading {} on the servers", abs.display()))?;
+        let shown = abs.to_string_lossy().into_owned();
+        match self.push {
+            Push::Disk => self.remote.update_weights(&shown),
+            Push::Lora => self
+                .remote
+                .load_adapter(&format!("{}-v{}", self.model, self.version), &shown),
+            Push::Command => {
+                let cmd = self.reload_command.as_deref().unwrap_or_default();
+                run_reload(&cmd.replace("{path}", &shown))?;
+                Ok(())
+            }
+        }
+        .with_context(|| format!("loading {shown} on the servers"))?;
         if self.version > 2 {
             let old = self.dir.join(format!("v{:06}", self.version - 2));
             let _ = std::fs::remove_dir_all(old);
@@ -75,6 +104,30 @@ impl Served {
     pub fn weights_dir(&self) -> &Path {
         &self.dir
     }
+}
+
+/// Runs a reload command through the shell; its failure names the command, its status and the
+/// end of what it printed.
+fn run_reload(cmd: &str) -> Result<()> {
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(cmd)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .with_context(|| format!("starting the reload command `{cmd}`"))?;
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        let tail: String = err
+            .chars()
+            .rev()
+            .take(500)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        anyhow::bail!("the reload command `{cmd}` failed ({}): {tail}", out.status);
+    }
+    Ok(())
 }
 
 impl Sampler for Served {

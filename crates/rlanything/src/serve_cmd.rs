@@ -1,6 +1,7 @@
 //! `rlanything serve`: the OpenAI-compatible API over a checkpoint, so generation can be spread
 //! over processes and machines without GPUs, and the remote path is tested over real HTTP. A
-//! trainer pushes its new weights with `POST /update_weights_from_disk` (SGLang's call).
+//! trainer pushes its new weights with `POST /update_weights_from_disk` (SGLang's call), or
+//! LoRA adapters with `POST /v1/load_lora_adapter` (vLLM's call).
 
 use anyhow::{Context, Result};
 use candle_core::{DType, Device};
@@ -26,6 +27,10 @@ pub struct Args {
     /// Threads taking requests (generation itself runs one request at a time, on every core).
     #[arg(long, default_value_t = 4)]
     pub workers: usize,
+    /// A LoRA adapter (PEFT folder) to serve as a model of its own, `NAME=DIR` or `DIR` (named
+    /// after the folder), like vLLM's `--lora-modules`; repeat for more.
+    #[arg(long = "adapter", value_name = "[NAME=]DIR")]
+    pub adapters: Vec<String>,
     /// Take only requests with `Authorization: Bearer <KEY>`; the key is read from this
     /// environment variable.
     #[arg(long)]
@@ -52,14 +57,45 @@ pub fn run(a: Args) -> Result<()> {
         },
         ..Default::default()
     };
-    let loader: rla_remote::server::Loader<Lm> = Box::new(|dir: &std::path::Path| {
-        Lm::load(dir, DType::F32, &Device::Cpu).map_err(|e| e.to_string())
-    });
-    let server =
-        rla_remote::server::start_with_loader(lm, Some(loader), &name, &addr, a.workers, options)
-            .with_context(|| format!("listening on {addr}"))?;
+    let loaders = rla_remote::server::Loaders::<Lm> {
+        weights: Some(Box::new(|dir: &std::path::Path| {
+            Lm::load(dir, DType::F32, &Device::Cpu).map_err(|e| e.to_string())
+        })),
+        adapter: Some(Box::new(|base: &Lm, dir: &std::path::Path| {
+            base.with_adapter(dir).map_err(|e| e.to_string())
+        })),
+    };
+    let mut adapters = Vec::new();
+    for spec in &a.adapters {
+        let (aname, dir) = match spec.split_once('=') {
+            Some((n, d)) => (n.to_string(), PathBuf::from(d)),
+            None => {
+                let d = PathBuf::from(spec);
+                let n = d
+                    .canonicalize()
+                    .ok()
+                    .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+                    .with_context(|| format!("--adapter {spec}: no such folder"))?;
+                (n, d)
+            }
+        };
+        if aname.is_empty() || aname == name {
+            anyhow::bail!("--adapter {spec}: an adapter needs a name other than the model's");
+        }
+        lm.with_adapter(&dir)
+            .with_context(|| format!("--adapter {spec}: loading {}", dir.display()))?;
+        adapters.push((aname, dir));
+    }
+    let server = rla_remote::server::start_with(lm, loaders, &name, &addr, a.workers, options)
+        .with_context(|| format!("listening on {addr}"))?;
+    for (aname, dir) in &adapters {
+        rla_remote::client::load_adapter(&server.url(), None, aname, &dir.to_string_lossy())
+            .with_context(|| format!("--adapter {aname}"))?;
+        println!("adapter `{aname}` from {}", dir.display());
+    }
     // the address on its own line, flushed, for scripts that start servers on port 0
     println!("serving `{name}` on {}", server.url());
+
     use std::io::Write;
     std::io::stdout().flush()?;
     server.wait();

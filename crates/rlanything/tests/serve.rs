@@ -6,7 +6,7 @@ use rla_lm::{Finish, Message, SampleParams, Sampler};
 use rla_model::config::{Arch, ModelConfig};
 use rla_model::tok::build_word_level;
 use rla_model::Lm;
-use rla_remote::client::{Endpoints, RemoteSampler};
+use rla_remote::client::{Endpoints, LoraApi, RemoteSampler};
 use rla_remote::server::{self, Options};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::time::Duration;
@@ -311,7 +311,10 @@ fn a_dead_endpoint_is_skipped_and_bad_requests_are_not_retried() {
     let ps = prompts(&local);
     let want = local.generate(&ps, 1, &SampleParams::greedy(6)).unwrap();
     for _ in 0..3 {
-        assert_eq!(r.generate(&ps, 1, &SampleParams::greedy(6)).unwrap(), want);
+        same(
+            &r.generate(&ps, 1, &SampleParams::greedy(6)).unwrap(),
+            &want,
+        );
     }
     // only dead endpoints: a clear error naming them
     let r = remote(vec![dead.clone()]);
@@ -485,6 +488,8 @@ fn serve(
 
 #[test]
 fn a_training_run_samples_on_servers_loads_each_update_and_survives_a_dead_server() {
+    // the policy trains LoRA adapters and sends them (vLLM's call); the judge trains every
+    // weight and sends checkpoints (SGLang's call)
     let dir = tempfile::tempdir().unwrap();
     let run = dir.path().join("run");
     let plain = dir.path().join("plain.toml");
@@ -507,7 +512,7 @@ fn a_training_run_samples_on_servers_loads_each_update_and_survives_a_dead_serve
     std::fs::write(
         &cfg,
         format!(
-            "{RUN}\n[policy.server]\nendpoints = [\"{ua}\", \"{ub}\"]\nmodel = \"policy\"\ntries = 8\n\
+            "{RUN}\n[policy.lora]\nr = 4\n[policy.server]\nendpoints = [\"{ua}\", \"{ub}\"]\nmodel = \"policy\"\ntries = 8\npush = \"lora\"\n\
              [reward.server]\nendpoints = [\"{uc}\"]\nmodel = \"reward\"\nweights_dir = \"{}\"\n",
             judge_weights.display()
         ),
@@ -550,11 +555,28 @@ fn a_training_run_samples_on_servers_loads_each_update_and_survives_a_dead_serve
     assert!(st.success(), "the run failed after a server died");
     let text = std::fs::read_to_string(&metrics).unwrap();
     assert!(text.contains("\"iteration\":3,"), "{text}");
-    // the starting weights and one update per iteration reached the live servers
-    for log in &logs[1..] {
-        let l = std::fs::read_to_string(log).unwrap();
-        assert!(l.matches("weights updated").count() >= 4, "{l}");
+    // the starting weights and one update per iteration reached the live servers: adapters
+    // named after their version on the policy's, checkpoints on the judge's
+    let l = std::fs::read_to_string(&logs[1]).unwrap();
+    for v in 1..=4 {
+        assert!(l.contains(&format!("adapter=policy-v{v} ")), "{l}");
     }
+    assert!(!l.contains("weights updated"), "{l}");
+    let l = std::fs::read_to_string(&logs[2]).unwrap();
+    assert!(l.matches("weights updated").count() >= 4, "{l}");
+    // the policy's checkpoints hold its adapters in PEFT's format beside the base weights
+    let ck = run.join("checkpoint/policy");
+    assert!(ck.join("adapter_config.json").is_file(), "{}", ck.display());
+    assert!(ck.join("adapter_model.safetensors").is_file());
+    let pushed = run.join("served/policy");
+    let newest = std::fs::read_dir(&pushed)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .max()
+        .unwrap();
+    // what the servers got is the adapter alone
+    assert!(newest.join("adapter_model.safetensors").is_file());
+    assert!(!newest.join("model.safetensors").exists());
     // the policy's weights in the run's served/, the judge's where the config put them
     assert!(run.join("served/policy").is_dir());
     assert!(!run.join("served/reward").exists() && judge_weights.is_dir());
@@ -679,7 +701,11 @@ fn an_api_key_is_asked_for_and_sent() {
         api_key: Some("s3cret".into()),
         ..Default::default()
     };
-    let s = server::start_with_loader(lm(), Some(loader), "tiny", "127.0.0.1:0", 2, opts).unwrap();
+    let loaders = server::Loaders {
+        weights: Some(loader),
+        adapter: None,
+    };
+    let s = server::start_with(lm(), loaders, "tiny", "127.0.0.1:0", 2, opts).unwrap();
     let ps = prompts(&lm());
     // no key: 401, not retried
     let e = remote(vec![s.url()])
@@ -703,4 +729,381 @@ fn an_api_key_is_asked_for_and_sent() {
         served.generate(&ps, 1, &p).unwrap(),
         local.generate(&ps, 1, &p).unwrap()
     );
+}
+
+/// Log-probabilities equal up to float rounding (a batch split over servers, or scored one by
+/// one, pads differently).
+fn close(a: &[Vec<f32>], b: &[Vec<f32>]) {
+    assert_eq!(a.len(), b.len());
+    for (x, y) in a.iter().zip(b) {
+        assert_eq!(x.len(), y.len());
+        for (p, q) in x.iter().zip(y) {
+            assert!((p - q).abs() < 1e-5, "{x:?} vs {y:?}");
+        }
+    }
+}
+
+/// The same samples: tokens, texts and ends equal, log-probabilities up to float rounding.
+fn same(a: &[Vec<rla_lm::Sample>], b: &[Vec<rla_lm::Sample>]) {
+    assert_eq!(a.len(), b.len());
+    for (x, y) in a.iter().zip(b) {
+        assert_eq!(x.len(), y.len());
+        for (s, t) in x.iter().zip(y) {
+            assert_eq!(
+                (&s.tokens, &s.text, s.finish),
+                (&t.tokens, &t.text, t.finish)
+            );
+            close(&[s.logprobs.clone()], &[t.logprobs.clone()]);
+        }
+    }
+}
+
+/// The server's loaders for new weights and adapters, as `rlanything serve` has them.
+fn loaders() -> server::Loaders<Lm> {
+    server::Loaders {
+        weights: Some(Box::new(|d: &std::path::Path| {
+            Lm::load(d, candle_core::DType::F32, &candle_core::Device::Cpu)
+                .map_err(|e| e.to_string())
+        })),
+        adapter: Some(Box::new(|base: &Lm, d: &std::path::Path| {
+            base.with_adapter(d).map_err(|e| e.to_string())
+        })),
+    }
+}
+
+/// Trains a LoRA adapter on `base` for a few SFT steps and writes it in PEFT's format to `dir`.
+fn adapter(mut base: Lm, dir: &std::path::Path, seed: u64) {
+    let tc = rla_model::train::TrainConfig {
+        lr: 5e-2,
+        micro_batch: 4,
+        ..Default::default()
+    };
+    let lc = rla_model::lora::LoraConfig {
+        r: 4,
+        ..Default::default()
+    };
+    base.enable_training(tc, Some(lc.clone()), seed, None)
+        .unwrap();
+    let answer = base.encode("take apple").unwrap();
+    let pairs: Vec<_> = prompts(&base)
+        .into_iter()
+        .map(|p| (p, answer.clone()))
+        .collect();
+    for _ in 0..3 {
+        rla_lm::Learner::sft_update(&mut base, &pairs).unwrap();
+    }
+    rla_model::lora::save_peft(&base.model, &lc, dir, "tiny").unwrap();
+}
+
+fn model_ids(addr: &str) -> Vec<serde_json::Value> {
+    let (st, body) = http(addr, "GET", "/v1/models", "");
+    assert_eq!(st, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    v["data"].as_array().unwrap().clone()
+}
+
+#[test]
+fn adapters_are_loaded_served_by_name_and_unloaded() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a1, a2) = (dir.path().join("a1"), dir.path().join("a2"));
+    adapter(lm(), &a1, 5);
+    adapter(lm(), &a2, 6);
+    let s = server::start_with(
+        lm(),
+        loaders(),
+        "tiny",
+        "127.0.0.1:0",
+        2,
+        Options::default(),
+    )
+    .unwrap();
+    let addr = s.addr().to_string();
+    let r = remote(vec![s.url()]);
+    let base = lm();
+    let ps = prompts(&base);
+    let answer = base.encode("take apple").unwrap();
+    let pairs: Vec<_> = ps.iter().map(|p| (p.clone(), answer.clone())).collect();
+    let before = r.score(&pairs).unwrap();
+    close(&before, &base.score(&pairs).unwrap());
+    // the adapter, loaded under a new name that the following requests give
+    r.load_adapter("tiny-v1", a1.to_str().unwrap()).unwrap();
+    assert_eq!(r.model(), "tiny-v1");
+    let adapted = base.with_adapter(&a1).unwrap();
+    let after = r.score(&pairs).unwrap();
+    close(&after, &adapted.score(&pairs).unwrap());
+    assert!(
+        after
+            .concat()
+            .iter()
+            .zip(before.concat())
+            .any(|(a, b)| (a - b).abs() > 1e-3),
+        "the adapter changes the model"
+    );
+    let g = SampleParams::greedy(6);
+    same(
+        &r.generate(&ps, 1, &g).unwrap(),
+        &adapted.generate(&ps, 1, &g).unwrap(),
+    );
+    let cards = model_ids(&addr);
+    assert_eq!(cards.len(), 2);
+    assert_eq!(cards[1]["id"], "tiny-v1");
+    assert_eq!(cards[1]["parent"], "tiny");
+    assert_eq!(cards[1]["root"], a1.to_str().unwrap());
+    // the base is still served under its own name
+    let (st, body) = http(
+        &addr,
+        "POST",
+        "/v1/completions",
+        r#"{"model": "tiny", "prompt": "look", "max_tokens": 2, "temperature": 0}"#,
+    );
+    assert_eq!(st, 200, "{body}");
+    // two newer versions: the oldest is unloaded, the two newest stay
+    r.load_adapter("tiny-v2", a2.to_str().unwrap()).unwrap();
+    r.load_adapter("tiny-v3", a1.to_str().unwrap()).unwrap();
+    let ids: Vec<_> = model_ids(&addr).iter().map(|c| c["id"].clone()).collect();
+    assert_eq!(ids, ["tiny", "tiny-v2", "tiny-v3"]);
+    // new base weights: the adapters are loaded again on them
+    let ck = dir.path().join("ck");
+    base.save_checkpoint(&ck).unwrap();
+    r.update_weights(ck.to_str().unwrap()).unwrap();
+    assert_eq!(model_ids(&addr).len(), 3);
+    // bad adapter calls get clear errors
+    let other = {
+        let tok = build_word_level(CORPUS, 1).unwrap();
+        let cfg = ModelConfig::tiny(Arch::Qwen3, tok.vocab_size(), 16, 2, 4, 2);
+        Lm::init(
+            &cfg,
+            tok,
+            2,
+            candle_core::DType::F32,
+            &candle_core::Device::Cpu,
+        )
+        .unwrap()
+    };
+    let wrong = dir.path().join("wrong");
+    adapter(other, &wrong, 1);
+    for (path, body, status, says) in [
+        (
+            "/v1/load_lora_adapter",
+            r#"{"lora_name": "x", "lora_path": "/no/such/adapter"}"#.to_string(),
+            400,
+            "/no/such/adapter",
+        ),
+        (
+            "/v1/load_lora_adapter",
+            format!(
+                r#"{{"lora_name": "x", "lora_path": "{}"}}"#,
+                wrong.display()
+            ),
+            400,
+            "shapes",
+        ),
+        (
+            "/v1/load_lora_adapter",
+            format!(
+                r#"{{"lora_name": "tiny", "lora_path": "{}"}}"#,
+                a1.display()
+            ),
+            400,
+            "name of its own",
+        ),
+        (
+            "/v1/load_lora_adapter",
+            r#"{"lora_path": "/x"}"#.to_string(),
+            400,
+            "lora_name",
+        ),
+        (
+            "/v1/unload_lora_adapter",
+            r#"{"lora_name": "nope"}"#.to_string(),
+            404,
+            "nope",
+        ),
+    ] {
+        let (st, text) = http(&addr, "POST", path, &body);
+        assert_eq!(st, status, "{body}: {text}");
+        assert!(text.contains(says), "{body}: {text}");
+    }
+    let (st, text) = http(
+        &addr,
+        "POST",
+        "/v1/completions",
+        r#"{"model": "tiny-v1", "prompt": "look", "max_tokens": 2}"#,
+    );
+    assert_eq!(st, 404);
+    assert!(
+        text.contains("tiny-v2") && text.contains("tiny-v3"),
+        "{text}"
+    );
+    // SGLang's calls do the same
+    let mut e = Endpoints::one(&s.url(), "tiny");
+    e.lora_api = LoraApi::Sglang;
+    let sg = RemoteSampler::new(lm().tok, e).unwrap();
+    sg.load_adapter("sg", a2.to_str().unwrap()).unwrap();
+    close(
+        &sg.score(&pairs).unwrap(),
+        &base.with_adapter(&a2).unwrap().score(&pairs).unwrap(),
+    );
+    // a server without an adapter loader says so
+    let (plain, _) = served();
+    let (st, text) = http(
+        &plain.addr().to_string(),
+        "POST",
+        "/v1/load_lora_adapter",
+        &format!(r#"{{"lora_name": "x", "lora_path": "{}"}}"#, a1.display()),
+    );
+    assert_eq!(st, 400);
+    assert!(text.contains("cannot load LoRA"), "{text}");
+}
+
+#[test]
+fn top_logprobs_are_the_most_likely_tokens() {
+    let (s, local) = served();
+    let addr = s.addr().to_string();
+    let (st, body) = http(
+        &addr,
+        "POST",
+        "/v1/completions",
+        r#"{"model": "tiny", "prompt": "go to the", "max_tokens": 4, "temperature": 0, "logprobs": 3, "return_tokens_as_token_ids": true}"#,
+    );
+    assert_eq!(st, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let lp = &v["choices"][0]["logprobs"];
+    let tokens: Vec<u32> = lp["tokens"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| rla_remote::protocol::token_id(t.as_str().unwrap()).unwrap())
+        .collect();
+    let q = local.encode("go to the").unwrap();
+    let want = local
+        .top_logprobs(&[(q.clone(), tokens.clone())], 3)
+        .unwrap()
+        .remove(0);
+    let top = lp["top_logprobs"].as_array().unwrap();
+    assert_eq!(top.len(), tokens.len());
+    for (k, alts) in top.iter().enumerate() {
+        let m = alts.as_object().unwrap();
+        assert_eq!(m.len(), 3);
+        for (id, l) in &want[k] {
+            let got = m[&format!("token_id:{id}")].as_f64().unwrap();
+            assert!((got - *l as f64).abs() < 1e-5);
+        }
+        // greedy: the sampled token is the most likely one
+        assert_eq!(want[k][0].0, tokens[k]);
+        let sampled = lp["token_logprobs"][k].as_f64().unwrap();
+        assert!((sampled - want[k][0].1 as f64).abs() < 1e-4, "{sampled}");
+    }
+    // chat: the alternatives of each reply token
+    let (st, body) = http(
+        &addr,
+        "POST",
+        "/v1/chat/completions",
+        r#"{"model": "tiny", "messages": [{"role": "user", "content": "look"}], "max_tokens": 3, "temperature": 0, "logprobs": true, "top_logprobs": 2}"#,
+    );
+    assert_eq!(st, 200, "{body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    for t in v["choices"][0]["logprobs"]["content"].as_array().unwrap() {
+        let alts = t["top_logprobs"].as_array().unwrap();
+        assert_eq!(alts.len(), 2);
+        assert_eq!(alts[0]["token"], t["token"]);
+        assert!(alts[0]["logprob"].as_f64() >= alts[1]["logprob"].as_f64());
+    }
+    for (body, param) in [
+        (
+            r#"{"model": "tiny", "messages": [{"role": "user", "content": "look"}], "top_logprobs": 2}"#,
+            "/v1/chat/completions",
+        ),
+        (
+            r#"{"model": "tiny", "prompt": "look", "logprobs": 21}"#,
+            "/v1/completions",
+        ),
+    ] {
+        let (st, text) = http(&addr, "POST", param, body);
+        assert_eq!(st, 400, "{text}");
+        assert!(text.contains("logprobs"), "{text}");
+    }
+}
+
+/// A server that takes connections and never answers them.
+fn silent() -> String {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", l.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for c in l.incoming() {
+            held.push(c);
+        }
+    });
+    url
+}
+
+#[test]
+fn a_slow_server_times_out_and_its_requests_go_elsewhere() {
+    let (s, local) = served();
+    let slow = silent();
+    let mut e = Endpoints::one(&slow, "tiny");
+    e.urls.push(s.url());
+    e.timeout = Duration::from_millis(300);
+    e.cooldown = Duration::from_secs(60);
+    let r = RemoteSampler::new(lm().tok, e).unwrap();
+    let ps = prompts(&local);
+    let g = SampleParams::greedy(6);
+    let want = local.generate(&ps, 1, &g).unwrap();
+    for _ in 0..2 {
+        same(&r.generate(&ps, 1, &g).unwrap(), &want);
+    }
+    // with only the slow one, the error names it and the time-out
+    let mut e = Endpoints::one(&slow, "tiny");
+    e.timeout = Duration::from_millis(200);
+    e.tries = 2;
+    let r = RemoteSampler::new(lm().tok, e).unwrap();
+    let err = r.generate(&ps, 1, &g).unwrap_err().to_string();
+    assert!(err.contains(&slow) && err.contains("timed out"), "{err}");
+}
+
+#[test]
+fn a_chat_with_an_image_goes_as_a_data_uri_and_is_refused_by_a_text_model() {
+    use rla_remote::protocol::{ChatMessage, Content, ImageUrl, Part};
+    let (s, local) = served();
+    let r = remote(vec![s.url()]);
+    let text = ChatMessage {
+        role: "user".into(),
+        content: Content::Text("look".into()),
+    };
+    // a text conversation: the reply's tokens and log-probabilities are the model's
+    let got = r
+        .chat(vec![text.clone()], 2, &SampleParams::greedy(4))
+        .unwrap();
+    assert_eq!(got.len(), 2);
+    let prompt = local
+        .chat_template(&[Message::new("user", "look")], true)
+        .unwrap()
+        .unwrap();
+    let ids = local.encode(&prompt).unwrap();
+    let want = local
+        .generate(&[ids], 1, &SampleParams::greedy(4))
+        .unwrap()
+        .remove(0)
+        .remove(0);
+    assert_eq!(got[0], want);
+    // an image part: a text-only server refuses it, and the error says why
+    let image = ChatMessage {
+        role: "user".into(),
+        content: Content::Parts(vec![
+            Part::Text {
+                text: "what is on the screen?".into(),
+            },
+            Part::ImageUrl {
+                image_url: ImageUrl {
+                    url: "data:image/png;base64,iVBORw0KGgo=".into(),
+                },
+            },
+        ]),
+    };
+    let e = r
+        .chat(vec![image], 1, &SampleParams::greedy(4))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("400") && e.contains("image"), "{e}");
 }
