@@ -222,6 +222,92 @@ mod tests {
         assert!(toml::from_str::<RunConfig>("[policy.server]\nendpoint = []\n").is_err());
     }
 
+    fn tiny_lm() -> Lm {
+        let tok = rla_model::tok::build_word_level("a b\n", 1).unwrap();
+        let cfg = rla_model::config::ModelConfig::tiny(
+            rla_model::config::Arch::Qwen3,
+            tok.vocab_size(),
+            8,
+            1,
+            2,
+            1,
+        );
+        Lm::init(
+            &cfg,
+            tok,
+            0,
+            candle_core::DType::F32,
+            &candle_core::Device::Cpu,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn push_settings_are_checked() {
+        let mut c = RunConfig::default();
+        c.policy.server = Some(ServerSpec {
+            endpoints: vec!["http://127.0.0.1:8000".into()],
+            push: Push::Lora,
+            ..Default::default()
+        });
+        assert!(c.validate().unwrap_err().contains("[policy.lora]"));
+        c.policy.lora = Some(rla_model::lora::LoraConfig::default());
+        c.validate().unwrap();
+        let sv = c.policy.server.as_mut().unwrap();
+        sv.push = Push::Command;
+        assert!(c.validate().unwrap_err().contains("reload_command"));
+        c.policy.server.as_mut().unwrap().reload_command = Some("true".into());
+        c.validate().unwrap();
+        let sv = c.policy.server.as_mut().unwrap();
+        sv.push = Push::Disk;
+        assert!(c.validate().unwrap_err().contains("push is not"));
+        let t: RunConfig = toml::from_str(
+            "[policy.lora]\nr = 4\n[policy.server]\nendpoints = [\"http://a:1\"]\npush = \"lora\"\nlora_api = \"sglang\"\n",
+        )
+        .unwrap();
+        let sv = t.policy.server.unwrap();
+        assert_eq!(
+            (sv.push, sv.lora_api),
+            (Push::Lora, rla_remote::client::LoraApi::Sglang)
+        );
+        assert!(toml::from_str::<RunConfig>("[policy.server]\npush = \"rsync\"\n").is_err());
+    }
+
+    #[test]
+    fn a_reload_command_runs_on_each_new_checkpoint() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("reloads.txt");
+        let spec = ServerSpec {
+            // nothing listens here: with a reload command the servers are not called
+            endpoints: vec!["http://127.0.0.1:9".into()],
+            push: Push::Command,
+            reload_command: Some(format!("echo {{path}} >> {}", log.display())),
+            ..Default::default()
+        };
+        let mut s = Served::new(tiny_lm(), &spec, dir.path().join("w")).unwrap();
+        s.sync_weights().unwrap();
+        let lines: Vec<String> = std::fs::read_to_string(&log)
+            .unwrap()
+            .lines()
+            .map(String::from)
+            .collect();
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(lines[0].ends_with("v000001") && lines[1].ends_with("v000002"));
+        for l in &lines {
+            assert!(rla_model::weights::is_checkpoint(Path::new(l)), "{l}");
+        }
+        // a failing command stops the run with what it said
+        let spec = ServerSpec {
+            reload_command: Some("echo no such server >&2; exit 3".into()),
+            ..spec
+        };
+        let e = Served::new(tiny_lm(), &spec, dir.path().join("w2"))
+            .err()
+            .unwrap();
+        let e = format!("{e:#}");
+        assert!(e.contains("no such server") && e.contains("exit"), "{e}");
+    }
+
     #[test]
     fn a_missing_api_key_variable_is_named() {
         let tok = rla_model::tok::build_word_level("a b\n", 1).unwrap();

@@ -24,19 +24,57 @@ fn metrics(run: &Path) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// The bytes of both models' weights, adapters and optimiser states.
 fn weights(run: &Path) -> Vec<u8> {
-    let mut b = std::fs::read(run.join("checkpoint/policy/model.safetensors")).unwrap();
-    b.extend(std::fs::read(run.join("checkpoint/reward/model.safetensors")).unwrap());
-    b.extend(std::fs::read(run.join("checkpoint/policy/optimizer.safetensors")).unwrap());
+    let mut b = Vec::new();
+    for m in ["policy", "reward"] {
+        for f in [
+            "model.safetensors",
+            "optimizer.safetensors",
+            "adapter_model.safetensors",
+        ] {
+            b.extend(std::fs::read(run.join("checkpoint").join(m).join(f)).unwrap_or_default());
+        }
+    }
     b
 }
 
 #[test]
 fn a_run_killed_mid_iteration_resumes_to_the_same_result() {
     let dir = tempfile::tempdir().unwrap();
-    let pre = dir.path().join("pre");
-    let cfg_text = format!("{CONFIG}\n");
-    let cfg = dir.path().join("run.toml");
+    kill_and_resume(dir.path(), "");
+}
+
+#[test]
+fn a_lora_run_checkpoints_its_adapters_and_resumes_to_the_same_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let lora = "[policy.lora]\nr = 4\n[reward.lora]\nr = 2\nalpha = 4.0\ntargets = [\"q_proj\", \"v_proj\"]\n";
+    kill_and_resume(dir.path(), lora);
+    let full = dir.path().join("full");
+    for (m, r) in [("policy", 4), ("reward", 2)] {
+        let ck = full.join("checkpoint").join(m);
+        let c: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(ck.join("adapter_config.json")).unwrap())
+                .unwrap();
+        assert_eq!(
+            (c["peft_type"].as_str(), c["r"].as_u64()),
+            (Some("LORA"), Some(r))
+        );
+        // only the adapters trained: the base weights are the warm start's
+        assert_eq!(
+            std::fs::read(ck.join("model.safetensors")).unwrap(),
+            std::fs::read(dir.path().join("pre").join(m).join("model.safetensors")).unwrap(),
+            "{m}"
+        );
+    }
+}
+
+/// Trains a run to the end, and the same run killed once iteration 1 is checkpointed and
+/// resumed; checks they agree. `extra` is appended to the config.
+fn kill_and_resume(dir: &Path, extra: &str) {
+    let pre = dir.join("pre");
+    let cfg_text = format!("{CONFIG}\n{extra}");
+    let cfg = dir.join("run.toml");
     std::fs::write(&cfg, &cfg_text).unwrap();
     let out = bin()
         .args(["pretrain", "--config"])
@@ -62,7 +100,7 @@ fn a_run_killed_mid_iteration_resumes_to_the_same_result() {
         );
     std::fs::write(&cfg, &with_paths).unwrap();
 
-    let full: PathBuf = dir.path().join("full");
+    let full: PathBuf = dir.join("full");
     let out = bin()
         .args(["train", "--quiet", "--config"])
         .arg(&cfg)
@@ -77,7 +115,7 @@ fn a_run_killed_mid_iteration_resumes_to_the_same_result() {
     );
 
     // the same run, killed once iteration 1 is checkpointed and iteration 2 has started
-    let cut = dir.path().join("cut");
+    let cut = dir.join("cut");
     let mut child = bin()
         .args(["train", "--quiet", "--config"])
         .arg(&cfg)
