@@ -458,11 +458,21 @@ fn the_serve_command_serves_a_checkpoint() {
     let _ = child.wait();
 }
 
-/// `rlanything serve` on a free port; returns the child, its URL and its log file.
+/// `rlanything serve` on a free port; returns the child and its URL.
 fn serve(
     model: &std::path::Path,
     name: &str,
     log: &std::path::Path,
+) -> (std::process::Child, String) {
+    serve_with(model, name, log, &[])
+}
+
+/// [`serve`] with more arguments.
+fn serve_with(
+    model: &std::path::Path,
+    name: &str,
+    log: &std::path::Path,
+    more: &[&str],
 ) -> (std::process::Child, String) {
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_rlanything"))
         .args([
@@ -474,14 +484,18 @@ fn serve(
             "--name",
             name,
         ])
+        .args(more)
         .stdout(std::process::Stdio::piped())
         .stderr(std::fs::File::create(log).unwrap())
         .spawn()
         .unwrap();
+    // the address is on the line that says it is serving (adapters are listed before it)
+    let mut out = BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    while !line.starts_with("serving") {
+        line.clear();
+        assert!(out.read_line(&mut line).unwrap() > 0, "serve ended early");
+    }
     let url = line.trim().rsplit(' ').next().unwrap().to_string();
     (child, url)
 }
@@ -653,10 +667,18 @@ fn the_official_openai_client_talks_to_the_server() {
     let dir = tempfile::tempdir().unwrap();
     let ck = dir.path().join("ck");
     lm().save_checkpoint(&ck).unwrap();
-    let (mut child, url) = serve(&ck, "tiny", &dir.path().join("log"));
+    let (a1, a2) = (dir.path().join("a1"), dir.path().join("a2"));
+    adapter(lm(), &a1, 5);
+    adapter(lm(), &a2, 6);
+    let (mut child, url) = serve_with(
+        &ck,
+        "tiny",
+        &dir.path().join("log"),
+        &["--adapter", &format!("first={}", a1.display())],
+    );
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/openai/client.py");
     let out = std::process::Command::new(openai_python())
-        .args([script, &url, "tiny"])
+        .args([script, &url, "tiny", "first", a2.to_str().unwrap()])
         .output()
         .unwrap_or_else(|e| {
             panic!(
@@ -673,7 +695,7 @@ fn the_official_openai_client_talks_to_the_server() {
         String::from_utf8_lossy(&out.stderr)
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["models"], serde_json::json!(["tiny"]));
+    assert_eq!(v["models"], serde_json::json!(["tiny", "first"]));
     // the client's greedy texts are the model's own
     let local = lm();
     for (i, p) in ["go to the", "look"].iter().enumerate() {
@@ -684,8 +706,30 @@ fn the_official_openai_client_talks_to_the_server() {
             assert_eq!(v["greedy"][i * 2 + j], want[0][0].text.as_str());
         }
     }
+    // the adapters' greedy texts are theirs
+    for (k, a) in [("adapter_greedy", &a1), ("loaded_greedy", &a2)] {
+        let m = local.with_adapter(a).unwrap();
+        let want = m
+            .generate(
+                &[m.encode("go to the").unwrap()],
+                1,
+                &SampleParams::greedy(4),
+            )
+            .unwrap();
+        assert_eq!(v[k], want[0][0].text.as_str(), "{k}");
+    }
+    assert_eq!(
+        v["models_with_adapter"],
+        serde_json::json!(["tiny", "first"])
+    );
+    assert_eq!(
+        v["models_after_unload"],
+        serde_json::json!(["tiny", "first"])
+    );
+    assert_eq!(v["top_logprobs"].as_array().unwrap().len(), 3);
     let e = &v["errors"];
     assert_eq!(e["model"][0], 404);
+    assert_eq!(e["unloaded"][0], 404);
     for k in ["n", "top_p", "image"] {
         assert_eq!(e[k][0], 400, "{k}: {e}");
     }
