@@ -209,6 +209,12 @@ pub trait Sampler {
     /// `log π(response token)` of every response token of each (prompt, response) pair.
     fn score(&self, pairs: &[(Vec<u32>, Vec<u32>)]) -> Result<Vec<Vec<f32>>>;
 
+    /// The number of token ids the model knows, when the back end knows it (a server then
+    /// refuses prompts with ids outside it).
+    fn vocab_size(&self) -> Option<usize> {
+        None
+    }
+
     /// The `k` most likely tokens, with their log-probabilities, at every response position of
     /// each (prompt, response) pair (most likely first): the alternatives an inference server
     /// reports as `top_logprobs`.

@@ -298,6 +298,10 @@ impl Sampler for Lm {
     ) -> rla_lm::Result<Vec<Vec<Vec<(u32, f32)>>>> {
         Ok(sample::top_logprobs(&self.model, pairs, k)?)
     }
+
+    fn vocab_size(&self) -> Option<usize> {
+        Some(self.model.cfg.vocab_size)
+    }
 }
 
 impl Learner for Lm {

@@ -12,6 +12,7 @@
 //! - [`server`]: the same API over a sampler in this process.
 
 pub mod client;
+pub mod probe;
 pub mod protocol;
 pub mod server;
 

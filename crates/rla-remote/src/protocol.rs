@@ -136,16 +136,20 @@ pub struct Usage {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CompletionResponse {
     /// The reply's id.
+    #[serde(default)]
     pub id: String,
     /// `text_completion`.
+    #[serde(default)]
     pub object: String,
     /// Unix seconds.
+    #[serde(default)]
     pub created: u64,
     /// The model.
     pub model: String,
     /// The choices, prompt-major.
     pub choices: Vec<CompletionChoice>,
     /// Token counts.
+    #[serde(default)]
     pub usage: Usage,
 }
 
@@ -290,16 +294,20 @@ pub struct ChatChoice {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ChatResponse {
     /// The reply's id.
+    #[serde(default)]
     pub id: String,
     /// `chat.completion`.
+    #[serde(default)]
     pub object: String,
     /// Unix seconds.
+    #[serde(default)]
     pub created: u64,
     /// The model.
     pub model: String,
     /// The choices.
     pub choices: Vec<ChatChoice>,
     /// Token counts.
+    #[serde(default)]
     pub usage: Usage,
 }
 
@@ -309,10 +317,13 @@ pub struct ModelCard {
     /// Its name.
     pub id: String,
     /// `model`.
+    #[serde(default)]
     pub object: String,
     /// Unix seconds.
+    #[serde(default)]
     pub created: u64,
     /// Who serves it.
+    #[serde(default)]
     pub owned_by: String,
     /// For a LoRA adapter: the model it adapts.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -423,10 +423,12 @@ fn params<S>(
 }
 
 fn internal(e: impl std::fmt::Display) -> Reply {
+    // the first line: a back end's error may carry its backtrace after it
+    let e = e.to_string();
     Reply {
         status: 500,
         kind: "server_error",
-        message: format!("the model failed: {e}"),
+        message: format!("the model failed: {}", e.lines().next().unwrap_or("")),
         param: None,
     }
 }
@@ -468,6 +470,16 @@ fn completions<S: Sampler>(state: &State<S>, body: &[u8]) -> Result<serde_json::
     }
     if let Some(i) = prompts.iter().position(Vec::is_empty) {
         return Err(bad(format!("prompt {i} is empty"), Some("prompt")));
+    }
+    if let Some(v) = s.vocab_size() {
+        for (i, q) in prompts.iter().enumerate() {
+            if let Some(t) = q.iter().find(|&&t| t as usize >= v) {
+                return Err(bad(
+                    format!("prompt {i} has token id {t}; the model's vocabulary has {v} ids"),
+                    Some("prompt"),
+                ));
+            }
+        }
     }
     let allowed = match &r.guided_choice {
         None => None,

@@ -1,4 +1,5 @@
-//! `rlanything bench lm`: model throughput on this machine, with model FLOPs utilisation.
+//! `rlanything bench lm`: model throughput on this machine, with model FLOPs utilisation, and
+//! what generating through an OpenAI-compatible server on loopback costs.
 
 use anyhow::Result;
 use candle_core::{DType, Device, Tensor};
@@ -47,8 +48,75 @@ pub enum Measurement {
     Decode1,
     /// Decode at batch 32.
     Decode32,
+    /// Decode at batch 32 through `rlanything serve`'s server on loopback (HTTP, JSON and the
+    /// remote sampler's checks), against the same in process.
+    Served32,
     /// Forward + backward + AdamW on 8 × 128 tokens.
     Train,
+}
+
+/// Decode at batch 32, in process and through a server on loopback, with the cost of the HTTP
+/// path.
+fn served_decode(
+    lm: &Lm,
+    vocab: usize,
+    reps: usize,
+    flops_per_token: f64,
+    report: &dyn Fn(&str, f64, f64, f64),
+) -> Result<()> {
+    let batch = 32;
+    let prompts: Vec<Vec<u32>> = (0..batch)
+        .map(|i| (0..16).map(|j| ((i * 16 + j) % vocab) as u32 + 4).collect())
+        .collect();
+    let p = SampleParams {
+        max_new_tokens: 64,
+        seed: 0,
+        ..Default::default()
+    };
+    let served = Lm {
+        model: lm.model.clone(),
+        tok: lm.tok.clone(),
+        train_cfg: TrainConfig::default(),
+        opt: None,
+        lora: None,
+        reference: None,
+    };
+    let server = rla_remote::server::start(
+        served,
+        "bench",
+        "127.0.0.1:0",
+        2,
+        rla_remote::server::Options::default(),
+    )?;
+    let remote = rla_remote::client::RemoteSampler::new(
+        lm.tok.clone(),
+        rla_remote::client::Endpoints::one(&server.url(), "bench"),
+    )?;
+    let time = |s: &dyn Sampler| -> Result<f64> {
+        s.generate(&prompts, 1, &p)?;
+        let t = Instant::now();
+        for _ in 0..reps {
+            let out = s.generate(&prompts, 1, &p)?;
+            anyhow::ensure!(out.iter().all(|g| g[0].tokens.len() == 64), "short samples");
+        }
+        Ok(t.elapsed().as_secs_f64())
+    };
+    // alternate, so both see the same machine
+    let (mut local, mut http) = (0.0, 0.0);
+    for _ in 0..2 {
+        local += time(lm)?;
+        http += time(&remote)?;
+    }
+    tracing::debug!(local, http, "seconds");
+    let tokens = (2 * reps * batch * 64) as f64;
+    report("decode 32, in process", tokens, local, flops_per_token);
+    report("decode 32, via serve", tokens, http, flops_per_token);
+    println!(
+        "the HTTP path costs {:.1}% of in-process decode throughput at batch 32",
+        100.0 * (1.0 - local / http)
+    );
+    server.stop();
+    Ok(())
 }
 
 /// Peak f32 FLOP/s of this CPU: cores × GHz × FLOPs per cycle (32 with AVX2+FMA, 64 with AVX-512).
@@ -186,6 +254,9 @@ pub fn run(cmd: BenchCmd) -> Result<()> {
             secs,
             2.0 * n,
         );
+    }
+    if wanted(Measurement::Served32) {
+        served_decode(&lm, cfg.vocab_size, reps, 2.0 * n, &report)?;
     }
     if wanted(Measurement::Train) {
         // training: forward + backward + AdamW on 8 × 128 tokens

@@ -76,6 +76,9 @@ enum Command {
     /// Serve a checkpoint over the OpenAI-compatible API (/v1/completions, /v1/chat/completions,
     /// /v1/models).
     Serve(serve_cmd::Args),
+    /// Ask an OpenAI-compatible server (vLLM, SGLang, another) for each feature runs use, and
+    /// say which it has; exits non-zero when it lacks one a run needs.
+    Probe(serve_cmd::ProbeArgs),
     /// Run the four modes with the same seeds and budget; print the paper's Table 1.
     Ablate(train_cmd::AblateArgs),
     /// Print the Theorem 1 table: bound and ideal-judge precision for μ and m.
@@ -149,6 +152,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Report { run } => train_cmd::run_report(run),
         Command::Ablate(a) => train_cmd::run_ablate(a),
         Command::Serve(a) => serve_cmd::run(a),
+        Command::Probe(a) => serve_cmd::probe(a),
     }
 }
 

@@ -101,3 +101,64 @@ pub fn run(a: Args) -> Result<()> {
     server.wait();
     Ok(())
 }
+
+/// Probe a server.
+#[derive(ClapArgs, Debug)]
+pub struct ProbeArgs {
+    /// The server's base URL (`http://host:port`).
+    #[arg(long)]
+    pub url: String,
+    /// The model's name on it.
+    #[arg(long)]
+    pub model: String,
+    /// Send `Authorization: Bearer <KEY>`, the key read from this environment variable.
+    #[arg(long)]
+    pub api_key_env: Option<String>,
+    /// Seconds allowed for each request.
+    #[arg(long, default_value_t = 120.0)]
+    pub timeout_s: f64,
+}
+
+pub fn probe(a: ProbeArgs) -> Result<()> {
+    let key =
+        match &a.api_key_env {
+            Some(v) => Some(std::env::var(v).with_context(|| {
+                format!("--api-key-env: the environment variable {v} is not set")
+            })?),
+            None => None,
+        };
+    if !(a.timeout_s > 0.0 && a.timeout_s.is_finite()) {
+        anyhow::bail!("--timeout-s must be positive");
+    }
+    let checks = rla_remote::probe::probe(
+        &a.url,
+        &a.model,
+        key.as_deref(),
+        std::time::Duration::from_secs_f64(a.timeout_s),
+    );
+    let mut missing = Vec::new();
+    for c in &checks {
+        let (mark, what) = match &c.result {
+            Ok(s) => ("yes", s.clone()),
+            Err(e) => ("no ", e.clone()),
+        };
+        let need = if c.needed {
+            "needed"
+        } else {
+            "used if present"
+        };
+        println!("{mark}  {:<48} ({need}) {what}", c.feature);
+        if c.needed && c.result.is_err() {
+            missing.push(c.feature);
+        }
+    }
+    if !missing.is_empty() {
+        anyhow::bail!(
+            "{} cannot serve RL runs: it lacks {}",
+            a.url,
+            missing.join("; ")
+        );
+    }
+    println!("{} serves what RL runs need", a.url);
+    Ok(())
+}

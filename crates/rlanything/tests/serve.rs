@@ -13,7 +13,8 @@ use std::time::Duration;
 mod common;
 use common::TINY_HOUSEHOLD as RUN;
 
-const CORPUS: &str = "go to the fridge 1 open close take apple from in on put cabinet 2 3 look \
+const CORPUS: &str =
+    "go to the fridge 1 open close take apple from in on put cabinet 2 3 look yes no \
                       <|im_start|>user\n<|im_end|>\n<|im_start|>assistant\n";
 
 fn lm() -> Lm {
@@ -1150,4 +1151,40 @@ fn a_chat_with_an_image_goes_as_a_data_uri_and_is_refused_by_a_text_model() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("400") && e.contains("image"), "{e}");
+}
+
+#[test]
+fn probe_says_what_a_server_offers() {
+    let s = server::start_with(
+        lm(),
+        loaders(),
+        "tiny",
+        "127.0.0.1:0",
+        2,
+        Options::default(),
+    )
+    .unwrap();
+    let checks = rla_remote::probe::probe(&s.url(), "tiny", None, Duration::from_secs(60));
+    assert_eq!(checks.len(), 7);
+    for c in &checks {
+        assert!(c.result.is_ok(), "{c:?}");
+    }
+    // a server without adapters, asked for another model: the model is missing, and so is
+    // everything that names it
+    let (plain, _) = served();
+    let checks = rla_remote::probe::probe(&plain.url(), "other", None, Duration::from_secs(60));
+    assert!(checks.iter().all(|c| c.result.is_err()), "{checks:?}");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rlanything"))
+        .args(["probe", "--url", &plain.url(), "--model", "tiny"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    // everything a run needs is there; adapters are not
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("serves what RL runs need"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("no") && l.contains("LoRA") && l.contains("cannot load")),
+        "{text}"
+    );
 }
