@@ -15,6 +15,7 @@ use common::TINY_HOUSEHOLD as RUN;
 
 const CORPUS: &str =
     "go to the fridge 1 open close take apple from in on put cabinet 2 3 look yes no \
+                      \nThe capital of France is Paris\n\
                       <|im_start|>user\n<|im_end|>\n<|im_start|>assistant\n";
 
 fn lm() -> Lm {
