@@ -104,6 +104,10 @@ pub struct Sample {
     pub finish: Finish,
 }
 
+/// The most likely tokens at each position of each sequence: `(token id, log-probability)`,
+/// most likely first.
+pub type Alternatives = Vec<Vec<Vec<(u32, f32)>>>;
+
 /// One PPO training sample: a (prompt, response) pair with its advantage and the log-probs of the
 /// response tokens under the sampling policy (and the KL reference).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -218,11 +222,7 @@ pub trait Sampler {
     /// The `k` most likely tokens, with their log-probabilities, at every response position of
     /// each (prompt, response) pair (most likely first): the alternatives an inference server
     /// reports as `top_logprobs`.
-    fn top_logprobs(
-        &self,
-        pairs: &[(Vec<u32>, Vec<u32>)],
-        k: usize,
-    ) -> Result<Vec<Vec<Vec<(u32, f32)>>>> {
+    fn top_logprobs(&self, pairs: &[(Vec<u32>, Vec<u32>)], k: usize) -> Result<Alternatives> {
         let _ = (pairs, k);
         Err(LmError::Unsupported(
             "this back end does not report alternatives (top_logprobs)".into(),

@@ -295,7 +295,7 @@ impl Sampler for Lm {
         &self,
         pairs: &[(Vec<u32>, Vec<u32>)],
         k: usize,
-    ) -> rla_lm::Result<Vec<Vec<Vec<(u32, f32)>>>> {
+    ) -> rla_lm::Result<rla_lm::Alternatives> {
         Ok(sample::top_logprobs(&self.model, pairs, k)?)
     }
 

@@ -297,7 +297,7 @@ pub fn top_logprobs(
     model: &Transformer,
     pairs: &[(Vec<u32>, Vec<u32>)],
     k: usize,
-) -> Result<Vec<Vec<Vec<(u32, f32)>>>, ModelError> {
+) -> Result<rla_lm::Alternatives, ModelError> {
     model.device.with_context(|| {
         let mut out = Vec::with_capacity(pairs.len());
         for (p, r) in pairs {

@@ -538,7 +538,7 @@ fn completions<S: Sampler>(state: &State<S>, body: &[u8]) -> Result<serde_json::
         .map_err(internal)?
     };
     // the alternatives at each sampled position
-    let sampled_top: Option<Vec<Vec<Vec<(u32, f32)>>>> = if top > 0 {
+    let sampled_top: Option<rla_lm::Alternatives> = if top > 0 {
         let pairs: Vec<(Vec<u32>, Vec<u32>)> = prompts
             .iter()
             .zip(&samples)

@@ -799,7 +799,10 @@ fn same(a: &[Vec<rla_lm::Sample>], b: &[Vec<rla_lm::Sample>]) {
                 (&s.tokens, &s.text, s.finish),
                 (&t.tokens, &t.text, t.finish)
             );
-            close(&[s.logprobs.clone()], &[t.logprobs.clone()]);
+            close(
+                std::slice::from_ref(&s.logprobs),
+                std::slice::from_ref(&t.logprobs),
+            );
         }
     }
 }
