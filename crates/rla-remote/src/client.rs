@@ -107,12 +107,16 @@ fn post(
     api_key: Option<&str>,
     body: &serde_json::Value,
 ) -> Result<(), RemoteError> {
-    let mut req = agent.post(url);
+    let mut req = agent.post(url).set("Connection", "close");
     if let Some(k) = api_key {
         req = req.set("Authorization", &format!("Bearer {k}"));
     }
     match req.send_json(body.clone()) {
-        Ok(_) => Ok(()),
+        // read to the end, so the connection closes cleanly
+        Ok(r) => r.into_string().map(|_| ()).map_err(|e| RemoteError::Reply {
+            url: url.to_string(),
+            message: format!("the body could not be read: {e}"),
+        }),
         Err(ureq::Error::Status(status, resp)) => {
             let text = resp.into_string().unwrap_or_default();
             Err(RemoteError::Status {
@@ -126,6 +130,12 @@ fn post(
             message: t.to_string(),
         }),
     }
+}
+
+/// Whether a transport error is a refused connection (nothing listens: trying again at once
+/// does not help), rather than one dropped after it was made.
+fn refused(message: &str) -> bool {
+    message.contains("Connection Failed")
 }
 
 /// The message of an error body: OpenAI's `{"error": {"message"}}`, vLLM's `{"message"}`, or
@@ -339,8 +349,8 @@ impl<C: Codec> RemoteSampler<C> {
                 serde_json::to_value(UnloadAdapter { lora_name: old }).expect("serialisable");
             for ep in &self.endpoints {
                 let url = format!("{}{}", ep.url, self.cfg.lora_api.paths().1);
-                if let Err(e) = post(&self.agent, &url, self.cfg.api_key.as_deref(), &body) {
-                    tracing::debug!(error = %e, "an old adapter was not unloaded");
+                if let Err(e) = self.post_retried(&url, &body) {
+                    tracing::warn!(error = %e, "an old adapter was not unloaded");
                 }
             }
         }
@@ -384,7 +394,40 @@ impl<C: Codec> RemoteSampler<C> {
         }
     }
 
+    /// One POST, tried again with back-off on a transport error (a server may close a fresh
+    /// connection without answering).
+    fn post_retried(&self, url: &str, body: &serde_json::Value) -> Result<(), RemoteError> {
+        let mut attempt = 0;
+        loop {
+            match post(&self.agent, url, self.cfg.api_key.as_deref(), body) {
+                Err(RemoteError::Transport { message, .. })
+                    if attempt + 1 < self.cfg.tries.max(1) && !refused(&message) =>
+                {
+                    std::thread::sleep(Duration::from_millis(100 << attempt.min(6)));
+                    attempt += 1;
+                }
+                r => return r,
+            }
+        }
+    }
+
+    /// [`Self::push_once`], tried again with back-off on a transport error.
     fn push_weights(&self, ep: &Endpoint, version: u64, w: &Weights) -> Result<(), RemoteError> {
+        let mut attempt = 0;
+        loop {
+            match self.push_once(ep, version, w) {
+                Err(RemoteError::Transport { message, .. })
+                    if attempt + 1 < self.cfg.tries.max(1) && !refused(&message) =>
+                {
+                    std::thread::sleep(Duration::from_millis(100 << attempt.min(6)));
+                    attempt += 1;
+                }
+                r => return r,
+            }
+        }
+    }
+
+    fn push_once(&self, ep: &Endpoint, version: u64, w: &Weights) -> Result<(), RemoteError> {
         let key = self.cfg.api_key.as_deref();
         let res = match w {
             Weights::Initial => Ok(()),
@@ -548,7 +591,9 @@ impl<C: Codec> RemoteSampler<C> {
                 continue;
             }
             ep.in_flight.fetch_add(1, Ordering::Relaxed);
-            let mut req = self.agent.request(method, &url);
+            // one connection per request: generation dwarfs the handshake, and no request waits
+            // on a kept-alive connection that a server stopped reading
+            let mut req = self.agent.request(method, &url).set("Connection", "close");
             if let Some(k) = &self.cfg.api_key {
                 req = req.set("Authorization", &format!("Bearer {k}"));
             }
