@@ -310,23 +310,7 @@ mod tests {
 
     #[test]
     fn a_missing_api_key_variable_is_named() {
-        let tok = rla_model::tok::build_word_level("a b\n", 1).unwrap();
-        let cfg = rla_model::config::ModelConfig::tiny(
-            rla_model::config::Arch::Qwen3,
-            tok.vocab_size(),
-            8,
-            1,
-            2,
-            1,
-        );
-        let lm = Lm::init(
-            &cfg,
-            tok,
-            0,
-            candle_core::DType::F32,
-            &candle_core::Device::Cpu,
-        )
-        .unwrap();
+        let lm = tiny_lm();
         let spec = ServerSpec {
             endpoints: vec!["http://127.0.0.1:9".into()],
             api_key_env: Some("RLA_TEST_NO_SUCH_KEY".into()),

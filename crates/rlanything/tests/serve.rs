@@ -820,6 +820,19 @@ fn loaders() -> server::Loaders<Lm> {
     }
 }
 
+/// A server of the tiny model that loads weights and adapters.
+fn adapter_server() -> server::Running {
+    server::start_with(
+        lm(),
+        loaders(),
+        "tiny",
+        "127.0.0.1:0",
+        2,
+        Options::default(),
+    )
+    .unwrap()
+}
+
 /// Trains a LoRA adapter on `base` for a few SFT steps and writes it in PEFT's format to `dir`.
 fn adapter(mut base: Lm, dir: &std::path::Path, seed: u64) {
     let tc = rla_model::train::TrainConfig {
@@ -857,15 +870,7 @@ fn adapters_are_loaded_served_by_name_and_unloaded() {
     let (a1, a2) = (dir.path().join("a1"), dir.path().join("a2"));
     adapter(lm(), &a1, 5);
     adapter(lm(), &a2, 6);
-    let s = server::start_with(
-        lm(),
-        loaders(),
-        "tiny",
-        "127.0.0.1:0",
-        2,
-        Options::default(),
-    )
-    .unwrap();
+    let s = adapter_server();
     let addr = s.addr().to_string();
     let r = remote(vec![s.url()]);
     let base = lm();
@@ -1159,15 +1164,7 @@ fn a_chat_with_an_image_goes_as_a_data_uri_and_is_refused_by_a_text_model() {
 
 #[test]
 fn probe_says_what_a_server_offers() {
-    let s = server::start_with(
-        lm(),
-        loaders(),
-        "tiny",
-        "127.0.0.1:0",
-        2,
-        Options::default(),
-    )
-    .unwrap();
+    let s = adapter_server();
     let checks = rla_remote::probe::probe(&s.url(), "tiny", None, Duration::from_secs(60));
     assert_eq!(checks.len(), 7);
     for c in &checks {
