@@ -29,7 +29,7 @@
 
 use crate::protocol::*;
 use crate::RemoteError;
-use rla_lm::{Codec, Finish, LmError, Message, Sample, SampleParams, Sampler};
+use rla_lm::{Codec, Finish, LmError, Message, Sample, SampleParams, Sampler, VisualMessage};
 use std::collections::{HashSet, VecDeque};
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -862,6 +862,56 @@ impl<C: Codec> RemoteSampler<C> {
     }
 }
 
+/// A message with an image as the API sends it: its text, then the PNG as a data URI.
+fn chat_message(m: &VisualMessage) -> ChatMessage {
+    use base64::Engine as _;
+    let content = match &m.png {
+        None => Content::Text(m.text.clone()),
+        Some(png) => Content::Parts(vec![
+            Part::Text {
+                text: m.text.clone(),
+            },
+            Part::ImageUrl {
+                image_url: ImageUrl {
+                    url: format!(
+                        "data:image/png;base64,{}",
+                        base64::engine::general_purpose::STANDARD.encode(png)
+                    ),
+                },
+            },
+        ]),
+    };
+    ChatMessage {
+        role: m.role.clone(),
+        content,
+    }
+}
+
+/// The [`Codec`] of a model whose tokenizer lives only on its server (a vision-language model
+/// the loop evaluates through chat): no local tokenisation, no chat template, and replies end
+/// where the server's `finish_reason` says.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ServerTokenizer;
+
+impl Codec for ServerTokenizer {
+    fn encode(&self, _: &str) -> rla_lm::Result<Vec<u32>> {
+        Err(LmError::Unsupported(
+            "this model's tokenizer is on its server: only chat requests reach it".into(),
+        ))
+    }
+    fn decode(&self, _: &[u32]) -> rla_lm::Result<String> {
+        Err(LmError::Unsupported(
+            "this model's tokenizer is on its server: its replies come as text".into(),
+        ))
+    }
+    fn eos_ids(&self) -> &[u32] {
+        &[]
+    }
+    fn chat_template(&self, _: &[Message], _: bool) -> rla_lm::Result<Option<String>> {
+        Ok(None)
+    }
+}
+
 fn excerpt(text: &str) -> String {
     let t: String = text.chars().take(200).collect();
     if t.is_empty() {
@@ -890,6 +940,22 @@ impl<C: Codec> Sampler for RemoteSampler<C> {
         add_generation_prompt: bool,
     ) -> rla_lm::Result<Option<String>> {
         self.codec.chat_template(messages, add_generation_prompt)
+    }
+
+    fn generate_visual(
+        &self,
+        chats: &[Vec<VisualMessage>],
+        n: usize,
+        p: &SampleParams,
+    ) -> rla_lm::Result<Vec<Vec<Sample>>> {
+        self.concurrently(chats.len(), |i| {
+            let p = SampleParams {
+                seed: p.seed.wrapping_add(i as u64),
+                ..p.clone()
+            };
+            self.chat(chats[i].iter().map(chat_message).collect(), n, &p)
+        })
+        .map_err(lm)
     }
 
     fn generate(

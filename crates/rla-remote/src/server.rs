@@ -11,7 +11,9 @@
 //! status that say what was wrong; a request never takes the server down.
 
 use crate::protocol::*;
-use rla_lm::{Finish, Message, Sample, SampleParams, Sampler};
+use rla_lm::{
+    Alternatives, Finish, LmError, Message, Sample, SampleParams, Sampler, VisualMessage,
+};
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -808,28 +810,41 @@ fn chat<S: Sampler>(state: &State<S>, body: &[u8]) -> Result<serde_json::Value, 
                 Some("messages"),
             ));
         }
-        let text = match &m.content {
-            Content::Text(t) => t.clone(),
-            Content::Parts(parts) => {
-                let mut t = String::new();
-                for part in parts {
-                    match part {
-                        Part::Text { text } => t.push_str(text),
-                        Part::ImageUrl { .. } => {
-                            return Err(bad(
-                                "this model reads text only; the message has an image",
-                                Some("messages"),
-                            ))
-                        }
-                    }
-                }
-                t
-            }
-        };
-        msgs.push(Message::new(&m.role, &text));
+        msgs.push(visual_message(m)?);
     }
     let models = state.models.read().unwrap_or_else(|e| e.into_inner());
     let s = lookup(state, &models, &r.model)?;
+    if msgs.iter().any(|m| m.png.is_some()) {
+        if top > 0 {
+            return Err(bad(
+                "top_logprobs are not served for messages with images",
+                Some("top_logprobs"),
+            ));
+        }
+        let guard = state.busy.lock().unwrap_or_else(|e| e.into_inner());
+        let samples = match s.generate_visual(std::slice::from_ref(&msgs), n, &p) {
+            Ok(mut v) if v.len() == 1 => v.remove(0),
+            Ok(v) => {
+                return Err(internal(format!(
+                    "{} replies for one conversation",
+                    v.len()
+                )))
+            }
+            Err(LmError::Unsupported(e)) => {
+                return Err(bad(
+                    format!("model `{}` cannot read the message's image: {e}", r.model),
+                    Some("messages"),
+                ))
+            }
+            Err(e) => return Err(internal(e)),
+        };
+        drop(guard);
+        return Ok(chat_reply(state, s, &r, samples, None, 0));
+    }
+    let msgs: Vec<Message> = msgs
+        .iter()
+        .map(|m| Message::new(&m.role, &m.text))
+        .collect();
     let prompt = match s.chat_template(&msgs, true).map_err(internal)? {
         Some(t) => t,
         None => {
@@ -857,8 +872,61 @@ fn chat<S: Sampler>(state: &State<S>, body: &[u8]) -> Result<serde_json::Value, 
         None
     };
     drop(guard);
+    Ok(chat_reply(state, s, &r, samples, alternatives, ids.len()))
+}
+
+/// A chat message's text and its image (a PNG data URI, decoded).
+fn visual_message(m: &ChatMessage) -> Result<VisualMessage, Reply> {
+    use base64::Engine as _;
+    let (mut text, mut png) = (String::new(), None);
+    match &m.content {
+        Content::Text(t) => text.push_str(t),
+        Content::Parts(parts) => {
+            for part in parts {
+                match part {
+                    Part::Text { text: t } => text.push_str(t),
+                    Part::ImageUrl { image_url } => {
+                        if png.is_some() {
+                            return Err(bad("at most one image per message", Some("messages")));
+                        }
+                        let data = image_url
+                            .url
+                            .strip_prefix("data:image/png;base64,")
+                            .ok_or_else(|| {
+                                bad(
+                                    "an image must be a data:image/png;base64 URI (the server fetches no URLs)",
+                                    Some("messages"),
+                                )
+                            })?;
+                        let bytes = base64::engine::general_purpose::STANDARD
+                            .decode(data.trim())
+                            .map_err(|e| {
+                                bad(format!("the image's base64 is bad: {e}"), Some("messages"))
+                            })?;
+                        png = Some(bytes);
+                    }
+                }
+            }
+        }
+    }
+    Ok(VisualMessage {
+        role: m.role.clone(),
+        text,
+        png,
+    })
+}
+
+/// The chat completion of `samples` (with their alternatives) for a prompt of `prompt_tokens`.
+fn chat_reply<S: Sampler>(
+    state: &State<S>,
+    s: &S,
+    r: &ChatRequest,
+    samples: Vec<Sample>,
+    alternatives: Option<Alternatives>,
+    prompt_tokens: usize,
+) -> serde_json::Value {
     let mut usage = Usage {
-        prompt_tokens: ids.len(),
+        prompt_tokens,
         ..Default::default()
     };
     let eos = s.eos_ids();
@@ -919,7 +987,7 @@ fn chat<S: Sampler>(state: &State<S>, body: &[u8]) -> Result<serde_json::Value, 
     }
     usage.total_tokens = usage.prompt_tokens + usage.completion_tokens;
     let id = state.counter.fetch_add(1, Ordering::Relaxed);
-    Ok(serde_json::to_value(ChatResponse {
+    serde_json::to_value(ChatResponse {
         id: format!("chatcmpl-{id}"),
         object: "chat.completion".into(),
         created: now(),
@@ -927,5 +995,5 @@ fn chat<S: Sampler>(state: &State<S>, body: &[u8]) -> Result<serde_json::Value, 
         choices,
         usage,
     })
-    .expect("serialisable"))
+    .expect("serialisable")
 }

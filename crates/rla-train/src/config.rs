@@ -411,6 +411,10 @@ pub enum DesktopObservation {
     /// The accessibility tree linearised as OSWorld gives it to text-only models, with the
     /// action space of pyautogui and `computer_use` explained in the prompt.
     A11yTree,
+    /// A PNG screenshot of the screen, sent with the prompt to a vision-language model on an
+    /// inference server (`rlanything desktop eval`): for evaluation only, since the image's
+    /// prompt tokens are the server's and an update needs them.
+    Screenshot,
 }
 
 impl Default for DesktopConfig {
@@ -611,6 +615,9 @@ impl RunConfig {
             && self.policy.path.is_none()
         {
             return Err("desktop.observation = \"a11y_tree\" needs a policy checkpoint; tiny models are warm-started on the compact observation".into());
+        }
+        if d.observation == DesktopObservation::Screenshot && self.setting == SettingName::Desktop {
+            return Err("desktop.observation = \"screenshot\" is for evaluating a vision-language model on a server (`rlanything desktop eval`); a training run needs the policy's prompt tokens, which the server keeps".into());
         }
         if d.tree_tokens < 100 {
             return Err(format!(

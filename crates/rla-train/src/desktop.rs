@@ -28,8 +28,8 @@ use rla_desktop::a11y::{self, Node, TreeOptions};
 use rla_desktop::action::{parse_code, parse_tool_calls, Action, Coordinates};
 use rla_desktop::episode::Episode as Live;
 use rla_desktop::family::{self, Spec};
-use rla_desktop::{expert, tiny};
-use rla_lm::{SampleParams, Sampler};
+use rla_desktop::{expert, render, tiny};
+use rla_lm::{SampleParams, Sampler, VisualMessage};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -124,6 +124,18 @@ pub fn policy_prompt(instruction: &str, previous: &str, observation: &str) -> St
     )
 }
 
+/// What a free-form answer may do, as the prompts with the tree or the screenshot explain it.
+fn action_space(width: u32, height: u32) -> String {
+    format!(
+        "You operate a spreadsheet application (LibreOffice Calc) on a {width}x{height} screen. \
+Each step, answer with one line `Action: <what you do, in one sentence>` and then one action: \
+either a tool call\n<tool_call>\n{{\"name\": \"computer_use\", \"arguments\": {{\"action\": \"left_click\", \"coordinate\": [x, y]}}}}\n</tool_call>\n\
+(actions: key with \"keys\", type with \"text\", mouse_move, left_click, right_click, middle_click, double_click, left_click_drag with \"coordinate\", scroll with \"pixels\", wait, terminate with \"status\" success or failure; coordinates are screen pixels), \
+or pyautogui code in a ```python block (click, doubleClick, rightClick, moveTo, dragTo, write, press, hotkey, scroll), \
+or WAIT, DONE or FAIL. Changes count once the file is saved."
+    )
+}
+
 /// The policy's prompt with the accessibility tree, for models that answer freely: the screen,
 /// the action space (a `computer_use` tool call or pyautogui code), the task and its history.
 pub fn tree_prompt(
@@ -134,14 +146,18 @@ pub fn tree_prompt(
     height: u32,
 ) -> String {
     format!(
-        "You operate a spreadsheet application (LibreOffice Calc) on a {width}x{height} screen. \
-Each step, answer with one line `Action: <what you do, in one sentence>` and then one action: \
-either a tool call\n<tool_call>\n{{\"name\": \"computer_use\", \"arguments\": {{\"action\": \"left_click\", \"coordinate\": [x, y]}}}}\n</tool_call>\n\
-(actions: key with \"keys\", type with \"text\", mouse_move, left_click, right_click, middle_click, double_click, left_click_drag with \"coordinate\", scroll with \"pixels\", wait, terminate with \"status\" success or failure; coordinates are screen pixels), \
-or pyautogui code in a ```python block (click, doubleClick, rightClick, moveTo, dragTo, write, press, hotkey, scroll), \
-or WAIT, DONE or FAIL. Changes count once the file is saved.\n\
-Task: {instruction}\nPrevious actions: {previous}\n\
-The screen's accessibility tree (tag, name, text, class, description, position, size):\n{tree}"
+        "{}\nTask: {instruction}\nPrevious actions: {previous}\n\
+The screen's accessibility tree (tag, name, text, class, description, position, size):\n{tree}",
+        action_space(width, height)
+    )
+}
+
+/// The text beside a screenshot, for vision-language models: the action space, the task and
+/// its history (the image follows the text).
+pub fn screenshot_prompt(instruction: &str, previous: &str, width: u32, height: u32) -> String {
+    format!(
+        "{}\nTask: {instruction}\nPrevious actions: {previous}\nThe screenshot of the screen follows.",
+        action_space(width, height)
     )
 }
 
@@ -184,6 +200,11 @@ fn observe(
 ) -> (String, Option<Vec<Node>>) {
     match cfg.desktop.observation {
         DesktopObservation::Compact => (tiny::observation(&ep.desktop, nodes), None),
+        // the image goes beside the prompt; the record keeps the compact summary
+        DesktopObservation::Screenshot => (
+            tiny::observation(&ep.desktop, nodes),
+            Some(ep.tree(TreeOptions::default())),
+        ),
         DesktopObservation::A11yTree => {
             let full = ep.tree(TreeOptions::default());
             let count = |l: &str| policy.encode(l).map(|v| v.len()).unwrap_or(l.len());
@@ -203,6 +224,12 @@ fn prompt_for(cfg: &RunConfig, instruction: &str, previous: &str, observation: &
             instruction,
             previous,
             observation,
+            cfg.desktop.screen_width,
+            cfg.desktop.screen_height,
+        ),
+        DesktopObservation::Screenshot => screenshot_prompt(
+            instruction,
+            previous,
             cfg.desktop.screen_width,
             cfg.desktop.screen_height,
         ),
@@ -311,16 +338,26 @@ pub fn rollout(
         let mut allowed = Vec::with_capacity(active.len());
         let mut cands = Vec::with_capacity(active.len());
         let mut obs = Vec::with_capacity(active.len());
+        let visual = cfg.desktop.observation == DesktopObservation::Screenshot;
+        let mut chats = Vec::new();
         for &i in &active {
             let r = &live[i];
             let nodes = r.ep.tree(tiny::TREE);
             let (o, seen) = observe(&r.ep, &nodes, cfg, policy);
             let c = tiny::candidates(&r.ep.desktop, &nodes, &r.ep.task.task.instruction);
             let prev = previous_actions(&r.actions, window);
-            prompts.push(encode_chat(
-                policy,
-                &prompt_for(cfg, &r.ep.task.task.instruction, &prev, &o),
-            )?);
+            let text = prompt_for(cfg, &r.ep.task.task.instruction, &prev, &o);
+            if visual {
+                let full = seen.as_deref().unwrap_or(&nodes);
+                chats.push(vec![VisualMessage {
+                    role: "user".into(),
+                    text,
+                    png: Some(render::draw(&r.ep.desktop, full, false).png()),
+                }]);
+                prompts.push(vec![]); // the server's, image tokens included
+            } else {
+                prompts.push(encode_chat(policy, &text)?);
+            }
             if cfg.desktop.constrain_actions {
                 allowed.push(
                     c.iter()
@@ -335,7 +372,9 @@ pub fn rollout(
             seed: sp.seed.wrapping_add(step as u64 * 7919),
             ..sp.clone()
         };
-        let out = if cfg.desktop.constrain_actions {
+        let out = if visual {
+            policy.generate_visual(&chats, 1, &p)?
+        } else if cfg.desktop.constrain_actions {
             let longest = allowed.iter().flatten().map(Vec::len).max().unwrap_or(0);
             let p = SampleParams {
                 max_new_tokens: p.max_new_tokens.max(longest),
@@ -908,6 +947,10 @@ mod tests {
         c.validate().unwrap();
         c.desktop.tree_tokens = 10;
         assert!(c.validate().unwrap_err().contains("tree_tokens"));
+        c.desktop.tree_tokens = 10_000;
+        // screenshots are for evaluating a served vision-language model, not for training
+        c.desktop.observation = DesktopObservation::Screenshot;
+        assert!(c.validate().unwrap_err().contains("desktop eval"));
     }
 
     #[test]

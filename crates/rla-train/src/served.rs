@@ -167,6 +167,14 @@ impl Sampler for Served {
     fn score(&self, pairs: &[(Vec<u32>, Vec<u32>)]) -> rla_lm::Result<Vec<Vec<f32>>> {
         self.remote.score(pairs)
     }
+    fn generate_visual(
+        &self,
+        chats: &[Vec<rla_lm::VisualMessage>],
+        n: usize,
+        p: &SampleParams,
+    ) -> rla_lm::Result<Vec<Vec<Sample>>> {
+        self.remote.generate_visual(chats, n, p)
+    }
 }
 
 impl Learner for Served {

@@ -80,6 +80,41 @@ pub enum DesktopCmd {
         #[arg(long)]
         marks: bool,
     },
+    /// Play an evaluation split with a vision-language model on an inference server: each step
+    /// sends the screenshot (PNG, as a data URI) with the prompt to `/v1/chat/completions`, and
+    /// runs the answer (a `computer_use` tool call or pyautogui code) on the desktop.
+    Eval {
+        /// The server's base URL (repeat for more servers).
+        #[arg(long = "url", required = true)]
+        urls: Vec<String>,
+        /// The model's name on it.
+        #[arg(long)]
+        model: String,
+        /// Send `Authorization: Bearer <KEY>`, the key read from this environment variable.
+        #[arg(long)]
+        api_key_env: Option<String>,
+        /// Which tasks.
+        #[arg(long, value_enum, default_value = "in-domain")]
+        split: SplitArg,
+        /// How many (at most the split's size).
+        #[arg(long, default_value_t = 20)]
+        n: usize,
+        /// Screen size (the screenshot's too).
+        #[arg(long, default_value = "1920x1080")]
+        screen: String,
+        /// Most steps per episode.
+        #[arg(long, default_value_t = 15)]
+        step_limit: usize,
+        /// Most tokens per answer.
+        #[arg(long, default_value_t = 512)]
+        max_tokens: usize,
+        /// Seconds allowed for each request.
+        #[arg(long, default_value_t = 600.0)]
+        timeout_s: f64,
+        /// Print the steps of this many episodes.
+        #[arg(long, default_value_t = 0)]
+        show: usize,
+    },
     /// Step the desktop with random valid actions, the accessibility tree computed every step;
     /// prints steps per second on one core.
     Bench {
@@ -152,7 +187,101 @@ pub fn run(cmd: DesktopCmd) -> Result<()> {
             Ok(())
         }
         DesktopCmd::Bench { steps, seed } => bench(steps, seed),
+        DesktopCmd::Eval {
+            urls,
+            model,
+            api_key_env,
+            split,
+            n,
+            screen: sc,
+            step_limit,
+            max_tokens,
+            timeout_s,
+            show,
+        } => {
+            if step_limit == 0 {
+                bail!("--step-limit 0: an episode needs at least one step");
+            }
+            if !(timeout_s > 0.0 && timeout_s.is_finite()) {
+                bail!("--timeout-s must be positive");
+            }
+            let (w, h) = screen(&sc)?;
+            let mut ends = rla_remote::client::Endpoints::one(&urls[0], &model);
+            ends.urls = urls
+                .iter()
+                .map(|u| u.trim_end_matches('/').to_string())
+                .collect();
+            ends.api_key = crate::serve_cmd::api_key(api_key_env.as_deref())?;
+            ends.timeout = std::time::Duration::from_secs_f64(timeout_s);
+            let vlm =
+                rla_remote::client::RemoteSampler::new(rla_remote::client::ServerTokenizer, ends)?;
+            vision_eval(&vlm, split, n, (w, h), step_limit, max_tokens, show)
+        }
     }
+}
+
+/// Plays `n` tasks of `split` with `vlm` on screenshots; prints the success rate.
+fn vision_eval(
+    vlm: &dyn rla_lm::Sampler,
+    split: SplitArg,
+    n: usize,
+    (w, h): (u32, u32),
+    step_limit: usize,
+    max_tokens: usize,
+    show: usize,
+) -> Result<()> {
+    use rla_train::config::{DesktopObservation, RunConfig, SettingName};
+    use rla_train::setting::Split as S;
+    let mut cfg = RunConfig {
+        setting: SettingName::Desktop,
+        ..Default::default()
+    };
+    cfg.desktop.observation = DesktopObservation::Screenshot;
+    cfg.desktop.constrain_actions = false;
+    (cfg.desktop.screen_width, cfg.desktop.screen_height) = (w, h);
+    let tasks = rla_train::desktop::split_tasks(
+        match split {
+            SplitArg::InDomain => S::InDomain,
+            SplitArg::Ood => S::Ood,
+            SplitArg::Validation => S::Validation,
+            SplitArg::Train => S::Train,
+        },
+        n,
+    );
+    if tasks.is_empty() {
+        bail!("no tasks to play (--n {n})");
+    }
+    let bar = rla_train::bar((tasks.len() * step_limit) as u64, "eval");
+    let trajs = rla_train::desktop::rollout(
+        vlm,
+        &cfg,
+        &tasks,
+        1,
+        step_limit,
+        &rla_lm::SampleParams::greedy(max_tokens),
+        false,
+        Some(&bar),
+    )?;
+    bar.finish_and_clear();
+    for (t, spec) in trajs.iter().zip(&tasks).take(show) {
+        let task = family::generate(spec).task;
+        println!("task {}: {} (score {})", task.id, task.instruction, t.score);
+        for (i, s) in t.steps.iter().enumerate() {
+            let error = s
+                .error
+                .as_deref()
+                .map(|e| format!(" — failed: {e}"))
+                .unwrap_or_default();
+            println!("  {:>2}. {}{error}", i + 1, s.action);
+        }
+    }
+    let solved = trajs.iter().filter(|t| t.score >= 1.0).count();
+    println!(
+        "success on {} {split:?} tasks: {:.3} ({solved} solved)",
+        tasks.len(),
+        solved as f64 / tasks.len() as f64
+    );
+    Ok(())
 }
 
 fn play(task: PathBuf, (w, h): (u32, u32)) -> Result<()> {

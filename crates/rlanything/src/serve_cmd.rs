@@ -49,12 +49,7 @@ pub fn run(a: Args) -> Result<()> {
     });
     let addr = format!("{}:{}", a.host, a.port);
     let options = rla_remote::server::Options {
-        api_key: match &a.api_key_env {
-            Some(v) => Some(std::env::var(v).with_context(|| {
-                format!("--api-key-env: the environment variable {v} is not set")
-            })?),
-            None => None,
-        },
+        api_key: api_key(a.api_key_env.as_deref())?,
         ..Default::default()
     };
     let loaders = rla_remote::server::Loaders::<Lm> {
@@ -119,14 +114,18 @@ pub struct ProbeArgs {
     pub timeout_s: f64,
 }
 
+/// The API key of `--api-key-env VAR`: the variable's value.
+pub fn api_key(var: Option<&str>) -> Result<Option<String>> {
+    match var {
+        Some(v) => Ok(Some(std::env::var(v).with_context(|| {
+            format!("--api-key-env: the environment variable {v} is not set")
+        })?)),
+        None => Ok(None),
+    }
+}
+
 pub fn probe(a: ProbeArgs) -> Result<()> {
-    let key =
-        match &a.api_key_env {
-            Some(v) => Some(std::env::var(v).with_context(|| {
-                format!("--api-key-env: the environment variable {v} is not set")
-            })?),
-            None => None,
-        };
+    let key = api_key(a.api_key_env.as_deref())?;
     if !(a.timeout_s > 0.0 && a.timeout_s.is_finite()) {
         anyhow::bail!("--timeout-s must be positive");
     }
