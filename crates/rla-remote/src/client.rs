@@ -411,35 +411,17 @@ impl<C: Codec> RemoteSampler<C> {
         }
     }
 
-    /// [`Self::push_once`], tried again with back-off on a transport error.
+    /// Loads `w` on one server (each call tried again on a dropped connection).
     fn push_weights(&self, ep: &Endpoint, version: u64, w: &Weights) -> Result<(), RemoteError> {
-        let mut attempt = 0;
-        loop {
-            match self.push_once(ep, version, w) {
-                Err(RemoteError::Transport { message, .. })
-                    if attempt + 1 < self.cfg.tries.max(1) && !refused(&message) =>
-                {
-                    std::thread::sleep(Duration::from_millis(100 << attempt.min(6)));
-                    attempt += 1;
-                }
-                r => return r,
-            }
-        }
-    }
-
-    fn push_once(&self, ep: &Endpoint, version: u64, w: &Weights) -> Result<(), RemoteError> {
-        let key = self.cfg.api_key.as_deref();
         let res = match w {
             Weights::Initial => Ok(()),
-            Weights::Disk(dir) => post(
-                &self.agent,
+            Weights::Disk(dir) => self.post_retried(
                 &format!("{}/update_weights_from_disk", ep.url),
-                key,
                 &serde_json::json!({"model_path": dir}),
             ),
             Weights::Adapter { name, dir } => {
                 let url = format!("{}{}", ep.url, self.cfg.lora_api.paths().0);
-                match post(&self.agent, &url, key, &load_body(name, dir)) {
+                match self.post_retried(&url, &load_body(name, dir)) {
                     // vLLM refuses a name it has (a server that kept it while unreachable)
                     Err(RemoteError::Status {
                         status: 400,
