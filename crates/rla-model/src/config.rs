@@ -1,4 +1,4 @@
-//! Hugging Face `config.json` for the Qwen2 and Qwen3 architectures.
+//! Hugging Face `config.json` for the Llama, Qwen2 and Qwen3 architectures.
 
 use crate::ModelError;
 use serde::{Deserialize, Serialize};
@@ -11,6 +11,8 @@ pub enum Arch {
     Qwen2,
     /// `Qwen3ForCausalLM`: per-head RMSNorm on q and k, explicit `head_dim`.
     Qwen3,
+    /// `LlamaForCausalLM`: no biases unless `attention_bias`, Llama 3's `rope_scaling`.
+    Llama,
 }
 
 impl Arch {
@@ -19,6 +21,16 @@ impl Arch {
         match self {
             Arch::Qwen2 => "Qwen2ForCausalLM",
             Arch::Qwen3 => "Qwen3ForCausalLM",
+            Arch::Llama => "LlamaForCausalLM",
+        }
+    }
+
+    /// transformers' `model_type`.
+    pub fn model_type(self) -> &'static str {
+        match self {
+            Arch::Qwen2 => "qwen2",
+            Arch::Qwen3 => "qwen3",
+            Arch::Llama => "llama",
         }
     }
 }
@@ -95,11 +107,12 @@ impl ModelConfig {
             match a.as_str() {
                 "Qwen2ForCausalLM" => return Ok(Arch::Qwen2),
                 "Qwen3ForCausalLM" => return Ok(Arch::Qwen3),
+                "LlamaForCausalLM" => return Ok(Arch::Llama),
                 _ => {}
             }
         }
         Err(format!(
-            "unsupported architecture {:?}; supported: Qwen2ForCausalLM, Qwen3ForCausalLM",
+            "unsupported architecture {:?}; supported: LlamaForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM",
             self.architectures
         ))
     }
@@ -125,12 +138,81 @@ impl ModelConfig {
 
     /// Whether o_proj carries a bias.
     pub fn o_bias(&self) -> bool {
-        matches!(self.arch(), Ok(Arch::Qwen3)) && self.attention_bias.unwrap_or(false)
+        matches!(self.arch(), Ok(Arch::Qwen3 | Arch::Llama)) && self.attention_bias.unwrap_or(false)
+    }
+
+    /// The rotary inverse frequencies `[head_dim / 2]`, after `rope_scaling` (none, `default`,
+    /// `linear`, or Llama 3's `llama3`, as transformers computes them).
+    pub fn inv_freq(&self) -> Result<Vec<f64>, String> {
+        let hd = self.head_dim();
+        let base: Vec<f64> = (0..hd / 2)
+            .map(|i| 1.0 / self.rope_theta.powf(2.0 * i as f64 / hd as f64))
+            .collect();
+        let scaling = match self.extra.get("rope_scaling") {
+            None | Some(serde_json::Value::Null) => return Ok(base),
+            Some(serde_json::Value::Object(o)) => o,
+            Some(v) => return Err(format!("rope_scaling = {v}: an object or null")),
+        };
+        let kind = scaling
+            .get("rope_type")
+            .or_else(|| scaling.get("type"))
+            .and_then(|t| t.as_str())
+            .unwrap_or("default");
+        let num = |k: &str| -> Result<f64, String> {
+            scaling
+                .get(k)
+                .and_then(|v| v.as_f64())
+                .ok_or_else(|| format!("rope_scaling of type {kind} needs the number {k}"))
+        };
+        match kind {
+            "default" => Ok(base),
+            "linear" => {
+                let f = num("factor")?;
+                if f <= 0.0 {
+                    return Err(format!("rope_scaling.factor = {f}: positive"));
+                }
+                Ok(base.into_iter().map(|x| x / f).collect())
+            }
+            "llama3" => {
+                let (f, lo, hi, old) = (
+                    num("factor")?,
+                    num("low_freq_factor")?,
+                    num("high_freq_factor")?,
+                    num("original_max_position_embeddings")?,
+                );
+                if f <= 0.0 || lo <= 0.0 || hi <= lo || old <= 0.0 {
+                    return Err(format!(
+                        "rope_scaling (llama3): factor {f}, low_freq_factor {lo}, high_freq_factor {hi}, original_max_position_embeddings {old}: positive, with high above low"
+                    ));
+                }
+                let (lo_wave, hi_wave) = (old / lo, old / hi);
+                Ok(base
+                    .into_iter()
+                    .map(|x| {
+                        let wave = 2.0 * std::f64::consts::PI / x;
+                        if wave < hi_wave {
+                            x
+                        } else if wave > lo_wave {
+                            x / f
+                        } else {
+                            let smooth = (old / wave - lo) / (hi - lo);
+                            (1.0 - smooth) * x / f + smooth * x
+                        }
+                    })
+                    .collect())
+            }
+            other => Err(format!(
+                "rope_scaling of type {other} is not supported: default, linear or llama3"
+            )),
+        }
     }
 
     /// Checks the shape parameters.
     pub fn validate(&self) -> Result<(), String> {
         self.arch()?;
+        if self.extra.get("mlp_bias").and_then(|v| v.as_bool()) == Some(true) {
+            return Err("mlp_bias = true is not supported (the MLP has no biases here)".into());
+        }
         for (k, v) in [
             ("vocab_size", self.vocab_size),
             ("hidden_size", self.hidden_size),
@@ -158,6 +240,7 @@ impl ModelConfig {
         if self.head_dim.is_none() && !self.hidden_size.is_multiple_of(self.num_attention_heads) {
             return Err("hidden_size must be a multiple of num_attention_heads".into());
         }
+        self.inv_freq()?;
         Ok(())
     }
 
@@ -202,7 +285,11 @@ impl ModelConfig {
             self.num_attention_heads * self.head_dim(),
             self.kv_heads() * self.head_dim(),
         );
-        let attn = h * q + 2 * h * kv + q * h + if self.qkv_bias() { q + 2 * kv } else { 0 };
+        let attn = h * q
+            + 2 * h * kv
+            + q * h
+            + if self.qkv_bias() { q + 2 * kv } else { 0 }
+            + if self.o_bias() { h } else { 0 };
         let norms = 2 * h
             + if matches!(self.arch(), Ok(Arch::Qwen3)) {
                 2 * self.head_dim()

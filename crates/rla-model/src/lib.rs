@@ -7,6 +7,7 @@
 pub mod batch;
 pub mod config;
 pub mod fused;
+pub mod gguf;
 pub mod lm;
 pub mod lora;
 pub mod loss;

@@ -1,7 +1,7 @@
-//! A decoder-only transformer of the Qwen2 / Qwen3 architectures, written only with candle ops
+//! A decoder-only transformer of the Llama / Qwen2 / Qwen3 architectures, written only with candle ops
 //! that carry gradients: a plain RMSNorm, a plain rotary embedding (rotate-half), `exp`/`sum`
 //! softmax, grouped-query attention, SwiGLU, optional q/k/v biases (Qwen2), per-head q/k norms
-//! (Qwen3), tied or untied embeddings, and optional LoRA adapters on every projection.
+//! (Qwen3), scaled rotary frequencies (Llama 3), tied or untied embeddings, and optional LoRA adapters on every projection.
 
 use crate::config::{Arch, ModelConfig};
 use crate::fused::{self, rms_norm};
@@ -271,8 +271,11 @@ impl Transformer {
             });
         }
         let hd = cfg.head_dim();
-        let inv: Vec<f32> = (0..hd / 2)
-            .map(|i| (1.0 / cfg.rope_theta.powf(2.0 * i as f64 / hd as f64)) as f32)
+        let inv: Vec<f32> = cfg
+            .inv_freq()
+            .map_err(ModelError::Config)?
+            .into_iter()
+            .map(|x| x as f32)
             .collect();
         Ok(Transformer {
             cfg: cfg.clone(),

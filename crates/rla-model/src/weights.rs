@@ -185,10 +185,7 @@ pub fn save_model(model: &Transformer, dir: &Path) -> Result<(), ModelError> {
     let mut cfg = model.cfg.clone();
     cfg.torch_dtype = Some(dtype_name(model.dtype).to_string());
     // The keys transformers' AutoConfig needs.
-    let model_type = match model.arch {
-        crate::config::Arch::Qwen2 => "qwen2",
-        crate::config::Arch::Qwen3 => "qwen3",
-    };
+    let model_type = model.arch.model_type();
     cfg.extra.entry("model_type").or_insert(model_type.into());
     cfg.extra.entry("hidden_act").or_insert("silu".into());
     cfg.extra

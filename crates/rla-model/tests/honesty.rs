@@ -17,8 +17,26 @@ fn tiny(arch: Arch, tied: bool) -> ModelConfig {
     if arch == Arch::Qwen3 {
         c.head_dim = Some(16); // wider than hidden / heads, as in real Qwen3
     }
+    if arch == Arch::Llama {
+        // Llama 3's scaled frequencies, short enough to change every one of them here
+        c.extra.insert(
+            "rope_scaling".into(),
+            serde_json::json!({"rope_type": "llama3", "factor": 4.0, "low_freq_factor": 1.0,
+                "high_freq_factor": 4.0, "original_max_position_embeddings": 16}),
+        );
+    }
     c
 }
+
+/// Every architecture, tied and untied.
+const ARCHS: [(Arch, bool); 6] = [
+    (Arch::Qwen2, false),
+    (Arch::Qwen2, true),
+    (Arch::Qwen3, false),
+    (Arch::Qwen3, true),
+    (Arch::Llama, false),
+    (Arch::Llama, true),
+];
 
 fn model(cfg: &ModelConfig, dtype: DType, seed: u64) -> Transformer {
     let t = init_tensors(cfg, seed, dtype, &Device::Cpu).unwrap();
@@ -47,13 +65,11 @@ fn ids(rows: &[&[u32]]) -> Tensor {
 
 #[test]
 fn every_trainable_variable_gets_a_gradient() {
-    for (arch, tied) in [
-        (Arch::Qwen2, false),
-        (Arch::Qwen2, true),
-        (Arch::Qwen3, false),
-        (Arch::Qwen3, true),
-    ] {
-        let cfg = tiny(arch, tied);
+    for (arch, tied) in ARCHS {
+        let mut cfg = tiny(arch, tied);
+        if arch == Arch::Llama && !tied {
+            cfg.attention_bias = Some(true); // q, k, v and o biases
+        }
         let mut m = model(&cfg, DType::F32, 1);
         let vars = m.make_trainable().unwrap();
         let x = ids(&[&[1, 5, 9, 2, 7], &[3, 3, 8, 1, 0]]);
@@ -104,15 +120,25 @@ fn reference_config(cfg: &ModelConfig) -> serde_json::Value {
     v
 }
 
+/// candle-transformers' Llama (rope scaling included) with its KV cache.
+fn llama(
+    rc: serde_json::Value,
+    vb: candle_nn::VarBuilder,
+) -> (
+    candle_transformers::models::llama::Llama,
+    candle_transformers::models::llama::Cache,
+) {
+    use candle_transformers::models::llama;
+    let c: llama::LlamaConfig = serde_json::from_value(rc).unwrap();
+    let c = c.into_config(false);
+    let cache = llama::Cache::new(true, DType::F32, &c, &Device::Cpu).unwrap();
+    (llama::Llama::load(vb, &c).unwrap(), cache)
+}
+
 #[test]
 fn logits_equal_candle_transformers_reference_models() {
     use candle_nn::VarBuilder;
-    for (arch, tied) in [
-        (Arch::Qwen2, false),
-        (Arch::Qwen2, true),
-        (Arch::Qwen3, false),
-        (Arch::Qwen3, true),
-    ] {
+    for (arch, tied) in ARCHS {
         let cfg = tiny(arch, tied);
         let m = model(&cfg, DType::F32, 2);
         let tensors: HashMap<String, Tensor> = m.named_tensors().into_iter().collect();
@@ -143,6 +169,10 @@ fn logits_equal_candle_transformers_reference_models() {
                     candle_transformers::models::qwen3::ModelForCausalLM::new(&c, vb).unwrap();
                 r.forward(&x, 0).unwrap()
             }
+            Arch::Llama => {
+                let (r, mut cache) = llama(rc, vb);
+                r.forward(&x, 0, &mut cache).unwrap()
+            }
         };
         let ours_last = ours.narrow(1, 6, 1).unwrap();
         let diff = (ours_last - theirs_last.reshape((2, 1, 61)).unwrap())
@@ -162,7 +192,7 @@ fn logits_of_every_position_equal_the_reference_with_its_own_cache() {
     // The reference returns only the last position; step it one token at a time with its own
     // KV cache and compare every position.
     use candle_nn::VarBuilder;
-    for arch in [Arch::Qwen2, Arch::Qwen3] {
+    for arch in [Arch::Qwen2, Arch::Qwen3, Arch::Llama] {
         let cfg = tiny(arch, false);
         let m = model(&cfg, DType::F32, 3);
         let tensors: HashMap<String, Tensor> = m.named_tensors().into_iter().collect();
@@ -189,6 +219,10 @@ fn logits_of_every_position_equal_the_reference_with_its_own_cache() {
                 let mut r =
                     candle_transformers::models::qwen3::ModelForCausalLM::new(&c, vb).unwrap();
                 Box::new(move |t, o| r.forward(t, o).unwrap())
+            }
+            Arch::Llama => {
+                let (r, mut cache) = llama(rc, vb);
+                Box::new(move |t, o| r.forward(t, o, &mut cache).unwrap())
             }
         };
         for (i, &tok) in seq.iter().enumerate() {
@@ -328,7 +362,7 @@ fn greedy(m: &Transformer, prompt: &[u32], n: usize, cache: bool) -> Vec<u32> {
 
 #[test]
 fn greedy_generation_with_kv_cache_equals_without() {
-    for arch in [Arch::Qwen2, Arch::Qwen3] {
+    for arch in [Arch::Qwen2, Arch::Qwen3, Arch::Llama] {
         let cfg = tiny(arch, true);
         // larger weights so that the argmax changes from step to step
         let t: std::collections::BTreeMap<String, Tensor> =

@@ -79,13 +79,30 @@ pub enum LmCmd {
         #[arg(long)]
         force: bool,
     },
+    /// Convert a GGUF file (llama.cpp's format; Llama architecture) into a checkpoint folder
+    /// that every other command reads: config.json, model.safetensors, tokenizer.json,
+    /// tokenizer_config.json (with the chat template) and generation_config.json.
+    Convert {
+        /// The GGUF file.
+        #[arg(long)]
+        gguf: PathBuf,
+        /// Output folder.
+        #[arg(long)]
+        out: PathBuf,
+        /// The dtype of the saved weights (f32 keeps the dequantised values exactly).
+        #[arg(long, default_value = "f32")]
+        dtype: String,
+        /// Replace a checkpoint already in the output folder.
+        #[arg(long)]
+        force: bool,
+    },
 }
 
 /// The tiny-model TOML.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TinyConfig {
-    /// qwen2 or qwen3.
+    /// llama, qwen2 or qwen3.
     pub arch: String,
     /// Width.
     pub hidden_size: usize,
@@ -137,7 +154,8 @@ impl TinyConfig {
         let arch = match self.arch.as_str() {
             "qwen2" => Arch::Qwen2,
             "qwen3" => Arch::Qwen3,
-            a => bail!("arch = {a:?}: use \"qwen2\" or \"qwen3\""),
+            "llama" => Arch::Llama,
+            a => bail!("arch = {a:?}: use \"llama\", \"qwen2\" or \"qwen3\""),
         };
         if self.num_attention_heads == 0
             || !self.hidden_size.is_multiple_of(self.num_attention_heads)
@@ -270,6 +288,36 @@ pub fn run(cmd: LmCmd) -> Result<()> {
                 out.display(),
                 cfg.num_params(),
                 lm.tok.vocab_size()
+            );
+        }
+        LmCmd::Convert {
+            gguf,
+            out,
+            dtype,
+            force,
+        } => {
+            if !force && out.join("config.json").exists() {
+                bail!(
+                    "{} already holds a model; pass --force to replace it, or choose another --out",
+                    out.display()
+                );
+            }
+            let dt = parse_dtype(&dtype).map_err(anyhow::Error::msg)?;
+            let c = rla_model::gguf::convert(&gguf, &out, dt)?;
+            let types: Vec<String> = c.types.iter().map(|(t, n)| format!("{n} {t}")).collect();
+            println!(
+                "{}{}: {} parameters ({} layers, hidden {}, {} heads / {} KV heads, vocabulary {}, {} embeddings); tensors {}; written to {} in {dtype}",
+                gguf.display(),
+                c.name.map(|n| format!(" ({n})")).unwrap_or_default(),
+                c.config.num_params(),
+                c.config.num_hidden_layers,
+                c.config.hidden_size,
+                c.config.num_attention_heads,
+                c.config.kv_heads(),
+                c.config.vocab_size,
+                if c.config.tie_word_embeddings { "tied" } else { "untied" },
+                types.join(", "),
+                out.display()
             );
         }
     }
