@@ -188,9 +188,11 @@ pub fn save_model(model: &Transformer, dir: &Path) -> Result<(), ModelError> {
     let model_type = model.arch.model_type();
     cfg.extra.entry("model_type").or_insert(model_type.into());
     cfg.extra.entry("hidden_act").or_insert("silu".into());
-    cfg.extra
-        .entry("use_sliding_window")
-        .or_insert(false.into());
+    if model.arch != crate::config::Arch::Llama {
+        cfg.extra
+            .entry("use_sliding_window")
+            .or_insert(false.into());
+    }
     let json = serde_json::to_string_pretty(&cfg).map_err(|e| ModelError::Other(e.to_string()))?;
     save_tensors(&model.named_tensors(), &dir.join("model.safetensors"))?;
     write_atomic(&dir.join("config.json"), json.as_bytes())
