@@ -13,6 +13,9 @@ use serde_json::{json, Map};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+/// How many tensors had each GGUF type.
+pub type TypeCounts = BTreeMap<String, usize>;
+
 /// An open GGUF file.
 pub struct Gguf {
     path: PathBuf,
@@ -25,7 +28,7 @@ pub struct Converted {
     /// The configuration.
     pub config: ModelConfig,
     /// The tensors' GGUF types and how many tensors had each.
-    pub types: BTreeMap<String, usize>,
+    pub types: TypeCounts,
     /// The model's name in the file (`general.name`), if any.
     pub name: Option<String>,
 }
@@ -285,7 +288,7 @@ impl Gguf {
     pub fn tensors(
         &self,
         cfg: &ModelConfig,
-    ) -> Result<(BTreeMap<String, Tensor>, BTreeMap<String, usize>), ModelError> {
+    ) -> Result<(BTreeMap<String, Tensor>, TypeCounts), ModelError> {
         let mut out = BTreeMap::new();
         let mut types = BTreeMap::new();
         let mut take = |gguf: &str, hf: String, heads: Option<usize>| -> Result<(), ModelError> {

@@ -68,7 +68,11 @@ fn smollm2_converts_answers_and_matches_transformers() {
     let out = dir.path().join("smollm2");
     let c = rla_model::gguf::convert(&file, &out, DType::F32).unwrap();
     assert_eq!(
-        (c.config.num_hidden_layers, c.config.hidden_size, c.config.vocab_size),
+        (
+            c.config.num_hidden_layers,
+            c.config.hidden_size,
+            c.config.vocab_size
+        ),
         (30, 576, 49152)
     );
     let m = Lm::load(&out, DType::F32, &Device::Cpu).unwrap();
@@ -79,7 +83,10 @@ fn smollm2_converts_answers_and_matches_transformers() {
         vec![1],
         "<|im_start|> is one token"
     );
-    assert!(prompt.iter().filter(|&&t| t == 1).count() == 3, "{prompt:?}");
+    assert!(
+        prompt.iter().filter(|&&t| t == 1).count() == 3,
+        "{prompt:?}"
+    );
     // a coherent answer, ended by <|im_end|>
     let s = m
         .generate(std::slice::from_ref(&prompt), 1, &SampleParams::greedy(24))
@@ -90,7 +97,10 @@ fn smollm2_converts_answers_and_matches_transformers() {
     assert_eq!(s.finish, rla_lm::Finish::Eos, "{:?}", s.text);
 
     // the same file in transformers
-    let scored = chat(&m, "You see a fridge 1 and a cabinet 2. Your task is to: open the fridge.");
+    let scored = chat(
+        &m,
+        "You see a fridge 1 and a cabinet 2. Your task is to: open the fridge.",
+    );
     let answer = m.encode("Action: go to fridge 1").unwrap();
     let full: Vec<u32> = scored.iter().chain(&answer).copied().collect();
     let lps = m
@@ -142,6 +152,10 @@ fn smollm2_converts_answers_and_matches_transformers() {
     // the same token ids for every text (special tokens, spaces, tabs, unicode, digits)
     assert_eq!(r["token_ids_differ"].as_array().unwrap().len(), 0, "{r}");
     if let Some(l) = r.get("llama_cpp_differ") {
-        assert_eq!(l.as_array().unwrap().len(), 0, "llama.cpp tokenises otherwise: {l}");
+        assert_eq!(
+            l.as_array().unwrap().len(),
+            0,
+            "llama.cpp tokenises otherwise: {l}"
+        );
     }
 }
