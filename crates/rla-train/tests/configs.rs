@@ -12,6 +12,7 @@ fn shipped_configs_are_valid() {
         "alfworld-qwen2.5-7b-vllm.toml",
         "coding-tiny.toml",
         "desktop-tiny.toml",
+        "smollm2-household.toml",
     ] {
         let c = RunConfig::load(&dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e:#}"));
         assert!(c.iterations > 0);

@@ -27,6 +27,10 @@ pub enum BenchCmd {
         /// Also save the benchmark checkpoint here (for benchmarks/lm_bench_torch.py).
         #[arg(long)]
         save: Option<PathBuf>,
+        /// Measure this checkpoint instead of a tiny random model (such as one `lm convert`
+        /// wrote); --hidden, --layers and --vocab are then the checkpoint's.
+        #[arg(long, conflicts_with = "save")]
+        model: Option<PathBuf>,
         /// Threads (default: RAYON_NUM_THREADS, else the physical cores).
         #[arg(long)]
         threads: Option<usize>,
@@ -164,6 +168,7 @@ pub fn run(cmd: BenchCmd) -> Result<()> {
         layers,
         vocab,
         save,
+        model,
         threads,
         only,
         reps,
@@ -172,24 +177,44 @@ pub fn run(cmd: BenchCmd) -> Result<()> {
     let wanted = |m: Measurement| only.is_empty() || only.contains(&m);
     // no tensor op has run yet, so the kernels' thread pools start with this count
     let threads = rla_model::set_thread_count(threads);
-    let tok = build_word_level(&corpus(vocab), 1)?;
-    let mut cfg = ModelConfig::tiny(
-        Arch::Qwen3,
-        tok.vocab_size().max(vocab),
-        hidden,
-        layers,
-        (hidden / 64).max(1),
-        (hidden / 128).max(1),
-    );
-    cfg.intermediate_size = hidden * 3;
-    let mut lm = Lm::init(&cfg, tok, 0, DType::F32, &Device::Cpu)?;
+    let (mut lm, cfg) = match &model {
+        Some(dir) => {
+            let lm = Lm::load(dir, DType::F32, &Device::Cpu)?;
+            let cfg = lm.model.cfg.clone();
+            (lm, cfg)
+        }
+        None => {
+            let tok = build_word_level(&corpus(vocab), 1)?;
+            let mut cfg = ModelConfig::tiny(
+                Arch::Qwen3,
+                tok.vocab_size().max(vocab),
+                hidden,
+                layers,
+                (hidden / 64).max(1),
+                (hidden / 128).max(1),
+            );
+            cfg.intermediate_size = hidden * 3;
+            (Lm::init(&cfg, tok, 0, DType::F32, &Device::Cpu)?, cfg)
+        }
+    };
     lm.tok.eos_ids.clear(); // run every decode to its full length
     if let Some(dir) = &save {
         lm.save(dir)?;
     }
     let n = cfg.num_params() as f64;
     let (peak, peak_desc) = cpu_peak(threads);
-    println!("model: Qwen3 architecture, {:.2} M parameters (hidden {hidden}, {layers} layers, vocab {})", n / 1e6, cfg.vocab_size);
+    println!(
+        "model: {}{:?} architecture, {:.2} M parameters (hidden {}, {} layers, vocab {})",
+        model
+            .as_ref()
+            .map(|d| format!("{}, ", d.display()))
+            .unwrap_or_default(),
+        lm.model.arch,
+        n / 1e6,
+        cfg.hidden_size,
+        cfg.num_hidden_layers,
+        cfg.vocab_size
+    );
     println!("peak:  {peak_desc}");
     println!("{:<22} {:>12} {:>10}", "measurement", "tokens/s", "MFU");
     let report = |name: &str, tokens: f64, secs: f64, flops_per_token: f64| {

@@ -66,6 +66,19 @@ pub struct EvalArgs {
     /// Print the first N episodes step by step.
     #[arg(long, default_value_t = 0)]
     pub show: usize,
+    /// Most tokens of each answer (a pretrained model reasons before its `\boxed{}`).
+    #[arg(long, default_value_t = 16)]
+    pub max_tokens: usize,
+    /// Then judge every step played this many times with the judge's prompt (sampled at
+    /// temperature 1), and print the judge's quality against the expert's step labels.
+    #[arg(long, default_value_t = 0)]
+    pub judge: usize,
+    /// The judge (default: the policy checkpoint itself).
+    #[arg(long)]
+    pub judge_model: Option<PathBuf>,
+    /// Most tokens of each verdict.
+    #[arg(long, default_value_t = 128)]
+    pub judge_tokens: usize,
     /// Take the history window, prompt style, constraint and step limit from a run's config
     /// (e.g. `runs/quickstart/config.toml`) instead of the flags.
     #[arg(long)]
@@ -266,8 +279,14 @@ pub fn run_eval(a: EvalArgs) -> Result<()> {
     ep.notes |= a.notes;
     ep.constrained |= a.constrained || ep.style == rla_train::prompts::PromptStyle::Unlisted;
     let bar = rla_train::bar((n * ep.step_limit) as u64, "eval");
-    let trajs = rla_train::rollout::evaluate_episodes(&lm, &tasks[..n], ep, 16, Some(&bar))?;
+    if a.max_tokens == 0 {
+        bail!("--max-tokens 0: an answer needs at least one token");
+    }
+    let started = std::time::Instant::now();
+    let trajs =
+        rla_train::rollout::evaluate_episodes(&lm, &tasks[..n], ep, a.max_tokens, Some(&bar))?;
     bar.finish_and_clear();
+    let played = started.elapsed().as_secs_f64();
     for (t, task) in trajs.iter().zip(&tasks[..n]).take(a.show) {
         println!(
             "task: {} ({})",
@@ -279,11 +298,72 @@ pub fn run_eval(a: EvalArgs) -> Result<()> {
         }
     }
     let s = trajs.iter().filter(|t| t.won).count() as f64 / n.max(1) as f64;
+    let steps: usize = trajs.iter().map(|t| t.steps.len()).sum();
     println!(
-        "{} success on {n} {} tasks: {s:.3}",
+        "{} success on {n} {} tasks: {s:.3} ({steps} steps in {played:.0} s)",
         a.model.display(),
         a.split
     );
+    if a.judge > 0 {
+        judge_steps(&a, &lm, &tasks[..n], &trajs)?;
+    }
+    Ok(())
+}
+
+/// The judge's verdicts on the steps of `trajs`, and its quality against the expert's labels.
+fn judge_steps(
+    a: &EvalArgs,
+    policy: &rla_model::Lm,
+    tasks: &[rla_env::household::task::TaskSpec],
+    trajs: &[rla_train::rollout::Trajectory],
+) -> Result<()> {
+    let own;
+    let judge = match &a.judge_model {
+        Some(d) => {
+            own = rla_model::Lm::load(d, candle_core::DType::F32, &candle_core::Device::Cpu)?;
+            &own
+        }
+        None => policy,
+    };
+    let steps: usize = trajs.iter().map(|t| t.steps.len()).sum();
+    let bar = rla_train::bar(steps as u64, "judge");
+    let sp = rla_lm::SampleParams {
+        temperature: 1.0,
+        max_new_tokens: a.judge_tokens,
+        ..Default::default()
+    };
+    let started = std::time::Instant::now();
+    let verdicts = rla_train::rollout::judge(judge, tasks, trajs, a.judge, &sp, Some(&bar))?;
+    bar.finish_and_clear();
+    let secs = started.elapsed().as_secs_f64();
+    let labelled = trajs.iter().zip(&verdicts).flat_map(|(t, vs)| {
+        t.steps
+            .iter()
+            .zip(vs)
+            .map(move |(s, v)| (t.won, s.progress, v))
+    });
+    let q = rla_train::rollout::step_judge_quality(labelled);
+    let all: Vec<&rla_core::reward::StepScore> =
+        verdicts.iter().flatten().flat_map(|v| &v.scores).collect();
+    let parsed = all
+        .iter()
+        .filter(|s| **s != &rla_core::reward::StepScore::Unparsed)
+        .count();
+    let shown = |x: Option<f64>| x.map_or("n/a".into(), |x| format!("{x:.3}"));
+    println!(
+        "judge: {} verdicts on {steps} steps in {secs:.0} s; with a \\boxed{{±1}}: {parsed} ({:.1}%); \
+         process accuracy {} (against the expert's labels), outcome accuracy {}, p+ {}, p- {}, μ {}",
+        all.len(),
+        100.0 * parsed as f64 / all.len().max(1) as f64,
+        shown(q.process_acc),
+        shown(q.outcome_acc),
+        shown(q.calibration.p_plus()),
+        shown(q.calibration.p_minus()),
+        shown(q.calibration.mu()),
+    );
+    if let Some(v) = verdicts.iter().flatten().next() {
+        println!("a verdict: {:?}", v.texts[0]);
+    }
     Ok(())
 }
 
