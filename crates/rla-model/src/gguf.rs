@@ -122,12 +122,15 @@ impl Gguf {
             .transpose()
     }
 
-    fn strings(&self, key: &str) -> Result<Vec<String>, ModelError> {
-        let arr = self
-            .need(key)?
+    fn array(&self, key: &str) -> Result<&Vec<Value>, ModelError> {
+        self.need(key)?
             .to_vec()
-            .map_err(|_| self.bad(key, "not an array"))?;
-        arr.iter()
+            .map_err(|_| self.bad(key, "not an array"))
+    }
+
+    fn strings(&self, key: &str) -> Result<Vec<String>, ModelError> {
+        self.array(key)?
+            .iter()
             .enumerate()
             .map(|(i, v)| {
                 v.to_string()
@@ -138,11 +141,8 @@ impl Gguf {
     }
 
     fn ints(&self, key: &str) -> Result<Vec<i64>, ModelError> {
-        let arr = self
-            .need(key)?
-            .to_vec()
-            .map_err(|_| self.bad(key, "not an array"))?;
-        arr.iter()
+        self.array(key)?
+            .iter()
             .enumerate()
             .map(|(i, v)| match v {
                 Value::I32(x) => Ok(*x as i64),

@@ -169,8 +169,10 @@ fn generate_inner(
     let ps = Tensor::from_vec(pos, (np, lmax), &dev)?;
     let mask = padded_causal_mask(&valid, lmax, &dev)?;
     let mut cache = KvCache::default();
-    let logits = model.forward(&x, &ps, Some(&mask), Some(&mut cache))?;
-    let last = logits.narrow(1, lmax - 1, 1)?.squeeze(1)?.contiguous()?;
+    // only the last position's logits are needed: the output projection of every prompt
+    // position would cost a [prompts, length, vocabulary] tensor (gigabytes with a real vocabulary)
+    let hidden = model.hidden(&x, &ps, Some(&mask), Some(&mut cache))?;
+    let last = model.logits(&hidden.narrow(1, lmax - 1, 1)?.squeeze(1)?.contiguous()?)?;
     // Share the prefill among the n samples of each prompt.
     let rows: Vec<u32> = (0..np as u32)
         .flat_map(|i| std::iter::repeat_n(i, n))

@@ -216,9 +216,12 @@ fn accumulate_and_step_inner(
         let grads = scaled.backward()?;
         for (i, (_, v)) in opt.vars.iter().enumerate() {
             if let Some(g) = grads.get(v.as_tensor()) {
+                // detached: a gradient computed from tracked tensors records its own graph,
+                // which would keep every micro-batch's activations alive until the step
+                let g = g.detach();
                 acc[i] = Some(match acc[i].take() {
                     Some(a) => (a + g)?,
-                    None => g.clone(),
+                    None => g,
                 });
             }
         }

@@ -296,6 +296,11 @@ fn the_tokenizer_and_chat_template_come_from_the_metadata() {
     assert_eq!(ids[1].len(), 2, "{ids:?}");
 }
 
+/// Sets a metadata key.
+fn set(m: &mut [(String, Value)], key: &str, v: Value) {
+    m.iter_mut().find(|(k, _)| k == key).unwrap().1 = v;
+}
+
 /// A change to a file's metadata and tensors before it is written.
 type Edit = Box<dyn FnOnce(&mut Vec<(String, Value)>, &mut Vec<(String, QTensor)>)>;
 
@@ -326,7 +331,7 @@ fn bad_files_are_named_errors_and_leave_the_output_as_it_was() {
     let cases: Vec<(&str, Edit, &str)> = vec![
         (
             "arch",
-            Box::new(|m, _| m[0].1 = Value::String("mamba".into())),
+            Box::new(|m, _| set(m, "general.architecture", Value::String("mamba".into()))),
             "`mamba` is not supported",
         ),
         (
@@ -336,12 +341,7 @@ fn bad_files_are_named_errors_and_leave_the_output_as_it_was() {
         ),
         (
             "pre",
-            Box::new(|m, _| {
-                m.iter_mut()
-                    .find(|(k, _)| k == "tokenizer.ggml.pre")
-                    .unwrap()
-                    .1 = Value::String("klingon".into())
-            }),
+            Box::new(|m, _| set(m, "tokenizer.ggml.pre", Value::String("klingon".into()))),
             "tokenizer.ggml.pre: `klingon` is not supported",
         ),
         (
@@ -353,12 +353,7 @@ fn bad_files_are_named_errors_and_leave_the_output_as_it_was() {
         ),
         (
             "merge",
-            Box::new(|m, _| {
-                m.iter_mut()
-                    .find(|(k, _)| k == "tokenizer.ggml.merges")
-                    .unwrap()
-                    .1 = strings(&["Ġ zz".to_string()])
-            }),
+            Box::new(|m, _| set(m, "tokenizer.ggml.merges", strings(&["Ġ zz".to_string()]))),
             "merge 0",
         ),
     ];
