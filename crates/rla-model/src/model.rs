@@ -388,6 +388,50 @@ impl Transformer {
         Ok(vars.into_iter().collect())
     }
 
+    /// The same model with every tensor detached from the autograd graph (storage shared, no
+    /// copy): forward passes through it record no graph. Sampling and scoring use it, since a
+    /// forward pass through trainable variables (LoRA adapters, a model being trained) would
+    /// otherwise keep every intermediate activation alive until its output is dropped — for a
+    /// batch of long prompts, many gigabytes.
+    pub fn detached(&self) -> Transformer {
+        let lin = |l: &Linear| Linear {
+            w: l.w.detach(),
+            b: l.b.as_ref().map(Tensor::detach),
+            lora: l.lora.as_ref().map(|a| Lora {
+                a: a.a.detach(),
+                b: a.b.detach(),
+                scale: a.scale,
+            }),
+        };
+        Transformer {
+            cfg: self.cfg.clone(),
+            arch: self.arch,
+            embed: self.embed.detach(),
+            blocks: self
+                .blocks
+                .iter()
+                .map(|b| Block {
+                    q: lin(&b.q),
+                    k: lin(&b.k),
+                    v: lin(&b.v),
+                    o: lin(&b.o),
+                    q_norm: b.q_norm.as_ref().map(Tensor::detach),
+                    k_norm: b.k_norm.as_ref().map(Tensor::detach),
+                    gate: lin(&b.gate),
+                    up: lin(&b.up),
+                    down: lin(&b.down),
+                    ln1: b.ln1.detach(),
+                    ln2: b.ln2.detach(),
+                })
+                .collect(),
+            norm: self.norm.detach(),
+            lm_head: self.lm_head.as_ref().map(Tensor::detach),
+            inv_freq: self.inv_freq.clone(),
+            device: self.device.clone(),
+            dtype: self.dtype,
+        }
+    }
+
     fn rope(&self, positions: &Tensor) -> Result<(Tensor, Tensor)> {
         // positions [B, T] → angles [B, T, 1, head_dim] (heads broadcast)
         let p = positions.to_dtype(DType::F32)?.unsqueeze(2)?;

@@ -120,9 +120,10 @@ pub fn generate_within(
 ) -> Result<Vec<Vec<Sample>>, ModelError> {
     // On the CPU, run inside the kernels' thread pool: each of the many small parallel sections of
     // a decoding step then starts from a pool thread instead of waking the pool from outside.
+    let model = model.detached();
     model
         .device
-        .with_context(|| generate_inner(model, tok, prompts, n, p, allowed))
+        .with_context(|| generate_inner(&model, tok, prompts, n, p, allowed))
 }
 
 fn generate_inner(
@@ -269,7 +270,8 @@ pub fn score(
     model: &Transformer,
     pairs: &[(Vec<u32>, Vec<u32>)],
 ) -> Result<Vec<Vec<f32>>, ModelError> {
-    model.device.with_context(|| score_inner(model, pairs))
+    let model = model.detached();
+    model.device.with_context(|| score_inner(&model, pairs))
 }
 
 fn score_inner(
@@ -300,6 +302,7 @@ pub fn top_logprobs(
     pairs: &[(Vec<u32>, Vec<u32>)],
     k: usize,
 ) -> Result<rla_lm::Alternatives, ModelError> {
+    let model = &model.detached();
     model.device.with_context(|| {
         let mut out = Vec::with_capacity(pairs.len());
         for (p, r) in pairs {

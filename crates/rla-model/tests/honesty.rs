@@ -388,3 +388,31 @@ fn greedy_generation_with_kv_cache_equals_without() {
         assert!(distinct.len() > 3, "degenerate generation {a:?}");
     }
 }
+
+#[test]
+fn a_detached_model_gives_the_same_logits_and_records_no_graph() {
+    let cfg = tiny(Arch::Llama, true);
+    let mut m = model(&cfg, DType::F32, 8);
+    m.make_trainable().unwrap();
+    let x = ids(&[&[1, 5, 9, 2, 7]]);
+    let pos = Tensor::arange(0u32, 5, &Device::Cpu)
+        .unwrap()
+        .unsqueeze(0)
+        .unwrap();
+    let tracked = m.forward(&x, &pos, None, None).unwrap();
+    let d = m.detached();
+    let free = d.forward(&x, &pos, None, None).unwrap();
+    // the trainable model's output keeps its graph (and with it every activation); the
+    // detached one's does not, and its logits are the same
+    assert!(tracked.track_op());
+    assert!(!free.track_op());
+    let diff = (tracked - free)
+        .unwrap()
+        .abs()
+        .unwrap()
+        .max_all()
+        .unwrap()
+        .to_scalar::<f32>()
+        .unwrap();
+    assert_eq!(diff, 0.0);
+}

@@ -442,13 +442,13 @@ fn bad_checkpoints_are_named() {
     assert!(e.contains("model.layers.1.mlp.up_proj.weight"), "{e}");
     let cfg = std::fs::read_to_string(dir.path().join("config.json"))
         .unwrap()
-        .replace("Qwen2ForCausalLM", "LlamaForCausalLM");
+        .replace("Qwen2ForCausalLM", "GPT2LMHeadModel");
     std::fs::write(dir.path().join("config.json"), cfg).unwrap();
     let e = load_model(dir.path(), DType::F32, &Device::Cpu)
         .unwrap_err()
         .to_string();
     assert!(
-        e.contains("LlamaForCausalLM") && e.contains("config.json"),
+        e.contains("GPT2LMHeadModel") && e.contains("config.json"),
         "{e}"
     );
 }
