@@ -85,11 +85,21 @@ pub fn load_adapter(
     name: &str,
     dir: &str,
 ) -> Result<(), RemoteError> {
-    let agent = ureq::AgentBuilder::new()
-        .timeout(Duration::from_secs(600))
-        .build();
+    let agent = agent(Duration::from_secs(600));
     let url = format!("{}/v1/load_lora_adapter", url.trim_end_matches('/'));
     post(&agent, &url, api_key, &load_body(name, dir))
+}
+
+/// An HTTP agent that opens a connection per request and keeps none: servers such as
+/// tiny_http close a connection after answering a `Connection: close` request without saying so
+/// in the reply, and a pooled connection the server has closed fails the next POST on it with
+/// "Unexpected EOF".
+pub(crate) fn agent(timeout: Duration) -> ureq::Agent {
+    ureq::AgentBuilder::new()
+        .timeout(timeout)
+        .max_idle_connections(0)
+        .max_idle_connections_per_host(0)
+        .build()
 }
 
 fn load_body(name: &str, dir: &str) -> serde_json::Value {
@@ -289,10 +299,7 @@ impl<C: Codec> RemoteSampler<C> {
                 message: "no server endpoints are configured".into(),
             });
         }
-        let agent = ureq::AgentBuilder::new()
-            .timeout(cfg.timeout)
-            .max_idle_connections_per_host(cfg.concurrency.max(1))
-            .build();
+        let agent = agent(cfg.timeout);
         let endpoints = cfg
             .urls
             .iter()

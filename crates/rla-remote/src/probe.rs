@@ -54,7 +54,7 @@ fn logprobs_of(c: &CompletionChoice) -> Result<&CompletionLogprobs, String> {
 /// Probes the server at `url` for model `model`.
 pub fn probe(url: &str, model: &str, api_key: Option<&str>, timeout: Duration) -> Vec<Check> {
     let p = Probe {
-        agent: ureq::AgentBuilder::new().timeout(timeout).build(),
+        agent: crate::client::agent(timeout),
         base: url.trim_end_matches('/').to_string(),
         key: api_key.map(str::to_string),
     };

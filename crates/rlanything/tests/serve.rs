@@ -304,9 +304,10 @@ fn the_api_shapes_and_its_errors() {
 #[test]
 fn a_dead_endpoint_is_skipped_and_bad_requests_are_not_retried() {
     let (s, local) = served();
-    // a port nothing listens on
+    // a port nothing listens on: freed on 127.0.0.2, where no other test's server binds (the
+    // others take 127.0.0.1, so the port cannot be handed to one of them meanwhile)
     let dead = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let l = std::net::TcpListener::bind("127.0.0.2:0").unwrap();
         format!("http://{}", l.local_addr().unwrap())
     };
     let r = remote(vec![dead.clone(), s.url()]);
