@@ -189,7 +189,7 @@ fn lm_init_logprobs_and_generate_work_on_a_tiny_model() {
     assert_eq!(a.stdout, b.stdout, "seeded");
     // a bad config is named
     let bad = dir.path().join("bad.toml");
-    std::fs::write(&bad, "arch = \"llama\"\nhidden_size = 32\nintermediate_size = 64\nnum_hidden_layers = 1\nnum_attention_heads = 2\nnum_key_value_heads = 1\n").unwrap();
+    std::fs::write(&bad, "arch = \"mamba\"\nhidden_size = 32\nintermediate_size = 64\nnum_hidden_layers = 1\nnum_attention_heads = 2\nnum_key_value_heads = 1\n").unwrap();
     let out = bin()
         .args(["lm", "init", "--config"])
         .arg(&bad)
@@ -200,7 +200,7 @@ fn lm_init_logprobs_and_generate_work_on_a_tiny_model() {
         .output()
         .unwrap();
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("llama"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("mamba"));
     let typo = dir.path().join("typo.toml");
     std::fs::write(&typo, "arch = \"qwen3\"\nhiden_size = 32\n").unwrap();
     let out = bin()
