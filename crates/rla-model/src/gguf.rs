@@ -267,14 +267,13 @@ impl Gguf {
         Ok(cfg)
     }
 
-    /// A tensor dequantised to f32 on the CPU, with its GGUF type.
-    fn tensor(&self, name: &str) -> Result<(Tensor, String), ModelError> {
+    /// A tensor of the open file `f` dequantised to f32 on the CPU, with its GGUF type.
+    fn tensor(&self, f: &mut std::fs::File, name: &str) -> Result<(Tensor, String), ModelError> {
         let info = self.content.tensor_infos.get(name).ok_or_else(|| {
             ModelError::MissingTensor(format!("{name} (in {})", self.path.display()))
         })?;
-        let mut f = std::fs::File::open(&self.path).map_err(|e| ModelError::io(&self.path, e))?;
         let q = info
-            .read(&mut f, self.content.tensor_data_offset, &Device::Cpu)
+            .read(f, self.content.tensor_data_offset, &Device::Cpu)
             .map_err(|e| self.bad(name, e.to_string()))?;
         let t = q
             .dequantize(&Device::Cpu)
@@ -291,8 +290,10 @@ impl Gguf {
     ) -> Result<(BTreeMap<String, Tensor>, TypeCounts), ModelError> {
         let mut out = BTreeMap::new();
         let mut types = BTreeMap::new();
+        // one open file for every tensor
+        let mut f = std::fs::File::open(&self.path).map_err(|e| ModelError::io(&self.path, e))?;
         let mut take = |gguf: &str, hf: String, heads: Option<usize>| -> Result<(), ModelError> {
-            let (t, ty) = self.tensor(gguf)?;
+            let (t, ty) = self.tensor(&mut f, gguf)?;
             let t = match heads {
                 Some(n) => unpermute(&t, n).map_err(|e| self.bad(gguf, e.to_string()))?,
                 None => t,
@@ -503,21 +504,17 @@ impl Gguf {
 /// Undoes llama.cpp's reordering of q/k rows (`[heads, 2, d/2]` → `[heads, d/2, 2]`, which
 /// interleaves the rotary halves) for a weight `[heads·d, in]` or a bias `[heads·d]`.
 pub fn unpermute(t: &Tensor, heads: usize) -> candle_core::Result<Tensor> {
-    let dims = t.dims().to_vec();
-    let rows = dims[0];
-    if heads == 0 || !rows.is_multiple_of(heads * 2) {
-        candle_core::bail!("{rows} rows are not {heads} heads of an even width");
-    }
-    let half = rows / heads / 2;
-    let rest: usize = dims[1..].iter().product();
-    t.reshape((heads, half, 2, rest))?
-        .transpose(1, 2)?
-        .contiguous()?
-        .reshape(dims)
+    swap_row_axes(t, heads, false)
 }
 
 /// llama.cpp's reordering of q/k rows, the inverse of [`unpermute`] (for writing GGUF files).
 pub fn permute(t: &Tensor, heads: usize) -> candle_core::Result<Tensor> {
+    swap_row_axes(t, heads, true)
+}
+
+/// Views the rows as `[heads, 2, d/2]` (`halves_first`) or `[heads, d/2, 2]` and swaps the
+/// last two of those axes.
+fn swap_row_axes(t: &Tensor, heads: usize, halves_first: bool) -> candle_core::Result<Tensor> {
     let dims = t.dims().to_vec();
     let rows = dims[0];
     if heads == 0 || !rows.is_multiple_of(heads * 2) {
@@ -525,7 +522,12 @@ pub fn permute(t: &Tensor, heads: usize) -> candle_core::Result<Tensor> {
     }
     let half = rows / heads / 2;
     let rest: usize = dims[1..].iter().product();
-    t.reshape((heads, 2, half, rest))?
+    let view = if halves_first {
+        (heads, 2, half, rest)
+    } else {
+        (heads, half, 2, rest)
+    };
+    t.reshape(view)?
         .transpose(1, 2)?
         .contiguous()?
         .reshape(dims)

@@ -9,17 +9,8 @@ use rla_model::tok::build_word_level;
 use rla_model::train::TrainConfig;
 use rla_model::Lm;
 
-/// The interpreter with torch, transformers and peft: `$RLA_PEFT_PYTHON`, else the one
-/// `scripts/peft.sh` installs.
-fn python() -> String {
-    std::env::var("RLA_PEFT_PYTHON").unwrap_or_else(|_| {
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../target/peft-venv/bin/python"
-        )
-        .to_string()
-    })
-}
+mod common;
+use common::python;
 
 #[test]
 fn an_exported_adapter_gives_our_logits_in_peft_and_transformers() {

