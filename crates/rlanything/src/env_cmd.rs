@@ -4,7 +4,7 @@ use anyhow::{bail, Context, Result};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use rla_env::household::expert::{plan, GoalSpec};
+use rla_env::household::expert::{plan_commands, GoalSpec};
 use rla_env::household::splits::{eval_tasks, train_tasks, Split};
 use rla_env::household::trace::replay_dir;
 use rla_env::household::{GameFile, Household};
@@ -172,18 +172,10 @@ fn generate(split: SplitArg, n: usize, seed: u64, out: PathBuf) -> Result<()> {
 fn solve(game: PathBuf) -> Result<()> {
     let g = load_game(&game)?;
     let spec = GoalSpec::from_game(&g).map_err(anyhow::Error::msg)?;
-    let p = plan(&g.world, &g.world.initial, &spec).context("the expert found no plan")?;
-    let mut st = g.world.initial.clone();
-    let mut list = Vec::new();
-    for a in p {
-        g.world.actions(&st, &mut list);
-        let cmd = &list
-            .iter()
-            .find(|(_, b)| *b == a)
-            .expect("planned actions are admissible")
-            .0;
-        println!("{cmd}");
-        g.world.apply(&mut st, a);
+    let commands =
+        plan_commands(&g.world, &g.world.initial, &spec).context("the expert found no plan")?;
+    for c in commands {
+        println!("{c}");
     }
     Ok(())
 }

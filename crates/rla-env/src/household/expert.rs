@@ -323,6 +323,24 @@ pub fn plan_with(
     best
 }
 
+/// A shortest plan from `st` as the commands an agent would type, if the goal is reachable.
+pub fn plan_commands(w: &World, st: &State, g: &GoalSpec) -> Option<Vec<String>> {
+    let actions = plan(w, st, g)?;
+    let mut st = st.clone();
+    let mut list = Vec::new();
+    let mut out = Vec::with_capacity(actions.len());
+    for a in actions {
+        w.actions(&st, &mut list);
+        let (command, _) = list
+            .iter()
+            .find(|(_, b)| *b == a)
+            .expect("planned actions are admissible");
+        out.push(command.clone());
+        w.apply(&mut st, a);
+    }
+    Some(out)
+}
+
 /// Length of a shortest plan from `st`, if the goal is reachable.
 pub fn distance(w: &World, st: &State, g: &GoalSpec) -> Option<usize> {
     plan(w, st, g).map(|p| p.len())

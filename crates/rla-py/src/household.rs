@@ -1,0 +1,348 @@
+//! The household: ALFWorld's game files played natively, one game at a time or many at once.
+
+use crate::{env_error, json_text, json_value, value_error};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+use rayon::prelude::*;
+use rla_env::household::expert::{plan_commands, progress_label, GoalSpec};
+use rla_env::household::splits::{eval_tasks, train_tasks, Split};
+use rla_env::household::{GameFile, Household, TaskSpec};
+use rla_env::{Environment, Step};
+use std::path::PathBuf;
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PyHousehold>()?;
+    m.add_class::<PyBatch>()?;
+    m.add_function(wrap_pyfunction!(train_task_specs, m)?)?;
+    m.add_function(wrap_pyfunction!(eval_task_specs, m)?)?;
+    m.add_function(wrap_pyfunction!(game_files_of_spec, m)?)?;
+    Ok(())
+}
+
+/// One household episode: a world, its state, and what the expert knows of its goal.
+#[pyclass(module = "rlanything._native", name = "Household", subclass)]
+#[derive(Clone)]
+pub struct PyHousehold {
+    env: Household,
+    goal: Option<GoalSpec>,
+    gamefile: Option<String>,
+    spec: Option<TaskSpec>,
+    walkthrough: Vec<String>,
+}
+
+impl PyHousehold {
+    fn info<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let won = self.env.won();
+        let steps = self.env.steps();
+        let d = PyDict::new(py);
+        d.set_item("admissible_commands", self.env.admissible())?;
+        d.set_item("won", won)?;
+        d.set_item("steps", steps)?;
+        d.set_item("gamefile", self.gamefile.as_deref())?;
+        Ok(d)
+    }
+
+    fn goal(&self) -> PyResult<&GoalSpec> {
+        self.goal.as_ref().ok_or_else(|| {
+            value_error(format!(
+                "{}: the expert needs the goal, and this game has no traj_data.json beside it",
+                self.gamefile.as_deref().unwrap_or("the game")
+            ))
+        })
+    }
+}
+
+#[pymethods]
+impl PyHousehold {
+    /// Loads an ALFWorld game: a folder holding `game.tw-pddl` (and `traj_data.json`, which the
+    /// expert needs), or the `game.tw-pddl` file itself. ALFWorld's engine has no step limit;
+    /// `step_limit` sets one.
+    #[staticmethod]
+    #[pyo3(signature = (path, step_limit=None))]
+    fn from_game(path: PathBuf, step_limit: Option<usize>) -> PyResult<Self> {
+        let game = GameFile::load(&path).map_err(env_error)?;
+        let goal = GoalSpec::from_game(&game).ok();
+        let mut env = Household::new(game.world.clone());
+        if let Some(limit) = step_limit {
+            if limit == 0 {
+                return Err(value_error("step_limit = 0: must be at least 1"));
+            }
+            env = env.with_step_limit(limit);
+        }
+        env.reset();
+        Ok(PyHousehold {
+            env,
+            goal,
+            gamefile: Some(game.path.display().to_string()),
+            spec: None,
+            walkthrough: game.walkthrough,
+        })
+    }
+
+    /// A generated task from its spec: a dictionary as `train_specs` returns, or its JSON text.
+    /// The spec's `step_limit` applies.
+    #[staticmethod]
+    fn from_spec(spec: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let spec: TaskSpec = serde_json::from_str(&json_text(spec)?)
+            .map_err(|e| value_error(format!("task spec: {e}")))?;
+        let mut env = Household::from_task(&spec).map_err(value_error)?;
+        let goal = GoalSpec::from_task(env.world(), &spec).map_err(value_error)?;
+        env.reset();
+        Ok(PyHousehold {
+            env,
+            goal: Some(goal),
+            gamefile: None,
+            spec: Some(spec),
+            walkthrough: Vec::new(),
+        })
+    }
+
+    /// Starts the episode again: `(observation, info)`, the observation ALFWorld's text and
+    /// `info` holding `admissible_commands` (sorted), `won`, `steps` and `gamefile`.
+    fn reset<'py>(&mut self, py: Python<'py>) -> PyResult<(String, Bound<'py, PyDict>)> {
+        let obs = self.env.reset();
+        Ok((obs, self.info(py)?))
+    }
+
+    /// Sends one command: `(observation, score, done, info)`. The score is 1.0 once the goal
+    /// holds and 0.0 before, as ALFWorld's; a command that is not admissible changes nothing
+    /// and reads "Nothing happens.", as in ALFWorld.
+    fn step<'py>(
+        &mut self,
+        py: Python<'py>,
+        command: &str,
+    ) -> PyResult<(String, f64, bool, Bound<'py, PyDict>)> {
+        let Step {
+            feedback,
+            won,
+            done,
+        } = self.env.step(command);
+        Ok((feedback, f64::from(u8::from(won)), done, self.info(py)?))
+    }
+
+    /// The commands admissible now, sorted.
+    #[getter]
+    fn admissible_commands(&mut self) -> Vec<String> {
+        self.env.admissible().to_vec()
+    }
+
+    /// The task sentence.
+    #[getter]
+    fn task(&self) -> String {
+        self.env.task().to_string()
+    }
+
+    /// Whether the goal holds now.
+    #[getter]
+    fn won(&self) -> bool {
+        self.env.won()
+    }
+
+    /// Steps taken in this episode.
+    #[getter]
+    fn steps(&self) -> usize {
+        self.env.steps()
+    }
+
+    /// The game file this came from (`None` for a generated task).
+    #[getter]
+    fn gamefile(&self) -> Option<String> {
+        self.gamefile.clone()
+    }
+
+    /// The walkthrough stored in the game file (empty when it has none).
+    #[getter]
+    fn walkthrough(&self) -> Vec<String> {
+        self.walkthrough.clone()
+    }
+
+    /// The generated task's spec as a dictionary (`None` for a game file).
+    #[getter]
+    fn spec<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.spec
+            .as_ref()
+            .map(|s| json_value(py, &serde_json::to_string(s).expect("specs serialise")))
+            .transpose()
+    }
+
+    /// The expert's shortest plan from the current state, as commands; empty once the goal
+    /// holds. `ValueError` when the goal cannot be reached or is unknown.
+    fn expert_plan(&self) -> PyResult<Vec<String>> {
+        let goal = self.goal()?;
+        plan_commands(self.env.world(), self.env.state(), goal)
+            .ok_or_else(|| value_error("the expert finds no plan from this state"))
+    }
+
+    /// The oracle label of a command from the current state, without playing it: whether it
+    /// shortens the expert's remaining plan. A command that is not admissible is `False`.
+    fn oracle_label(&mut self, command: &str) -> PyResult<bool> {
+        let goal = *self.goal()?;
+        let Some(action) = self.env.parse(command) else {
+            return Ok(false);
+        };
+        let world = self.env.world().clone();
+        let before = self.env.state().clone();
+        let mut after = before.clone();
+        world.apply(&mut after, action);
+        Ok(progress_label(&world, &before, &after, &goal))
+    }
+
+    /// An independent copy, in the same state.
+    fn copy(&self) -> Self {
+        self.clone()
+    }
+
+    fn __copy__(&self) -> Self {
+        self.clone()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Household({:?}, steps={}, won={})",
+            self.env.task(),
+            self.env.steps(),
+            self.env.won()
+        )
+    }
+}
+
+/// What a batch step returns: observations (`None` for a household left as it was), scores,
+/// dones and the infos as a dictionary of lists.
+type BatchStep<'py> = (Vec<Option<String>>, Vec<f64>, Vec<bool>, Bound<'py, PyDict>);
+
+/// Many households stepped together on Rust threads.
+#[pyclass(module = "rlanything._native", name = "HouseholdBatch", subclass)]
+pub struct PyBatch {
+    envs: Vec<PyHousehold>,
+}
+
+impl PyBatch {
+    fn infos<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let admissible: Vec<Vec<String>> = py.detach(|| {
+            self.envs
+                .par_iter_mut()
+                .map(|e| e.env.admissible().to_vec())
+                .collect()
+        });
+        let d = PyDict::new(py);
+        d.set_item("admissible_commands", admissible)?;
+        d.set_item(
+            "won",
+            self.envs.iter().map(|e| e.env.won()).collect::<Vec<_>>(),
+        )?;
+        d.set_item(
+            "steps",
+            self.envs.iter().map(|e| e.env.steps()).collect::<Vec<_>>(),
+        )?;
+        d.set_item(
+            "gamefile",
+            self.envs
+                .iter()
+                .map(|e| e.gamefile.clone())
+                .collect::<Vec<_>>(),
+        )?;
+        Ok(d)
+    }
+}
+
+#[pymethods]
+impl PyBatch {
+    /// A batch of copies of the given households.
+    #[new]
+    fn new(envs: Vec<PyRef<'_, PyHousehold>>) -> PyResult<Self> {
+        if envs.is_empty() {
+            return Err(value_error("a batch needs at least one household"));
+        }
+        Ok(PyBatch {
+            envs: envs.iter().map(|e| (**e).clone()).collect(),
+        })
+    }
+
+    fn __len__(&self) -> usize {
+        self.envs.len()
+    }
+
+    /// Resets every household: `(observations, infos)`, `infos` a dictionary of lists
+    /// (`admissible_commands`, `won`, `steps`, `gamefile`), as ALFWorld's batch environment.
+    fn reset<'py>(&mut self, py: Python<'py>) -> PyResult<(Vec<String>, Bound<'py, PyDict>)> {
+        let obs: Vec<String> =
+            py.detach(|| self.envs.par_iter_mut().map(|e| e.env.reset()).collect());
+        Ok((obs, self.infos(py)?))
+    }
+
+    /// Steps household `i` with `commands[i]` in parallel: `(observations, scores, dones,
+    /// infos)`. `None` leaves a household as it is (its observation is then `None`).
+    fn step<'py>(
+        &mut self,
+        py: Python<'py>,
+        commands: Vec<Option<String>>,
+    ) -> PyResult<BatchStep<'py>> {
+        if commands.len() != self.envs.len() {
+            return Err(value_error(format!(
+                "{} commands for {} households: give one per household (None to skip one)",
+                commands.len(),
+                self.envs.len()
+            )));
+        }
+        let steps: Vec<(Option<String>, bool, bool)> = py.detach(|| {
+            self.envs
+                .par_iter_mut()
+                .zip(commands.par_iter())
+                .map(|(e, c)| match c {
+                    Some(c) => {
+                        let s = e.env.step(c);
+                        (Some(s.feedback), s.won, s.done)
+                    }
+                    None => (None, e.env.won(), e.env.won()),
+                })
+                .collect()
+        });
+        let mut obs = Vec::with_capacity(steps.len());
+        let mut scores = Vec::with_capacity(steps.len());
+        let mut dones = Vec::with_capacity(steps.len());
+        for (o, won, done) in steps {
+            obs.push(o);
+            scores.push(f64::from(u8::from(won)));
+            dones.push(done);
+        }
+        Ok((obs, scores, dones, self.infos(py)?))
+    }
+
+    /// Copies of the households, in their current states.
+    #[getter]
+    fn envs<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        PyList::new(py, self.envs.iter().cloned())
+    }
+}
+
+/// `n` training task specs drawn with `seed`, as a JSON array.
+#[pyfunction]
+fn train_task_specs(n: usize, seed: u64) -> String {
+    serde_json::to_string(&train_tasks(n, seed)).expect("specs serialise")
+}
+
+/// The fixed evaluation split `in_domain`, `ood` or `validation`, as a JSON array of specs.
+#[pyfunction]
+fn eval_task_specs(split: &str) -> PyResult<String> {
+    let split = match split {
+        "in_domain" => Split::InDomain,
+        "ood" => Split::Ood,
+        "validation" => Split::Validation,
+        other => {
+            return Err(value_error(format!(
+                "unknown split {other:?}: in_domain, ood or validation"
+            )))
+        }
+    };
+    Ok(serde_json::to_string(&eval_tasks(split)).expect("specs serialise"))
+}
+
+/// The two files of an ALFWorld game folder for a spec (a dictionary or JSON text):
+/// `(game.tw-pddl, traj_data.json)`.
+#[pyfunction]
+fn game_files_of_spec(spec: &Bound<'_, PyAny>) -> PyResult<(String, String)> {
+    let spec: TaskSpec = serde_json::from_str(&json_text(spec)?)
+        .map_err(|e| value_error(format!("task spec: {e}")))?;
+    let game = spec.game_json().map_err(value_error)?;
+    Ok((game, spec.traj_json()))
+}

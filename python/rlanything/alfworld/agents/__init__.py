@@ -1,0 +1,1 @@
+"""Mirrors ``alfworld.agents``: see :mod:`rlanything.alfworld.agents.environment`."""

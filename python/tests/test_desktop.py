@@ -1,0 +1,58 @@
+"""The desktop setting from Python: OSWorld's tree, pyautogui steps and the evaluator."""
+
+import json
+
+import pytest
+
+from rlanything.desktop import Desktop, task_specs
+
+
+def test_the_expert_solves_tasks_and_the_evaluator_scores_one():
+    for spec in task_specs("in_domain", 4):
+        d = Desktop.from_spec(spec)
+        tree, info = d.reset()
+        assert tree.startswith("tag\tname\ttext\tclass")
+        assert info["instruction"] == d.instruction
+        assert json.loads(d.task_json)["instruction"] == d.instruction
+        reward, done = 0.0, False
+        while not done:
+            tree, reward, done, info = d.step(d.expert_action())
+            assert info["error"] is None
+        assert reward == 1.0 and info["finished"] is True, d.instruction
+
+
+def test_fail_ends_the_episode_unsolved():
+    d = Desktop.from_spec(task_specs("ood", 1)[0])
+    d.reset()
+    tree, reward, done, info = d.step("FAIL")
+    assert (reward, done, info["finished"]) == (0.0, True, False)
+    with pytest.raises(ValueError, match="reset"):
+        d.step("WAIT")
+    d.reset()
+    assert not d.done and d.steps == 0
+
+
+def test_a_bad_action_is_the_steps_error_and_the_step_limit_ends_it():
+    d = Desktop.from_spec(task_specs("validation", 1)[0], step_limit=2)
+    d.reset()
+    tree, reward, done, info = d.step("import os; os.system('rm -rf /')")
+    assert info["error"] and not done
+    tree, reward, done, info = d.step("WAIT")
+    assert done and reward == 0.0
+
+
+def test_screenshots_and_marks():
+    d = Desktop.from_spec(task_specs("train", 1)[0], width=1280, height=720)
+    d.reset()
+    assert d.screenshot()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert d.screenshot(marks=True) != d.screenshot()
+    assert d.marks().startswith("[1] ")
+
+
+def test_bad_specs_are_named():
+    with pytest.raises(ValueError, match="desktop spec"):
+        Desktop.from_spec({"family": "nope"})
+    with pytest.raises(ValueError, match="unknown split"):
+        task_specs("test", 1)
+    with pytest.raises(ValueError, match="step_limit"):
+        Desktop.from_spec(task_specs("train", 1)[0], step_limit=0)

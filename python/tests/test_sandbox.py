@@ -1,0 +1,79 @@
+"""The sandbox from Python: runs, verdicts, limits, hostile programs."""
+
+import threading
+
+import pytest
+
+from rlanything import sandbox
+from rlanything.sandbox import Sandbox
+
+
+@pytest.fixture(scope="module")
+def sb():
+    return Sandbox(wall_secs=2.0, cpu_secs=2)
+
+
+def test_a_program_reads_its_input_and_prints(sb):
+    r = sb.run("import sys\nprint(sum(map(int, sys.stdin.read().split())))", stdin="1 2 3")
+    assert r["status"] == "exited" and r["code"] == 0 and r["stdout"] == "6\n"
+
+
+def test_verdicts_on_tests(sb):
+    programs = ["print(int(input()) + 1)", "print(int(input()) * 2)", "raise SystemExit(3)",
+                "while True: pass"]
+    tests = [("1", "2"), ("2", "3")]
+    assert sb.verdicts(programs, tests) == [
+        ["pass", "pass"], ["pass", "fail"], ["crash", "crash"], ["timeout", "timeout"]]
+    assert sb.verdicts(programs, []) == [[], [], [], []]
+
+
+def test_limits_hold(sb):
+    assert sb.run("while True: pass")["status"] == "timeout"
+    assert sb.run("x = bytearray(2 << 30)")["status"] in ("memory", "crash")
+    assert Sandbox(output_bytes=1000).run("print('x' * 5000)")["status"] == "output-limit"
+    r = sb.run("import os, sys; os.kill(os.getpid(), 9)")
+    assert r["status"] == "crash" and r["signal"] == 9
+    assert sb.limits["wall_secs"] == 2.0 and sb.limits["cpu_secs"] == 2
+
+
+def test_a_detached_child_does_not_hang_the_run(sb):
+    # the program starts a daemonised grandchild that keeps stdout open, then exits
+    code = ("import os, time\n"
+            "if os.fork() == 0:\n"
+            "    os.setsid()\n"
+            "    time.sleep(60)\n"
+            "print('parent done')\n")
+    r = sb.run(code)
+    assert r["stdout"] == "parent done\n"
+    assert r["secs"] < 30
+
+
+def test_runs_from_threads_at_once(sb):
+    out = [None] * 4
+
+    def work(i):
+        out[i] = sb.run(f"print({i} * {i})")["stdout"]
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert out == ["0\n", "1\n", "4\n", "9\n"]
+
+
+def test_answers_are_parsed():
+    assert sandbox.program_of_answer("Here:\n```python\nprint(1)\n```\n") == "print(1)\n"
+    assert sandbox.program_of_answer("   ") is None
+    answer = ("**Test Input:**\n```input\n1\n```\n**Test Output:**\n```output\n2\n```\n"
+              "**Test Input:**\n```input\n3\n```\n")
+    assert sandbox.tests_of_answer(answer) == [("1\n", "2\n"), None]
+
+
+def test_bad_limits_are_named():
+    with pytest.raises(ValueError, match="wall_secs"):
+        Sandbox(wall_secs=0.0)
+    with pytest.raises(ValueError, match="memory_bytes"):
+        Sandbox(memory_bytes=1 << 20)
+    with pytest.raises(ValueError, match="does not exist"):
+        Sandbox(python="/nowhere/python3")

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Builds and installs the Python package (`pip install .`, maturin with PyO3) into
+# target/py-venv beside ALFWorld 0.4.2, pytest and NumPy, then runs its tests: ALFWorld's own
+# engine is required there (RLA_REQUIRE_ALFWORLD=1), so its parity tests cannot be skipped.
+# Extra arguments go to pytest (`scripts/python-tests.sh -k rules`).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+venv=target/py-venv
+if [ ! -x "$venv/bin/python" ]; then
+  python3 -m venv "$venv"
+fi
+if ! "$venv/bin/python" -c "import alfworld, pytest, numpy" 2>/dev/null; then
+  # alfworld 0.4.2 builds fast-downward-textworld and jericho from source (g++), about 3 minutes
+  "$venv/bin/pip" install -q alfworld==0.4.2 pytest numpy
+fi
+"$venv/bin/pip" install -q .
+RLA_REQUIRE_ALFWORLD=1 "$venv/bin/python" -m pytest -q python/tests "$@"
