@@ -42,7 +42,7 @@ def main():
     ap.add_argument("--steps", type=int, default=200_000, help="steps of the package's runs")
     ap.add_argument("--alfworld-steps", type=int, default=300)
     ap.add_argument("--episode", type=int, default=50)
-    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--batch", type=int, default=256)
     args = ap.parse_args()
 
     from rlanything.household import Household, HouseholdBatch

@@ -65,8 +65,9 @@ def test_oracle_labels_a_useless_step_as_no_progress():
     assert not env.oracle_label("fly to the moon")
 
 
-def test_a_batch_steps_as_its_households_do_one_by_one():
-    games = game_dirs()[:6]
+@pytest.mark.parametrize("size", [6, 130])  # one thread, and rayon's threads
+def test_a_batch_steps_as_its_households_do_one_by_one(size):
+    games = (game_dirs() * 7)[:size]
     batch = batch_of_games(games, step_limit=30)
     singles = [Household.from_game(g, 30) for g in games]
     obs, infos = batch.reset()

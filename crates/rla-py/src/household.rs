@@ -210,6 +210,10 @@ impl PyHousehold {
 /// dones and the infos as a dictionary of lists.
 type BatchStep<'py> = (Vec<Option<String>>, Vec<f64>, Vec<bool>, Bound<'py, PyDict>);
 
+/// Batches smaller than this step on the calling thread: waking rayon's threads costs more
+/// than a few households' steps.
+const PARALLEL_FROM: usize = 128;
+
 /// Many households stepped together on Rust threads.
 #[pyclass(module = "rlanything._native", name = "HouseholdBatch", subclass)]
 pub struct PyBatch {
@@ -217,13 +221,44 @@ pub struct PyBatch {
 }
 
 impl PyBatch {
+    /// Runs `f` on every household with its command (or `None`), on rayon's threads when the
+    /// batch is large enough to pay for waking them, with the GIL released; `f` also computes
+    /// the admissible commands, which [`PyBatch::infos`] then reads without copying.
+    fn each<T: Send>(
+        &mut self,
+        py: Python<'_>,
+        commands: Option<&[Option<String>]>,
+        f: impl Fn(&mut Household, Option<&str>) -> T + Sync,
+    ) -> Vec<T> {
+        let f = |e: &mut PyHousehold, c: Option<&String>| {
+            let out = f(&mut e.env, c.map(String::as_str));
+            e.env.admissible();
+            out
+        };
+        let none = vec![None; self.envs.len()];
+        let commands = commands.unwrap_or(&none);
+        py.detach(|| {
+            if self.envs.len() < PARALLEL_FROM {
+                self.envs
+                    .iter_mut()
+                    .zip(commands)
+                    .map(|(e, c)| f(e, c.as_ref()))
+                    .collect()
+            } else {
+                self.envs
+                    .par_iter_mut()
+                    .zip(commands.par_iter())
+                    .map(|(e, c)| f(e, c.as_ref()))
+                    .collect()
+            }
+        })
+    }
+
     fn infos<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let admissible: Vec<Vec<String>> = py.detach(|| {
-            self.envs
-                .par_iter_mut()
-                .map(|e| e.env.admissible().to_vec())
-                .collect()
-        });
+        let admissible = PyList::empty(py);
+        for e in &mut self.envs {
+            admissible.append(e.env.admissible())?;
+        }
         let d = PyDict::new(py);
         d.set_item("admissible_commands", admissible)?;
         d.set_item(
@@ -238,7 +273,7 @@ impl PyBatch {
             "gamefile",
             self.envs
                 .iter()
-                .map(|e| e.gamefile.clone())
+                .map(|e| e.gamefile.as_deref())
                 .collect::<Vec<_>>(),
         )?;
         Ok(d)
@@ -265,13 +300,13 @@ impl PyBatch {
     /// Resets every household: `(observations, infos)`, `infos` a dictionary of lists
     /// (`admissible_commands`, `won`, `steps`, `gamefile`), as ALFWorld's batch environment.
     fn reset<'py>(&mut self, py: Python<'py>) -> PyResult<(Vec<String>, Bound<'py, PyDict>)> {
-        let obs: Vec<String> =
-            py.detach(|| self.envs.par_iter_mut().map(|e| e.env.reset()).collect());
+        let obs = self.each(py, None, |e, _| e.reset());
         Ok((obs, self.infos(py)?))
     }
 
     /// Steps household `i` with `commands[i]` in parallel: `(observations, scores, dones,
-    /// infos)`. `None` leaves a household as it is (its observation is then `None`).
+    /// infos)`. `None` leaves a household as it is: its observation is then `None`, its score
+    /// and done as they stand.
     fn step<'py>(
         &mut self,
         py: Python<'py>,
@@ -284,18 +319,12 @@ impl PyBatch {
                 self.envs.len()
             )));
         }
-        let steps: Vec<(Option<String>, bool, bool)> = py.detach(|| {
-            self.envs
-                .par_iter_mut()
-                .zip(commands.par_iter())
-                .map(|(e, c)| match c {
-                    Some(c) => {
-                        let s = e.env.step(c);
-                        (Some(s.feedback), s.won, s.done)
-                    }
-                    None => (None, e.env.won(), e.env.won()),
-                })
-                .collect()
+        let steps = self.each(py, Some(&commands), |e, c| match c {
+            Some(c) => {
+                let s = e.step(c);
+                (Some(s.feedback), s.won, s.done)
+            }
+            None => (None, e.won(), e.done()),
         });
         let mut obs = Vec::with_capacity(steps.len());
         let mut scores = Vec::with_capacity(steps.len());

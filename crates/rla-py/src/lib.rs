@@ -16,6 +16,11 @@
 use pyo3::exceptions::{PyFileNotFoundError, PyValueError};
 use pyo3::prelude::*;
 
+/// mimalloc for the extension's own allocations: households stepped on rayon's threads allocate
+/// their text there and free it on others, which the system allocator serialises.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 mod desktop;
 mod household;
 mod rules;

@@ -187,6 +187,11 @@ impl Household {
         self.won
     }
 
+    /// Whether the episode is over: won, or the step limit reached.
+    pub fn done(&self) -> bool {
+        self.won || self.max_steps.is_some_and(|m| self.steps >= m)
+    }
+
     fn refresh(&mut self) {
         if !self.fresh {
             self.world.actions(&self.state, &mut self.cache);
@@ -217,11 +222,10 @@ impl Household {
     fn finish_step(&mut self, feedback: String) -> Step {
         self.steps += 1;
         self.won = self.world.goal_reached(&self.state);
-        let limit = self.max_steps.is_some_and(|m| self.steps >= m);
         Step {
             feedback,
             won: self.won,
-            done: self.won || limit,
+            done: self.done(),
         }
     }
 }

@@ -1,0 +1,38 @@
+"""The package as installed: its stubs name exactly what the extension module has."""
+
+import ast
+import importlib.metadata
+import pathlib
+
+import rlanything
+from rlanything import _native
+
+
+def stub_names():
+    path = pathlib.Path(rlanything.__file__).with_name("_native.pyi")
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    top, members = set(), {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            top.add(node.name)
+        elif isinstance(node, ast.AnnAssign):
+            top.add(node.target.id)
+        if isinstance(node, ast.ClassDef):
+            members[node.name] = {n.name for n in node.body if isinstance(n, ast.FunctionDef)}
+    return top, members
+
+
+def test_the_stubs_match_the_extension_module():
+    top, members = stub_names()
+    public = {n for n in dir(_native) if not n.startswith("_")}
+    assert top - {"_Path", "_Spec"} == public
+    for cls, names in members.items():
+        have = {n for n in dir(getattr(_native, cls)) if not n.startswith("_") or n in names}
+        assert names - {"__init__"} <= have, cls
+        assert {n for n in have if not n.startswith("_")} <= names, cls
+
+
+def test_the_package_is_typed_and_versioned():
+    root = pathlib.Path(rlanything.__file__).parent
+    assert (root / "py.typed").exists()
+    assert rlanything.__version__ == importlib.metadata.version("rlanything")
