@@ -13,13 +13,18 @@ from typing import Any, Dict, List
 
 from . import _native
 
-__all__ = ["Desktop", "task_specs", "SPLITS"]
+__all__ = ["Desktop", "task_specs", "evaluate", "SPLITS"]
 
 #: The fixed splits: 230 in-domain and 139 out-of-domain tasks, 140 validation tasks, and the
 #: training pool.
 SPLITS = ("in_domain", "ood", "validation", "train")
 
 Desktop = _native.Desktop
+
+#: ``evaluate(task, result, expected=[])``: the score of a result workbook for an OSWorld task
+#: file, by the task's evaluator (``compare_table`` / ``compare_csv``); ``Desktop.export(folder)``
+#: writes a generated task as such a file with its workbooks.
+evaluate = _native.evaluate
 
 
 def task_specs(split: str, n: int) -> List[Dict[str, Any]]:

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from rlanything.desktop import Desktop, task_specs
+from rlanything.desktop import Desktop, evaluate, task_specs
 
 
 def test_the_expert_solves_tasks_and_the_evaluator_scores_one():
@@ -56,3 +56,15 @@ def test_bad_specs_are_named():
         task_specs("test", 1)
     with pytest.raises(ValueError, match="step_limit"):
         Desktop.from_spec(task_specs("train", 1)[0], step_limit=0)
+
+
+def test_an_exported_task_is_scored_by_its_evaluator(tmp_path):
+    spec = task_specs("in_domain", 1)[0]
+    task = Desktop.from_spec(spec).export(tmp_path)
+    with open(task, encoding="utf-8") as f:
+        folder = tmp_path / json.load(f)["id"]
+    assert evaluate(task, folder / "start.xlsx") == 0.0
+    assert evaluate(task, folder / f"evaluator{spec['variant']}.xlsx") == 1.0
+    assert evaluate(task, tmp_path / "missing.xlsx") == 0.0  # nothing saved, as in OSWorld
+    with pytest.raises(ValueError, match="nowhere.json"):
+        evaluate(tmp_path / "nowhere.json", folder / "start.xlsx")

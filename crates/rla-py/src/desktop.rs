@@ -6,11 +6,13 @@ use pyo3::types::{PyBytes, PyDict};
 use rla_desktop::a11y::{self, TreeOptions};
 use rla_desktop::episode::Episode;
 use rla_desktop::family::{self, Spec, Split};
-use rla_desktop::{expert, render};
+use rla_desktop::{expert, local, render};
+use std::path::PathBuf;
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyDesktop>()?;
     m.add_function(wrap_pyfunction!(desktop_task_specs, m)?)?;
+    m.add_function(wrap_pyfunction!(evaluate, m)?)?;
     Ok(())
 }
 
@@ -127,6 +129,14 @@ impl PyDesktop {
         a11y::marks_text(&self.episode.tree(TreeOptions::default()))
     }
 
+    /// Writes the task as OSWorld's task file `folder/<id>.json`, with its start workbook and
+    /// the expected workbook of each evaluator key in `folder/<id>/`; returns the task file.
+    fn export(&self, folder: PathBuf) -> PyResult<String> {
+        local::export(&self.episode.task, &folder)
+            .map(|p| p.display().to_string())
+            .map_err(value_error)
+    }
+
     /// The task's instruction.
     #[getter]
     fn instruction(&self) -> String {
@@ -150,6 +160,15 @@ impl PyDesktop {
     fn done(&self) -> bool {
         self.over()
     }
+}
+
+/// Scores a result workbook for an OSWorld task file with the task's evaluator (the semantics
+/// of OSWorld's `compare_table` and `compare_csv`): its `vm_file` getters read `result`, its
+/// expected files come from `expected` when given, else from the paths the task names.
+#[pyfunction]
+#[pyo3(signature = (task, result, expected = Vec::new()))]
+fn evaluate(task: PathBuf, result: PathBuf, expected: Vec<PathBuf>) -> PyResult<f64> {
+    local::score(&task, &result, &expected).map_err(value_error)
 }
 
 /// The first `n` specs of the desktop split `in_domain`, `ood`, `validation` or `train`, as a
