@@ -96,6 +96,15 @@ def test_the_adapter_reads_alfworlds_configuration(tmp_path):
         obs, scores, dones, infos = batch.step(["look", "look"])
     assert dones == (True, True) and scores == (0, 0)
     assert infos["extra.gamefile"] == [None, None]
+    # in DAgger training the expert's next command comes with every step; following it wins
+    expert = ours.AlfredTWEnv(alfworld_config(GAMES, max_steps=60), "train").init_env(1)
+    obs, infos = expert.reset()
+    for _ in range(60):
+        obs, scores, dones, infos = expert.step([infos["extra.expert_plan"][0][0]])
+        if dones[0]:
+            break
+    assert scores == (1,) and infos["won"] == [True]
+    assert infos["extra.expert_plan"] == [["look"]]
     with pytest.raises(AssertionError, match="list of commands"):
         batch.step("look")
     with pytest.raises(NotImplementedError, match="THOR"):

@@ -167,7 +167,10 @@ class AlfredBatchEnv:
         if self.expert:
             plans = []
             for env, won in zip(self._batch.envs, out["won"]):
-                plan = [] if won else env.expert_plan()[:1]
+                try:
+                    plan = [] if won else env.expert_plan()[:1]
+                except ValueError:  # no plan from here: ALFWorld's expert says "look" too
+                    plan = []
                 plans.append(plan or ["look"])
             out["extra.expert_plan"] = plans
         return out
