@@ -14,4 +14,10 @@ if ! "$venv/bin/python" -c "import alfworld, pytest, numpy" 2>/dev/null; then
   "$venv/bin/pip" install -q alfworld==0.4.2 pytest numpy
 fi
 "$venv/bin/pip" install -q .
+# the README's one command in a virtual environment that holds nothing else
+bare=target/py-venv-bare
+rm -rf "$bare"
+python3 -m venv "$bare"
+"$bare/bin/pip" install -q .
+"$bare/bin/python" -c "import rlanything.household, rlanything.rules, rlanything.sandbox, rlanything.desktop, rlanything.alfworld.agents.environment; print('pip install . in a bare venv:', rlanything.__version__)"
 RLA_REQUIRE_ALFWORLD=1 "$venv/bin/python" -m pytest -q python/tests "$@"

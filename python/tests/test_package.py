@@ -36,3 +36,17 @@ def test_the_package_is_typed_and_versioned():
     root = pathlib.Path(rlanything.__file__).parent
     assert (root / "py.typed").exists()
     assert rlanything.__version__ == importlib.metadata.version("rlanything")
+
+
+def test_the_readme_agent_loop_runs(monkeypatch, capsys):
+    root = pathlib.Path(__file__).resolve().parents[2]
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## From Python"):]
+    code = section[section.index("```python\n") + len("```python\n"):]
+    code = code[:code.index("```")]
+    assert len([line for line in code.splitlines() if line.strip()]) <= 10
+    monkeypatch.chdir(root)
+    scope = {}
+    exec(compile(code, "README.md", "exec"), scope)
+    env = scope["env"]
+    assert env.steps >= 1 and capsys.readouterr().out.strip()
