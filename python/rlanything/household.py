@@ -80,12 +80,14 @@ def write_game(spec: Union[Spec, str], folder: Union[str, os.PathLike]) -> str:
 
 
 class TextEnv:
-    """The household in the Gymnasium interface.
+    """The household in the style of Gymnasium's interface (it does not need Gymnasium).
 
     Each ``reset`` draws one of ``games`` (paths of game folders, specs, or ``Household``
-    objects) with the environment's random generator; ``step(action)`` returns
-    ``(observation, reward, terminated, truncated, info)``: ``reward`` is 1.0 on the step that
-    wins, ``terminated`` means won, ``truncated`` that ``max_steps`` ran out first.
+    objects) with the environment's own random generator, seeded by ``reset(seed=…)``;
+    ``step(action)`` returns ``(observation, reward, terminated, truncated, info)``: ``reward``
+    is 1.0 on the step that wins, ``terminated`` means won, ``truncated`` that the steps ran out
+    first (``max_steps``, or a generated task's own ``step_limit``). ``info`` holds the
+    household's keys and ``task``.
     """
 
     metadata: Dict[str, Any] = {"render_modes": ["ansi"]}
@@ -101,7 +103,7 @@ class TextEnv:
         self._games = [self._load(g) for g in games]
         self.max_steps = max_steps
         self.render_mode = render_mode
-        self.np_random = random.Random()
+        self._rng = random.Random()
         self.env: Optional[Household] = None
         self._last = ""
 
@@ -117,10 +119,12 @@ class TextEnv:
               options: Optional[Dict[str, Any]] = None) -> Tuple[str, Dict[str, Any]]:
         """Starts an episode; ``options={"game": i}`` picks game ``i`` instead of drawing."""
         if seed is not None:
-            self.np_random.seed(seed)
+            self._rng.seed(seed)
         i = (options or {}).get("game")
         if i is None:
-            i = self.np_random.randrange(len(self._games))
+            i = self._rng.randrange(len(self._games))
+        elif not (isinstance(i, int) and 0 <= i < len(self._games)):
+            raise ValueError(f"options['game'] = {i!r}: an index below {len(self._games)}")
         self.env = self._games[i].copy()
         obs, info = self.env.reset()
         info["task"] = self.env.task
@@ -132,6 +136,7 @@ class TextEnv:
             raise RuntimeError("call reset() before step()")
         was_won = self.env.won
         obs, score, done, info = self.env.step(action)
+        info["task"] = self.env.task
         terminated = bool(info["won"])
         truncated = (not terminated and self.max_steps is not None
                      and info["steps"] >= self.max_steps) or (done and not terminated)

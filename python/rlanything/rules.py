@@ -1,8 +1,10 @@
 """The paper's rules on plain numbers: the same functions the Rust trainer applies.
 
-Every function takes lists or NumPy arrays. A function whose input is a NumPy array returns a
-NumPy array (``None`` entries — samples that carry no signal — become ``nan``); otherwise it
-returns lists, with ``None`` where a sample is dropped.
+The functions over vectors (``step_rewards``, ``advantages``, ``consistency_advantages``,
+``precision``, ``calibration``) take lists or NumPy arrays; given a NumPy array they return one
+(``None`` entries — samples that carry no signal — become ``nan``; ``advantages`` of a 2-D
+array gives a 2-D array, rows of unequal length padded with ``nan``), otherwise lists with
+``None`` where a sample is dropped. The others take numbers (NumPy scalars too).
 
 Names follow the paper: ``outcome`` O ∈ {−1, +1}, ``scores`` S_ij ∈ {−1, 0, +1} (0: the judge's
 answer could not be parsed), ``lam`` λ, step reward R_i, ``acc_low``/``acc_high`` α_low/α_high,
@@ -53,7 +55,11 @@ def _array(rows: Any) -> Any:
     import numpy as np
 
     if rows and isinstance(rows[0], list):
-        return [np.array([np.nan if v is None else v for v in r], dtype=float) for r in rows]
+        width = max(len(r) for r in rows)
+        out = np.full((len(rows), width), np.nan)
+        for j, r in enumerate(rows):
+            out[j, :len(r)] = [np.nan if v is None else v for v in r]
+        return out
     return np.array([np.nan if v is None else v for v in rows], dtype=float)
 
 

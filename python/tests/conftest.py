@@ -1,3 +1,4 @@
+import importlib.metadata
 import os
 import pathlib
 
@@ -16,12 +17,19 @@ def game_dirs():
 def alfworld_environment():
     """ALFWorld 0.4.2's own `alfworld.agents.environment`. Where it is not installed the test
     is skipped, unless RLA_REQUIRE_ALFWORLD=1 (as in CI), where that is a failure."""
+    required = os.environ.get("RLA_REQUIRE_ALFWORLD") == "1"
     try:
         import alfworld.agents.environment as environment
     except ImportError as e:
-        if os.environ.get("RLA_REQUIRE_ALFWORLD") == "1":
+        if required:
             pytest.fail(f"alfworld is required here: {e}")
         pytest.skip(f"alfworld is not installed: {e}")
+    version = importlib.metadata.version("alfworld")
+    if version != "0.4.2":
+        message = f"the parity tests are against alfworld 0.4.2, not {version}"
+        if required:
+            pytest.fail(message)
+        pytest.skip(message)
     return environment
 
 

@@ -12,7 +12,7 @@ from conftest import GAMES, alfworld_config, game_dirs
 
 
 def play_both(theirs_module, data_path, train_eval, batch_size, episodes, steps, max_steps,
-              seed=0, rng_seed=0):
+              seed=0, rng_seed=0, skip=0):
     """Plays the same commands through both environments; returns the number of steps
     compared."""
     config = alfworld_config(data_path, max_steps=max_steps)
@@ -22,6 +22,8 @@ def play_both(theirs_module, data_path, train_eval, batch_size, episodes, steps,
     a, b = real.init_env(batch_size=batch_size), mine.init_env(batch_size=batch_size)
     a.seed(seed)
     b.seed(seed)
+    a.skip(skip)
+    b.skip(skip)
     rng = random.Random(rng_seed)
     compared = 0
     try:
@@ -30,6 +32,8 @@ def play_both(theirs_module, data_path, train_eval, batch_size, episodes, steps,
             assert tuple(ra[0]) == rb[0]
             for key in ("won", "admissible_commands", "extra.gamefile"):
                 assert ra[1][key] == rb[1][key], key
+            if "extra.expert_plan" in ra[1]:  # both experts say "look" first
+                assert ra[1]["extra.expert_plan"] == rb[1]["extra.expert_plan"]
             infos = rb[1]
             for _ in range(steps):
                 commands = [rng.choice(adm + ["fly to the moon"])
@@ -41,6 +45,7 @@ def play_both(theirs_module, data_path, train_eval, batch_size, episodes, steps,
                 assert sa[3]["won"] == sb[3]["won"]
                 assert sa[3]["admissible_commands"] == sb[3]["admissible_commands"]
                 assert sa[3]["extra.gamefile"] == sb[3]["extra.gamefile"]
+                assert a.render(mode="text") == b.render(mode="text")
                 infos = sb[3]
                 compared += 1
     finally:
@@ -57,9 +62,9 @@ def test_the_same_games_play_the_same_through_alfworld_and_the_package(alfworld_
     assert n == len(game_dirs()) * 12
 
 
-def test_a_batch_of_two_in_training_mode(alfworld_environment):
+def test_a_batch_of_two_in_training_mode_after_skipping_games(alfworld_environment):
     n = play_both(alfworld_environment, GAMES, "train", batch_size=2, episodes=3, steps=8,
-                  max_steps=50, seed=5, rng_seed=1)
+                  max_steps=50, seed=5, rng_seed=1, skip=3)
     assert n == 24
 
 
@@ -105,6 +110,31 @@ def test_the_adapter_reads_alfworlds_configuration(tmp_path):
             break
     assert scores == (1,) and infos["won"] == [True]
     assert infos["extra.expert_plan"] == [["look"]]
+    # the planner expert gives the whole shortest plan, from the reset on
+    config = alfworld_config(GAMES, max_steps=60)
+    config["env"]["expert_type"] = "planner"
+    planner = ours.AlfredTWEnv(config, "train").init_env(1)
+    obs, infos = planner.reset()
+    plan = infos["extra.expert_plan"][0]
+    for command in plan:
+        obs, scores, dones, infos = planner.step([command])
+    assert scores == (1,) and len(plan) > 1
+    config["env"]["expert_type"] = "oracle"
+    with pytest.raises(ValueError, match="expert_type"):
+        ours.AlfredTWEnv(config, "train").init_env(1)
+    config = alfworld_config(GAMES, max_steps=0)  # 0: no step limit, as in textworld
+    config["env"]["task_types"] = [1, 7]  # an unknown type is ignored, as in ALFWorld
+    unlimited = ours.AlfredTWEnv(config, "eval_in_distribution")
+    assert unlimited.num_games == 4
+    e = unlimited.init_env(1)
+    e.reset()
+    assert not any(e.step(["look"])[2][0] for _ in range(80))
+    config = alfworld_config(GAMES)
+    config["env"]["domain_randomization"] = True
+    with pytest.raises(NotImplementedError, match="domain_randomization"):
+        ours.AlfredTWEnv(config, "train").init_env(1)
+    with pytest.raises(TypeError, match="string"):
+        batch.step([None, "look"])
     with pytest.raises(AssertionError, match="list of commands"):
         batch.step("look")
     with pytest.raises(NotImplementedError, match="THOR"):

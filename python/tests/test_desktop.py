@@ -66,5 +66,5 @@ def test_an_exported_task_is_scored_by_its_evaluator(tmp_path):
     assert evaluate(task, folder / "start.xlsx") == 0.0
     assert evaluate(task, folder / f"evaluator{spec['variant']}.xlsx") == 1.0
     assert evaluate(task, tmp_path / "missing.xlsx") == 0.0  # nothing saved, as in OSWorld
-    with pytest.raises(ValueError, match="nowhere.json"):
+    with pytest.raises(FileNotFoundError, match="nowhere.json"):
         evaluate(tmp_path / "nowhere.json", folder / "start.xlsx")

@@ -1,6 +1,8 @@
 """The household through the package: ALFWorld's recorded traces, the expert, batches, specs."""
 
+import copy
 import json
+import pickle
 import random
 
 import pytest
@@ -125,15 +127,22 @@ def test_a_written_game_folder_plays_as_the_spec(tmp_path):
 
 
 def test_text_env_follows_gymnasiums_interface():
-    env = TextEnv(game_dirs()[:3], max_steps=4)
+    env = TextEnv(game_dirs(), max_steps=4)
     obs, info = env.reset(seed=1)
     assert "Your task is to:" in obs and info["task"]
-    first = env.env.gamefile
-    assert env.reset(seed=1) and env.env.gamefile == first  # the seed decides the game
+    drawn = []
+    for seed in range(8):  # the seed decides the game
+        env.reset(seed=seed)
+        first = env.env.gamefile
+        env.reset(seed=seed)
+        assert env.env.gamefile == first
+        drawn.append(first)
+    assert len(set(drawn)) > 2
     env.reset(options={"game": 2})
     plan = env.env.expert_plan()
     obs, reward, terminated, truncated, info = env.step(plan[0])
     assert (reward, terminated, truncated) == (0.0, False, False)
+    assert info["task"] == env.env.task
     for _ in range(3):
         obs, reward, terminated, truncated, info = env.step("look")
     assert truncated and not terminated
@@ -166,3 +175,45 @@ def test_bad_input_is_a_clear_error(tmp_path):
         HouseholdBatch([])
     with pytest.raises(ValueError, match="at least one game"):
         TextEnv([])
+    with pytest.raises(ValueError, match="an index below 1"):
+        TextEnv([game_dirs()[0]]).reset(options={"game": -1})
+
+
+def test_the_searching_expert_wins_by_what_it_sees():
+    won = 0
+    for game in game_dirs():
+        env = Household.from_game(game)
+        env.reset()
+        for _ in range(100):
+            command = env.expert_next()
+            if command is None:
+                break
+            assert command in env.admissible_commands
+            env.step(command)
+        won += env.won
+        assert env.expert_next() is None or not env.won
+    assert won == len(game_dirs())
+
+
+def test_a_batch_plans_as_its_households_do():
+    games = game_dirs()[:4]
+    batch = batch_of_games(games)
+    batch.reset()
+    batch.step(["look", "inventory", "go to cabinet 1", "look"])
+    envs = batch.envs
+    assert batch.expert_plans() == [e.expert_plan() for e in envs]
+    assert batch.expert_next() == [e.expert_next() for e in envs]
+
+
+def test_households_pickle_and_deep_copy_in_their_state(tmp_path):
+    for env in (Household.from_game(game_dirs()[3], step_limit=30),
+                Household.from_spec(train_specs(1, seed=9)[0])):
+        env.reset()
+        for command in env.expert_plan()[:3] + ["fly to the moon"]:
+            env.step(command)
+        for twin in (pickle.loads(pickle.dumps(env)), copy.deepcopy(env)):
+            assert (twin.steps, twin.won, twin.admissible_commands) == (
+                env.steps, env.won, env.admissible_commands)
+            assert twin.expert_plan() == env.expert_plan()
+            assert twin.step("look")[0] == env.copy().step("look")[0]
+        assert pickle.loads(pickle.dumps(env)).spec == env.spec

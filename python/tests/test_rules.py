@@ -86,8 +86,9 @@ def test_ppo_and_kl():
 def test_numpy_in_numpy_out():
     np = pytest.importorskip("numpy")
     a = rules.advantages(np.array([[2.0, 2.0], [0.0, 0.0]]))
-    assert isinstance(a, list) and isinstance(a[0], np.ndarray)
-    assert a[0].tolist() == [1.0, 1.0]
+    assert isinstance(a, np.ndarray) and a.tolist() == [[1.0, 1.0], [-1.0, -1.0]]
+    ragged = rules.advantages([np.array([2.0, 2.0, 1.0]), np.array([0.0, 0.0]), np.array([1.0])])
+    assert ragged.shape == (3, 3) and np.isnan(ragged[0, 2]) and np.isnan(ragged[1, 2])
     c = rules.consistency_advantages(2.0, np.array([1, 1, 1]))
     assert isinstance(c, np.ndarray) and np.isnan(c).all()
     assert rules.step_reward(np.float64(1), np.array([1, -1, 1])) == pytest.approx(4 / 3)
@@ -106,5 +107,9 @@ def test_bad_values_are_named():
         rules.advantages([[1.0], [float("nan")]])
     with pytest.raises(ValueError, match="3 successes out of 2"):
         rules.accuracy(3, 2)
+    with pytest.raises(ValueError, match="judge_samples = 0"):
+        rules.theorem1_bound(1.5, 0)
+    with pytest.raises(ValueError, match="judge_samples = 0"):
+        rules.ideal_precision(0.5, 0.5, 0)
     with pytest.raises(ValueError, match="2 labels for 1 verdicts"):
         rules.calibration([True, False], [1])

@@ -48,7 +48,7 @@ def test_a_detached_child_does_not_hang_the_run(sb):
     assert r["secs"] < 30
 
 
-def test_runs_from_threads_at_once(sb):
+def test_one_sandbox_serves_several_threads(sb):
     out = [None] * 4
 
     def work(i):

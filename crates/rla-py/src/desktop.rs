@@ -1,6 +1,7 @@
 //! The GUI setting: a spreadsheet task on the native desktop, in OSWorld's formats.
 
-use crate::{json_text, value_error};
+use crate::{parse_json, value_error};
+use pyo3::exceptions::PyFileNotFoundError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use rla_desktop::a11y::{self, TreeOptions};
@@ -64,8 +65,7 @@ impl PyDesktop {
         step_limit: usize,
         tree_tokens: usize,
     ) -> PyResult<Self> {
-        let spec: Spec = serde_json::from_str(&json_text(spec)?)
-            .map_err(|e| value_error(format!("desktop spec: {e}")))?;
+        let spec: Spec = parse_json(spec, "desktop spec")?;
         if step_limit == 0 {
             return Err(value_error("step_limit = 0: must be at least 1"));
         }
@@ -168,6 +168,12 @@ impl PyDesktop {
 #[pyfunction]
 #[pyo3(signature = (task, result, expected = Vec::new()))]
 fn evaluate(task: PathBuf, result: PathBuf, expected: Vec<PathBuf>) -> PyResult<f64> {
+    if !task.exists() {
+        return Err(PyFileNotFoundError::new_err(format!(
+            "{}: no such task file",
+            task.display()
+        )));
+    }
     local::score(&task, &result, &expected).map_err(value_error)
 }
 

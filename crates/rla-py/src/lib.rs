@@ -51,6 +51,14 @@ pub(crate) fn json_text(spec: &Bound<'_, PyAny>) -> PyResult<String> {
     json.call_method1("dumps", (spec,))?.extract()
 }
 
+/// A value (a task spec) given as a dictionary or as JSON text; errors start with `what`.
+pub(crate) fn parse_json<T: serde::de::DeserializeOwned>(
+    v: &Bound<'_, PyAny>,
+    what: &str,
+) -> PyResult<T> {
+    serde_json::from_str(&json_text(v)?).map_err(|e| value_error(format!("{what}: {e}")))
+}
+
 /// JSON text as Python values (dictionaries, lists, numbers, strings).
 pub(crate) fn json_value<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
     py.import("json")?.call_method1("loads", (text,))

@@ -65,6 +65,14 @@ fn adapt_config(acc_low: f64, acc_high: f64) -> PyResult<AdaptConfig> {
     Ok(cfg)
 }
 
+fn samples(m: usize) -> PyResult<usize> {
+    if m == 0 {
+        Err(value_error("judge_samples = 0: must be at least 1"))
+    } else {
+        Ok(m)
+    }
+}
+
 fn share(name: &str, v: f64) -> PyResult<f64> {
     if (0.0..=1.0).contains(&v) {
         Ok(v)
@@ -191,7 +199,7 @@ fn theorem1_bound(mu: f64, judge_samples: usize) -> PyResult<Option<f64>> {
     if !(0.0..=2.0).contains(&mu) {
         return Err(value_error(format!("mu = {mu}: must lie in [0, 2]")));
     }
-    Ok(theorem1_lower_bound(mu, judge_samples))
+    Ok(theorem1_lower_bound(mu, samples(judge_samples)?))
 }
 
 /// The exact precision of an idealised judge with these `p₊`, `p₋` and m samples.
@@ -200,7 +208,7 @@ fn ideal_precision(p_plus: f64, p_minus: f64, judge_samples: usize) -> PyResult<
     Ok(ideal_judge_precision(
         share("p_plus", p_plus)?,
         share("p_minus", p_minus)?,
-        judge_samples,
+        samples(judge_samples)?,
     ))
 }
 

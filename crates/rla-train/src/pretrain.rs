@@ -54,12 +54,9 @@ pub fn demonstrations(
                 let Some(a) = searcher.next(env.world(), env.state(), &goal) else {
                     break;
                 };
-                let mut list = Vec::new();
-                env.world().actions(env.state(), &mut list);
-                let expert_cmd = list
-                    .iter()
-                    .find(|(_, b)| *b == a)
-                    .map(|(c, _)| c.clone())
+                let expert_cmd = env
+                    .world()
+                    .command(env.state(), a)
                     .context("expert action admissible")?;
                 let expert_idx = adm
                     .iter()

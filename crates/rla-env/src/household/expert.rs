@@ -327,15 +327,9 @@ pub fn plan_with(
 pub fn plan_commands(w: &World, st: &State, g: &GoalSpec) -> Option<Vec<String>> {
     let actions = plan(w, st, g)?;
     let mut st = st.clone();
-    let mut list = Vec::new();
     let mut out = Vec::with_capacity(actions.len());
     for a in actions {
-        w.actions(&st, &mut list);
-        let (command, _) = list
-            .iter()
-            .find(|(_, b)| *b == a)
-            .expect("planned actions are admissible");
-        out.push(command.clone());
+        out.push(w.command(&st, a).expect("planned actions are admissible"));
         w.apply(&mut st, a);
     }
     Some(out)

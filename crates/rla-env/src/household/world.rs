@@ -478,6 +478,13 @@ impl World {
         t.is_some() && (t == self.ty_knife || t == self.ty_butterknife)
     }
 
+    /// The command text of an action admissible in `st`.
+    pub fn command(&self, st: &State, a: Action) -> Option<String> {
+        let mut list = Vec::new();
+        self.actions(st, &mut list);
+        list.into_iter().find(|(_, b)| *b == a).map(|(c, _)| c)
+    }
+
     /// Every admissible action with its command text, unsorted.
     pub fn actions(&self, st: &State, out: &mut Vec<(String, Action)>) {
         out.clear();

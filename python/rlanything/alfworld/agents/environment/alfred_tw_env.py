@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import random
+import sys
+import textwrap
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .... import _native
@@ -58,7 +61,8 @@ class AlfredTWEnv:
         data_path = os.path.expandvars(_get(self.config, "dataset", key))
         if not os.path.isdir(data_path):
             raise FileNotFoundError(f"config: dataset.{key} = {data_path!r} is not a folder")
-        task_types = [TASK_TYPES[t] for t in _get(self.config, "env", "task_types")]
+        task_types = [TASK_TYPES[t] for t in _get(self.config, "env", "task_types")
+                      if t in TASK_TYPES]
         self.game_files: List[str] = []
         for root, _dirs, files in os.walk(data_path, topdown=False):
             if "traj_data.json" not in files:
@@ -85,7 +89,9 @@ class AlfredTWEnv:
         if verbose:
             print(f"Overall we have {self.num_games} games in split={self.train_eval}")
 
-    def max_steps(self) -> int:
+    def max_steps(self) -> Optional[int]:
+        """The episode's step limit from the configuration; 0 or ``None`` is none, as in
+        textworld."""
         method = _get(self.config, "general", "training_method")
         if method == "dagger":
             return _get(self.config, "dagger", "training", "max_nb_steps_per_episode")
@@ -96,8 +102,17 @@ class AlfredTWEnv:
     def init_env(self, batch_size: int) -> "AlfredBatchEnv":
         if self.num_games == 0:
             raise ValueError(f"no games found for {self.train_eval}")
-        expert = (self.train_eval == "train"
-                  and _get(self.config, "general", "training_method") == "dagger")
+        if self.train_eval == "train" and _get(self.config, "env", "domain_randomization",
+                                               default=False):
+            raise NotImplementedError(
+                "env.domain_randomization = True (object names shuffled): not supported; "
+                "set it to False")
+        expert = None
+        if (self.train_eval == "train"
+                and _get(self.config, "general", "training_method") == "dagger"):
+            expert = _get(self.config, "env", "expert_type", default="handcoded")
+            if expert not in ("handcoded", "planner"):
+                raise ValueError(f"env.expert_type {expert!r}: handcoded or planner")
         return AlfredBatchEnv(self.game_files, batch_size, self.max_steps(), expert)
 
 
@@ -125,25 +140,25 @@ class _NumpyOrder:
 
 
 class AlfredBatchEnv:
-    """What ``AlfredTWEnv.init_env`` returns: ``batch_size`` games at a time, stepped on Rust
-    threads. Observations, scores and dones are tuples; ``infos`` is a dictionary of lists with
-    ``won``, ``admissible_commands`` and ``extra.gamefile`` (the game's path after ``reset``,
-    ``None`` after a step, as in ALFWorld), and ``extra.expert_plan`` in training with DAgger.
-    A slot whose episode is done repeats its last result until the next ``reset``."""
+    """What ``AlfredTWEnv.init_env`` returns: ``batch_size`` games at a time, stepped together.
+    Observations, scores and dones are tuples; ``infos`` is a dictionary of lists with ``won``,
+    ``admissible_commands`` and ``extra.gamefile`` (the game's path after ``reset``, ``None``
+    after a step, as in ALFWorld). In DAgger training ``extra.expert_plan`` comes too: for the
+    ``planner`` expert the shortest plan, for the ``handcoded`` one ``["look"]`` after a reset
+    and then the next command of an expert that, like ALFWorld's, knows only what the episode
+    has shown (it may search the receptacles in another order than ALFWorld's). A slot whose
+    episode is done repeats its last result until the next ``reset``."""
 
-    def __init__(self, game_files: Sequence[str], batch_size: int, max_steps: int,
-                 expert: bool = False):
+    def __init__(self, game_files: Sequence[str], batch_size: int, max_steps: Optional[int],
+                 expert: Optional[str] = None):
         if batch_size < 1:
             raise ValueError(f"batch_size = {batch_size}: must be at least 1")
-        if max_steps < 1:
-            raise ValueError(f"max_nb_steps_per_episode = {max_steps}: must be at least 1")
         self.gamefiles = list(game_files)
         self.batch_size = batch_size
-        self.max_steps = max_steps
+        self.max_steps = max_steps or None
         self.expert = expert
         self._loaded: Dict[str, Any] = {}
         self._batch: Optional[Any] = None
-        self._current: List[str] = []
         self._last_obs: List[str] = []
         self._last_commands: List[Optional[str]] = []
         self.seed(1234)
@@ -156,35 +171,33 @@ class AlfredBatchEnv:
     def _household(self, path: str) -> Any:
         if path not in self._loaded:
             self._loaded[path] = _native.Household.from_game(path, self.max_steps)
-        return self._loaded[path].copy()
+        return self._loaded[path]
 
-    def _infos(self, infos: Dict[str, list], gamefiles: List[Optional[str]]) -> Dict[str, list]:
+    def _infos(self, infos: Dict[str, list], gamefiles: List[Optional[str]],
+               after_reset: bool) -> Dict[str, list]:
         out = {
-            "won": list(infos["won"]),
-            "admissible_commands": list(infos["admissible_commands"]),
+            "won": infos["won"],
+            "admissible_commands": infos["admissible_commands"],
             "extra.gamefile": gamefiles,
         }
-        if self.expert:
-            plans = []
-            for env, won in zip(self._batch.envs, out["won"]):
-                try:
-                    plan = [] if won else env.expert_plan()[:1]
-                except ValueError:  # no plan from here: ALFWorld's expert says "look" too
-                    plan = []
-                plans.append(plan or ["look"])
-            out["extra.expert_plan"] = plans
+        if self.expert == "planner":
+            out["extra.expert_plan"] = [p or [] for p in self._batch.expert_plans()]
+        elif self.expert == "handcoded":
+            nexts = [None] * self.batch_size if after_reset else self._batch.expert_next()
+            out["extra.expert_plan"] = [
+                [c] if c is not None and c in adm else ["look"]
+                for c, adm in zip(nexts, infos["admissible_commands"])]
         return out
 
     def reset(self) -> Tuple[Tuple[str, ...], Dict[str, list]]:
-        self._current = [next(self._cycle) for _ in range(self.batch_size)]
-        self._batch = _native.HouseholdBatch([self._household(p) for p in self._current])
+        current = [next(self._cycle) for _ in range(self.batch_size)]
+        self._batch = _native.HouseholdBatch([self._household(p) for p in current])
         obs, infos = self._batch.reset()
         self._dones = [False] * self.batch_size
-        infos = self._infos(infos, list(self._current))
         self._last_obs = list(obs)
         self._last_scores = [0] * self.batch_size
         self._last_commands = [None] * self.batch_size
-        return tuple(obs), infos
+        return tuple(obs), self._infos(infos, current, after_reset=True)
 
     def step(self, commands: Sequence[str]):
         if not isinstance(commands, (list, tuple)):
@@ -193,35 +206,47 @@ class AlfredBatchEnv:
             raise RuntimeError("call reset() before step()")
         if len(commands) != self.batch_size:
             raise ValueError(f"{len(commands)} commands for a batch of {self.batch_size}")
+        for c in commands:
+            if not isinstance(c, str):
+                raise TypeError(f"a command must be a string, not {type(c).__name__}")
+        self._last_commands = list(commands)
         live = [None if d else c for c, d in zip(commands, self._dones)]
         obs, scores, dones, infos = self._batch.step(live)
         for i, o in enumerate(obs):
             if o is not None:
-                self._last_commands[i] = live[i]
                 self._last_obs[i] = o
                 self._last_scores[i] = int(scores[i])
                 self._dones[i] = bool(dones[i])
-        infos = self._infos(infos, [None] * self.batch_size)
+        infos = self._infos(infos, [None] * self.batch_size, after_reset=False)
         return (tuple(self._last_obs), tuple(self._last_scores), tuple(self._dones), infos)
 
     def close(self) -> None:
         self._batch = None
 
-    def skip(self, ngames: int = 1) -> None:
-        for _ in range(ngames * self.batch_size):
+    def skip(self, nb_games: int = 1) -> None:
+        """Skips games in the order they are played."""
+        for _ in range(nb_games):
             next(self._cycle)
 
-    def render(self, mode: str = "human") -> Optional[str]:
-        """Each slot's last command (``> command``) and observation; printed in ``"human"``
-        mode, returned as text otherwise."""
+    def render(self, mode: str = "human") -> Any:
+        """Each slot's last command (``> command``) and observation, slots separated by
+        ``-----``, as textworld renders them: printed in ``"human"`` mode (paragraphs wrapped
+        at 80 columns, without textworld's colour), returned as a string in ``"text"`` mode and as a ``StringIO`` in
+        ``"ansi"`` mode."""
+        if mode not in ("human", "text", "ansi"):
+            raise ValueError(f"render mode {mode!r}: human, text or ansi")
         parts = []
         for command, ob in zip(self._last_commands, self._last_obs):
             msg = ob.rstrip() + "\n"
             if command is not None:
                 msg = "> " + command + "\n" + msg
+            if mode == "human":
+                msg = "\n".join("\n".join(textwrap.wrap(p, width=80)) for p in msg.split("\n"))
             parts.append(msg)
-        text = "\n".join(parts)
-        if mode == "human":
-            print(text)
-            return None
-        return text
+        text = "\n-----\n".join(parts) + "\n"
+        if mode == "text":
+            return text
+        if mode == "ansi":
+            return io.StringIO(text)
+        sys.stdout.write(text)
+        return None
