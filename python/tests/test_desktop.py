@@ -41,12 +41,26 @@ def test_a_bad_action_is_the_steps_error_and_the_step_limit_ends_it():
     assert done and reward == 0.0
 
 
+def png_size(png):
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+
+
 def test_screenshots_and_marks():
     d = Desktop.from_spec(task_specs("train", 1)[0], width=1280, height=720)
     d.reset()
-    assert d.screenshot()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert png_size(d.screenshot()) == (1280, 720)
+    assert png_size(Desktop.from_spec(task_specs("train", 1)[0]).screenshot()) == (1920, 1080)
     assert d.screenshot(marks=True) != d.screenshot()
     assert d.marks().startswith("[1] ")
+
+
+def test_the_tree_is_cut_after_tree_tokens_words():
+    spec = task_specs("train", 1)[0]
+    whole, _ = Desktop.from_spec(spec).reset()
+    cut, _ = Desktop.from_spec(spec, tree_tokens=60).reset()
+    assert "[...]" not in whole and cut.endswith("[...]")
+    assert len(cut.split()) <= 61 < len(whole.split())
 
 
 def test_bad_specs_are_named():

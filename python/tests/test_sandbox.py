@@ -77,3 +77,30 @@ def test_bad_limits_are_named():
         Sandbox(memory_bytes=1 << 20)
     with pytest.raises(ValueError, match="does not exist"):
         Sandbox(python="/nowhere/python3")
+
+
+def test_each_limit_changes_what_a_program_may_do():
+    big_file = "open('big', 'wb').write(b'x' * (2 << 20))\nprint('wrote')"
+    assert Sandbox().run(big_file)["status"] == "exited"
+    assert Sandbox(file_bytes=1 << 20).run(big_file)["status"] == "crash"
+    alloc = "x = bytearray(100 << 20)\nprint(len(x))"
+    assert Sandbox().run(alloc)["status"] == "exited"
+    assert Sandbox(memory_bytes=64 << 20).run(alloc)["status"] in ("memory", "crash")
+    nap = "import time\ntime.sleep(2)\nprint('awake')"
+    assert Sandbox(wall_secs=5.0).run(nap)["status"] == "exited"
+    assert Sandbox(wall_secs=0.5).run(nap)["status"] == "timeout"
+    spin = "while True: pass"
+    assert Sandbox(wall_secs=30.0, cpu_secs=1).run(spin)["status"] == "timeout"
+
+
+def test_the_process_limit(sb):
+    if not sb.isolation["own_uid"]:
+        pytest.skip("programs run under this user, whose other processes count too")
+    forks = ("import os, time\n"
+             "for _ in range(6):\n"
+             "    if os.fork() == 0:\n"
+             "        time.sleep(0.5)\n"
+             "        os._exit(0)\n"
+             "print('forked')\n")
+    assert Sandbox(processes=16).run(forks)["stdout"] == "forked\n"
+    assert Sandbox(processes=3).run(forks)["status"] == "crash"
