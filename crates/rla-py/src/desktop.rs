@@ -82,7 +82,8 @@ impl PyDesktop {
     /// and `finished`.
     fn reset<'py>(&mut self, py: Python<'py>) -> PyResult<(String, Bound<'py, PyDict>)> {
         self.episode = self.start.clone();
-        Ok((self.observe(), self.info(py, None)?))
+        let tree = py.detach(|| self.observe());
+        Ok((tree, self.info(py, None)?))
     }
 
     /// One step of pyautogui code (or WAIT, DONE, FAIL): `(tree, reward, done, info)`. The
@@ -98,22 +99,28 @@ impl PyDesktop {
                 "the episode is over: call reset() before stepping again",
             ));
         }
-        let nodes = self.episode.tree(TreeOptions::default());
-        let out = self.episode.step_code(code, &nodes);
-        let done = self.over();
-        let reward = if done { self.score()? } else { 0.0 };
-        Ok((self.observe(), reward, done, self.info(py, out.error)?))
+        // the step, the score and the tree run with the GIL released
+        let (error, reward, done, tree) = py
+            .detach(|| {
+                let nodes = self.episode.tree(TreeOptions::default());
+                let out = self.episode.step_code(code, &nodes);
+                let done = self.over();
+                let reward = if done { self.episode.score()? } else { 0.0 };
+                Ok::<_, String>((out.error, reward, done, self.observe()))
+            })
+            .map_err(value_error)?;
+        Ok((tree, reward, done, self.info(py, error)?))
     }
 
     /// The evaluator's score now: the task's postconfig (the save) run on a copy of the
     /// desktop, then `compare_table` against the expected workbook.
-    fn score(&self) -> PyResult<f64> {
-        self.episode.score().map_err(value_error)
+    fn score(&self, py: Python<'_>) -> PyResult<f64> {
+        py.detach(|| self.episode.score()).map_err(value_error)
     }
 
     /// The expert's next step, as pyautogui code (or DONE).
-    fn expert_action(&self) -> String {
-        expert::next(&self.episode)
+    fn expert_action(&self, py: Python<'_>) -> String {
+        py.detach(|| expert::next(&self.episode))
     }
 
     /// The screen as PNG bytes; `marks` draws the numbered boxes that `tag_N` names.
@@ -167,14 +174,20 @@ impl PyDesktop {
 /// expected files come from `expected` when given, else from the paths the task names.
 #[pyfunction]
 #[pyo3(signature = (task, result, expected = Vec::new()))]
-fn evaluate(task: PathBuf, result: PathBuf, expected: Vec<PathBuf>) -> PyResult<f64> {
+fn evaluate(
+    py: Python<'_>,
+    task: PathBuf,
+    result: PathBuf,
+    expected: Vec<PathBuf>,
+) -> PyResult<f64> {
     if !task.exists() {
         return Err(PyFileNotFoundError::new_err(format!(
             "{}: no such task file",
             task.display()
         )));
     }
-    local::score(&task, &result, &expected).map_err(value_error)
+    py.detach(|| local::score(&task, &result, &expected))
+        .map_err(value_error)
 }
 
 /// The first `n` specs of the desktop split `in_domain`, `ood`, `validation` or `train`, as a
