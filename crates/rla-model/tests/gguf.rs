@@ -3,9 +3,11 @@
 //! F32, errors within each format's precision from F16, BF16, Q8_0, Q4_0 and Q4_1; the
 //! tokenizer's pre-tokenizer, special tokens and chat template; and bad files are named errors.
 
+mod common;
 use candle_core::quantized::gguf_file::{self, Value};
 use candle_core::quantized::{GgmlDType, QTensor};
 use candle_core::{DType, Device, Tensor};
+use common::max_diff;
 use rla_lm::{Message, Sampler};
 use rla_model::config::{Arch, ModelConfig};
 use rla_model::gguf::{convert, permute};
@@ -170,17 +172,6 @@ fn logits(m: &Transformer, ids: &[u32]) -> Tensor {
         .unsqueeze(0)
         .unwrap();
     m.forward(&x, &pos, None, None).unwrap()
-}
-
-fn max_diff(a: &Tensor, b: &Tensor) -> f32 {
-    (a - b)
-        .unwrap()
-        .abs()
-        .unwrap()
-        .max_all()
-        .unwrap()
-        .to_scalar::<f32>()
-        .unwrap()
 }
 
 /// √(Σ(a−b)²/Σb²) over every tensor.

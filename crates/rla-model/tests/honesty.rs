@@ -2,7 +2,9 @@
 //! candle-transformers' reference models; the PPO-clip gradient matches finite differences;
 //! generation with the KV cache equals generation without it.
 
+mod common;
 use candle_core::{DType, Device, Tensor, D};
+use common::max_diff;
 use rla_core::ppo::PpoConfig;
 use rla_model::config::{Arch, ModelConfig};
 use rla_model::loss::{ppo_loss, token_logprobs};
@@ -175,14 +177,7 @@ fn logits_equal_candle_transformers_reference_models() {
             }
         };
         let ours_last = ours.narrow(1, 6, 1).unwrap();
-        let diff = (ours_last - theirs_last.reshape((2, 1, 61)).unwrap())
-            .unwrap()
-            .abs()
-            .unwrap()
-            .max_all()
-            .unwrap()
-            .to_scalar::<f32>()
-            .unwrap();
+        let diff = max_diff(&ours_last, &theirs_last.reshape((2, 1, 61)).unwrap());
         assert!(diff < 1e-4, "{arch:?} tied={tied}: max |Δlogit| = {diff}");
     }
 }
@@ -228,14 +223,7 @@ fn logits_of_every_position_equal_the_reference_with_its_own_cache() {
         for (i, &tok) in seq.iter().enumerate() {
             let theirs = step(&ids(&[&[tok]]), i).flatten_all().unwrap();
             let mine = ours.narrow(1, i, 1).unwrap().flatten_all().unwrap();
-            let diff = (mine - theirs)
-                .unwrap()
-                .abs()
-                .unwrap()
-                .max_all()
-                .unwrap()
-                .to_scalar::<f32>()
-                .unwrap();
+            let diff = max_diff(&mine, &theirs);
             assert!(diff < 1e-4, "{arch:?} position {i}: {diff}");
         }
     }
@@ -406,13 +394,5 @@ fn a_detached_model_gives_the_same_logits_and_records_no_graph() {
     // detached one's does not, and its logits are the same
     assert!(tracked.track_op());
     assert!(!free.track_op());
-    let diff = (tracked - free)
-        .unwrap()
-        .abs()
-        .unwrap()
-        .max_all()
-        .unwrap()
-        .to_scalar::<f32>()
-        .unwrap();
-    assert_eq!(diff, 0.0);
+    assert_eq!(max_diff(&tracked, &free), 0.0);
 }
