@@ -6,13 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv=target/py-venv
-if [ ! -x "$venv/bin/python" ]; then
-  python3 -m venv "$venv"
-fi
-if ! "$venv/bin/python" -c "import alfworld, pytest, numpy" 2>/dev/null; then
-  # alfworld 0.4.2 builds fast-downward-textworld and jericho from source (g++), about 3 minutes
-  "$venv/bin/pip" install -q alfworld==0.4.2 pytest numpy
-fi
+scripts/python-env.sh
 "$venv/bin/pip" install -q .
 # the README's one command in a virtual environment that holds nothing else
 bare=target/py-venv-bare

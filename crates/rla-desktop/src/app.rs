@@ -1005,6 +1005,14 @@ impl Desktop {
         };
         let old = self.book.sheets[self.sheet].cells.get(&e.at).cloned();
         let new = Content::typed(&e.text);
+        if new.is_some() && !self.book.sheets[self.sheet].has_room_for(e.at) {
+            self.status = Some(format!(
+                "{} lies too far out: a sheet holds at most {} cells from A1 to its last used cell",
+                e.at,
+                crate::workbook::MAX_SHEET_CELLS
+            ));
+            return Ok(());
+        }
         if old != new {
             self.snapshot();
             let cells = &mut self.book.sheets[self.sheet].cells;
@@ -1379,6 +1387,14 @@ impl Desktop {
             dest_start,
             Addr::new(dest_start.row + h - 1, dest_start.col + w - 1),
         );
+        if !clip.cells.is_empty() && !self.book.sheets[self.sheet].has_room_for(dest.end) {
+            self.status = Some(format!(
+                "There is not enough room to paste here: a sheet holds at most {} cells from A1 \
+                 to its last used cell",
+                crate::workbook::MAX_SHEET_CELLS
+            ));
+            return Ok(());
+        }
         self.snapshot();
         if clip.cut {
             if let Some(s) = self.book.sheets.get_mut(clip.sheet) {

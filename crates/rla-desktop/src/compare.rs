@@ -372,8 +372,13 @@ pub fn compare_table(
     if !result.exists() {
         return Ok(0.0);
     }
-    let Ok(r) = Book::load(result) else {
-        return Ok(0.0); // OSWorld logs the failure and scores 0
+    let r = match Book::load(result) {
+        Ok(r) => r,
+        Err(e) => {
+            // OSWorld logs the failure and scores 0
+            tracing::warn!("the result file does not load, so it scores 0 as in OSWorld: {e}");
+            return Ok(0.0);
+        }
     };
     let e = match expected {
         Some(p) => {

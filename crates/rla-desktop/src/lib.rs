@@ -2,6 +2,7 @@ pub mod a11y;
 pub mod action;
 pub mod addr;
 pub mod app;
+pub mod bounds;
 pub mod compare;
 pub mod episode;
 pub mod expert;

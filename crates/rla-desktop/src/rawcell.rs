@@ -41,9 +41,11 @@ struct Xml {
 }
 
 fn entry(z: &mut zip::ZipArchive<std::fs::File>, name: &str) -> Option<Vec<u8>> {
-    let mut f = z.by_name(name).ok()?;
+    let f = z.by_name(name).ok()?;
     let mut out = Vec::new();
-    f.read_to_end(&mut out).ok()?;
+    f.take(crate::bounds::MAX_PART_BYTES)
+        .read_to_end(&mut out)
+        .ok()?;
     Some(out)
 }
 

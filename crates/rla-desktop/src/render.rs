@@ -87,14 +87,24 @@ impl Image {
         }
     }
 
-    /// The image scaled to `width × height` (nearest neighbour).
-    pub fn scaled(&self, width: u32, height: u32) -> Image {
+    /// Most pixels a side of a scaled image may have.
+    pub const MAX_SIDE: u32 = 8192;
+
+    /// The image scaled to `width × height` (nearest neighbour); each side from 1 to
+    /// [`Image::MAX_SIDE`].
+    pub fn scaled(&self, width: u32, height: u32) -> Result<Image, String> {
+        if !(1..=Self::MAX_SIDE).contains(&width) || !(1..=Self::MAX_SIDE).contains(&height) {
+            return Err(format!(
+                "an image of {width}×{height}: each side must be from 1 to {}",
+                Self::MAX_SIDE
+            ));
+        }
         if width == self.width && height == self.height {
-            return Image {
+            return Ok(Image {
                 width,
                 height,
                 rgb: self.rgb.clone(),
-            };
+            });
         }
         let mut out = Image::new(width, height);
         for y in 0..height {
@@ -108,7 +118,7 @@ impl Image {
                 out.rgb[i..i + 3].copy_from_slice(&self.rgb[j..j + 3]);
             }
         }
-        out
+        Ok(out)
     }
 
     /// PNG bytes.
@@ -260,7 +270,8 @@ mod tests {
         let r = d.layout.cell(0, 0);
         let i = ((r.y as u32 * img.width + r.x as u32) * 3) as usize;
         assert_eq!(&img.rgb[i..i + 3], &FOCUS);
-        let small = img.scaled(640, 360);
+        let small = img.scaled(640, 360).unwrap();
+        assert!(img.scaled(0, 0).is_err() && img.scaled(100_000, 100_000).is_err());
         let png = small.png();
         assert_eq!(&png[1..4], b"PNG");
         let marked = draw(&d, &nodes, true);

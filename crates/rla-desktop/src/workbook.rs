@@ -94,6 +94,14 @@ impl Sheet {
         }
     }
 
+    /// Whether the sheet's rectangle from A1 to its last used cell stays within
+    /// [`MAX_SHEET_CELLS`] with `extra` used too (every dense reader — pandas' frame, CSV, the
+    /// saved file's readers — holds that rectangle).
+    pub fn has_room_for(&self, extra: Addr) -> bool {
+        let e = self.extent().unwrap_or(Addr::new(0, 0));
+        rectangle(Addr::new(e.row.max(extra.row), e.col.max(extra.col))) <= MAX_SHEET_CELLS
+    }
+
     /// The last used row and column (0-based), if any cell is used.
     pub fn extent(&self) -> Option<Addr> {
         let mut it = self.cells.keys();
@@ -105,6 +113,15 @@ impl Sheet {
         }
         Some(Addr::new(r, c))
     }
+}
+
+/// Most cells in a sheet's rectangle from A1 to its last used cell (4 Mi cells): what any
+/// reader of a sheet as a dense grid may have to hold. OSWorld's tasks use small sheets.
+pub const MAX_SHEET_CELLS: u64 = 1 << 22;
+
+/// The cells from A1 to `last`.
+pub fn rectangle(last: Addr) -> u64 {
+    (last.row as u64 + 1) * (last.col as u64 + 1)
 }
 
 /// Why a workbook operation failed.

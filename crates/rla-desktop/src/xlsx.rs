@@ -47,6 +47,7 @@ fn xlsx(path: &Path) -> Result<calamine::Xlsx<std::io::BufReader<std::fs::File>>
             source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such file"),
         });
     }
+    crate::bounds::check_xlsx(path)?;
     calamine::open_workbook(path).map_err(|e: calamine::XlsxError| bad(path, e))
 }
 

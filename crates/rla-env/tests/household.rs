@@ -187,6 +187,34 @@ fn malformed_game_files_name_the_file_and_field() {
     let e = GameFile::load(&path).unwrap_err().to_string();
     assert!(e.contains("pddl_problem") && e.contains("canHold"), "{e}");
 
+    // the domain is stated and is ALFWorld's: empty, missing, another or a partial one is refused
+    for (domain, says) in [
+        (serde_json::json!(""), "no (define"),
+        (serde_json::Value::Null, "missing"),
+        (
+            serde_json::json!("(define (domain blocks) (:action look))"),
+            "\"blocks\"",
+        ),
+        (
+            serde_json::json!("(define (domain alfred) (:action look))"),
+            "lacks the actions inventory",
+        ),
+        (
+            serde_json::json!("(".repeat(50_000) + &")".repeat(50_000)),
+            "nested more than",
+        ),
+    ] {
+        let mut v: serde_json::Value = serde_json::from_str(&good).unwrap();
+        if domain.is_null() {
+            v.as_object_mut().unwrap().remove("pddl_domain");
+        } else {
+            v["pddl_domain"] = domain;
+        }
+        std::fs::write(&path, v.to_string()).unwrap();
+        let e = GameFile::load(&path).unwrap_err().to_string();
+        assert!(e.contains("pddl_domain") && e.contains(says), "{e}");
+    }
+
     let mut v: serde_json::Value = serde_json::from_str(&good).unwrap();
     v["grammar"] = serde_json::Value::String("nothing here".into());
     std::fs::write(&path, v.to_string()).unwrap();
@@ -245,6 +273,45 @@ proptest! {
                 prop_assert!(env.state().obj_in[h as usize].is_none());
                 prop_assert!(env.state().obj_at[h as usize].is_none());
             }
+        }
+    }
+}
+
+/// Training tasks (what warm starts and runs learn from) never share a scene with the fixed
+/// evaluation splits or the validation split, nor a game of the recorded ALFWorld fixtures.
+#[test]
+fn training_tasks_and_the_evaluation_splits_are_disjoint() {
+    let held: std::collections::HashSet<_> = [Split::InDomain, Split::Ood, Split::Validation]
+        .into_iter()
+        .flat_map(eval_tasks)
+        .map(|t| (t.room, t.layout_seed))
+        .collect();
+    assert_eq!(
+        held.len(),
+        140 + 134 + 140,
+        "the splits' scenes are distinct"
+    );
+    let mut intros = std::collections::HashSet::new();
+    for seed in [0u64, 1, 2, 17, 29] {
+        for t in train_tasks(4000, seed) {
+            assert!(
+                !held.contains(&(t.room, t.layout_seed)),
+                "{} shares its scene with an evaluation task",
+                t.id
+            );
+            if intros.len() < 2000 {
+                let mut env = Household::from_task(&t).unwrap();
+                intros.insert(env.reset());
+            }
+        }
+    }
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/alfworld-traces");
+    for e in std::fs::read_dir(fixtures).unwrap().flatten() {
+        if e.path().join("game.tw-pddl").exists() {
+            let g = GameFile::load(e.path()).unwrap();
+            let intro = Household::new(g.world.clone()).reset();
+            assert!(!intros.contains(&intro), "{}", e.path().display());
         }
     }
 }

@@ -25,6 +25,29 @@ pub enum LmError {
     /// A request the back end cannot serve.
     #[error("{0}")]
     Unsupported(String),
+    /// A request longer than the model's context (prompt and new tokens together).
+    #[error("{0}")]
+    TooLong(String),
+}
+
+/// Checks that every prompt and `extra` tokens after it fit in a context of `context` tokens.
+pub fn check_context(
+    lengths: impl IntoIterator<Item = usize>,
+    extra: usize,
+    context: Option<usize>,
+) -> Result<()> {
+    let Some(ctx) = context else {
+        return Ok(());
+    };
+    for (i, len) in lengths.into_iter().enumerate() {
+        if len.saturating_add(extra) > ctx {
+            return Err(LmError::TooLong(format!(
+                "prompt {i} has {len} tokens and {extra} more were asked for, past the model's \
+                 context of {ctx} tokens"
+            )));
+        }
+    }
+    Ok(())
 }
 
 impl LmError {
@@ -228,6 +251,12 @@ pub trait Sampler {
     /// The number of token ids the model knows, when the back end knows it (a server then
     /// refuses prompts with ids outside it).
     fn vocab_size(&self) -> Option<usize> {
+        None
+    }
+
+    /// The longest sequence the model takes (prompt and generated tokens together), when the
+    /// back end knows it; longer requests are refused ([`LmError::TooLong`]).
+    fn context_len(&self) -> Option<usize> {
         None
     }
 

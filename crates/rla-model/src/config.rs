@@ -240,7 +240,48 @@ impl ModelConfig {
         if self.head_dim.is_none() && !self.hidden_size.is_multiple_of(self.num_attention_heads) {
             return Err("hidden_size must be a multiple of num_attention_heads".into());
         }
+        for (k, v) in [
+            ("rms_norm_eps", self.rms_norm_eps),
+            ("rope_theta", self.rope_theta),
+        ] {
+            if !(v.is_finite() && v > 0.0) {
+                return Err(format!("{k} = {v}: must be a positive number"));
+            }
+        }
+        if self.max_position_embeddings == 0 {
+            return Err("max_position_embeddings must be positive".into());
+        }
+        if self
+            .checked_num_params()
+            .is_none_or(|n| n > usize::MAX as u128)
+        {
+            return Err(format!(
+                "hidden_size = {}, intermediate_size = {}, num_hidden_layers = {}, vocab_size = {}: \
+                 the parameter count overflows",
+                self.hidden_size, self.intermediate_size, self.num_hidden_layers, self.vocab_size
+            ));
+        }
         self.inv_freq()?;
+        Ok(())
+    }
+
+    /// Refuses a model whose weights (`bytes_per_param` bytes each: 4 for f32 weights, 16 for
+    /// f32 weights trained with AdamW — the weights, their gradients and two moments) could not
+    /// fit in this machine's memory, before anything is allocated.
+    pub fn check_fits(&self, bytes_per_param: usize, what: &str) -> Result<(), String> {
+        let Some(n) = self.checked_num_params() else {
+            return Err("the parameter count overflows".into());
+        };
+        let need = n.saturating_mul(bytes_per_param as u128);
+        if let Some(have) = memory_bytes() {
+            if need > have as u128 {
+                return Err(format!(
+                    "{n} parameters need {:.1} GiB to {what}, and this machine has {:.1} GiB of memory",
+                    need as f64 / (1u64 << 30) as f64,
+                    have as f64 / (1u64 << 30) as f64
+                ));
+            }
+        }
         Ok(())
     }
 
@@ -275,28 +316,49 @@ impl ModelConfig {
 
     /// Number of parameters.
     pub fn num_params(&self) -> usize {
+        self.checked_num_params()
+            .and_then(|n| usize::try_from(n).ok())
+            .unwrap_or(usize::MAX)
+    }
+
+    /// The parameter count in checked arithmetic; `None` where it overflows.
+    pub fn checked_num_params(&self) -> Option<u128> {
+        let u = |x: usize| x as u128;
         let (h, i, l, v) = (
-            self.hidden_size,
-            self.intermediate_size,
-            self.num_hidden_layers,
-            self.vocab_size,
+            u(self.hidden_size),
+            u(self.intermediate_size),
+            u(self.num_hidden_layers),
+            u(self.vocab_size),
         );
-        let (q, kv) = (
-            self.num_attention_heads * self.head_dim(),
-            self.kv_heads() * self.head_dim(),
-        );
-        let attn = h * q
-            + 2 * h * kv
-            + q * h
-            + if self.qkv_bias() { q + 2 * kv } else { 0 }
-            + if self.o_bias() { h } else { 0 };
+        let hd = u(self.head_dim());
+        let q = u(self.num_attention_heads).checked_mul(hd)?;
+        let kv = u(self.kv_heads()).checked_mul(hd)?;
+        let attn = h
+            .checked_mul(q)?
+            .checked_add(h.checked_mul(kv)?.checked_mul(2)?)?
+            .checked_add(q.checked_mul(h)?)?
+            .checked_add(if self.qkv_bias() { q + 2 * kv } else { 0 })?
+            .checked_add(if self.o_bias() { h } else { 0 })?;
         let norms = 2 * h
             + if matches!(self.arch(), Ok(Arch::Qwen3)) {
-                2 * self.head_dim()
+                2 * hd
             } else {
                 0
             };
-        let per_layer = attn + 3 * h * i + norms;
-        v * h + l * per_layer + h + if self.tie_word_embeddings { 0 } else { v * h }
+        let per_layer = attn
+            .checked_add(h.checked_mul(i)?.checked_mul(3)?)?
+            .checked_add(norms)?;
+        let emb = v.checked_mul(h)?;
+        emb.checked_add(l.checked_mul(per_layer)?)?
+            .checked_add(h)?
+            .checked_add(if self.tie_word_embeddings { 0 } else { emb })
     }
+}
+
+/// This machine's memory in bytes (`MemTotal` of `/proc/meminfo`); `None` where it is not known.
+pub fn memory_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
 }

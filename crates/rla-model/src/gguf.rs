@@ -543,6 +543,9 @@ pub fn convert(gguf: &Path, out: &Path, dtype: DType) -> Result<Converted, Model
     let tok_cfg = g.tokenizer_config()?;
     let gen_cfg = g.generation_config()?;
     let (tensors, types) = g.tensors(&cfg)?;
+    for (n, t) in &tensors {
+        crate::weights::check_finite(n, t).map_err(|m| ModelError::invalid(gguf, "tensors", m))?;
+    }
     let tensors: BTreeMap<String, Tensor> = tensors
         .into_iter()
         .map(|(n, t)| Ok((n, t.to_dtype(dtype)?)))

@@ -50,6 +50,8 @@ impl Lm {
     /// Loads a checkpoint folder in HF layout (with `adapter_config.json` beside it, the adapters too).
     pub fn load(dir: &Path, dtype: DType, device: &Device) -> Result<Lm, ModelError> {
         let cfg = ModelConfig::load(&dir.join("config.json"))?;
+        cfg.check_fits(dtype.size_in_bytes(), "hold")
+            .map_err(|m| ModelError::invalid(&dir.join("config.json"), "config.json", m))?;
         let tensors = load_tensors(dir, dtype, device)?;
         let mut model = Transformer::from_tensors(&cfg, &tensors, device, dtype)?;
         let tok = Tok::load(dir)?;
@@ -105,6 +107,8 @@ impl Lm {
         device: &Device,
     ) -> Result<Lm, ModelError> {
         cfg.validate().map_err(ModelError::Config)?;
+        cfg.check_fits(dtype.size_in_bytes(), "hold")
+            .map_err(ModelError::Config)?;
         if tok.vocab_size() > cfg.vocab_size {
             return Err(ModelError::Config(format!(
                 "the tokenizer has {} tokens but vocab_size is {}",
@@ -136,6 +140,13 @@ impl Lm {
         // (adapters it was loaded with included), taken before any variable is made (variables
         // copy their data; unchanged weights are shared, not copied). A resumed model is not its
         // own reference: the caller loads the warm start with `load_reference`.
+        if lora_cfg.is_none() && self.lora.is_none() {
+            // weights, gradients and AdamW's two moments, in f32
+            self.model
+                .cfg
+                .check_fits(16, "train with AdamW")
+                .map_err(ModelError::Config)?;
+        }
         let frozen =
             cfg.ppo.kl_beta > 0.0 && cfg.ppo.kl_reference == rla_core::ppo::KlReference::Frozen;
         self.reference = (frozen && resume.is_none()).then(|| self.model.clone());
@@ -267,6 +278,11 @@ impl Sampler for Lm {
         n: usize,
         p: &SampleParams,
     ) -> rla_lm::Result<Vec<Vec<Sample>>> {
+        rla_lm::check_context(
+            prompts.iter().map(Vec::len),
+            p.max_new_tokens,
+            self.context_len(),
+        )?;
         Ok(sample::generate(&self.model, &self.tok, prompts, n, p)?)
     }
 
@@ -277,6 +293,16 @@ impl Sampler for Lm {
         p: &SampleParams,
         allowed: &[Vec<Vec<u32>>],
     ) -> rla_lm::Result<Vec<Vec<Sample>>> {
+        let longest = allowed
+            .iter()
+            .flat_map(|a| a.iter().map(Vec::len))
+            .max()
+            .unwrap_or(0);
+        rla_lm::check_context(
+            prompts.iter().map(Vec::len),
+            p.max_new_tokens.min(longest),
+            self.context_len(),
+        )?;
         Ok(sample::generate_within(
             &self.model,
             &self.tok,
@@ -288,6 +314,11 @@ impl Sampler for Lm {
     }
 
     fn score(&self, pairs: &[(Vec<u32>, Vec<u32>)]) -> rla_lm::Result<Vec<Vec<f32>>> {
+        rla_lm::check_context(
+            pairs.iter().map(|(p, r)| p.len() + r.len()),
+            0,
+            self.context_len(),
+        )?;
         Ok(sample::score(&self.model, pairs)?)
     }
 
@@ -301,6 +332,10 @@ impl Sampler for Lm {
 
     fn vocab_size(&self) -> Option<usize> {
         Some(self.model.cfg.vocab_size)
+    }
+
+    fn context_len(&self) -> Option<usize> {
+        Some(self.model.cfg.max_position_embeddings)
     }
 }
 

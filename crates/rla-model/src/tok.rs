@@ -94,6 +94,28 @@ impl Tok {
                 tok.pad_id = tok.inner.token_to_id(&p).unwrap_or(0);
             }
         }
+        // Current transformers saves the template beside the config, and reads it from there
+        // in preference to the config's.
+        let jinja = dir.join("chat_template.jinja");
+        let json = dir.join("chat_template.json");
+        if jinja.exists() {
+            let t = std::fs::read_to_string(&jinja).map_err(|e| ModelError::io(&jinja, e))?;
+            tok.chat_template = Some(t);
+        } else if json.exists() {
+            let text = std::fs::read_to_string(&json).map_err(|e| ModelError::io(&json, e))?;
+            let v: serde_json::Value = serde_json::from_str(&text)
+                .map_err(|e| ModelError::invalid(&json, "json", e.to_string()))?;
+            match v.get("chat_template") {
+                Some(serde_json::Value::String(t)) => tok.chat_template = Some(t.clone()),
+                _ => {
+                    return Err(ModelError::invalid(
+                        &json,
+                        "chat_template",
+                        "missing or not a string",
+                    ))
+                }
+            }
+        }
         if let Some(e) = &tok.eos_token {
             if let Some(id) = tok.inner.token_to_id(e) {
                 tok.eos_ids.push(id);

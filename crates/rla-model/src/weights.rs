@@ -78,10 +78,34 @@ pub fn load_tensors(
         let ts = candle_core::safetensors::load(&f, &Device::Cpu)
             .map_err(|e| ModelError::invalid(&f, "safetensors", e.to_string()))?;
         for (n, t) in ts {
+            check_finite(&n, &t).map_err(|m| ModelError::invalid(&f, "weights", m))?;
             out.insert(n, t.to_dtype(dtype)?.to_device(device)?);
         }
     }
     Ok(out)
+}
+
+/// Refuses a floating-point tensor holding NaN or an infinity, naming it: such weights make every
+/// output NaN, which generation would print as end-of-text tokens without a word.
+pub fn check_finite(name: &str, t: &Tensor) -> Result<(), String> {
+    if !t.dtype().is_float() {
+        return Ok(());
+    }
+    let f = t.to_dtype(DType::F32).map_err(|e| e.to_string())?;
+    let bad = f
+        .flatten_all()
+        .and_then(|x| x.to_vec1::<f32>())
+        .map_err(|e| e.to_string())?
+        .iter()
+        .filter(|x| !x.is_finite())
+        .count();
+    if bad > 0 {
+        return Err(format!(
+            "tensor {name} holds {bad} NaN or infinite value(s) of {}",
+            t.elem_count()
+        ));
+    }
+    Ok(())
 }
 
 /// Loads `config.json` and the weights of a checkpoint folder.
@@ -148,7 +172,11 @@ pub fn replace_dir_atomic(
             std::fs::remove_dir_all(p).map_err(|e| ModelError::io(p, e))?;
         }
     }
-    write(&tmp)?;
+    if let Err(e) = write(&tmp) {
+        // a failed write leaves nothing behind
+        let _ = std::fs::remove_dir_all(&tmp);
+        return Err(e);
+    }
     if dest.exists() {
         std::fs::rename(dest, &old).map_err(|e| ModelError::io(dest, e))?;
     }

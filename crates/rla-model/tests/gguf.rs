@@ -354,7 +354,25 @@ fn bad_files_are_named_errors_and_leave_the_output_as_it_was() {
         let e = err(&f, &out);
         assert!(e.contains(want), "{name}: {e}");
     }
-    // the converted folder is untouched by every failure
+    // tensors of NaN: named, not converted
+    let mut nan = t.clone();
+    let w = nan["model.norm.weight"].clone();
+    nan.insert(
+        "model.norm.weight".into(),
+        Tensor::full(f32::NAN, w.shape(), &Device::Cpu).unwrap(),
+    );
+    let f = dir.path().join("nan.gguf");
+    write_gguf(&f, &cfg, &nan, GgmlDType::F32, "smollm", |_, _| {});
+    let e = err(&f, &out);
+    assert!(e.contains("NaN") && e.contains("nan.gguf"), "{e}");
+    // the converted folder is untouched by every failure, and no half-written folder is left
+    let hidden: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with('.'))
+        .map(|e| e.path())
+        .collect();
+    assert!(hidden.is_empty(), "{hidden:?}");
     assert_eq!(
         std::fs::read(out.join("model.safetensors")).unwrap(),
         before

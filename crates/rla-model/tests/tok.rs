@@ -71,6 +71,38 @@ fn word_level_tokenizer_round_trips_its_corpus_and_saves_as_tokenizer_json() {
 }
 
 #[test]
+fn a_chat_template_beside_the_config_is_read_as_transformers_reads_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let tok = build_word_level("hello world\n", 1).unwrap();
+    tok.save(dir.path()).unwrap();
+    // current transformers keeps the template in chat_template.jinja, preferred to the config's
+    let cfg = dir.path().join("tokenizer_config.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&cfg).unwrap()).unwrap();
+    v.as_object_mut().unwrap().remove("chat_template");
+    std::fs::write(&cfg, v.to_string()).unwrap();
+    assert!(Tok::load(dir.path()).unwrap().chat_template.is_none());
+    let t = "{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}";
+    std::fs::write(dir.path().join("chat_template.jinja"), t).unwrap();
+    let tok = Tok::load(dir.path()).unwrap();
+    let text = tok
+        .apply_chat_template(&[Message::new("user", "hi")], false)
+        .unwrap();
+    assert_eq!(text, "[user] hi\n");
+    // the legacy chat_template.json
+    std::fs::remove_file(dir.path().join("chat_template.jinja")).unwrap();
+    std::fs::write(
+        dir.path().join("chat_template.json"),
+        serde_json::json!({"chat_template": t}).to_string(),
+    )
+    .unwrap();
+    assert_eq!(
+        Tok::load(dir.path()).unwrap().chat_template.as_deref(),
+        Some(t)
+    );
+}
+
+#[test]
 fn missing_or_broken_tokenizer_files_are_named() {
     let dir = tempfile::tempdir().unwrap();
     let e = Tok::load(dir.path()).unwrap_err().to_string();

@@ -454,6 +454,111 @@ fn bad_checkpoints_are_named() {
 }
 
 #[test]
+fn weights_with_nan_configs_out_of_range_and_models_past_memory_are_refused() {
+    let (m, tok) = setup(Arch::Qwen3, 4);
+    let dir = tempfile::tempdir().unwrap();
+    save_model(&m, dir.path()).unwrap();
+    // one NaN in one tensor: named when the weights are read, by any reader
+    let mut named = m.named_tensors();
+    let w = named["model.norm.weight"].clone();
+    let mut v = w.to_vec1::<f32>().unwrap();
+    v[3] = f32::NAN;
+    named.insert(
+        "model.norm.weight".into(),
+        Tensor::from_vec(v, w.shape(), &Device::Cpu).unwrap(),
+    );
+    save_tensors(&named, &dir.path().join("model.safetensors")).unwrap();
+    let e = load_model(dir.path(), DType::F32, &Device::Cpu)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("model.norm.weight") && e.contains("NaN"), "{e}");
+
+    // values no model can run with, and shapes that overflow or cannot fit
+    let base = ModelConfig::tiny(Arch::Qwen3, tok.vocab_size(), 32, 2, 4, 2);
+    for (edit, says) in [
+        (
+            Box::new(|c: &mut ModelConfig| c.rms_norm_eps = -1.0) as Box<dyn Fn(&mut ModelConfig)>,
+            "rms_norm_eps",
+        ),
+        (
+            Box::new(|c: &mut ModelConfig| c.rope_theta = -1.0),
+            "rope_theta",
+        ),
+        (
+            Box::new(|c: &mut ModelConfig| c.rope_theta = f64::NAN),
+            "rope_theta",
+        ),
+        (
+            Box::new(|c: &mut ModelConfig| {
+                c.hidden_size = 1 << 62;
+                c.head_dim = Some(8);
+            }),
+            "overflows",
+        ),
+    ] {
+        let mut c = base.clone();
+        edit(&mut c);
+        let e = c.validate().unwrap_err();
+        assert!(e.contains(says), "{e}");
+    }
+    for (hidden, layers) in [(1_000_000_000usize, 2usize), (32, 1_000_000_000)] {
+        let mut c = base.clone();
+        c.hidden_size = hidden;
+        c.intermediate_size = hidden * 3;
+        c.head_dim = Some(8);
+        c.num_hidden_layers = layers;
+        c.validate().unwrap();
+        let e = rla_model::Lm::init(&c, tok.clone(), 0, DType::F32, &Device::Cpu)
+            .err()
+            .expect("refused")
+            .to_string();
+        assert!(e.contains("GiB") && e.contains("memory"), "{e}");
+    }
+    // a model that fits to hold but not to train with AdamW is refused when training starts
+    let mem = rla_model::config::memory_bytes().unwrap();
+    let mut c = base.clone();
+    c.hidden_size = 64;
+    c.head_dim = Some(16);
+    c.intermediate_size = 64;
+    c.vocab_size = tok.vocab_size();
+    c.num_hidden_layers = 1;
+    let per_layer = c.num_params() as u64;
+    // about mem / 8 parameters: half the memory in f32, twice it with AdamW's state
+    c.num_hidden_layers = (mem / 8 / per_layer) as usize;
+    assert!(c.check_fits(4, "hold").is_ok());
+    assert!(c.check_fits(16, "train").unwrap_err().contains("train"));
+}
+
+#[test]
+fn prompts_past_the_context_are_refused() {
+    use rla_lm::Sampler;
+    let (m, tok) = setup(Arch::Qwen2, 6);
+    let dir = tempfile::tempdir().unwrap();
+    save_model(&m, dir.path()).unwrap();
+    tok.save(dir.path()).unwrap();
+    let cfg = dir.path().join("config.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&cfg).unwrap()).unwrap();
+    v["max_position_embeddings"] = 16.into();
+    std::fs::write(&cfg, v.to_string()).unwrap();
+    let lm = rla_model::Lm::load(dir.path(), DType::F32, &Device::Cpu).unwrap();
+    assert_eq!(lm.context_len(), Some(16));
+    let p = |n| rla_lm::SampleParams::greedy(n);
+    assert!(lm.generate(&[vec![1; 10]], 1, &p(6)).is_ok());
+    let e = lm
+        .generate(&[vec![1; 10]], 1, &p(7))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("context of 16"), "{e}");
+    let e = lm
+        .generate(&[vec![1; 17]], 1, &p(1))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("17 tokens"), "{e}");
+    assert!(lm.score(&[(vec![1; 10], vec![1; 7])]).is_err());
+}
+
+#[test]
 fn lora_trains_only_adapters_merges_and_exports_in_peft_format() {
     let (mut m, tok) = setup(Arch::Qwen2, 10);
     let base = logits(&m, &[3, 4, 5, 6]);

@@ -43,7 +43,7 @@ impl Default for Options {
             max_n: 128,
             max_prompts: 1024,
             max_tokens: 8192,
-            max_body: 64 << 20,
+            max_body: 8 << 20,
         }
     }
 }
@@ -473,6 +473,7 @@ fn completions<S: Sampler>(state: &State<S>, body: &[u8]) -> Result<serde_json::
     if let Some(i) = prompts.iter().position(Vec::is_empty) {
         return Err(bad(format!("prompt {i} is empty"), Some("prompt")));
     }
+    context_fits(s, prompts.iter().map(Vec::len), p.max_new_tokens)?;
     if let Some(v) = s.vocab_size() {
         for (i, q) in prompts.iter().enumerate() {
             if let Some(t) = q.iter().find(|&&t| t as usize >= v) {
@@ -755,6 +756,21 @@ fn models<S>(state: &State<S>) -> serde_json::Value {
 }
 
 /// The model a request names: the base or one of its adapters.
+/// Refuses prompts that, with `max_tokens` new tokens, would run past the model's context (as
+/// vLLM answers 400 past `max_model_len`).
+fn context_fits<S: Sampler>(
+    s: &S,
+    lengths: impl IntoIterator<Item = usize>,
+    max_tokens: usize,
+) -> Result<(), Reply> {
+    rla_lm::check_context(lengths, max_tokens, s.context_len()).map_err(|e| {
+        bad(
+            format!("{e}; shorten the prompt or lower max_tokens"),
+            Some("max_tokens"),
+        )
+    })
+}
+
 fn lookup<'a, S>(state: &State<S>, m: &'a Models<S>, model: &str) -> Result<&'a S, Reply> {
     if model == state.name {
         return Ok(&m.base);
@@ -855,6 +871,7 @@ fn chat<S: Sampler>(state: &State<S>, body: &[u8]) -> Result<serde_json::Value, 
         }
     };
     let ids = s.encode(&prompt).map_err(internal)?;
+    context_fits(s, [ids.len()], p.max_new_tokens)?;
     let guard = state.busy.lock().unwrap_or_else(|e| e.into_inner());
     let samples = s
         .generate(std::slice::from_ref(&ids), n, &p)

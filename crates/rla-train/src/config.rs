@@ -98,8 +98,8 @@ impl Default for TinyModel {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ModelSpec {
-    /// A checkpoint folder in HF layout; without it, a tiny model is trained from scratch by
-    /// `pretrain`.
+    /// A checkpoint folder in HF layout (relative to the config file's folder); without it, a
+    /// tiny model is trained from scratch by `pretrain`.
     pub path: Option<PathBuf>,
     /// The tiny model's shape.
     pub tiny: TinyModel,
@@ -273,6 +273,50 @@ pub struct PretrainConfig {
     /// Share of demonstration tasks given a hint ("The apple is in the fridge 1."), so the policy
     /// learns to use hints that easier rewrites add.
     pub hint_fraction: f64,
+    /// The learning rate over the SFT steps: `constant`, or `cosine` (down to a tenth of `lr`).
+    pub schedule: LrSchedule,
+    /// Steps over which the learning rate rises linearly to `lr` first (0: none).
+    pub warmup: usize,
+    /// Generated training tasks whose demonstrations are held out of SFT to measure it (the
+    /// household): held-out loss and the share of steps whose greedy action is the expert's.
+    pub held_out: usize,
+    /// Validation tasks (the household's validation split) played greedily at each point of the
+    /// training curve (0: none).
+    pub validation: usize,
+    /// SFT steps between points of the training curve (0: one point, at the end). The curve is
+    /// written beside the models as `curve-policy.jsonl`.
+    pub eval_every: usize,
+}
+
+/// How the SFT learning rate changes over the steps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LrSchedule {
+    /// The same rate throughout.
+    #[default]
+    Constant,
+    /// Half a cosine from the rate down to a tenth of it.
+    Cosine,
+}
+
+impl PretrainConfig {
+    /// The learning rate of SFT step `step` (0-based) of `steps`.
+    pub fn lr_at(&self, step: usize, steps: usize) -> f64 {
+        let warm = if self.warmup > 0 && step < self.warmup {
+            (step + 1) as f64 / self.warmup as f64
+        } else {
+            1.0
+        };
+        let decay = match self.schedule {
+            LrSchedule::Constant => 1.0,
+            LrSchedule::Cosine => {
+                let span = steps.saturating_sub(self.warmup).max(1) as f64;
+                let t = (step.saturating_sub(self.warmup) as f64 / span).min(1.0);
+                0.1 + 0.9 * 0.5 * (1.0 + (std::f64::consts::PI * t).cos())
+            }
+        };
+        self.lr * warm * decay
+    }
 }
 
 impl Default for PretrainConfig {
@@ -285,6 +329,11 @@ impl Default for PretrainConfig {
             batch: 32,
             lr: 3e-3,
             hint_fraction: 0.0,
+            schedule: LrSchedule::Constant,
+            warmup: 0,
+            held_out: 0,
+            validation: 0,
+            eval_every: 0,
         }
     }
 }
@@ -554,10 +603,20 @@ impl RunConfig {
                 );
             }
         }
-        let cfg: RunConfig =
+        let mut cfg: RunConfig =
             toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
         cfg.validate()
             .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        // model paths are read relative to the config file's folder
+        let base = path.parent().unwrap_or(Path::new("."));
+        for m in [&mut cfg.policy, &mut cfg.reward] {
+            if let Some(p) = &m.path {
+                if p.is_relative() {
+                    let joined = base.join(p);
+                    m.path = Some(std::fs::canonicalize(&joined).unwrap_or(joined));
+                }
+            }
+        }
         Ok(cfg)
     }
 
@@ -709,6 +768,19 @@ impl RunConfig {
         }
         pos("pretrain.tasks", self.pretrain.tasks)?;
         pos("pretrain.batch", self.pretrain.batch)?;
+        if self.pretrain.held_out >= self.pretrain.tasks {
+            return Err(format!(
+                "pretrain.held_out = {} leaves none of the {} pretrain.tasks to train on",
+                self.pretrain.held_out, self.pretrain.tasks
+            ));
+        }
+        let val = rla_env::household::splits::VALIDATION_SIZE;
+        if self.pretrain.validation > val {
+            return Err(format!(
+                "pretrain.validation = {}: the validation split holds {val} tasks",
+                self.pretrain.validation
+            ));
+        }
         if !(0.0..=1.0).contains(&self.pretrain.hint_fraction) {
             return Err("pretrain.hint_fraction must lie in [0, 1]".into());
         }
@@ -726,8 +798,14 @@ impl RunConfig {
                 if !rla_model::weights::is_checkpoint(p) {
                     return Err(format!(
                         "{n}.path = {}: not a checkpoint folder (config.json, tokenizer.json and \
-                         model.safetensors)",
-                        p.display()
+                         model.safetensors){}",
+                        p.display(),
+                        if p.exists() {
+                            ""
+                        } else {
+                            "; it does not exist. A base made by `rlanything pretrain --config \
+                             CONFIG --out DIR` holds DIR/policy and DIR/reward"
+                        }
                     ));
                 }
             }

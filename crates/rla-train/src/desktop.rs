@@ -715,6 +715,15 @@ impl Setting for Gui {
         Ok(r.map(|(what, spec)| (what, DesktopTask::new(spec, Some(task.id.clone())))))
     }
 
+    fn split_size(&self, split: Split) -> Option<usize> {
+        Some(match split {
+            Split::InDomain => family::Split::InDomain.size(),
+            Split::Ood => family::Split::Ood.size(),
+            Split::Validation => family::Split::Validation.size(),
+            Split::Train => return None,
+        })
+    }
+
     fn evaluate(&mut self, ctx: Ctx, policy: &dyn Sampler, split: Split, n: usize) -> Result<f64> {
         let cfg = ctx.cfg;
         let tasks = split_tasks(split, n);

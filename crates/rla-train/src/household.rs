@@ -251,6 +251,10 @@ impl Setting for Household {
         }))
     }
 
+    fn split_size(&self, split: Split) -> Option<usize> {
+        Some(eval_tasks(split).len())
+    }
+
     fn evaluate(&mut self, ctx: Ctx, policy: &dyn Sampler, split: Split, n: usize) -> Result<f64> {
         let cfg = ctx.cfg;
         let tasks: Vec<TaskSpec> = eval_tasks(split).into_iter().take(n).collect();

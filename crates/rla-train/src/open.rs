@@ -3,7 +3,7 @@
 
 use crate::config::{ModelSpec, RunConfig};
 use crate::run::{RunDir, RunState};
-use crate::setting::Setting;
+use crate::setting::{Setting, Split};
 use crate::trainer::Trainer;
 use anyhow::{Context, Result};
 use rla_model::train::TrainConfig;
@@ -64,6 +64,18 @@ pub fn open<S: Setting>(
     resume: bool,
     progress: bool,
 ) -> Result<Trainer<S>> {
+    for (key, split, n) in [
+        ("in_domain", Split::InDomain, cfg.eval.in_domain),
+        ("ood", Split::Ood, cfg.eval.ood),
+        ("validation", Split::Validation, cfg.eval.validation),
+    ] {
+        if let Some(size) = setting.split_size(split).filter(|&s| n > s) {
+            anyhow::bail!(
+                "[eval] {key} = {n}: the {} setting's {key} split holds {size} tasks; ask for at most {size}",
+                setting.name()
+            );
+        }
+    }
     let rd = RunDir::create(dir, &cfg, resume)?;
     let (state, from) = match rd.load_state(setting.name())? {
         Some(s) if resume => (s, Some(rd.checkpoint_dir())),
@@ -71,10 +83,13 @@ pub fn open<S: Setting>(
             "{} already holds a run; pass --resume to continue it",
             dir.display()
         ),
-        None => (
-            RunState::new(setting.name(), setting.initial_pool(&cfg)),
-            None,
-        ),
+        None => {
+            rd.check_no_lost_state()?;
+            (
+                RunState::new(setting.name(), setting.initial_pool(&cfg)),
+                None,
+            )
+        }
     };
     let mut models = Vec::new();
     for (name, spec, seed) in [

@@ -50,13 +50,24 @@ pub fn line_chart(
     series: &[Series],
     y_range: (f64, f64),
 ) -> Result<()> {
-    draw_chart(
-        BitMapBackend::new(path, PLOT_SIZE).into_drawing_area(),
-        title,
-        y_label,
-        series,
-        y_range,
-    )
+    let rgb = line_chart_rgb(title, y_label, series, y_range)?;
+    write_png(path, &rgb)
+}
+
+/// Writes an RGB buffer of [`PLOT_SIZE`] as a PNG file (atomically).
+pub fn write_png(path: &Path, rgb: &[u8]) -> Result<()> {
+    let mut bytes = Vec::new();
+    {
+        let mut enc = png::Encoder::new(&mut bytes, PLOT_SIZE.0, PLOT_SIZE.1);
+        enc.set_color(png::ColorType::Rgb);
+        enc.set_depth(png::BitDepth::Eight);
+        let mut w = enc.write_header()?;
+        w.write_image_data(rgb)?;
+    }
+    let tmp = path.with_extension("png.partial");
+    std::fs::write(&tmp, &bytes)?;
+    std::fs::rename(&tmp, path)?;
+    Ok(())
 }
 
 /// Draws line series into an RGB buffer of [`PLOT_SIZE`] (3 bytes a pixel, row by row).
@@ -229,7 +240,27 @@ pub fn band_chart(
     series: &[BandSeries],
     y_range: (f64, f64),
 ) -> Result<()> {
-    let root = BitMapBackend::new(path, PLOT_SIZE).into_drawing_area();
+    let mut buf = vec![0u8; (PLOT_SIZE.0 * PLOT_SIZE.1 * 3) as usize];
+    draw_bands(
+        BitMapBackend::with_buffer(&mut buf, PLOT_SIZE).into_drawing_area(),
+        title,
+        y_label,
+        series,
+        y_range,
+    )?;
+    write_png(path, &buf)
+}
+
+fn draw_bands<DB: DrawingBackend>(
+    root: DrawingArea<DB, Shift>,
+    title: &str,
+    y_label: &str,
+    series: &[BandSeries],
+    y_range: (f64, f64),
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
     let x_max = series
         .iter()
         .flat_map(|s| s.1.iter().map(|p| p.0))

@@ -18,6 +18,7 @@ use rla_env::household::expert::{GoalSpec, SearchExpert};
 use rla_env::household::splits::{eval_tasks, train_tasks, Split};
 use rla_env::household::{Household, TaskSpec};
 use rla_env::Environment;
+use rla_lm::{SampleParams, Sampler};
 use rla_model::config::{Arch, ModelConfig};
 use rla_model::tok::{build_word_level, Tok};
 use rla_model::train::TrainConfig;
@@ -26,6 +27,20 @@ use std::path::Path;
 
 /// A (prompt text, answer text) example.
 pub type Example = (String, String);
+
+/// One policy demonstration step: the prompt, the expert's answer, the commands admissible
+/// there, and the index of its task.
+#[derive(Debug, Clone)]
+pub struct Demo {
+    /// The policy's prompt.
+    pub prompt: String,
+    /// The expert's answer.
+    pub answer: String,
+    /// The admissible commands at the step.
+    pub admissible: Vec<String>,
+    /// Its task's index in the task list.
+    pub task: usize,
+}
 
 /// Demonstrations: policy examples and judge examples from noisy expert episodes.
 pub fn demonstrations(
@@ -36,9 +51,22 @@ pub fn demonstrations(
     notes: bool,
     seed: u64,
 ) -> Result<(Vec<Example>, Vec<Example>)> {
+    let (pol, jud) = demonstration_steps(tasks, noise, window, style, notes, seed)?;
+    Ok((pol.into_iter().map(|d| (d.prompt, d.answer)).collect(), jud))
+}
+
+/// [`demonstrations`] with each policy step's admissible commands and task.
+pub fn demonstration_steps(
+    tasks: &[TaskSpec],
+    noise: f64,
+    window: usize,
+    style: PromptStyle,
+    notes: bool,
+    seed: u64,
+) -> Result<(Vec<Demo>, Vec<Example>)> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let (mut pol, mut jud) = (Vec::new(), Vec::new());
-    for t in tasks {
+    for (ti, t) in tasks.iter().enumerate() {
         // two episodes per task: one at the given noise, one noisier, so the judge sees failures
         for eps_noise in [noise, (noise * 2.0).min(0.9)] {
             let mut env = Household::from_task(t)?;
@@ -71,7 +99,12 @@ pub fn demonstrations(
                     style,
                     &memo.as_ref().map(Notes::render).unwrap_or_default(),
                 );
-                pol.push((prompt, policy_answer_styled(&expert_cmd, expert_idx, style)));
+                pol.push(Demo {
+                    prompt,
+                    answer: policy_answer_styled(&expert_cmd, expert_idx, style),
+                    admissible: adm.clone(),
+                    task: ti,
+                });
                 let (cmd, idx) = if rng.gen::<f64>() < eps_noise {
                     let k = rng.gen_range(0..adm.len());
                     (adm[k].clone(), k)
@@ -155,27 +188,47 @@ pub fn example_corpus<'a>(examples: impl Iterator<Item = &'a Example>) -> String
     corpus
 }
 
-/// SFT for `steps` minibatches; returns the loss of the first and last step.
+/// A point of a training curve, measured by a [`Probe`] after `step` SFT steps.
+pub type CurvePoint = serde_json::Map<String, serde_json::Value>;
+
+/// What measures a model during SFT: called every `every` steps (and after the last), it returns
+/// the curve point's figures.
+pub type Probe<'a> = Box<dyn FnMut(&Lm) -> Result<CurvePoint> + 'a>;
+
+/// SFT for `cfg.pretrain`'s schedule over `steps` minibatches; returns the loss of the first and
+/// last step and the training curve (one point every `every` steps and after the last, when a
+/// probe is given; each point also holds the mean training loss since the previous one and the
+/// learning rate). `on_point` sees the curve so far after each point (to write it as it grows).
+#[allow(clippy::too_many_arguments)]
 pub fn sft(
     lm: &mut Lm,
+    cfg: &RunConfig,
     data: &[(Vec<u32>, Vec<u32>)],
     steps: usize,
-    batch: usize,
     seed: u64,
     bar: Option<&indicatif::ProgressBar>,
-) -> Result<(f64, f64)> {
+    mut probe: Option<(usize, Probe<'_>)>,
+    on_point: &mut dyn FnMut(&[CurvePoint]) -> Result<()>,
+) -> Result<((f64, f64), Vec<CurvePoint>)> {
+    let batch = cfg.pretrain.batch;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let (mut first, mut last) = (f64::NAN, f64::NAN);
+    let mut curve = Vec::new();
+    let (mut sum, mut n) = (0.0, 0usize);
     for i in 0..steps {
         let b: Vec<(Vec<u32>, Vec<u32>)> = data
             .choose_multiple(&mut rng, batch.min(data.len()))
             .cloned()
             .collect();
+        let lr = cfg.pretrain.lr_at(i, steps);
+        lm.train_cfg.lr = lr;
         let s = lm.sft_update(&b)?;
         if i == 0 {
             first = s.loss;
         }
         last = s.loss;
+        sum += s.loss;
+        n += 1;
         if let Some(p) = bar {
             p.inc(1);
             p.set_message(format!("loss {:.3}", s.loss));
@@ -185,33 +238,143 @@ pub fn sft(
                 step = i + 1,
                 of = steps,
                 loss = format!("{:.3}", s.loss),
+                lr = format!("{lr:.2e}"),
                 "SFT"
             );
         }
+        if let Some((every, f)) = probe.as_mut() {
+            let due = (*every > 0 && (i + 1) % *every == 0) || i + 1 == steps;
+            if due {
+                let mut point = f(lm)?;
+                point.insert("step".into(), (i + 1).into());
+                point.insert("train_loss".into(), (sum / n as f64).into());
+                point.insert("lr".into(), lr.into());
+                tracing::info!(point = %serde_json::Value::Object(point.clone()), "curve");
+                curve.push(point);
+                on_point(&curve)?;
+                (sum, n) = (0.0, 0);
+            }
+        }
     }
-    Ok((first, last))
+    Ok(((first, last), curve))
+}
+
+/// Words of a household command that name no object and no place: what is left of an answer's
+/// tokens names the object or the receptacle (with its number).
+const COMMAND_WORDS: &[&str] = &[
+    "\\boxed{",
+    "}",
+    "go",
+    "to",
+    "take",
+    "from",
+    "put",
+    "in/on",
+    "in",
+    "on",
+    "open",
+    "close",
+    "use",
+    "heat",
+    "cool",
+    "clean",
+    "with",
+    "slice",
+    "examine",
+    "look",
+    "inventory",
+];
+
+/// Measures a household policy on held-out demonstration steps: the mean SFT loss, the share of
+/// steps whose greedy answer (constrained to the admissible commands, as the policy plays) is the
+/// expert's, and the share of the tokens naming an object or a receptacle that the model ranks
+/// first given the expert's answer so far; and, with `validation > 0`, greedy success on that
+/// many validation tasks.
+pub fn household_probe<'a>(
+    cfg: &'a RunConfig,
+    held_out: &'a [Demo],
+    validation: usize,
+) -> Probe<'a> {
+    Box::new(move |lm: &Lm| {
+        let mut point = CurvePoint::new();
+        let style = cfg.household.prompt_style;
+        if !held_out.is_empty() {
+            let pairs: Vec<(Vec<u32>, Vec<u32>)> = held_out
+                .iter()
+                .map(|d| {
+                    Ok((
+                        encode_prompt(&lm.tok, &d.prompt)?,
+                        encode_response(&lm.tok, &d.answer)?,
+                    ))
+                })
+                .collect::<Result<_>>()?;
+            let loss = rla_model::train::sft_eval(&lm.model, &pairs, lm.tok.pad_id)?;
+            point.insert("held_out_loss".into(), loss.into());
+            // greedy answers among the admissible commands
+            let mut right = 0usize;
+            for (chunk, ds) in pairs.chunks(64).zip(held_out.chunks(64)) {
+                let prompts: Vec<Vec<u32>> = chunk.iter().map(|p| p.0.clone()).collect();
+                let allowed: Vec<Vec<Vec<u32>>> = ds
+                    .iter()
+                    .map(|d| crate::rollout::answer_tokens(lm, &d.admissible, style))
+                    .collect::<Result<_>>()?;
+                let p = SampleParams::greedy(cfg.policy.max_new_tokens);
+                let out = if cfg.household.constrain_actions {
+                    lm.generate_within(&prompts, 1, &p, &allowed)?
+                } else {
+                    lm.generate(&prompts, 1, &p)?
+                };
+                for (s, d) in out.iter().zip(ds) {
+                    let (idx, _) = crate::prompts::parse_choice(&s[0].text, &d.admissible);
+                    let want = crate::prompts::parse_choice(&d.answer, &d.admissible).0;
+                    right += usize::from(idx == want);
+                }
+            }
+            point.insert(
+                "held_out_action_acc".into(),
+                (right as f64 / held_out.len() as f64).into(),
+            );
+            // the tokens that name things, ranked first given the expert's answer so far
+            let top = lm.top_logprobs(&pairs, 1)?;
+            let (mut named, mut first) = (0usize, 0usize);
+            for ((_, resp), alts) in pairs.iter().zip(&top) {
+                for (t, alt) in resp.iter().zip(alts) {
+                    let word = lm.tok.decode(&[*t]).unwrap_or_default();
+                    let word = word.trim();
+                    if word.is_empty()
+                        || lm.tok.eos_ids.contains(t)
+                        || COMMAND_WORDS.contains(&word)
+                    {
+                        continue;
+                    }
+                    named += 1;
+                    first += usize::from(alt.first().map(|a| a.0) == Some(*t));
+                }
+            }
+            point.insert(
+                "held_out_name_acc".into(),
+                (first as f64 / named.max(1) as f64).into(),
+            );
+        }
+        if validation > 0 {
+            let tasks: Vec<TaskSpec> = eval_tasks(Split::Validation)
+                .into_iter()
+                .take(validation)
+                .collect();
+            let ep = crate::rollout::Episodes::evaluation(cfg);
+            let v = crate::rollout::evaluate(lm, &tasks, ep, cfg.policy.max_new_tokens, None)?;
+            point.insert("validation_success".into(), v.into());
+        }
+        Ok(point)
+    })
 }
 
 /// Builds the tokenizer and both tiny models, warm-starts them, and saves them under `out`
-/// (`out/policy`, `out/reward`). Returns a line per model describing what was done.
+/// (`out/policy`, `out/reward`, and the policy's training curve `out/curve-policy.jsonl`).
+/// Returns a line per model describing what was done.
 pub fn household_warm_start(cfg: &RunConfig, out: &Path, progress: bool) -> Result<Vec<String>> {
-    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed.wrapping_add(29));
-    let tasks: Vec<TaskSpec> = train_tasks(cfg.pretrain.tasks, cfg.seed.wrapping_add(17))
-        .into_iter()
-        .map(|t| {
-            if rng.gen::<f64>() < cfg.pretrain.hint_fraction {
-                rla_env::household::perturb::apply(
-                    &t,
-                    &rla_env::household::perturb::Perturbation::AddHint,
-                    0,
-                )
-                .unwrap_or(t)
-            } else {
-                t
-            }
-        })
-        .collect();
-    let (pol, jud) = demonstrations(
+    let tasks = household_train_tasks(cfg);
+    let (pol, jud) = demonstration_steps(
         &tasks,
         cfg.pretrain.noise,
         cfg.household.history_window,
@@ -219,8 +382,18 @@ pub fn household_warm_start(cfg: &RunConfig, out: &Path, progress: bool) -> Resu
         cfg.household.notes,
         cfg.seed,
     )?;
+    // the last `held_out` tasks' steps measure the policy and are never trained on
+    let cut = tasks.len() - cfg.pretrain.held_out;
+    let (train, held): (Vec<Demo>, Vec<Demo>) = pol.into_iter().partition(|d| d.task < cut);
+    // a sample of the held-out steps is enough to measure on (and keeps each point quick)
+    let held: Vec<Demo> = held.into_iter().take(1024).collect();
+    let pol: Vec<Example> = train.into_iter().map(|d| (d.prompt, d.answer)).collect();
     // The vocabulary: every text the models will read or write, plus the evaluation scenes' intros.
     let mut corpus = example_corpus(pol.iter().chain(jud.iter()));
+    for d in &held {
+        corpus.push_str(&d.prompt);
+        corpus.push('\n');
+    }
     for t in eval_tasks(Split::InDomain)
         .iter()
         .chain(eval_tasks(Split::Ood).iter())
@@ -234,20 +407,78 @@ pub fn household_warm_start(cfg: &RunConfig, out: &Path, progress: bool) -> Resu
     corpus.push_str(CHAT_MARKERS);
     let tok = build_word_level(&corpus, 1)?;
     let mut lines = Vec::new();
-    for (name, spec, data, steps) in [
-        ("policy", &cfg.policy, &pol, cfg.pretrain.policy_steps),
-        ("reward", &cfg.reward, &jud, cfg.pretrain.reward_steps),
-    ] {
-        // the policy records how it plays, for `eval`
-        let files = match name {
-            "policy" => vec![crate::rollout::Episodes::evaluation(cfg).record()?],
-            _ => vec![],
-        };
-        lines.push(fit_tiny(
-            cfg, name, spec, &tok, data, steps, out, &files, progress,
-        )?);
-    }
+    let probe = (!held.is_empty() || cfg.pretrain.validation > 0).then(|| {
+        (
+            cfg.pretrain.eval_every,
+            household_probe(cfg, &held, cfg.pretrain.validation),
+        )
+    });
+    lines.push(fit_tiny_with(
+        cfg,
+        Fit {
+            name: "policy",
+            spec: &cfg.policy,
+            tok: &tok,
+            data: &pol,
+            steps: cfg.pretrain.policy_steps,
+            // the policy records how it plays, for `eval`
+            files: vec![crate::rollout::Episodes::evaluation(cfg).record()?],
+            probe,
+        },
+        out,
+        progress,
+    )?);
+    lines.push(fit_tiny(
+        cfg,
+        "reward",
+        &cfg.reward,
+        &tok,
+        &jud,
+        cfg.pretrain.reward_steps,
+        out,
+        &[],
+        progress,
+    )?);
     Ok(lines)
+}
+
+/// The generated training tasks a household warm start learns from (a share given a hint):
+/// drawn from the training distribution with the run's seed, never from the fixed splits.
+pub fn household_train_tasks(cfg: &RunConfig) -> Vec<TaskSpec> {
+    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed.wrapping_add(29));
+    train_tasks(cfg.pretrain.tasks, cfg.seed.wrapping_add(17))
+        .into_iter()
+        .map(|t| {
+            if rng.gen::<f64>() < cfg.pretrain.hint_fraction {
+                rla_env::household::perturb::apply(
+                    &t,
+                    &rla_env::household::perturb::Perturbation::AddHint,
+                    0,
+                )
+                .unwrap_or(t)
+            } else {
+                t
+            }
+        })
+        .collect()
+}
+
+/// What [`fit_tiny_with`] fits.
+pub struct Fit<'a> {
+    /// The model's name: its folder under `out`.
+    pub name: &'a str,
+    /// Its config table.
+    pub spec: &'a ModelSpec,
+    /// The tokenizer.
+    pub tok: &'a Tok,
+    /// The examples.
+    pub data: &'a [Example],
+    /// SFT steps.
+    pub steps: usize,
+    /// Files (name, content) saved beside the model.
+    pub files: Vec<(String, String)>,
+    /// What measures the model, and every how many steps (0: after the last only).
+    pub probe: Option<(usize, Probe<'a>)>,
 }
 
 /// Initialises a tiny model with the tokenizer, fits it by SFT on `data` for `steps` steps, and
@@ -265,6 +496,34 @@ pub fn fit_tiny(
     files: &[(String, String)],
     progress: bool,
 ) -> Result<String> {
+    fit_tiny_with(
+        cfg,
+        Fit {
+            name,
+            spec,
+            tok,
+            data,
+            steps,
+            files: files.to_vec(),
+            probe: None,
+        },
+        out,
+        progress,
+    )
+}
+
+/// [`fit_tiny`] with a probe: the training curve is written to `out/curve-NAME.jsonl` as it
+/// grows, and its last point is part of the returned line.
+pub fn fit_tiny_with(cfg: &RunConfig, fit: Fit<'_>, out: &Path, progress: bool) -> Result<String> {
+    let Fit {
+        name,
+        spec,
+        tok,
+        data,
+        steps,
+        files,
+        probe,
+    } = fit;
     let mc = tiny_config(spec, tok.vocab_size())?;
     let mut lm = Lm::init(
         &mc,
@@ -285,13 +544,24 @@ pub fn fit_tiny(
     )?;
     let enc = encode_pairs(tok, data)?;
     let bar = progress.then(|| crate::bar(steps as u64, &format!("pretrain {name}")));
-    let (a, b) = sft(
+    std::fs::create_dir_all(out)?;
+    let curve_path = out.join(format!("curve-{name}.jsonl"));
+    let mut write_curve = |c: &[CurvePoint]| -> Result<()> {
+        let text: String = c
+            .iter()
+            .map(|p| serde_json::Value::Object(p.clone()).to_string() + "\n")
+            .collect();
+        crate::run::write_atomic(&curve_path, &text)
+    };
+    let ((a, b), curve) = sft(
         &mut lm,
+        cfg,
         &enc,
         steps,
-        cfg.pretrain.batch,
         cfg.seed.wrapping_add(3),
         bar.as_ref(),
+        probe,
+        &mut write_curve,
     )?;
     if let Some(b) = bar {
         b.finish_and_clear();
@@ -300,13 +570,22 @@ pub fn fit_tiny(
     // a whole folder or none: a kill mid-save leaves nothing that looks finished
     rla_model::weights::replace_dir_atomic(&out.join(name), |tmp| {
         lm.save_checkpoint(tmp)?;
-        for (file, text) in files {
+        for (file, text) in &files {
             rla_model::weights::write_atomic(&tmp.join(file), text.as_bytes())?;
         }
         Ok(())
     })?;
+    let last = curve
+        .last()
+        .map(|p| {
+            format!(
+                ", last curve point {}",
+                serde_json::Value::Object(p.clone())
+            )
+        })
+        .unwrap_or_default();
     Ok(format!(
-        "{name}: {} parameters, {} examples, SFT loss {a:.3} → {b:.3}",
+        "{name}: {} parameters, {} examples, SFT loss {a:.3} → {b:.3}{last}",
         mc.num_params(),
         enc.len()
     ))

@@ -172,6 +172,25 @@ pub fn rollout(
     sp: &SampleParams,
     bar: Option<&ProgressBar>,
 ) -> Result<Vec<Trajectory>> {
+    let mut games = Vec::new();
+    for t in tasks {
+        let env = Household::from_task(t)?.with_step_limit(ep.step_limit.min(t.step_limit));
+        let goal = GoalSpec::from_task(env.world(), t).map_err(anyhow::Error::msg)?;
+        games.push((env, goal));
+    }
+    rollout_games(policy, games, ep, sp, bar)
+}
+
+/// Plays `ep.rollouts` episodes of each (household, goal) with the policy: generated tasks or
+/// ALFWorld's own game files; all episodes step together. Each trajectory's `task` is its game's
+/// index.
+pub fn rollout_games(
+    policy: &dyn Sampler,
+    games: Vec<(Household, GoalSpec)>,
+    ep: Episodes,
+    sp: &SampleParams,
+    bar: Option<&ProgressBar>,
+) -> Result<Vec<Trajectory>> {
     let Episodes {
         rollouts: n,
         step_limit,
@@ -181,10 +200,9 @@ pub fn rollout(
         notes,
     } = ep;
     let mut live: Vec<Live> = Vec::new();
-    for (ti, t) in tasks.iter().enumerate() {
+    for (ti, (env, goal)) in games.into_iter().enumerate() {
         for _ in 0..n {
-            let mut env = Household::from_task(t)?.with_step_limit(step_limit.min(t.step_limit));
-            let goal = GoalSpec::from_task(env.world(), t).map_err(anyhow::Error::msg)?;
+            let mut env = env.clone();
             let obs = env.reset();
             live.push(Live {
                 env,

@@ -287,6 +287,35 @@ impl RunDir {
         self.write_metrics_file(&state.metrics)
     }
 
+    /// Refuses to start a run afresh over completed iterations: their metrics are on file but
+    /// the state that would continue them is gone, and starting again would overwrite them.
+    pub fn check_no_lost_state(&self) -> Result<()> {
+        let p = self.path.join("metrics.jsonl");
+        let done = match self.read_metrics_file() {
+            Ok(ms) => ms.iter().map(|m| m.iteration).max().unwrap_or(0),
+            // unreadable metrics: count the lines that are not the initial evaluation
+            Err(_) => std::fs::read_to_string(&p)
+                .map(|t| {
+                    t.lines()
+                        .filter(|l| !l.trim().is_empty())
+                        .count()
+                        .saturating_sub(1)
+                })
+                .unwrap_or(0),
+        };
+        if done > 0 {
+            anyhow::bail!(
+                "{} holds metrics of {done} completed iteration(s) in {} but no \
+                 checkpoint/state.json to continue them from; starting again would overwrite \
+                 them. Move the folder away (or delete metrics.jsonl) to start anew, or restore \
+                 its checkpoint",
+                self.path.display(),
+                p.display()
+            );
+        }
+        Ok(())
+    }
+
     fn read_metrics_file(&self) -> Result<Vec<IterMetrics>> {
         let p = self.path.join("metrics.jsonl");
         if !p.exists() {

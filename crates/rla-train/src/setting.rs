@@ -208,6 +208,13 @@ pub trait Setting {
         i: usize,
     ) -> Result<Option<(String, Self::Task)>>;
 
+    /// How many tasks a fixed evaluation split holds; `None` for a generator without end. A
+    /// config asking for more is refused before the run starts.
+    fn split_size(&self, split: Split) -> Option<usize> {
+        let _ = split;
+        None
+    }
+
     /// Greedy success of the policy on the first `n` tasks of a fixed evaluation split.
     fn evaluate(&mut self, ctx: Ctx, policy: &dyn Sampler, split: Split, n: usize) -> Result<f64>;
 

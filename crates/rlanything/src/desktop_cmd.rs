@@ -179,6 +179,7 @@ pub fn run(cmd: DesktopCmd) -> Result<()> {
                 Some(s) => {
                     let (iw, ih) = self::screen(&s)?;
                     img.scaled(iw, ih)
+                        .map_err(|m| anyhow::anyhow!("--size {s}: {m}"))?
                 }
                 None => img,
             };

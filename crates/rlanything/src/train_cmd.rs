@@ -45,6 +45,10 @@ pub struct EvalArgs {
     /// Number of tasks (default: all).
     #[arg(long)]
     pub n: Option<usize>,
+    /// Play ALFWorld's own game folders instead of a split: every folder under DIR holding a
+    /// `game.tw-pddl` and its `traj_data.json` (as in ALFWorld's `valid_seen`), greedily.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["split", "judge"])]
+    pub games: Option<PathBuf>,
     /// History window of the prompts (default: the checkpoint's own, else 2).
     #[arg(long)]
     pub window: Option<usize>,
@@ -195,7 +199,9 @@ pub fn train_run_metrics(
 ) -> Result<Vec<rla_train::run::IterMetrics>> {
     cfg.check_paths().map_err(anyhow::Error::msg)?;
     let _lock = rla_train::run::lock_run(dir)?;
-    if !resume {
+    // the config first: a run killed during its warm start resumes with `--resume` alone
+    RunDir::create(dir, &cfg, resume)?;
+    if !resume || !dir.join("checkpoint/state.json").exists() {
         ensure_pretrained(&cfg, dir, progress)?;
     }
     rla_train::settings::train(cfg, dir, resume, progress)?;
@@ -214,6 +220,12 @@ pub fn run_train(a: TrainArgs) -> Result<()> {
     };
     let cfg = match (&a.config, resume) {
         (Some(c), _) => RunConfig::load(c)?,
+        (None, true) if !dir.join("config.toml").exists() => bail!(
+            "{} holds no config.toml, so there is no run to resume; start it with \
+             `rlanything train --config CONFIG --run {}`",
+            dir.display(),
+            dir.display()
+        ),
         (None, true) => RunConfig::load(&dir.join("config.toml"))?,
         (None, false) => bail!("--config is required for a new run"),
     };
@@ -231,7 +243,15 @@ pub fn run_eval(a: EvalArgs) -> Result<()> {
         s => bail!("--split {s}: use in-domain, ood or validation"),
     };
     let tasks = eval_tasks(split);
-    let n = a.n.unwrap_or(tasks.len()).min(tasks.len());
+    let n = a.n.unwrap_or(tasks.len());
+    if n > tasks.len() {
+        bail!(
+            "--n {n}: the {} split holds {} tasks; ask for at most {}",
+            a.split,
+            tasks.len(),
+            tasks.len()
+        );
+    }
     let lm = rla_model::Lm::load(&a.model, candle_core::DType::F32, &candle_core::Device::Cpu)?;
     // the run's config, else the settings the checkpoint records, else the reference's
     // numbered prompt; explicit flags override either
@@ -278,10 +298,13 @@ pub fn run_eval(a: EvalArgs) -> Result<()> {
     }
     ep.notes |= a.notes;
     ep.constrained |= a.constrained || ep.style == rla_train::prompts::PromptStyle::Unlisted;
-    let bar = rla_train::bar((n * ep.step_limit) as u64, "eval");
     if a.max_tokens == 0 {
         bail!("--max-tokens 0: an answer needs at least one token");
     }
+    if let Some(dir) = &a.games {
+        return eval_games(&a, &lm, dir, ep);
+    }
+    let bar = rla_train::bar((n * ep.step_limit) as u64, "eval");
     let started = std::time::Instant::now();
     let trajs =
         rla_train::rollout::evaluate_episodes(&lm, &tasks[..n], ep, a.max_tokens, Some(&bar))?;
@@ -307,6 +330,94 @@ pub fn run_eval(a: EvalArgs) -> Result<()> {
     if a.judge > 0 {
         judge_steps(&a, &lm, &tasks[..n], &trajs)?;
     }
+    Ok(())
+}
+
+/// The game folders under `dir` (those holding a `game.tw-pddl`), in path order.
+fn game_folders(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let entries =
+            std::fs::read_dir(&d).with_context(|| format!("cannot read {}", d.display()))?;
+        for e in entries {
+            let p = e?.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.file_name().is_some_and(|n| n == "game.tw-pddl") {
+                out.push(d.clone());
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+/// `eval --games DIR`: every game folder under DIR, played greedily; the success rate last.
+fn eval_games(
+    a: &EvalArgs,
+    lm: &rla_model::Lm,
+    dir: &Path,
+    ep: rla_train::rollout::Episodes,
+) -> Result<()> {
+    use rla_env::household::expert::GoalSpec;
+    use rla_env::household::game::GameFile;
+    use rla_env::household::Household;
+    let mut folders = game_folders(dir)?;
+    if folders.is_empty() {
+        bail!(
+            "{} holds no game folder (a folder with game.tw-pddl)",
+            dir.display()
+        );
+    }
+    if let Some(n) = a.n {
+        if n > folders.len() {
+            bail!("--n {n}: {} holds {} games", dir.display(), folders.len());
+        }
+        folders.truncate(n);
+    }
+    let mut games = Vec::with_capacity(folders.len());
+    for f in &folders {
+        let g = GameFile::load(f)?;
+        let traj = g.traj.as_ref().with_context(|| {
+            format!(
+                "{}: no traj_data.json beside the game (it names the goal)",
+                f.display()
+            )
+        })?;
+        let goal = GoalSpec::from_traj(&g.world, traj)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;
+        games.push((
+            Household::new(g.world.clone()).with_step_limit(ep.step_limit),
+            goal,
+        ));
+    }
+    let n = games.len();
+    let bar = rla_train::bar((n * ep.step_limit) as u64, "eval");
+    let started = std::time::Instant::now();
+    let sp = rla_lm::SampleParams::greedy(a.max_tokens);
+    let trajs = rla_train::rollout::rollout_games(lm, games, ep, &sp, Some(&bar))?;
+    bar.finish_and_clear();
+    let played = started.elapsed().as_secs_f64();
+    for (t, f) in trajs.iter().zip(&folders).take(a.show) {
+        println!(
+            "game: {} ({})",
+            f.display(),
+            if t.won { "won" } else { "lost" }
+        );
+        for (i, s) in t.steps.iter().enumerate() {
+            println!("  {:>2}. {} → {}", i + 1, s.answer, s.next_observation);
+        }
+    }
+    let won = trajs.iter().filter(|t| t.won).count();
+    let steps: usize = trajs.iter().map(|t| t.steps.len()).sum();
+    println!(
+        "{} success on {n} games of {}: {:.3} ({won} won; {steps} steps in {played:.0} s)",
+        a.model.display(),
+        dir.display(),
+        won as f64 / n as f64
+    );
     Ok(())
 }
 

@@ -329,3 +329,101 @@ fn ablate_over_seeds_gives_ranges_and_curves() {
     assert!(!o.status.success());
     assert!(text(&o).contains("--seeds 0"), "{}", text(&o));
 }
+
+/// Processes whose working folder lies under `dir` (a sandboxed program works in its sandbox's
+/// folder, which lies under the `TMPDIR` the harness was given).
+#[cfg(target_os = "linux")]
+fn processes_under(dir: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        if !name.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        if let Ok(cwd) = std::fs::read_link(e.path().join("cwd")) {
+            if cwd.starts_with(dir) {
+                found.push(format!("{name} in {}", cwd.display()));
+            }
+        }
+    }
+    found
+}
+
+/// A sandboxed program dies with the `code exec` that started it, whatever ends it (Ctrl-C or
+/// SIGKILL), and a killed process's sandbox folder is swept by the next sandbox.
+#[cfg(target_os = "linux")]
+#[test]
+fn sandboxed_programs_die_with_code_exec_and_leave_no_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    // as root, programs run as a user of their own, who must be able to enter the folders
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let program = dir.path().join("p.py");
+    std::fs::write(&program, "import time\nwhile True:\n    time.sleep(0.05)\n").unwrap();
+    let tests = dir.path().join("t.jsonl");
+    std::fs::write(&tests, "{\"input\": \"\", \"output\": \"x\"}\n").unwrap();
+    for signal in ["INT", "KILL"] {
+        let mut child = bin()
+            .args(["code", "exec", "--wall-secs", "60", "--cpu-secs", "60"])
+            .arg("--program")
+            .arg(&program)
+            .arg("--tests")
+            .arg(&tests)
+            .env("TMPDIR", &tmp)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // wait until the program runs
+        let start = std::time::Instant::now();
+        while processes_under(&tmp).len() < 2 {
+            assert!(
+                start.elapsed().as_secs() < 30,
+                "the program never started ({signal})"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let k = Command::new("kill")
+            .args([&format!("-{signal}"), &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(k.success());
+        child.wait().unwrap();
+        let start = std::time::Instant::now();
+        loop {
+            let left = processes_under(&tmp);
+            if left.is_empty() {
+                break;
+            }
+            assert!(
+                start.elapsed().as_secs() < 5,
+                "after SIG{signal} the sandbox's processes live on: {left:?}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        if signal == "INT" {
+            let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().flatten().collect();
+            assert!(left.is_empty(), "Ctrl-C left {left:?}");
+        }
+    }
+    // the SIGKILLed process's folder is there until the next sandbox starts, which removes it
+    assert_eq!(std::fs::read_dir(&tmp).unwrap().count(), 1);
+    let o = bin()
+        .args(["code", "exec", "--program"])
+        .arg(&program)
+        .arg("--tests")
+        .arg(&tests)
+        .args(["--wall-secs", "0.3"])
+        .env("TMPDIR", &tmp)
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    let left: Vec<_> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+}

@@ -302,6 +302,63 @@ fn the_api_shapes_and_its_errors() {
 }
 
 #[test]
+fn prompts_past_the_context_and_large_bodies_are_refused_and_the_server_lives_on() {
+    let (s, _) = served();
+    let addr = s.addr().to_string();
+    let ask = |body: String| http(&addr, "POST", "/v1/completions", &body);
+    // a 1 MB prompt (about 350k tokens) against a 4096-token context: 400, as vLLM answers
+    let huge = "go ".repeat(350_000);
+    let (st, body) = ask(format!(
+        r#"{{"model": "tiny", "prompt": "{huge}", "max_tokens": 1}}"#
+    ));
+    assert_eq!(st, 400, "{body}");
+    assert!(body.contains("context of 4096"), "{body}");
+    // a prompt that fits, with max_tokens past the context
+    let (st, body) = ask(format!(
+        r#"{{"model": "tiny", "prompt": "{}", "max_tokens": 200}}"#,
+        "go ".repeat(4000)
+    ));
+    assert_eq!(st, 400, "{body}");
+    let (st, body) = ask(r#"{"model": "tiny", "prompt": "go to", "max_tokens": 5000}"#.into());
+    assert_eq!(st, 400, "{body}");
+    assert!(body.contains("max_tokens"), "{body}");
+    // chat too
+    let (st, body) = http(
+        &addr,
+        "POST",
+        "/v1/chat/completions",
+        &format!(
+            r#"{{"model": "tiny", "messages": [{{"role": "user", "content": "{}"}}], "max_tokens": 4}}"#,
+            "go ".repeat(5000)
+        ),
+    );
+    assert_eq!(st, 400, "{body}");
+    // and the server still answers
+    let (st, body) = ask(r#"{"model": "tiny", "prompt": "go to", "max_tokens": 3}"#.into());
+    assert_eq!(st, 200, "{body}");
+    // bodies over the limit: 413 (the default limit is far below what broke the server)
+    assert!(Options::default().max_body <= 8 << 20);
+    let small = server::start(
+        lm(),
+        "tiny",
+        "127.0.0.1:0",
+        1,
+        Options {
+            max_body: 1024,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    let (st, body) = http(
+        &small.addr().to_string(),
+        "POST",
+        "/v1/completions",
+        &format!(r#"{{"model": "tiny", "prompt": "{}"}}"#, "go ".repeat(700)),
+    );
+    assert_eq!(st, 413, "{body}");
+}
+
+#[test]
 fn a_dead_endpoint_is_skipped_and_bad_requests_are_not_retried() {
     let (s, local) = served();
     // a port nothing listens on: freed on 127.0.0.2, where no other test's server binds (the

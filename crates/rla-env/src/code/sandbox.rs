@@ -328,8 +328,9 @@ impl Sandbox {
             )));
         }
         let root = Uid::effective().is_root();
+        remove_orphaned_folders(&std::env::temp_dir());
         let base = tempfile::Builder::new()
-            .prefix("rla-sandbox-")
+            .prefix(&folder_prefix(std::process::id()))
             .tempdir()
             .map_err(setup("temporary directory"))?;
         // Others may pass through the base but neither list nor write it.
@@ -345,6 +346,26 @@ impl Sandbox {
             pid_namespace: probe_unshare(root, false, true),
             landlock_abi: landlock_abi(),
         };
+        if isolation.own_uid {
+            // programs run as a user of their own, who must be able to enter every folder above
+            // their working folder
+            use std::os::unix::fs::PermissionsExt;
+            for dir in base.path().ancestors().skip(1) {
+                let mode = std::fs::metadata(dir)
+                    .map(|m| m.permissions().mode())
+                    .unwrap_or(0o755);
+                if mode & 0o001 == 0 {
+                    return Err(SandboxError::Setup(format!(
+                        "the sandbox's folder {} lies in {}, which other users cannot enter \
+                         (mode {:o}), and programs run as a user of their own: set TMPDIR to a \
+                         folder they can enter, such as /tmp",
+                        base.path().display(),
+                        dir.display(),
+                        mode & 0o777
+                    )));
+                }
+            }
+        }
         Ok(Sandbox {
             python,
             limits,
@@ -421,10 +442,17 @@ impl Sandbox {
         let netns = self.isolation.network_namespace;
         let pidns = self.isolation.pid_namespace;
         let mut ruleset = ruleset;
+        #[cfg(target_os = "linux")]
+        let harness = libc::pid_t::try_from(std::process::id()).unwrap_or(0);
         // Runs in the child between fork and exec: system calls only, no allocation.
         unsafe {
             cmd.pre_exec(move || {
                 nix::unistd::setsid().map_err(std::io::Error::from)?;
+                // Whatever ends this process (Ctrl-C, SIGKILL, a panic), its child is killed
+                // with it; with a PID namespace that child is the keeper, whose death kills
+                // init and so the whole namespace.
+                #[cfg(target_os = "linux")]
+                die_with_parent(harness)?;
                 Resource::CORE.set(0, 0)?;
                 Resource::CPU.set(lim.cpu_secs, lim.cpu_secs + 1)?;
                 Resource::AS.set(lim.memory_bytes, lim.memory_bytes)?;
@@ -443,6 +471,10 @@ impl Sandbox {
                         nix::unistd::setgroups(&[]).map_err(std::io::Error::from)?;
                         nix::unistd::setgid(Gid::from_raw(u)).map_err(std::io::Error::from)?;
                         nix::unistd::setuid(Uid::from_raw(u)).map_err(std::io::Error::from)?;
+                        // a change of credentials clears the parent-death signal
+                        if !pidns {
+                            die_with_parent(harness)?;
+                        }
                     }
                     if let Some(rs) = ruleset.take() {
                         rs.restrict_self().map_err(std::io::Error::other)?;
@@ -590,6 +622,52 @@ impl Sandbox {
             ))
             .map_err(ll)?;
         Ok(rs)
+    }
+}
+
+/// Asks the kernel to kill this process (between fork and exec) when its parent dies, and ends
+/// it at once if the parent `expected` is already gone. Raw system calls only.
+#[cfg(target_os = "linux")]
+fn die_with_parent(expected: libc::pid_t) -> std::io::Result<()> {
+    if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if unsafe { libc::getppid() } != expected {
+        unsafe { libc::_exit(137) };
+    }
+    Ok(())
+}
+
+/// The folder-name prefix of a sandbox started by process `pid`.
+fn folder_prefix(pid: u32) -> String {
+    format!("rla-sandbox-{pid}-")
+}
+
+/// Removes the temporary folders that sandboxes of processes no longer running left behind (a
+/// process killed with SIGKILL cannot remove its own). Only folders named after a process id
+/// that no longer exists are touched.
+fn remove_orphaned_folders(tmp: &Path) {
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(rest) = name.to_str().and_then(|n| n.strip_prefix("rla-sandbox-")) else {
+            continue;
+        };
+        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<i32>().ok()) else {
+            continue;
+        };
+        if pid <= 0 || pid as u32 == std::process::id() {
+            continue;
+        }
+        let gone = matches!(
+            nix::sys::signal::kill(Pid::from_raw(pid), None),
+            Err(nix::errno::Errno::ESRCH)
+        );
+        if gone {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
     }
 }
 

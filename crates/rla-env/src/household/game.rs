@@ -1,6 +1,6 @@
 //! ALFWorld game files and the [`Household`] environment.
 
-use super::pddl::parse_problem;
+use super::pddl::{parse_problem, parse_sexps};
 use super::task::GoalKind;
 use super::world::{Action, State, World, NOTHING_HAPPENS};
 use crate::{EnvError, Environment, Step};
@@ -40,6 +40,8 @@ pub struct PddlParams {
 /// The JSON of a `game.tw-pddl` file.
 #[derive(Debug, Clone, Deserialize)]
 struct RawGame {
+    #[serde(default)]
+    pddl_domain: Option<String>,
     pddl_problem: String,
     grammar: String,
     #[serde(default)]
@@ -57,6 +59,63 @@ pub struct GameFile {
     pub traj: Option<TrajData>,
     /// The walkthrough stored in the game file, if any.
     pub walkthrough: Vec<String>,
+}
+
+/// The actions of ALFWorld's domain that this engine carries out itself.
+const DOMAIN_ACTIONS: [&str; 14] = [
+    "look",
+    "inventory",
+    "examinereceptacle",
+    "examineobject",
+    "gotolocation",
+    "openobject",
+    "closeobject",
+    "pickupobject",
+    "putobject",
+    "cleanobject",
+    "heatobject",
+    "coolobject",
+    "toggleobject",
+    "sliceobject",
+];
+
+/// Checks a game's `pddl_domain`: the engine plays ALFWorld's `alfred` domain with its own rules,
+/// so a game must declare that domain and its actions; any other domain (or none) is refused
+/// rather than played by rules it does not state.
+pub fn check_domain(text: &str) -> Result<(), String> {
+    let sexps = parse_sexps(text)?;
+    let def = sexps
+        .iter()
+        .find(|s| s.head().as_deref() == Some("define"))
+        .ok_or("no (define (domain …) …) in it")?;
+    let items = def.list().unwrap_or_default();
+    let name = items
+        .get(1)
+        .filter(|d| d.head().as_deref() == Some("domain"))
+        .and_then(|d| d.list()?.get(1)?.atom())
+        .ok_or("no (domain NAME) after define")?;
+    if !name.eq_ignore_ascii_case("alfred") {
+        return Err(format!(
+            "domain {name:?}: this engine plays ALFWorld's domain \"alfred\" only"
+        ));
+    }
+    let actions: Vec<String> = items
+        .iter()
+        .filter(|s| s.head().as_deref() == Some(":action"))
+        .filter_map(|s| s.list()?.get(1)?.atom().map(str::to_ascii_lowercase))
+        .collect();
+    let missing: Vec<&str> = DOMAIN_ACTIONS
+        .iter()
+        .copied()
+        .filter(|a| !actions.iter().any(|x| x == a))
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!(
+            "domain alfred lacks the actions {}",
+            missing.join(", ")
+        ));
+    }
+    Ok(())
 }
 
 /// The task sentence from a TextWorld grammar: the `rhs` of its `task` rule.
@@ -91,6 +150,16 @@ impl GameFile {
         let text = EnvError::read(&path)?;
         let raw: RawGame = serde_json::from_str(&text)
             .map_err(|e| EnvError::invalid(&path, "json", e.to_string()))?;
+        match raw.pddl_domain.as_deref() {
+            None => {
+                return Err(EnvError::invalid(
+                    &path,
+                    "pddl_domain",
+                    "missing: a game file states its PDDL domain",
+                ))
+            }
+            Some(d) => check_domain(d).map_err(|e| EnvError::invalid(&path, "pddl_domain", e))?,
+        }
         let task =
             task_from_grammar(&raw.grammar).map_err(|e| EnvError::invalid(&path, "grammar", e))?;
         let problem = parse_problem(&raw.pddl_problem)

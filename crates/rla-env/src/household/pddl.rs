@@ -53,7 +53,13 @@ impl fmt::Display for Sexp {
     }
 }
 
-/// Parses one or more s-expressions; `;` starts a comment to the end of the line.
+/// How deep lists may nest. Every reader of an expression (goals, printing, dropping) recurses
+/// over it, so a deeper file is refused here rather than overflowing the stack there; ALFWorld's
+/// own files nest fewer than ten levels.
+pub const MAX_DEPTH: usize = 256;
+
+/// Parses one or more s-expressions; `;` starts a comment to the end of the line. Lists may nest
+/// at most [`MAX_DEPTH`] levels.
 pub fn parse_sexps(text: &str) -> Result<Vec<Sexp>, String> {
     let mut stack: Vec<Vec<Sexp>> = vec![Vec::new()];
     let mut atom = String::new();
@@ -80,6 +86,11 @@ pub fn parse_sexps(text: &str) -> Result<Vec<Sexp>, String> {
             }
             '(' => {
                 flush(&mut atom, &mut stack);
+                if stack.len() > MAX_DEPTH {
+                    return Err(format!(
+                        "lists nested more than {MAX_DEPTH} levels deep on line {line}"
+                    ));
+                }
                 stack.push(Vec::new());
             }
             ')' => {
@@ -301,6 +312,15 @@ pub fn parse_problem(text: &str) -> Result<Problem, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nesting_is_bounded() {
+        let deep = "(".repeat(50_000) + &")".repeat(50_000);
+        let e = parse_sexps(&deep).unwrap_err();
+        assert!(e.contains("nested more than 256"), "{e}");
+        let ok = "(".repeat(MAX_DEPTH) + &")".repeat(MAX_DEPTH);
+        assert!(parse_sexps(&ok).is_ok());
+    }
 
     #[test]
     fn sexps_and_comments() {

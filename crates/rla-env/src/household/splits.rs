@@ -143,17 +143,36 @@ pub fn sample_task(rng: &mut ChaCha8Rng, split: Split, goal: GoalKind, id: Strin
     }
 }
 
-/// `n` training tasks, goal types in turn, from a seed.
+/// The scenes (room, layout seed) of the fixed evaluation splits and the validation split, which
+/// training tasks never use.
+fn evaluation_scenes() -> &'static std::collections::HashSet<(Room, u64)> {
+    static SCENES: std::sync::OnceLock<std::collections::HashSet<(Room, u64)>> =
+        std::sync::OnceLock::new();
+    SCENES.get_or_init(|| {
+        [Split::InDomain, Split::Ood, Split::Validation]
+            .into_iter()
+            .flat_map(eval_tasks)
+            .map(|t| (t.room, t.layout_seed))
+            .collect()
+    })
+}
+
+/// `n` training tasks, goal types in turn, from a seed. None shares its scene (room and layout)
+/// with a task of the evaluation or validation splits.
 pub fn train_tasks(n: usize, seed: u64) -> Vec<TaskSpec> {
     let mut rng = ChaCha8Rng::seed_from_u64(mix(seed, "train"));
+    let held = evaluation_scenes();
     (0..n)
-        .map(|i| {
-            sample_task(
+        .map(|i| loop {
+            let t = sample_task(
                 &mut rng,
                 Split::Train,
                 GoalKind::ALL[i % 6],
                 format!("train-{seed}-{i}"),
-            )
+            );
+            if !held.contains(&(t.room, t.layout_seed)) {
+                break t;
+            }
         })
         .collect()
 }

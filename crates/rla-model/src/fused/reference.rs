@@ -78,7 +78,7 @@ pub fn rope_plain(x: &Tensor, r: &Rotary) -> Result<Tensor> {
 
 /// [`swiglu`](super::swiglu) from plain tensor ops.
 pub fn swiglu_plain(g: &Tensor, u: &Tensor) -> Result<Tensor> {
-    candle_nn::ops::silu(g)? * u
+    g.silu()? * u
 }
 
 /// [`linear`](super::linear) from plain tensor ops.

@@ -1,0 +1,385 @@
+#!/usr/bin/env bash
+# The fault script: bad input and faults a careful user or an attacker would try, each with what
+# it must give — a clear error naming what was wrong (exit status 1, no panic), or the right
+# result — and what it gave. Ends with the table the README's "Reliability" section shows:
+# cases tried → clear errors, right results, panics, hangs, silent wrongs. Exits non-zero if any
+# case panicked, hung or was silently wrong.
+#
+#   scripts/faults.sh            # builds the debug binary if needed (cargo build -p rlanything)
+#   RLA_BIN=target/release/rlanything scripts/faults.sh
+#
+# Every case runs under a time limit (a hang is a fault), in a scratch folder that is removed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+if [ -z "${RLA_BIN:-}" ]; then
+  cargo build -q -p rlanything || exit 1
+  RLA_BIN=$root/target/debug/rlanything
+fi
+BIN=$(realpath "$RLA_BIN")
+work=$(mktemp -d -t rla-faults-XXXXXX)
+server_pid=""
+cleanup() {
+  [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+cd "$work" || exit 1
+
+tried=0 clear=0 right=0 panics=0 hangs=0 silent=0
+failures=()
+LIMIT=${RLA_FAULT_LIMIT:-120}
+
+# expect NAME ERROR-TEXT -- COMMAND...: the command must fail with status 1, without a panic,
+# naming ERROR-TEXT (a substring of its output).
+# expect NAME ok -- COMMAND...: the command must succeed.
+# expect NAME ok:TEXT -- COMMAND...: the command must succeed and say TEXT (a result that is
+# right but needs a word, such as a score of 0 for a file that cannot be read).
+expect() {
+  local name=$1 want=$2
+  shift 3
+  tried=$((tried + 1))
+  local out status
+  out=$(timeout "$LIMIT" "$@" 2>&1 </dev/null)
+  status=$?
+  local verdict
+  if [ $status -eq 124 ]; then
+    verdict=hang
+  elif [ $status -eq 101 ] || [ $status -ge 128 ] || grep -q "panicked at" <<<"$out"; then
+    verdict=panic
+  elif [ "$want" = ok ]; then
+    if [ $status -eq 0 ]; then verdict=right; else verdict=silent; fi
+  elif [ "${want#ok:}" != "$want" ]; then
+    if [ $status -eq 0 ] && grep -qF -- "${want#ok:}" <<<"$out"; then verdict=right; else verdict=silent; fi
+  elif [ $status -eq 0 ]; then
+    verdict=silent
+  elif grep -qF -- "$want" <<<"$out"; then
+    verdict=clear
+  else
+    verdict=unclear
+  fi
+  local said
+  said=$(grep -m1 -E "^error|Error|error:|WARN" <<<"$out" | sed 's/^.*WARN //' | cut -c1-150)
+  [ -z "$said" ] && said=$(tail -n1 <<<"$out" | cut -c1-150)
+  case $verdict in
+    clear) clear=$((clear + 1)) ;;
+    right) right=$((right + 1)) ;;
+    panic) panics=$((panics + 1)); failures+=("$name: panic (status $status)") ;;
+    hang) hangs=$((hangs + 1)); failures+=("$name: no answer in ${LIMIT}s") ;;
+    silent) silent=$((silent + 1)); failures+=("$name: status $status, expected ${want}") ;;
+    unclear) silent=$((silent + 1)); failures+=("$name: did not name \"$want\": $said") ;;
+  esac
+  printf '%-8s %-58s %s\n' "$verdict" "$name" "$said"
+}
+
+py() { python3 - "$@"; }
+
+echo "== fixtures"
+printf 'go to the fridge 1 open close take apple from in on put cabinet 2 look\n' >corpus.txt
+cat >tiny.toml <<'EOF'
+arch = "qwen3"
+hidden_size = 32
+intermediate_size = 64
+num_hidden_layers = 1
+num_attention_heads = 2
+num_key_value_heads = 1
+max_position_embeddings = 64
+EOF
+"$BIN" lm init --config tiny.toml --tokenizer-corpus corpus.txt --out model >/dev/null || exit 1
+# a config edited to values no model can take
+edit_config() { # folder key value
+  cp -r model "$1"
+  py "$1/config.json" "$2" "$3" <<'EOF'
+import json, sys
+p, k, v = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+c = json.load(open(p)); c[k] = v; json.dump(c, open(p, "w"))
+EOF
+}
+shape_config() { # file key value
+  sed "s/^$2 = .*/$2 = $3/" tiny.toml >"$1"
+}
+
+echo "== the model: shapes, values, weights, context"
+shape_config huge-hidden.toml hidden_size 4611686018427387904
+expect "hidden_size = 2^62" "overflows" -- "$BIN" lm init --config huge-hidden.toml --tokenizer-corpus corpus.txt --out m1
+shape_config big-hidden.toml hidden_size 1000000000
+expect "hidden_size = 10^9" "memory" -- "$BIN" lm init --config big-hidden.toml --tokenizer-corpus corpus.txt --out m2
+shape_config many-layers.toml num_hidden_layers 1000000000
+expect "num_hidden_layers = 10^9" "memory" -- "$BIN" lm init --config many-layers.toml --tokenizer-corpus corpus.txt --out m3
+edit_config model-eps rms_norm_eps -1
+expect "rms_norm_eps = -1" "rms_norm_eps" -- "$BIN" lm generate --model model-eps --prompt "go to"
+edit_config model-theta rope_theta -1
+expect "rope_theta = -1" "rope_theta" -- "$BIN" lm generate --model model-theta --prompt "go to"
+cp -r model model-nan
+py model-nan/model.safetensors <<'EOF'
+import json, struct, sys
+p = sys.argv[1]
+b = bytearray(open(p, "rb").read())
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n])
+name, t = next((k, v) for k, v in h.items() if k != "__metadata__")
+start = 8 + n + t["data_offsets"][0]
+b[start:start + 4] = struct.pack("<f", float("nan"))
+open(p, "wb").write(b)
+EOF
+expect "weights holding NaN: lm generate" "NaN" -- "$BIN" lm generate --model model-nan --prompt "go to"
+expect "weights holding NaN: eval" "NaN" -- "$BIN" eval --model model-nan --n 1
+expect "weights holding NaN: serve" "NaN" -- "$BIN" serve --model model-nan --port 0
+expect "lm generate --max-tokens 99999999" "context" -- "$BIN" lm generate --model model --prompt "go to" --max-tokens 99999999
+expect "lm generate within the context" ok -- "$BIN" lm generate --model model --prompt "go to" --max-tokens 8
+cp -r model model-jinja
+py model-jinja <<'EOF'
+import json, sys, os
+d = sys.argv[1]
+p = os.path.join(d, "tokenizer_config.json")
+c = json.load(open(p)); t = c.pop("chat_template", None); json.dump(c, open(p, "w"))
+open(os.path.join(d, "chat_template.jinja"), "w").write(t or "")
+EOF
+
+echo "== the server"
+"$BIN" serve --model model-jinja --name tiny --port 0 >serve.log 2>&1 &
+server_pid=$!
+for _ in $(seq 100); do
+  addr=$(grep -oE "http://[0-9.]+:[0-9]+" serve.log | head -n1)
+  [ -n "$addr" ] && break
+  sleep 0.1
+done
+post() { # path body-file → "status body"
+  python3 - "$addr$1" "$2" <<'PY'
+import sys, urllib.request, urllib.error
+url, body = sys.argv[1], open(sys.argv[2], "rb").read()
+req = urllib.request.Request(url, data=body, headers={"Content-Type": "application/json"})
+try:
+    with urllib.request.urlopen(req, timeout=100) as r:
+        status, text = r.status, r.read()
+except urllib.error.HTTPError as e:
+    status, text = e.code, e.read()
+except (ConnectionError, urllib.error.URLError) as e:
+    # a server that answers 413 before reading the whole body may close the connection
+    status, text = 0, str(e).encode()
+print(status, text[:300].decode(errors="replace"))
+PY
+}
+http_case() { # name path body-file expected-status expected-text
+  tried=$((tried + 1))
+  local r status
+  r=$(addr=$addr timeout "$LIMIT" bash -c "$(declare -f post); post $2 $3" 2>&1)
+  status=${r%% *}
+  local verdict=unclear
+  if ! kill -0 "$server_pid" 2>/dev/null; then
+    verdict=panic
+  elif [ "$status" = "$4" ] && grep -qF -- "$5" <<<"$r"; then
+    if [ "$4" = 200 ]; then verdict=right; else verdict=clear; fi
+  elif [ "$status" = 200 ]; then
+    verdict=silent
+  fi
+  case $verdict in
+    clear) clear=$((clear + 1)) ;;
+    right) right=$((right + 1)) ;;
+    panic) panics=$((panics + 1)); failures+=("$1: the server died") ;;
+    *) silent=$((silent + 1)); failures+=("$1: $r") ;;
+  esac
+  printf '%-8s %-58s %s\n' "$verdict" "$1" "$(cut -c1-150 <<<"$r")"
+}
+if [ -z "$addr" ]; then
+  echo "the server did not start: $(cat serve.log)"
+  exit 1
+fi
+py <<'EOF'
+import json
+big = "go " * 350_000
+json.dump({"model": "tiny", "prompt": big, "max_tokens": 1}, open("big.json", "w"))
+json.dump({"model": "tiny", "prompt": "go " * 70, "max_tokens": 1}, open("long.json", "w"))
+json.dump({"model": "tiny", "prompt": "go to", "max_tokens": 100}, open("max.json", "w"))
+json.dump({"model": "tiny", "messages": [{"role": "user", "content": "go to"}], "max_tokens": 4}, open("chat.json", "w"))
+json.dump({"model": "tiny", "prompt": "go to", "max_tokens": 4}, open("ok.json", "w"))
+open("huge.json", "w").write('{"model": "tiny", "prompt": "' + "go " * (20 << 20) + '"}')
+EOF
+http_case "a 1 MB prompt (350k tokens)" /v1/completions big.json 400 "context"
+http_case "a prompt longer than the context" /v1/completions long.json 400 "context"
+http_case "max_tokens past the context" /v1/completions max.json 400 "max_tokens"
+http_case "a 60 MB body" /v1/completions huge.json 413 "bytes"
+http_case "chat with the template in chat_template.jinja" /v1/chat/completions chat.json 200 "chat.completion"
+http_case "the server still answers" /v1/completions ok.json 200 "text_completion"
+kill "$server_pid" 2>/dev/null
+wait "$server_pid" 2>/dev/null
+server_pid=""
+
+echo "== the sandbox: a program dies with the process that started it"
+printf 'import time\nwhile True:\n    time.sleep(0.05)\n' >loop.py
+printf '{"input": "", "output": "x"}\n' >tests.jsonl
+if [ "$(id -u)" = 0 ]; then
+  # as root, programs run as a user of their own, who must be able to reach their folder
+  mkdir -p private/tmp && chmod 700 private
+  expect "a sandbox under a folder its programs cannot enter" "cannot enter" -- \
+    env TMPDIR="$work/private/tmp" "$BIN" code exec --program loop.py --tests tests.jsonl --wall-secs 1
+fi
+# programs run as a user of their own: the scratch folder must be open to them
+chmod 755 "$work"
+mkdir -p sbtmp
+for sig in INT KILL; do
+  tried=$((tried + 1))
+  TMPDIR=$work/sbtmp "$BIN" code exec --program loop.py --tests tests.jsonl --wall-secs 60 --cpu-secs 60 >exec.log 2>&1 &
+  pid=$!
+  under() {
+    for p in /proc/[0-9]*; do
+      c=$(readlink "$p/cwd" 2>/dev/null) && [[ $c == "$work/sbtmp"* ]] && echo "${p#/proc/}"
+    done
+  }
+  for _ in $(seq 100); do [ -n "$(under)" ] && break; sleep 0.1; done
+  running=$(under)
+  kill -s "$sig" "$pid"
+  wait "$pid" 2>/dev/null
+  sleep 1
+  left=$(under)
+  if [ -z "$running" ]; then
+    silent=$((silent + 1)); failures+=("code exec: the program never ran: $(cat exec.log)")
+    printf '%-8s %-58s %s\n' silent "code exec ended by SIG$sig" "the program never ran"
+  elif [ -n "$left" ]; then
+    silent=$((silent + 1)); failures+=("code exec ended by SIG$sig: processes live on: $left")
+    printf '%-8s %-58s %s\n' silent "code exec ended by SIG$sig" "processes live on: $left"
+    kill -9 $left 2>/dev/null
+  else
+    right=$((right + 1))
+    printf '%-8s %-58s %s\n' right "code exec ended by SIG$sig" "no process outlives it"
+  fi
+done
+TMPDIR=$work/sbtmp "$BIN" code exec --program loop.py --tests tests.jsonl --wall-secs 0.3 >/dev/null 2>&1
+tried=$((tried + 1))
+if [ -z "$(ls -A sbtmp)" ]; then
+  right=$((right + 1)); printf '%-8s %-58s %s\n' right "the folder a SIGKILL left" "removed by the next sandbox"
+else
+  silent=$((silent + 1)); failures+=("sandbox folders left: $(ls sbtmp)")
+  printf '%-8s %-58s %s\n' silent "the folder a SIGKILL left" "$(ls sbtmp)"
+fi
+
+echo "== the household: game files"
+game=$root/tests/fixtures/alfworld-traces/00-pick_and_place_simple-kitchen
+mkdir -p deep empty-domain
+cp "$game/game.tw-pddl" deep/ && cp "$game/game.tw-pddl" empty-domain/
+py deep/game.tw-pddl empty-domain/game.tw-pddl <<'EOF'
+import json, sys
+g = json.load(open(sys.argv[1]))
+g["pddl_problem"] = "(define (problem p) (:goal " + "(and " * 50000 + ")" * 50000 + "))"
+json.dump(g, open(sys.argv[1], "w"))
+g = json.load(open(sys.argv[2]))
+g["pddl_domain"] = ""
+json.dump(g, open(sys.argv[2], "w"))
+EOF
+expect "a PDDL problem nested 50,000 deep: env solve" "nested more than" -- "$BIN" env solve deep
+expect "a game with an empty pddl_domain: env solve" "pddl_domain" -- "$BIN" env solve empty-domain
+expect "a game file of ALFWorld's: env solve" ok -- "$BIN" env solve "$game"
+
+echo "== the desktop: workbooks, screenshots"
+"$BIN" desktop export --split in-domain --n 1 --out tasks >/dev/null
+task=$(ls tasks/*.json | head -n1)
+start=$(ls "${task%.json}"/start.xlsx)
+xlsx_edit() { # out python-expression-on-sheet-xml
+  py "$start" "$1" "$2" <<'EOF'
+import sys, zipfile
+src, out, expr = sys.argv[1:]
+zin = zipfile.ZipFile(src)
+with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+    for i in zin.infolist():
+        b = zin.read(i.filename)
+        if i.filename == "xl/worksheets/sheet1.xml":
+            s = b.decode()
+            s = eval(expr)
+            b = s.encode()
+        z.writestr(i.filename, b)
+EOF
+}
+xlsx_edit far.xlsx 's.replace("</sheetData>", "<row r=\"1048576\"><c r=\"XFD1048576\"><v>1</v></c></row></sheetData>")'
+xlsx_edit badref.xlsx 's.replace("</sheetData>", "<row r=\"2\"><c r=\"ZZZZZZZZZZZZ" + "9" * 40 + "\"><v>1</v></c></row></sheetData>")'
+xlsx_edit bomb.xlsx 's.replace("</sheetData>", " " * (400 << 20) + "</sheetData>")'
+expect "a workbook with a value at XFD1048576 (scores 0, as OSWorld)" "ok:A1:XFD1048576" -- "$BIN" desktop evaluate --task "$task" --result far.xlsx
+expect "a cell reference ZZZZZZZZZZZZ999… (scores 0)" "ok:is not a cell" -- "$BIN" desktop evaluate --task "$task" --result badref.xlsx
+expect "an xlsx whose sheet unpacks to 400 MB (scores 0)" "ok:unpacks to more than" -- "$BIN" desktop evaluate --task "$task" --result bomb.xlsx
+expect "the task's own start workbook" ok -- "$BIN" desktop evaluate --task "$task" --result "$start"
+expect "desktop screenshot --size 0x0" "each side" -- "$BIN" desktop screenshot "$task" --out s.png --size 0x0
+expect "desktop screenshot --size 4294967295x4294967295" "each side" -- "$BIN" desktop screenshot "$task" --out s.png --size 4294967295x4294967295
+expect "desktop screenshot --size 100000x100000" "each side" -- "$BIN" desktop screenshot "$task" --out s.png --size 100000x100000
+expect "desktop screenshot --screen 100000x100000" "8192" -- "$BIN" desktop screenshot "$task" --out s.png --screen 100000x100000
+far_play() {
+  printf 'pyautogui.hotkey("ctrl", "shift", "t")\npyautogui.write("XFD1048576\\n")\npyautogui.write("7\\n")\nscore\n\n' |
+    "$BIN" desktop play "$task"
+}
+tried=$((tried + 1))
+out=$(export -f far_play; export BIN task; timeout "$LIMIT" bash -c far_play 2>&1)
+status=$?
+if [ $status -eq 0 ] && grep -q "too far out\|Invalid reference\|score" <<<"$out"; then
+  right=$((right + 1)); printf '%-8s %-58s %s\n' right "desktop play writing XFD1048576" "refused on the desktop; the episode goes on"
+elif [ $status -eq 124 ]; then
+  hangs=$((hangs + 1)); failures+=("desktop play writing XFD1048576: no answer")
+  printf '%-8s %-58s\n' hang "desktop play writing XFD1048576"
+else
+  panics=$((panics + 1)); failures+=("desktop play writing XFD1048576: status $status")
+  printf '%-8s %-58s %s\n' panic "desktop play writing XFD1048576" "status $status"
+fi
+
+echo "== runs: configs, resume"
+cat >run.toml <<'EOF'
+seed = 4
+iterations = 1
+pool_size = 2
+tasks_per_iteration = 1
+rollouts_per_task = 2
+judge_samples = 1
+update_epochs = 1
+[household]
+train_step_limit = 3
+eval_step_limit = 3
+history_window = 1
+prompt_style = "unlisted"
+constrain_actions = true
+[policy]
+micro_batch = 4
+max_new_tokens = 8
+[policy.tiny]
+hidden_size = 16
+num_hidden_layers = 1
+num_attention_heads = 2
+num_key_value_heads = 1
+[reward]
+micro_batch = 4
+max_new_tokens = 8
+[reward.tiny]
+hidden_size = 16
+num_hidden_layers = 1
+num_attention_heads = 2
+num_key_value_heads = 1
+[pretrain]
+tasks = 2
+policy_steps = 1
+reward_steps = 1
+batch = 4
+[eval]
+in_domain = 2
+ood = 1
+every = 1
+EOF
+sed 's/^in_domain = 2/in_domain = 100000/' run.toml >big-eval.toml
+expect "[eval] in_domain = 100000" "holds 140 tasks" -- "$BIN" train --quiet --config big-eval.toml --run big-eval
+expect "eval --n 100000" "holds 140 tasks" -- "$BIN" eval --model model --n 100000
+expect "a short household run" ok -- "$BIN" train --quiet --config run.toml --run run
+rm -f run/checkpoint/state.json
+expect "train --resume without checkpoint/state.json" "no checkpoint/state.json" -- "$BIN" train --quiet --resume run
+expect "train --resume of a folder never started" "holds no config.toml" -- "$BIN" train --quiet --resume never
+# a kill during the warm start: the config is written first, so --resume alone continues
+"$BIN" train --quiet --config run.toml --run killed >/dev/null 2>&1 &
+pid=$!
+for _ in $(seq 100); do [ -e killed/config.toml ] && break; sleep 0.05; done
+kill -9 "$pid" 2>/dev/null
+wait "$pid" 2>/dev/null
+expect "train --resume after a kill in the warm start" ok -- "$BIN" train --quiet --resume killed
+
+echo
+echo "| cases tried | clear errors | right results | panics | hangs | silent wrongs |"
+echo "|---|---|---|---|---|---|"
+echo "| $tried | $clear | $right | $panics | $hangs | $silent |"
+if [ ${#failures[@]} -gt 0 ]; then
+  echo
+  echo "faults:"
+  printf '  %s\n' "${failures[@]}"
+  exit 1
+fi
