@@ -198,7 +198,8 @@ pub type Probe<'a> = Box<dyn FnMut(&Lm) -> Result<CurvePoint> + 'a>;
 /// SFT for `cfg.pretrain`'s schedule over `steps` minibatches; returns the loss of the first and
 /// last step and the training curve (one point every `every` steps and after the last, when a
 /// probe is given; each point also holds the mean training loss since the previous one and the
-/// learning rate). `on_point` sees the curve so far after each point (to write it as it grows).
+/// learning rate). `on_point` sees the model and the curve so far after each point (to save
+/// them as they grow).
 #[allow(clippy::too_many_arguments)]
 pub fn sft(
     lm: &mut Lm,
@@ -208,7 +209,7 @@ pub fn sft(
     seed: u64,
     bar: Option<&indicatif::ProgressBar>,
     mut probe: Option<(usize, Probe<'_>)>,
-    on_point: &mut dyn FnMut(&[CurvePoint]) -> Result<()>,
+    on_point: &mut dyn FnMut(&Lm, &[CurvePoint]) -> Result<()>,
 ) -> Result<((f64, f64), Vec<CurvePoint>)> {
     let batch = cfg.pretrain.batch;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -251,7 +252,7 @@ pub fn sft(
                 point.insert("lr".into(), lr.into());
                 tracing::info!(point = %serde_json::Value::Object(point.clone()), "curve");
                 curve.push(point);
-                on_point(&curve)?;
+                on_point(lm, &curve)?;
                 (sum, n) = (0.0, 0);
             }
         }
@@ -294,8 +295,10 @@ pub fn household_probe<'a>(
     cfg: &'a RunConfig,
     held_out: &'a [Demo],
     validation: usize,
+    mistakes: Option<std::path::PathBuf>,
 ) -> Probe<'a> {
     Box::new(move |lm: &Lm| {
+        let mut wrong: Vec<String> = Vec::new();
         let mut point = CurvePoint::new();
         let style = cfg.household.prompt_style;
         if !held_out.is_empty() {
@@ -328,12 +331,21 @@ pub fn household_probe<'a>(
                     let (idx, _) = crate::prompts::parse_choice(&s[0].text, &d.admissible);
                     let want = crate::prompts::parse_choice(&d.answer, &d.admissible).0;
                     right += usize::from(idx == want);
+                    if idx != want && wrong.len() < 50 {
+                        wrong.push(format!(
+                            "{}\nexpert: {}\nmodel:  {}\n",
+                            d.prompt, d.admissible[want], d.admissible[idx]
+                        ));
+                    }
                 }
             }
             point.insert(
                 "held_out_action_acc".into(),
                 (right as f64 / held_out.len() as f64).into(),
             );
+            if let Some(p) = &mistakes {
+                crate::run::write_atomic(p, &wrong.join("\n"))?;
+            }
             // the tokens that name things, ranked first given the expert's answer so far
             let top = lm.top_logprobs(&pairs, 1)?;
             let (mut named, mut first) = (0usize, 0usize);
@@ -410,7 +422,12 @@ pub fn household_warm_start(cfg: &RunConfig, out: &Path, progress: bool) -> Resu
     let probe = (!held.is_empty() || cfg.pretrain.validation > 0).then(|| {
         (
             cfg.pretrain.eval_every,
-            household_probe(cfg, &held, cfg.pretrain.validation),
+            household_probe(
+                cfg,
+                &held,
+                cfg.pretrain.validation,
+                Some(out.join("mistakes-policy.txt")),
+            ),
         )
     });
     lines.push(fit_tiny_with(
@@ -546,13 +563,29 @@ pub fn fit_tiny_with(cfg: &RunConfig, fit: Fit<'_>, out: &Path, progress: bool) 
     let bar = progress.then(|| crate::bar(steps as u64, &format!("pretrain {name}")));
     std::fs::create_dir_all(out)?;
     let curve_path = out.join(format!("curve-{name}.jsonl"));
-    let mut write_curve = |c: &[CurvePoint]| -> Result<()> {
+    let save = |lm: &Lm| -> Result<()> {
+        // a whole folder or none: a kill mid-save leaves nothing that looks finished
+        Ok(rla_model::weights::replace_dir_atomic(
+            &out.join(name),
+            |tmp| {
+                lm.save_checkpoint(tmp)?;
+                for (file, text) in &files {
+                    rla_model::weights::write_atomic(&tmp.join(file), text.as_bytes())?;
+                }
+                Ok(())
+            },
+        )?)
+    };
+    // the model as it stands at each point of the curve, beside the curve so far
+    let mut write_curve = |lm: &Lm, c: &[CurvePoint]| -> Result<()> {
+        save(lm)?;
         let text: String = c
             .iter()
             .map(|p| serde_json::Value::Object(p.clone()).to_string() + "\n")
             .collect();
         crate::run::write_atomic(&curve_path, &text)
     };
+
     let ((a, b), curve) = sft(
         &mut lm,
         cfg,
@@ -567,14 +600,8 @@ pub fn fit_tiny_with(cfg: &RunConfig, fit: Fit<'_>, out: &Path, progress: bool) 
         b.finish_and_clear();
     }
     lm.opt = None;
-    // a whole folder or none: a kill mid-save leaves nothing that looks finished
-    rla_model::weights::replace_dir_atomic(&out.join(name), |tmp| {
-        lm.save_checkpoint(tmp)?;
-        for (file, text) in &files {
-            rla_model::weights::write_atomic(&tmp.join(file), text.as_bytes())?;
-        }
-        Ok(())
-    })?;
+    save(&lm)?;
+
     let last = curve
         .last()
         .map(|p| {
