@@ -166,6 +166,8 @@ def test_bad_input_is_a_clear_error(tmp_path):
         Household.from_spec(spec)
     with pytest.raises(ValueError, match="task spec"):
         Household.from_spec({"id": "x"})
+    with pytest.raises(ValueError, match="at most 1000000 specs"):
+        train_specs(10**12)
     with pytest.raises(ValueError, match="step_limit"):
         Household.from_game(game_dirs()[0], step_limit=0)
     batch = HouseholdBatch([Household.from_game(game_dirs()[0])])

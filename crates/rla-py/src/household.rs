@@ -519,10 +519,18 @@ impl PyBatch {
     }
 }
 
+/// Most training specs one call draws (each becomes a dictionary in Python, about a kilobyte).
+const MAX_SPECS: usize = 1_000_000;
+
 /// `n` training task specs drawn with `seed`, as a JSON array.
 #[pyfunction]
-fn train_task_specs(n: usize, seed: u64) -> String {
-    serde_json::to_string(&train_tasks(n, seed)).expect("specs serialise")
+fn train_task_specs(n: usize, seed: u64) -> PyResult<String> {
+    if n > MAX_SPECS {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "n = {n}: at most {MAX_SPECS} specs a call; draw more in several calls with other seeds"
+        )));
+    }
+    Ok(serde_json::to_string(&train_tasks(n, seed)).expect("specs serialise"))
 }
 
 /// The fixed evaluation split `in_domain`, `ood` or `validation`, as a JSON array of specs.
