@@ -617,3 +617,89 @@ pub fn fit_tiny_with(cfg: &RunConfig, fit: Fit<'_>, out: &Path, progress: bool) 
         enc.len()
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::LrSchedule;
+
+    #[test]
+    fn the_learning_rate_warms_up_then_follows_its_schedule() {
+        let mut p = crate::config::PretrainConfig {
+            lr: 1.0,
+            warmup: 4,
+            ..Default::default()
+        };
+        assert_eq!(p.lr_at(0, 100), 0.25);
+        assert_eq!(p.lr_at(3, 100), 1.0);
+        assert_eq!(p.lr_at(99, 100), 1.0);
+        p.schedule = LrSchedule::Cosine;
+        assert_eq!(p.lr_at(4, 100), 1.0);
+        assert!(
+            (p.lr_at(52, 100) - 0.55).abs() < 1e-9,
+            "{}",
+            p.lr_at(52, 100)
+        );
+        assert!((p.lr_at(100, 100) - 0.1).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_household_warm_start_writes_its_curve_held_out_mistakes_and_model() {
+        let mut cfg = RunConfig::default();
+        cfg.household.prompt_style = PromptStyle::Unlisted;
+        cfg.household.constrain_actions = true;
+        cfg.household.notes = true;
+        for m in [&mut cfg.policy, &mut cfg.reward] {
+            m.tiny.hidden_size = 16;
+            m.tiny.num_hidden_layers = 1;
+            m.tiny.num_attention_heads = 2;
+            m.tiny.num_key_value_heads = 1;
+            m.micro_batch = 8;
+        }
+        cfg.pretrain = crate::config::PretrainConfig {
+            tasks: 4,
+            held_out: 1,
+            validation: 2,
+            eval_every: 2,
+            policy_steps: 4,
+            reward_steps: 1,
+            batch: 4,
+            schedule: LrSchedule::Cosine,
+            ..Default::default()
+        };
+        cfg.household.eval_step_limit = 3;
+        cfg.validate().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let lines = household_warm_start(&cfg, dir.path(), false).unwrap();
+        assert!(lines[0].contains("last curve point"), "{lines:?}");
+        let curve = std::fs::read_to_string(dir.path().join("curve-policy.jsonl")).unwrap();
+        let points: Vec<serde_json::Value> = curve
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(points.len(), 2, "{curve}");
+        for (p, step) in points.iter().zip([2, 4]) {
+            assert_eq!(p["step"], step);
+            for k in [
+                "held_out_loss",
+                "held_out_action_acc",
+                "held_out_name_acc",
+                "validation_success",
+                "train_loss",
+                "lr",
+            ] {
+                assert!(p[k].as_f64().is_some_and(f64::is_finite), "{k}: {p}");
+            }
+            let acc = p["held_out_action_acc"].as_f64().unwrap();
+            assert!((0.0..=1.0).contains(&acc));
+        }
+        // an untrained model gets held-out steps wrong, and they are written down
+        assert!(dir.path().join("mistakes-policy.txt").exists());
+        assert!(rla_model::weights::is_checkpoint(
+            &dir.path().join("policy")
+        ));
+        // the held-out task's steps were never trained on: too many held out is refused
+        cfg.pretrain.held_out = 4;
+        assert!(cfg.validate().unwrap_err().contains("held_out"));
+    }
+}

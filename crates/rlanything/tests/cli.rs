@@ -377,3 +377,81 @@ fn a_missing_game_is_reported_without_repeating_the_cause() {
         );
     }
 }
+
+#[test]
+fn eval_plays_alfworld_game_folders() {
+    let dir = tempfile::tempdir().unwrap();
+    let corpus = dir.path().join("corpus.txt");
+    std::fs::write(&corpus, "go to fridge 1\nopen fridge 1\n\\boxed{1}\n").unwrap();
+    let model = dir.path().join("tiny");
+    let cfg = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../configs/tiny.toml");
+    let out = bin()
+        .args(["lm", "init", "--config"])
+        .arg(&cfg)
+        .arg("--tokenizer-corpus")
+        .arg(&corpus)
+        .arg("--out")
+        .arg(&model)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    // three of the fixtures' game folders, under a folder of their own
+    let games = dir.path().join("games");
+    std::fs::create_dir(&games).unwrap();
+    let mut names: Vec<_> = std::fs::read_dir(fixtures())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().join("game.tw-pddl").exists())
+        .map(|e| e.file_name())
+        .collect();
+    names.sort();
+    for n in &names[..3] {
+        std::fs::create_dir(games.join(n)).unwrap();
+        for f in ["game.tw-pddl", "traj_data.json"] {
+            std::fs::copy(fixtures().join(n).join(f), games.join(n).join(f)).unwrap();
+        }
+    }
+    let eval = |extra: &[&str]| {
+        bin()
+            .args(["eval", "--model"])
+            .arg(&model)
+            .arg("--games")
+            .arg(&games)
+            .args([
+                "--step-limit",
+                "3",
+                "--constrained",
+                "--prompt-style",
+                "unlisted",
+            ])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = eval(&["--show", "1"]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let last = text.lines().last().unwrap();
+    assert!(last.contains("success on 3 games of"), "{text}");
+    assert!(text.contains("game: ") && text.contains("   1. "), "{text}");
+    // too many, or a folder without games, or a game without its traj_data.json: named
+    let out = eval(&["--n", "4"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("holds 3 games"));
+    std::fs::remove_file(games.join(&names[0]).join("traj_data.json")).unwrap();
+    let out = eval(&[]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no traj_data.json"));
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let out = bin()
+        .args(["eval", "--model"])
+        .arg(&model)
+        .arg("--games")
+        .arg(&empty)
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("holds no game folder"));
+}
