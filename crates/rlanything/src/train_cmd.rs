@@ -311,14 +311,7 @@ pub fn run_eval(a: EvalArgs) -> Result<()> {
     bar.finish_and_clear();
     let played = started.elapsed().as_secs_f64();
     for (t, task) in trajs.iter().zip(&tasks[..n]).take(a.show) {
-        println!(
-            "task: {} ({})",
-            task.sentence(),
-            if t.won { "won" } else { "lost" }
-        );
-        for (i, s) in t.steps.iter().enumerate() {
-            println!("  {:>2}. {} → {}", i + 1, s.answer, s.next_observation);
-        }
+        print_episode(&format!("task: {}", task.sentence()), t);
     }
     let s = trajs.iter().filter(|t| t.won).count() as f64 / n.max(1) as f64;
     let steps: usize = trajs.iter().map(|t| t.steps.len()).sum();
@@ -331,6 +324,14 @@ pub fn run_eval(a: EvalArgs) -> Result<()> {
         judge_steps(&a, &lm, &tasks[..n], &trajs)?;
     }
     Ok(())
+}
+
+/// An episode step by step, under a heading.
+fn print_episode(heading: &str, t: &rla_train::rollout::Trajectory) {
+    println!("{heading} ({})", if t.won { "won" } else { "lost" });
+    for (i, s) in t.steps.iter().enumerate() {
+        println!("  {:>2}. {} → {}", i + 1, s.answer, s.next_observation);
+    }
 }
 
 /// The game folders under `dir` (those holding a `game.tw-pddl`), in path order.
@@ -401,14 +402,7 @@ fn eval_games(
     bar.finish_and_clear();
     let played = started.elapsed().as_secs_f64();
     for (t, f) in trajs.iter().zip(&folders).take(a.show) {
-        println!(
-            "game: {} ({})",
-            f.display(),
-            if t.won { "won" } else { "lost" }
-        );
-        for (i, s) in t.steps.iter().enumerate() {
-            println!("  {:>2}. {} → {}", i + 1, s.answer, s.next_observation);
-        }
+        print_episode(&format!("game: {}", f.display()), t);
     }
     let won = trajs.iter().filter(|t| t.won).count();
     let steps: usize = trajs.iter().map(|t| t.steps.len()).sum();

@@ -126,19 +126,8 @@ fn env_generate_writes_loadable_games() {
 #[test]
 fn lm_init_logprobs_and_generate_work_on_a_tiny_model() {
     let dir = tempfile::tempdir().unwrap();
+    let (model, out) = tiny_model(dir.path(), "go to fridge 1\nopen fridge 1\ntake apple 1 from fridge 1\nYou arrive at fridge 1. The fridge 1 is closed.\n");
     let corpus = dir.path().join("corpus.txt");
-    std::fs::write(&corpus, "go to fridge 1\nopen fridge 1\ntake apple 1 from fridge 1\nYou arrive at fridge 1. The fridge 1 is closed.\n").unwrap();
-    let model = dir.path().join("tiny");
-    let cfg = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../configs/tiny.toml");
-    let out = bin()
-        .args(["lm", "init", "--config"])
-        .arg(&cfg)
-        .arg("--tokenizer-corpus")
-        .arg(&corpus)
-        .arg("--out")
-        .arg(&model)
-        .output()
-        .unwrap();
     assert!(
         out.status.success(),
         "{}",
@@ -378,22 +367,28 @@ fn a_missing_game_is_reported_without_repeating_the_cause() {
     }
 }
 
-#[test]
-fn eval_plays_alfworld_game_folders() {
-    let dir = tempfile::tempdir().unwrap();
-    let corpus = dir.path().join("corpus.txt");
-    std::fs::write(&corpus, "go to fridge 1\nopen fridge 1\n\\boxed{1}\n").unwrap();
-    let model = dir.path().join("tiny");
+/// `lm init` of configs/tiny.toml over `corpus` into `dir/tiny`.
+fn tiny_model(dir: &Path, corpus: &str) -> (PathBuf, std::process::Output) {
+    let corpus_file = dir.join("corpus.txt");
+    std::fs::write(&corpus_file, corpus).unwrap();
+    let model = dir.join("tiny");
     let cfg = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../configs/tiny.toml");
     let out = bin()
         .args(["lm", "init", "--config"])
         .arg(&cfg)
         .arg("--tokenizer-corpus")
-        .arg(&corpus)
+        .arg(&corpus_file)
         .arg("--out")
         .arg(&model)
         .output()
         .unwrap();
+    (model, out)
+}
+
+#[test]
+fn eval_plays_alfworld_game_folders() {
+    let dir = tempfile::tempdir().unwrap();
+    let (model, out) = tiny_model(dir.path(), "go to fridge 1\nopen fridge 1\n\\boxed{1}\n");
     assert!(out.status.success());
     // three of the fixtures' game folders, under a folder of their own
     let games = dir.path().join("games");
