@@ -301,13 +301,14 @@ expect "desktop screenshot --size 4294967295x4294967295" "each side" -- "$BIN" d
 expect "desktop screenshot --size 100000x100000" "each side" -- "$BIN" desktop screenshot "$task" --out s.png --size 100000x100000
 expect "desktop screenshot --screen 100000x100000" "8192" -- "$BIN" desktop screenshot "$task" --out s.png --screen 100000x100000
 far_play() {
-  printf 'pyautogui.hotkey("ctrl", "shift", "t")\npyautogui.write("XFD1048576\\n")\npyautogui.write("7\\n")\nscore\n\n' |
+  # the Name Box (at 60, 68 on a 1920x1080 screen) jumps to the last cell; typing there is refused
+  printf 'pyautogui.click(60, 68)\npyautogui.write("XFD1048576\\n")\npyautogui.write("7\\n")\ntree\nscore\n\n' |
     "$BIN" desktop play "$task"
 }
 tried=$((tried + 1))
 out=$(export -f far_play; export BIN task; timeout "$LIMIT" bash -c far_play 2>&1)
 status=$?
-if [ $status -eq 0 ] && grep -q "too far out\|Invalid reference\|score" <<<"$out"; then
+if [ $status -eq 0 ] && grep -q "XFD1048576 lies too far out" <<<"$out"; then
   right=$((right + 1)); printf '%-8s %-58s %s\n' right "desktop play writing XFD1048576" "refused on the desktop; the episode goes on"
 elif [ $status -eq 124 ]; then
   hangs=$((hangs + 1)); failures+=("desktop play writing XFD1048576: no answer")
