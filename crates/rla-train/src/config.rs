@@ -774,6 +774,16 @@ impl RunConfig {
                 self.pretrain.held_out, self.pretrain.tasks
             ));
         }
+        if self.pretrain.eval_every > 0
+            && self.pretrain.held_out == 0
+            && self.pretrain.validation == 0
+        {
+            return Err(
+                "pretrain.eval_every spaces the points of a training curve: give pretrain.held_out \
+                 or pretrain.validation something to measure"
+                    .into(),
+            );
+        }
         let val = rla_env::household::splits::VALIDATION_SIZE;
         if self.pretrain.validation > val {
             return Err(format!(

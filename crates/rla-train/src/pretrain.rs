@@ -701,5 +701,9 @@ mod tests {
         // the held-out task's steps were never trained on: too many held out is refused
         cfg.pretrain.held_out = 4;
         assert!(cfg.validate().unwrap_err().contains("held_out"));
+        // a curve's spacing with nothing to measure is refused, not ignored
+        cfg.pretrain.held_out = 0;
+        cfg.pretrain.validation = 0;
+        assert!(cfg.validate().unwrap_err().contains("eval_every"));
     }
 }
