@@ -15,10 +15,6 @@ pub const MAX_PART_BYTES: u64 = 64 << 20;
 pub const MAX_TOTAL_BYTES: u64 = 256 << 20;
 pub use crate::workbook::MAX_SHEET_CELLS;
 
-fn too_big(path: &Path, field: &str, m: String) -> DesktopError {
-    DesktopError::invalid(path, field, m)
-}
-
 /// Checks an .xlsx file against the limits above; a file that is not a zip is left to the reader
 /// (which names it).
 pub fn check_xlsx(path: &Path) -> Result<(), DesktopError> {
@@ -52,7 +48,7 @@ pub fn check_xlsx(path: &Path) -> Result<(), DesktopError> {
             continue; // a damaged part: the reader names it
         };
         if n > limit {
-            return Err(too_big(
+            return Err(DesktopError::invalid(
                 path,
                 &name,
                 format!(
@@ -76,8 +72,7 @@ pub fn check_xlsx(path: &Path) -> Result<(), DesktopError> {
 fn check_sheet(path: &Path, name: &str, xml: &[u8]) -> Result<(), DesktopError> {
     let mut reader = quick_xml::Reader::from_reader(xml);
     let mut buf = Vec::new();
-    let mut any = false;
-    let mut hi = (0u32, 0u32);
+    let mut last: Option<Addr> = None;
     let mut dimension: Option<String> = None;
     loop {
         let ev = match reader.read_event_into(&mut buf) {
@@ -95,12 +90,7 @@ fn check_sheet(path: &Path, name: &str, xml: &[u8]) -> Result<(), DesktopError> 
                         continue;
                     }
                 };
-                let Some(v) = e
-                    .attributes()
-                    .flatten()
-                    .find(|a| a.key.local_name().as_ref() == key)
-                    .map(|a| a.value.to_string())
-                else {
+                let Some(v) = crate::rawcell::attr(e, key) else {
                     buf.clear();
                     continue;
                 };
@@ -108,7 +98,7 @@ fn check_sheet(path: &Path, name: &str, xml: &[u8]) -> Result<(), DesktopError> 
                     dimension = Some(v);
                 } else {
                     let Some(a) = Addr::parse(&v) else {
-                        return Err(too_big(
+                        return Err(DesktopError::invalid(
                             path,
                             name,
                             format!(
@@ -117,8 +107,7 @@ fn check_sheet(path: &Path, name: &str, xml: &[u8]) -> Result<(), DesktopError> 
                             ),
                         ));
                     };
-                    any = true;
-                    hi = (hi.0.max(a.row), hi.1.max(a.col));
+                    last = Some(last.map_or(a, |l| Addr::new(l.row.max(a.row), l.col.max(a.col))));
                 }
             }
             quick_xml::events::Event::Eof => break,
@@ -126,11 +115,10 @@ fn check_sheet(path: &Path, name: &str, xml: &[u8]) -> Result<(), DesktopError> 
         }
         buf.clear();
     }
-    if any {
-        let last = Addr::new(hi.0, hi.1);
+    if let Some(last) = last {
         let n = rectangle(last);
         if n > MAX_SHEET_CELLS {
-            return Err(too_big(
+            return Err(DesktopError::invalid(
                 path,
                 name,
                 format!("its cells span A1:{last}, {n} cells; at most {MAX_SHEET_CELLS} are read"),
@@ -140,7 +128,7 @@ fn check_sheet(path: &Path, name: &str, xml: &[u8]) -> Result<(), DesktopError> 
     if let Some(d) = dimension {
         match Range::parse(&d) {
             None => {
-                return Err(too_big(
+                return Err(DesktopError::invalid(
                     path,
                     name,
                     format!(
@@ -152,7 +140,7 @@ fn check_sheet(path: &Path, name: &str, xml: &[u8]) -> Result<(), DesktopError> 
             Some(r) => {
                 let n = rectangle(r.end);
                 if n > MAX_SHEET_CELLS {
-                    return Err(too_big(
+                    return Err(DesktopError::invalid(
                         path,
                         name,
                         format!(

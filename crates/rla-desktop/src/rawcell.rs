@@ -49,7 +49,8 @@ fn entry(z: &mut zip::ZipArchive<std::fs::File>, name: &str) -> Option<Vec<u8>> 
     Some(out)
 }
 
-fn attr(e: &quick_xml::events::BytesStart, key: &str) -> Option<String> {
+/// An element's attribute by local name, its value normalised as XML reads it.
+pub(crate) fn attr(e: &quick_xml::events::BytesStart, key: &str) -> Option<String> {
     e.attributes()
         .flatten()
         .find(|a| a.key.local_name().as_ref() == key)

@@ -66,7 +66,14 @@ fn of_data(d: &Data) -> Option<Stored> {
 
 /// The stored values of every sheet of an .xlsx file, in tab order.
 pub fn cached(path: &Path) -> Result<Vec<StoredSheet>, DesktopError> {
-    let mut wb = xlsx(path)?;
+    cached_of(&mut xlsx(path)?, path)
+}
+
+/// [`cached`] of a workbook already open.
+fn cached_of(
+    wb: &mut calamine::Xlsx<std::io::BufReader<std::fs::File>>,
+    path: &Path,
+) -> Result<Vec<StoredSheet>, DesktopError> {
     let names = wb.sheet_names();
     let mut out = Vec::with_capacity(names.len());
     for name in names {
@@ -85,8 +92,9 @@ pub fn cached(path: &Path) -> Result<Vec<StoredSheet>, DesktopError> {
 
 /// Opens an .xlsx file as a workbook: formulas as formulas, other cells as their values.
 pub fn open(path: &Path) -> Result<Workbook, DesktopError> {
-    let values = cached(path)?;
+    // one open: the file's bounds are checked once
     let mut wb = xlsx(path)?;
+    let values = cached_of(&mut wb, path)?;
     let mut sheets = Vec::with_capacity(values.len());
     for s in values {
         let mut sheet = Sheet::new(&s.name);

@@ -64,10 +64,16 @@ pub fn write_png(path: &Path, rgb: &[u8]) -> Result<()> {
         let mut w = enc.write_header()?;
         w.write_image_data(rgb)?;
     }
-    let tmp = path.with_extension("png.partial");
-    std::fs::write(&tmp, &bytes)?;
-    std::fs::rename(&tmp, path)?;
-    Ok(())
+    Ok(rla_model::weights::write_atomic(path, &bytes)?)
+}
+
+/// An RGB buffer of [`PLOT_SIZE`] that `draw` has drawn on.
+fn rgb_of(
+    draw: impl FnOnce(DrawingArea<BitMapBackend<'_>, Shift>) -> Result<()>,
+) -> Result<Vec<u8>> {
+    let mut buf = vec![0u8; (PLOT_SIZE.0 * PLOT_SIZE.1 * 3) as usize];
+    draw(BitMapBackend::with_buffer(&mut buf, PLOT_SIZE).into_drawing_area())?;
+    Ok(buf)
 }
 
 /// Draws line series into an RGB buffer of [`PLOT_SIZE`] (3 bytes a pixel, row by row).
@@ -77,15 +83,7 @@ pub fn line_chart_rgb(
     series: &[Series],
     y_range: (f64, f64),
 ) -> Result<Vec<u8>> {
-    let mut buf = vec![0u8; (PLOT_SIZE.0 * PLOT_SIZE.1 * 3) as usize];
-    draw_chart(
-        BitMapBackend::with_buffer(&mut buf, PLOT_SIZE).into_drawing_area(),
-        title,
-        y_label,
-        series,
-        y_range,
-    )?;
-    Ok(buf)
+    rgb_of(|area| draw_chart(area, title, y_label, series, y_range))
 }
 
 /// The white canvas, caption, axes and mesh every plot shares, over iterations `0..x_max`.
@@ -240,15 +238,8 @@ pub fn band_chart(
     series: &[BandSeries],
     y_range: (f64, f64),
 ) -> Result<()> {
-    let mut buf = vec![0u8; (PLOT_SIZE.0 * PLOT_SIZE.1 * 3) as usize];
-    draw_bands(
-        BitMapBackend::with_buffer(&mut buf, PLOT_SIZE).into_drawing_area(),
-        title,
-        y_label,
-        series,
-        y_range,
-    )?;
-    write_png(path, &buf)
+    let rgb = rgb_of(|area| draw_bands(area, title, y_label, series, y_range))?;
+    write_png(path, &rgb)
 }
 
 fn draw_bands<DB: DrawingBackend>(
