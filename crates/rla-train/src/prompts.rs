@@ -42,22 +42,32 @@ pub enum PromptStyle {
 
 /// [`policy_prompt`] with a listing style and the agent's notes (rendered by
 /// [`crate::notes::Notes::render`]; empty for none), which follow the task line.
-pub fn policy_prompt_styled(
+pub fn policy_prompt_styled<'a>(
     task: &str,
-    history: &[(String, String)],
+    history: &'a [(String, String)],
     window: usize,
-    observation: &str,
+    observation: &'a str,
     admissible: &[String],
     style: PromptStyle,
     notes: &str,
 ) -> String {
     let mut s = format!("Your task is to: {task}.\n");
     s.push_str(notes);
+    let shown = |obs: &'a str| -> &'a str {
+        if notes.is_empty() {
+            obs
+        } else {
+            compact_observation(obs)
+        }
+    };
     let start = history.len().saturating_sub(window);
     for (obs, act) in &history[start..] {
-        s.push_str(&format!("observation: {obs}\nyou took action: {act}\n"));
+        s.push_str(&format!(
+            "observation: {}\nyou took action: {act}\n",
+            shown(obs)
+        ));
     }
-    s.push_str(&format!("observation: {observation}\n"));
+    s.push_str(&format!("observation: {}\n", shown(observation)));
     if style != PromptStyle::Unlisted {
         s.push_str("admissible actions:\n");
     }
@@ -78,6 +88,19 @@ pub fn policy_prompt_styled(
         ),
     }
     s
+}
+
+/// An observation as the prompt shows it beside the notes, which already hold the intro's
+/// places, task and hint and say where the agent is not: the intro becomes its first sentence,
+/// and the game's list of commands (the answer to `help`) one line.
+pub fn compact_observation(obs: &str) -> &str {
+    if obs.contains("Looking quickly around you, you see ") {
+        "You are in the middle of a room."
+    } else if obs.starts_with("Available commands:") {
+        "Available commands: look, inventory, go to, open, close, take, move, examine, use, heat, clean, cool, slice."
+    } else {
+        obs
+    }
 }
 
 /// The policy's answer in a prompt style: the command, then its number in the box; or, for
@@ -270,6 +293,40 @@ mod tests {
         assert_eq!(
             parse_action(&policy_answer("go to fridge 1", 1), 2),
             (1, true)
+        );
+    }
+
+    #[test]
+    fn beside_notes_the_intro_and_the_help_are_one_line() {
+        let intro = "-= Welcome to TextWorld, ALFRED! =-\n\nYou are in the middle of a room. Looking quickly around you, you see a fridge 1, and a shelf 1.\n\nYour task is to: cool some egg.";
+        let help = rla_env::household::world::HELP_TEXT;
+        let h = vec![(help.to_string(), "look".to_string())];
+        let with = policy_prompt_styled(
+            "cool some egg",
+            &h,
+            1,
+            intro,
+            &[],
+            PromptStyle::Unlisted,
+            "unseen: fridge 1, shelf 1\n",
+        );
+        assert!(with.contains("observation: You are in the middle of a room.\n"));
+        assert!(!with.contains("Looking quickly") && !with.contains("(receptacle)"));
+        assert!(with.contains("observation: Available commands: look, inventory"));
+        let without = policy_prompt_styled(
+            "cool some egg",
+            &h,
+            1,
+            intro,
+            &[],
+            PromptStyle::Unlisted,
+            "",
+        );
+        assert!(without.contains(intro) && without.contains(help));
+        // anything else is shown as the game wrote it
+        assert_eq!(
+            compact_observation("You arrive at shelf 1."),
+            "You arrive at shelf 1."
         );
     }
 

@@ -352,6 +352,56 @@ pub fn progress_label(w: &World, before: &State, after: &State, g: &GoalSpec) ->
     }
 }
 
+/// The first step of the part of a goal that what is known already allows, when the whole goal
+/// does not: with one of two objects known, taking it and putting it in place; with the object
+/// to look at known but no lamp, taking it before searching on.
+fn partial_step(
+    w: &World,
+    st: &State,
+    g: &GoalSpec,
+    known: &dyn Fn(u16) -> bool,
+) -> Option<Action> {
+    let targets: Vec<u16> = w
+        .objects_of_type(g.object)
+        .iter()
+        .copied()
+        .filter(|&o| known(o))
+        .collect();
+    match g.kind {
+        GoalKind::PickTwoObjAndPlace => {
+            let goals = w.receptacles_of_type(g.receptacle?);
+            let mut best: Option<Vec<Action>> = None;
+            for &o in &targets {
+                if st.obj_in[o as usize].is_some_and(|r| goals.contains(&r)) {
+                    continue;
+                }
+                for &r in goals {
+                    let mut s = Sim::new(w, st);
+                    if s.take(o) && s.put(r) && best.as_ref().is_none_or(|b| s.plan.len() < b.len())
+                    {
+                        best = Some(s.plan);
+                    }
+                }
+            }
+            best?.first().copied()
+        }
+        GoalKind::LookAtObjInLight => {
+            if st.held.is_some_and(|h| targets.contains(&h)) {
+                return None;
+            }
+            let mut best: Option<Vec<Action>> = None;
+            for &o in &targets {
+                let mut s = Sim::new(w, st);
+                if s.take(o) && best.as_ref().is_none_or(|b| s.plan.len() < b.len()) {
+                    best = Some(s.plan);
+                }
+            }
+            best?.first().copied()
+        }
+        _ => None,
+    }
+}
+
 /// An expert that sees only what the agent sees: it acts on the objects it has observed (in
 /// receptacles it has looked into, in its hands, or named by the task's hint) and otherwise
 /// searches the receptacles that could hold what it needs, in the order the agent's command list
@@ -402,6 +452,13 @@ impl SearchExpert {
         if let Some(p) = plan_with(w, st, g, &known) {
             return p.first().copied();
         }
+        if let Some(a) = partial_step(w, st, g, &known) {
+            return Some(a);
+        }
+        // The target in hand while the lamp is still unknown: only lamp holders are searched.
+        let holding_target = st
+            .held
+            .is_some_and(|h| w.objects[h as usize].otype == Some(g.object));
         // Search: the unobserved receptacles that could hold a target (or the lamp), by name.
         let mut order: Vec<u16> = (0..w.receptacles.len() as u16).collect();
         order.sort_by(|a, b| {
@@ -415,7 +472,7 @@ impl SearchExpert {
                 let name = w.types[rt as usize].trim_end_matches("Type");
                 super::data::alfred().lamp_holders.iter().any(|h| h == name)
             };
-            w.can_contain(rt, g.object) || (g.lamp.is_some() && holder())
+            (!holding_target && w.can_contain(rt, g.object)) || (g.lamp.is_some() && holder())
         };
         let r = order
             .into_iter()
