@@ -310,4 +310,8 @@ impl Setting for Household {
     fn policy_files(&self, cfg: &RunConfig) -> Result<Vec<(String, String)>> {
         Ok(vec![Episodes::evaluation(cfg).record()?])
     }
+
+    fn demonstrations(&self, cfg: &RunConfig, chunk: u64) -> Result<Vec<crate::pretrain::Example>> {
+        crate::pretrain::household_control_demonstrations(cfg, chunk)
+    }
 }

@@ -6,8 +6,10 @@
 
 pub mod coding;
 pub mod config;
+pub mod control;
 pub mod desktop;
 pub mod household;
+pub mod manifest;
 pub mod notes;
 pub mod open;
 pub mod plots;

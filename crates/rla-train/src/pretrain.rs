@@ -480,6 +480,30 @@ pub fn household_train_tasks(cfg: &RunConfig) -> Vec<TaskSpec> {
         .collect()
 }
 
+/// Tasks of the SFT control's demonstrations per chunk.
+const CONTROL_CHUNK: usize = 100;
+
+/// The SFT control's demonstrations: chunk `chunk` of generated training tasks (a share given a
+/// hint, as the warm start's), drawn with other seeds than the warm start's own tasks.
+pub fn household_control_demonstrations(cfg: &RunConfig, chunk: u64) -> Result<Vec<Example>> {
+    let seed = 1_000_003u64
+        .wrapping_mul(cfg.seed.wrapping_add(1))
+        .wrapping_add(chunk);
+    let mut c = cfg.clone();
+    c.seed = seed;
+    c.pretrain.tasks = CONTROL_CHUNK;
+    let tasks = household_train_tasks(&c);
+    let (pol, _) = demonstration_steps(
+        &tasks,
+        cfg.pretrain.noise,
+        cfg.household.history_window,
+        cfg.household.prompt_style,
+        cfg.household.notes,
+        seed,
+    )?;
+    Ok(pol.into_iter().map(|d| (d.prompt, d.answer)).collect())
+}
+
 /// What [`fit_tiny_with`] fits.
 pub struct Fit<'a> {
     /// The model's name: its folder under `out`.

@@ -237,6 +237,17 @@ pub trait Setting {
         Ok(vec![])
     }
 
+    /// Expert demonstrations (prompt, answer) of fresh training tasks for the SFT control
+    /// ([`crate::control`]), prompted as the policy plays; `chunk` numbers successive calls,
+    /// each drawing other tasks.
+    fn demonstrations(&self, cfg: &RunConfig, chunk: u64) -> Result<Vec<crate::pretrain::Example>> {
+        let _ = (cfg, chunk);
+        anyhow::bail!(
+            "the {} setting has no demonstrations for the SFT control",
+            self.name()
+        )
+    }
+
     /// The names of the two judge-quality columns of the ablation table.
     fn judge_columns(&self) -> (&'static str, &'static str) {
         ("process acc", "outcome acc")

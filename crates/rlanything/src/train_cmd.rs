@@ -103,7 +103,8 @@ pub struct AblateArgs {
     pub seeds: u64,
     /// Only these modes, comma-separated (`outcome`, `policy`, `policy+reward` or
     /// `policy-reward`, `full`); default all four. A later run with more modes reuses the
-    /// finished folders.
+    /// finished folders. `sft` adds the control: the minutes of each seed's `full` run spent on
+    /// more SFT of the warm start on fresh expert demonstrations instead of RL (with `full`).
     #[arg(long, value_delimiter = ',')]
     pub modes: Vec<String>,
     /// No progress bars.
@@ -111,10 +112,13 @@ pub struct AblateArgs {
     pub quiet: bool,
 }
 
-/// The modes `--modes` names, in the table's order; all four when it names none.
-fn parse_modes(names: &[String]) -> Result<Vec<Mode>> {
-    if names.is_empty() {
-        return Ok(Mode::ALL.to_vec());
+/// The modes `--modes` names, in the table's order (all four when it names none), and whether
+/// it names the SFT control.
+fn parse_modes(names: &[String]) -> Result<(Vec<Mode>, bool)> {
+    let control = names.iter().any(|n| n.trim() == "sft");
+    let names: Vec<&String> = names.iter().filter(|n| n.trim() != "sft").collect();
+    if names.is_empty() && !control {
+        return Ok((Mode::ALL.to_vec(), false));
     }
     let mut named = Vec::new();
     for n in names.iter().map(|n| n.trim()) {
@@ -124,14 +128,28 @@ fn parse_modes(names: &[String]) -> Result<Vec<Mode>> {
         {
             Some(m) => named.push(m),
             None => {
-                bail!("--modes {n}: use outcome, policy, policy+reward (or policy-reward) and full")
+                bail!("--modes {n}: use outcome, policy, policy+reward (or policy-reward), full and sft")
             }
         }
     }
-    Ok(Mode::ALL
-        .into_iter()
-        .filter(|m| named.contains(m))
-        .collect())
+    if control && !named.contains(&Mode::Full) {
+        bail!("--modes sft: the control is given the minutes of `full`; name full too");
+    }
+    Ok((
+        Mode::ALL
+            .into_iter()
+            .filter(|m| named.contains(m))
+            .collect(),
+        control,
+    ))
+}
+
+/// A run's training seconds: its iterations' rollouts, judging, updates and adaptation (its
+/// evaluations not counted).
+fn training_seconds(ms: &[rla_train::run::IterMetrics]) -> f64 {
+    ms.iter()
+        .map(|m| m.time_rollout + m.time_judge + m.time_update + m.time_adapt)
+        .sum()
 }
 
 /// Pretrains tiny models into `dir/pretrained` unless the config names checkpoints.
@@ -153,9 +171,28 @@ pub fn ensure_pretrained(cfg: &RunConfig, dir: &Path, progress: bool) -> Result<
 
 pub fn run_pretrain(a: PretrainArgs) -> Result<()> {
     let cfg = RunConfig::load(&a.config)?;
-    for line in warm_start(&cfg, &a.out, true)? {
+    let start = std::time::Instant::now();
+    let lines = warm_start(&cfg, &a.out, true)?;
+    for line in &lines {
         println!("{line}");
     }
+    let config_text = std::fs::read_to_string(&a.config)?;
+    let command = format!(
+        "rlanything pretrain --config {} --out {}",
+        a.config.display(),
+        a.out.display()
+    );
+    rla_train::manifest::write_manifest(
+        &cfg,
+        &a.out,
+        &rla_train::manifest::Made {
+            command: &command,
+            config_text: &config_text,
+            lines: &lines,
+            seconds: start.elapsed().as_secs_f64(),
+        },
+    )?;
+    println!("manifest: {}", a.out.join("MANIFEST.md").display());
     Ok(())
 }
 
@@ -518,9 +555,10 @@ pub fn run_ablate(a: AblateArgs) -> Result<()> {
     if a.seeds == 0 {
         bail!("--seeds 0: run at least one seed");
     }
-    let modes = parse_modes(&a.modes)?;
+    let (modes, control) = parse_modes(&a.modes)?;
     std::fs::create_dir_all(&a.out)?;
     let mut runs: Vec<Vec<AblationRun>> = modes.iter().map(|_| vec![]).collect();
+    let mut controls: Vec<(rla_train::control::ControlResult, (f64, f64))> = vec![];
     for s in 0..a.seeds {
         let mut seeded = base.clone();
         seeded.seed = base.seed + s;
@@ -551,6 +589,20 @@ pub fn run_ablate(a: AblateArgs) -> Result<()> {
                 mu: last.mu,
                 metrics: ms,
             });
+        }
+        if control {
+            let full = modes
+                .iter()
+                .position(|&m| m == Mode::Full)
+                .context("full")?;
+            let run = runs[full].last().context("full's run")?;
+            let mut cfg = seeded.clone();
+            if cfg.policy.path.is_none() {
+                cfg.policy.path = Some(out.join("pretrained/policy"));
+            }
+            let budget = training_seconds(&run.metrics);
+            let r = rla_train::control::sft_control(&cfg, &out.join("sft"), budget, !a.quiet)?;
+            controls.push((r, run.before));
         }
     }
     let (judge_a, judge_b) = rla_train::settings::judge_columns(&base)?;
@@ -583,6 +635,18 @@ pub fn run_ablate(a: AblateArgs) -> Result<()> {
             col(&|r| r.judge.0),
             col(&|r| r.judge.1),
             mu
+        ));
+    }
+    if control {
+        let col = |f: &dyn Fn(&(rla_train::control::ControlResult, (f64, f64))) -> f64| {
+            pct(&controls.iter().map(f).collect::<Vec<_>>())
+        };
+        table.push_str(&format!(
+            "| sft (control) | {} | {} | {} | {} | — | — | — |\n",
+            col(&|c| c.1 .0),
+            col(&|c| c.0.in_domain),
+            col(&|c| c.1 .1),
+            col(&|c| c.0.ood),
         ));
     }
     println!(
@@ -667,16 +731,25 @@ mod tests {
     #[test]
     fn modes_are_named_as_in_configs_or_folders_and_kept_in_table_order() {
         let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        assert_eq!(parse_modes(&[]).unwrap(), Mode::ALL.to_vec());
-        assert_eq!(parse_modes(&names(&["full"])).unwrap(), vec![Mode::Full]);
+        assert_eq!(parse_modes(&[]).unwrap(), (Mode::ALL.to_vec(), false));
+        assert_eq!(
+            parse_modes(&names(&["full"])).unwrap(),
+            (vec![Mode::Full], false)
+        );
         assert_eq!(
             parse_modes(&names(&[" policy-reward", "outcome "])).unwrap(),
-            vec![Mode::Outcome, Mode::PolicyReward]
+            (vec![Mode::Outcome, Mode::PolicyReward], false)
         );
         assert_eq!(
             parse_modes(&names(&["policy+reward"])).unwrap(),
-            vec![Mode::PolicyReward]
+            (vec![Mode::PolicyReward], false)
         );
+        assert_eq!(
+            parse_modes(&names(&["sft", "full"])).unwrap(),
+            (vec![Mode::Full], true)
+        );
+        let e = parse_modes(&names(&["sft"])).unwrap_err().to_string();
+        assert!(e.contains("name full too"), "{e}");
         let e = parse_modes(&names(&["full", "grpo"]))
             .unwrap_err()
             .to_string();

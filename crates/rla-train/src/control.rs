@@ -1,0 +1,166 @@
+//! The SFT control: the minutes of a run spent on more supervised fine-tuning of its warm start,
+//! on fresh demonstrations of the setting's expert, instead of RL. An RL run that does not beat
+//! it has not shown an effect of RL.
+
+use crate::config::RunConfig;
+use crate::pretrain::Example;
+use crate::setting::{Ctx, Setting, Split};
+use crate::settings::{with_setting, WithSetting};
+use anyhow::{Context, Result};
+use rla_lm::StepStats;
+use rla_model::train::TrainConfig;
+use rla_model::{Learner, Lm};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+use std::time::Instant;
+
+/// What the control did and what its policy scores.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ControlResult {
+    /// The seconds it was given (the compared run's training time).
+    pub budget_seconds: f64,
+    /// The seconds its demonstrations and SFT steps took.
+    pub seconds: f64,
+    /// SFT steps taken.
+    pub steps: usize,
+    /// Demonstration steps generated.
+    pub examples: usize,
+    /// The learning rate (the warm start's schedule's last rate).
+    pub lr: f64,
+    /// SFT loss of the first and the last step.
+    pub loss: (f64, f64),
+    /// Greedy success on the evaluation splits, as the runs are evaluated.
+    pub in_domain: f64,
+    /// On the OOD split.
+    pub ood: f64,
+    /// On the validation split, when the config evaluates it.
+    pub validation: Option<f64>,
+}
+
+/// Fine-tunes the policy the config starts from (`policy.path`) for `budget_seconds` on
+/// demonstrations of fresh training tasks, saves it as `dir/policy`, evaluates it as the runs
+/// are evaluated, and records the result in `dir/control.json`; a finished control is read back
+/// instead of run again.
+pub fn sft_control(
+    cfg: &RunConfig,
+    dir: &Path,
+    budget_seconds: f64,
+    progress: bool,
+) -> Result<ControlResult> {
+    let record = dir.join("control.json");
+    if record.exists() {
+        let text = std::fs::read_to_string(&record)?;
+        return serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a control's record", record.display()));
+    }
+    struct C<'a>(&'a RunConfig, &'a Path, f64, bool);
+    impl WithSetting for C<'_> {
+        type Output = ControlResult;
+        fn with<S: Setting>(self, s: S) -> Result<ControlResult> {
+            control_with(s, self.0, self.1, self.2, self.3)
+        }
+    }
+    let r = with_setting(cfg, C(cfg, dir, budget_seconds, progress))?;
+    crate::run::write_atomic(&record, &serde_json::to_string_pretty(&r)?)?;
+    Ok(r)
+}
+
+fn control_with<S: Setting>(
+    mut setting: S,
+    cfg: &RunConfig,
+    dir: &Path,
+    budget: f64,
+    progress: bool,
+) -> Result<ControlResult> {
+    let from = cfg
+        .policy
+        .path
+        .as_ref()
+        .context("the SFT control fine-tunes the run's warm start: set policy.path")?;
+    let mut lm = Lm::load(from, candle_core::DType::F32, &candle_core::Device::Cpu)
+        .with_context(|| format!("loading {}", from.display()))?;
+    // the warm start's schedule ends at this rate; the control goes on from there
+    let steps = cfg.pretrain.policy_steps.max(1);
+    let lr = cfg.pretrain.lr_at(steps - 1, steps);
+    lm.enable_training(
+        TrainConfig {
+            lr,
+            micro_batch: cfg.policy.micro_batch,
+            ..Default::default()
+        },
+        None,
+        cfg.seed,
+        None,
+    )?;
+    let bar = progress.then(|| crate::bar(budget.ceil() as u64, "SFT control (s)"));
+    let start = Instant::now();
+    let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(cfg.seed);
+    let mut pool: Vec<(Vec<u32>, Vec<u32>)> = Vec::new();
+    let (mut chunk, mut examples, mut n) = (0u64, 0usize, 0usize);
+    let mut loss: (f64, f64) = (f64::NAN, f64::NAN);
+    while start.elapsed().as_secs_f64() < budget {
+        if pool.len() < cfg.pretrain.batch {
+            let fresh: Vec<Example> = setting.demonstrations(cfg, chunk)?;
+            anyhow::ensure!(
+                !fresh.is_empty(),
+                "the {} setting gave no demonstrations",
+                setting.name()
+            );
+            chunk += 1;
+            examples += fresh.len();
+            for (p, a) in &fresh {
+                pool.push((
+                    crate::rollout::encode_prompt(&lm.tok, p)?,
+                    crate::rollout::encode_response(&lm.tok, a)?,
+                ));
+            }
+            rand::seq::SliceRandom::shuffle(&mut pool[..], &mut rng);
+        }
+        let b: Vec<(Vec<u32>, Vec<u32>)> = pool.split_off(pool.len() - cfg.pretrain.batch);
+        let StepStats { loss: l, .. } = lm.sft_update(&b)?;
+        if n == 0 {
+            loss.0 = l;
+        }
+        loss.1 = l;
+        n += 1;
+        if let Some(b) = &bar {
+            b.set_position(start.elapsed().as_secs_f64() as u64);
+            b.set_message(format!("step {n}, loss {l:.3}"));
+        }
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    lm.opt = None;
+    let files = setting.policy_files(cfg)?;
+    rla_model::weights::replace_dir_atomic(&dir.join("policy"), |tmp| {
+        lm.save_checkpoint(tmp)?;
+        for (file, text) in &files {
+            rla_model::weights::write_atomic(&tmp.join(file), text.as_bytes())?;
+        }
+        Ok(())
+    })?;
+    let ctx = Ctx {
+        cfg,
+        k: cfg.iterations,
+        progress,
+    };
+    let e = &cfg.eval;
+    let in_domain = setting.evaluate(ctx, &lm, Split::InDomain, e.in_domain)?;
+    let ood = setting.evaluate(ctx, &lm, Split::Ood, e.ood)?;
+    let validation = (e.validation > 0)
+        .then(|| setting.evaluate(ctx, &lm, Split::Validation, e.validation))
+        .transpose()?;
+    Ok(ControlResult {
+        budget_seconds: budget,
+        seconds,
+        steps: n,
+        examples,
+        lr,
+        loss,
+        in_domain,
+        ood,
+        validation,
+    })
+}

@@ -1,0 +1,203 @@
+//! A pretrained base's `MANIFEST.md`: how it was made (command, seed, data, model shape, time,
+//! CPU), its training curve as a table and a plot, and a check figure that a test plays again:
+//! the policy's greedy success on the first validation tasks.
+
+use crate::config::RunConfig;
+use crate::pretrain::CurvePoint;
+use crate::setting::{Ctx, Setting, Split};
+use crate::settings::{with_setting, WithSetting};
+use anyhow::{Context, Result};
+use std::path::Path;
+
+/// Validation tasks the manifest's check figure plays.
+pub const CHECK_TASKS: usize = 20;
+
+/// The line of the manifest holding its check figure, with `{won}` and `{n}` to fill.
+pub fn check_line(won: usize, n: usize) -> String {
+    format!("Greedy success of the policy on the first {n} validation tasks: {won} of {n}.")
+}
+
+/// Reads the check figure (won, n) back from a manifest's text.
+pub fn read_check(manifest: &str) -> Option<(usize, usize)> {
+    let line = manifest
+        .lines()
+        .find(|l| l.starts_with("Greedy success of the policy on the first "))?;
+    let rest = line.strip_prefix("Greedy success of the policy on the first ")?;
+    let (n, rest) = rest.split_once(" validation tasks: ")?;
+    let (won, _) = rest.split_once(" of ")?;
+    Some((won.parse().ok()?, n.parse().ok()?))
+}
+
+/// Greedy successes of the policy in `dir` on the first `n` validation tasks, played as the
+/// config plays them.
+pub fn validation_wins(cfg: &RunConfig, policy: &Path, n: usize) -> Result<usize> {
+    struct V<'a>(&'a RunConfig, &'a Path, usize);
+    impl WithSetting for V<'_> {
+        type Output = f64;
+        fn with<S: Setting>(self, mut s: S) -> Result<f64> {
+            let lm =
+                rla_model::Lm::load(self.1, candle_core::DType::F32, &candle_core::Device::Cpu)
+                    .with_context(|| format!("loading {}", self.1.display()))?;
+            let ctx = Ctx {
+                cfg: self.0,
+                k: 0,
+                progress: false,
+            };
+            s.evaluate(ctx, &lm, Split::Validation, self.2)
+        }
+    }
+    let rate = with_setting(cfg, V(cfg, policy, n))?;
+    Ok((rate * n as f64).round() as usize)
+}
+
+/// The processor's name, from `/proc/cpuinfo` where there is one.
+pub fn cpu_name() -> String {
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    let name = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_else(|| std::env::consts::ARCH.to_string());
+    format!("{name}, {cores} cores")
+}
+
+/// What the manifest is told of the pretraining run.
+pub struct Made<'a> {
+    /// The command that made the base.
+    pub command: &'a str,
+    /// Its config file's text.
+    pub config_text: &'a str,
+    /// A line per model from the warm start.
+    pub lines: &'a [String],
+    /// Wall seconds of the whole command.
+    pub seconds: f64,
+}
+
+/// Writes `out/MANIFEST.md` (and `out/curve-policy.png` when the policy's curve was measured).
+pub fn write_manifest(cfg: &RunConfig, out: &Path, made: &Made) -> Result<()> {
+    let curve = read_curve(&out.join("curve-policy.jsonl"))?;
+    let won = validation_wins(cfg, &out.join("policy"), CHECK_TASKS)?;
+    let mut md = String::from("# Pretrained base\n\n");
+    md.push_str(&format!(
+        "Made by `{}` (seed {}) in {:.0} minutes on {}.\n\n",
+        made.command,
+        cfg.seed,
+        made.seconds / 60.0,
+        cpu_name()
+    ));
+    md.push_str("## Models\n\n");
+    for l in made.lines {
+        md.push_str(&format!("- {l}\n"));
+    }
+    md.push_str(&format!(
+        "\n## Check\n\n{}\n\n",
+        check_line(won, CHECK_TASKS)
+    ));
+    md.push_str(
+        "The test `models_household` (crates/rlanything/tests/models.rs) plays them again.\n\n",
+    );
+    if !curve.is_empty() {
+        md.push_str("## The policy's training curve\n\n");
+        md.push_str(&curve_table(&curve));
+        md.push_str("\n![the policy's training curve](curve-policy.png)\n\n");
+        curve_plot(&curve, &out.join("curve-policy.png"))?;
+    }
+    md.push_str("## Config\n\n```toml\n");
+    md.push_str(made.config_text.trim_end());
+    md.push_str("\n```\n");
+    crate::run::write_atomic(&out.join("MANIFEST.md"), &md)
+}
+
+fn read_curve(path: &Path) -> Result<Vec<CurvePoint>> {
+    if !path.exists() {
+        return Ok(vec![]);
+    }
+    std::fs::read_to_string(path)?
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).with_context(|| format!("{}: {l}", path.display())))
+        .collect()
+}
+
+const COLUMNS: [(&str, &str, bool); 6] = [
+    ("train_loss", "train loss", false),
+    ("held_out_loss", "held-out loss", false),
+    ("held_out_action_acc", "greedy action = expert's", true),
+    ("held_out_name_acc", "naming tokens ranked first", true),
+    ("validation_success", "validation success", true),
+    ("lr", "learning rate", false),
+];
+
+fn curve_table(curve: &[CurvePoint]) -> String {
+    let mut t = String::from("| SFT step |");
+    let cols: Vec<_> = COLUMNS
+        .iter()
+        .filter(|c| curve.iter().any(|p| p.contains_key(c.0)))
+        .collect();
+    for c in &cols {
+        t.push_str(&format!(" {} |", c.1));
+    }
+    t.push_str("\n|---|");
+    t.push_str(&"---|".repeat(cols.len()));
+    t.push('\n');
+    for p in curve {
+        t.push_str(&format!(
+            "| {} |",
+            p.get("step").and_then(|v| v.as_u64()).unwrap_or(0)
+        ));
+        for c in &cols {
+            let v = p.get(c.0).and_then(|v| v.as_f64());
+            t.push_str(&match v {
+                Some(v) if c.2 => format!(" {:.1}% |", 100.0 * v),
+                Some(v) if c.0 == "lr" => format!(" {v:.2e} |"),
+                Some(v) => format!(" {v:.3} |"),
+                None => " — |".to_string(),
+            });
+        }
+        t.push('\n');
+    }
+    t
+}
+
+fn curve_plot(curve: &[CurvePoint], path: &Path) -> Result<()> {
+    let series: Vec<crate::plots::Series> = COLUMNS
+        .iter()
+        .filter(|c| c.2)
+        .map(|c| {
+            let pts = curve
+                .iter()
+                .filter_map(|p| Some((p.get("step")?.as_f64()?, 100.0 * p.get(c.0)?.as_f64()?)))
+                .collect::<Vec<_>>();
+            (c.1.to_string(), pts)
+        })
+        .filter(|s| !s.1.is_empty())
+        .collect();
+    crate::plots::line_chart(
+        path,
+        "the policy as it learns (by SFT step)",
+        "%",
+        &series,
+        (0.0, 100.0),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_check_line_reads_back() {
+        let md = format!("# x\n\n{}\n", check_line(7, 20));
+        assert_eq!(read_check(&md), Some((7, 20)));
+        assert_eq!(
+            read_check("Greedy success of the policy on the first x"),
+            None
+        );
+    }
+}

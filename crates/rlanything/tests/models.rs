@@ -1,0 +1,48 @@
+//! The pretrained bases shipped in `models/`: complete Hugging Face folders within the size
+//! the repository affords, whose manifests' check figures hold when played again.
+
+use rla_train::config::RunConfig;
+use rla_train::manifest::{read_check, validation_wins};
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn folder_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            let m = e.metadata().unwrap();
+            if m.is_dir() {
+                folder_bytes(&e.path())
+            } else {
+                m.len()
+            }
+        })
+        .sum()
+}
+
+#[test]
+fn models_household() {
+    let base = root().join("models/household");
+    for model in ["policy", "reward"] {
+        for file in ["config.json", "model.safetensors", "tokenizer.json"] {
+            let p = base.join(model).join(file);
+            assert!(p.exists(), "{} is missing", p.display());
+        }
+    }
+    let mb = folder_bytes(&base) as f64 / 1e6;
+    assert!(mb <= 15.0, "models/household holds {mb:.1} MB; the base may hold 15");
+    let manifest = std::fs::read_to_string(base.join("MANIFEST.md")).unwrap();
+    let (won, n) = read_check(&manifest).expect("MANIFEST.md states its check figure");
+    let cfg = RunConfig::load(&root().join("configs/household-base.toml")).unwrap();
+    let again = validation_wins(&cfg, &base.join("policy"), n).unwrap();
+    // Greedy play is deterministic on one machine; another CPU's matrix kernels round
+    // differently and may turn a near tie, so one task either way is allowed.
+    assert!(
+        again.abs_diff(won) <= 1,
+        "the manifest says {won} of the first {n} validation tasks; played again: {again}"
+    );
+}
