@@ -603,16 +603,19 @@ impl RunConfig {
                 );
             }
         }
-        let mut cfg: RunConfig =
-            toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-        cfg.validate()
-            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-        // model paths are read relative to the config file's folder
-        let base = path.parent().unwrap_or(Path::new("."));
+        let folder = path.parent().unwrap_or(Path::new("."));
+        RunConfig::parse_in(&text, folder).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+    }
+
+    /// Parses and validates a config's text as if it were a file in `folder`: relative model
+    /// paths are read from that folder.
+    pub fn parse_in(text: &str, folder: &Path) -> anyhow::Result<RunConfig> {
+        let mut cfg: RunConfig = toml::from_str(text)?;
+        cfg.validate().map_err(anyhow::Error::msg)?;
         for m in [&mut cfg.policy, &mut cfg.reward] {
             if let Some(p) = &m.path {
                 if p.is_relative() {
-                    let joined = base.join(p);
+                    let joined = folder.join(p);
                     m.path = Some(std::fs::canonicalize(&joined).unwrap_or(joined));
                 }
             }

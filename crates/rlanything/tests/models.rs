@@ -34,7 +34,10 @@ fn models_household() {
         }
     }
     let mb = folder_bytes(&base) as f64 / 1e6;
-    assert!(mb <= 15.0, "models/household holds {mb:.1} MB; the base may hold 15");
+    assert!(
+        mb <= 15.0,
+        "models/household holds {mb:.1} MB; the base may hold 15"
+    );
     let manifest = std::fs::read_to_string(base.join("MANIFEST.md")).unwrap();
     let (won, n) = read_check(&manifest).expect("MANIFEST.md states its check figure");
     let cfg = RunConfig::load(&root().join("configs/household-base.toml")).unwrap();
@@ -45,4 +48,46 @@ fn models_household() {
         again.abs_diff(won) <= 1,
         "the manifest says {won} of the first {n} validation tasks; played again: {again}"
     );
+}
+
+#[test]
+fn the_quickstart_starts_from_the_shipped_base_and_a_missing_base_is_named() {
+    let cfg = RunConfig::load(&root().join("configs/quickstart.toml")).unwrap();
+    let base = std::fs::canonicalize(root().join("models/household")).unwrap();
+    assert_eq!(
+        cfg.policy.path.as_deref(),
+        Some(base.join("policy").as_path())
+    );
+    assert_eq!(
+        cfg.reward.path.as_deref(),
+        Some(base.join("reward").as_path())
+    );
+    cfg.check_paths().unwrap();
+    // the same file elsewhere: its paths are read from its own folder, where no base is
+    let dir = tempfile::tempdir().unwrap();
+    let sub = dir.path().join("configs");
+    std::fs::create_dir(&sub).unwrap();
+    std::fs::copy(
+        root().join("configs/quickstart.toml"),
+        sub.join("quickstart.toml"),
+    )
+    .unwrap();
+    let moved = RunConfig::load(&sub.join("quickstart.toml")).unwrap();
+    let e = moved.check_paths().unwrap_err();
+    assert!(
+        e.contains("policy.path") && e.contains("does not exist"),
+        "{e}"
+    );
+    assert!(e.contains("models/household/policy"), "{e}");
+    // the quickstart command refuses to start without it, naming the folder
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rlanything"))
+        .args(["train", "--config"])
+        .arg(sub.join("quickstart.toml"))
+        .arg("--run")
+        .arg(dir.path().join("run"))
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("models/household/policy"), "{err}");
 }
