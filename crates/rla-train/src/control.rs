@@ -164,3 +164,68 @@ fn control_with<S: Setting>(
         validation,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{LrSchedule, PretrainConfig};
+    use crate::prompts::PromptStyle;
+
+    #[test]
+    fn the_control_fine_tunes_the_warm_start_for_its_budget_and_records_it() {
+        let mut cfg = RunConfig::default();
+        cfg.household.prompt_style = PromptStyle::Unlisted;
+        cfg.household.constrain_actions = true;
+        cfg.household.notes = true;
+        for m in [&mut cfg.policy, &mut cfg.reward] {
+            m.tiny.hidden_size = 16;
+            m.tiny.num_hidden_layers = 1;
+            m.tiny.num_attention_heads = 2;
+            m.tiny.num_key_value_heads = 1;
+            m.micro_batch = 8;
+        }
+        cfg.pretrain = PretrainConfig {
+            tasks: 4,
+            policy_steps: 2,
+            reward_steps: 1,
+            batch: 4,
+            schedule: LrSchedule::Cosine,
+            ..Default::default()
+        };
+        cfg.household.eval_step_limit = 3;
+        cfg.eval.in_domain = 2;
+        cfg.eval.ood = 2;
+        cfg.eval.validation = 0;
+        cfg.validate().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        crate::pretrain::household_warm_start(&cfg, &dir.path().join("pre"), false).unwrap();
+        cfg.policy.path = Some(dir.path().join("pre/policy"));
+        // without a warm start there is nothing to continue
+        let mut none = cfg.clone();
+        none.policy.path = None;
+        let e = sft_control(&none, &dir.path().join("x"), 0.5, false).unwrap_err();
+        assert!(e.to_string().contains("policy.path"), "{e}");
+
+        let out = dir.path().join("sft");
+        let r = sft_control(&cfg, &out, 1.0, false).unwrap();
+        assert!(r.steps > 0 && r.examples > 0, "{r:?}");
+        assert!(r.seconds >= 1.0, "{r:?}");
+        assert!(r.loss.0.is_finite() && r.loss.1.is_finite());
+        assert!((0.0..=1.0).contains(&r.in_domain) && (0.0..=1.0).contains(&r.ood));
+        assert_eq!(r.validation, None);
+        // the rate the warm start's cosine ended at
+        assert_eq!(r.lr, cfg.pretrain.lr_at(1, 2));
+        let before = std::fs::read(dir.path().join("pre/policy/model.safetensors")).unwrap();
+        let after = std::fs::read(out.join("policy/model.safetensors")).unwrap();
+        assert_ne!(
+            before, after,
+            "the control's policy is the warm start unchanged"
+        );
+        // a finished control is read back, not run again
+        let again = sft_control(&cfg, &out, 100.0, false).unwrap();
+        assert_eq!(again, r);
+        std::fs::write(out.join("control.json"), "{").unwrap();
+        let e = sft_control(&cfg, &out, 1.0, false).unwrap_err();
+        assert!(format!("{e:#}").contains("control.json"), "{e:#}");
+    }
+}

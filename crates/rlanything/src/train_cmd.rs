@@ -522,6 +522,9 @@ pub fn run_report(dir: PathBuf) -> Result<()> {
     Ok(())
 }
 
+/// A seed's SFT control and the (in-domain, OOD) success of the base it started from.
+type Control = (rla_train::control::ControlResult, (f64, f64));
+
 /// One finished run of the ablation.
 struct AblationRun {
     before: (f64, f64),
@@ -558,7 +561,7 @@ pub fn run_ablate(a: AblateArgs) -> Result<()> {
     let (modes, control) = parse_modes(&a.modes)?;
     std::fs::create_dir_all(&a.out)?;
     let mut runs: Vec<Vec<AblationRun>> = modes.iter().map(|_| vec![]).collect();
-    let mut controls: Vec<(rla_train::control::ControlResult, (f64, f64))> = vec![];
+    let mut controls: Vec<Control> = vec![];
     for s in 0..a.seeds {
         let mut seeded = base.clone();
         seeded.seed = base.seed + s;
@@ -638,9 +641,7 @@ pub fn run_ablate(a: AblateArgs) -> Result<()> {
         ));
     }
     if control {
-        let col = |f: &dyn Fn(&(rla_train::control::ControlResult, (f64, f64))) -> f64| {
-            pct(&controls.iter().map(f).collect::<Vec<_>>())
-        };
+        let col = |f: &dyn Fn(&Control) -> f64| pct(&controls.iter().map(f).collect::<Vec<_>>());
         table.push_str(&format!(
             "| sft (control) | {} | {} | {} | {} | — | — | — |\n",
             col(&|c| c.1 .0),
