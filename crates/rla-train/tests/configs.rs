@@ -8,6 +8,7 @@ fn shipped_configs_are_valid() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../configs");
     for name in [
         "quickstart.toml",
+        "household-base.toml",
         "alfworld-qwen2.5-7b.toml",
         "alfworld-qwen2.5-7b-vllm.toml",
         "coding-tiny.toml",
