@@ -169,21 +169,10 @@ fn control_with<S: Setting>(
 mod tests {
     use super::*;
     use crate::config::{LrSchedule, PretrainConfig};
-    use crate::prompts::PromptStyle;
 
     #[test]
     fn the_control_fine_tunes_the_warm_start_for_its_budget_and_records_it() {
-        let mut cfg = RunConfig::default();
-        cfg.household.prompt_style = PromptStyle::Unlisted;
-        cfg.household.constrain_actions = true;
-        cfg.household.notes = true;
-        for m in [&mut cfg.policy, &mut cfg.reward] {
-            m.tiny.hidden_size = 16;
-            m.tiny.num_hidden_layers = 1;
-            m.tiny.num_attention_heads = 2;
-            m.tiny.num_key_value_heads = 1;
-            m.micro_batch = 8;
-        }
+        let mut cfg = crate::pretrain::tiny_test_config();
         cfg.pretrain = PretrainConfig {
             tasks: 4,
             policy_steps: 2,

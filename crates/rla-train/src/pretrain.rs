@@ -642,6 +642,23 @@ pub fn fit_tiny_with(cfg: &RunConfig, fit: Fit<'_>, out: &Path, progress: bool) 
     ))
 }
 
+/// A household config with the smallest models (unlisted, constrained, with notes), for tests.
+#[cfg(test)]
+pub(crate) fn tiny_test_config() -> RunConfig {
+    let mut cfg = RunConfig::default();
+    cfg.household.prompt_style = PromptStyle::Unlisted;
+    cfg.household.constrain_actions = true;
+    cfg.household.notes = true;
+    for m in [&mut cfg.policy, &mut cfg.reward] {
+        m.tiny.hidden_size = 16;
+        m.tiny.num_hidden_layers = 1;
+        m.tiny.num_attention_heads = 2;
+        m.tiny.num_key_value_heads = 1;
+        m.micro_batch = 8;
+    }
+    cfg
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -669,17 +686,7 @@ mod tests {
 
     #[test]
     fn a_household_warm_start_writes_its_curve_held_out_mistakes_and_model() {
-        let mut cfg = RunConfig::default();
-        cfg.household.prompt_style = PromptStyle::Unlisted;
-        cfg.household.constrain_actions = true;
-        cfg.household.notes = true;
-        for m in [&mut cfg.policy, &mut cfg.reward] {
-            m.tiny.hidden_size = 16;
-            m.tiny.num_hidden_layers = 1;
-            m.tiny.num_attention_heads = 2;
-            m.tiny.num_key_value_heads = 1;
-            m.micro_batch = 8;
-        }
+        let mut cfg = tiny_test_config();
         cfg.pretrain = crate::config::PretrainConfig {
             tasks: 4,
             held_out: 1,

@@ -168,6 +168,15 @@ fn appliance_type(w: &World, kind: GoalKind) -> Option<u16> {
         .and_then(|(_, a)| w.type_index(&format!("{a}Type")))
 }
 
+/// The instances of the goal's object type that `known` admits.
+fn known_targets(w: &World, g: &GoalSpec, known: &dyn Fn(u16) -> bool) -> Vec<u16> {
+    w.objects_of_type(g.object)
+        .iter()
+        .copied()
+        .filter(|&o| known(o))
+        .collect()
+}
+
 /// A shortest plan from `st` to the goal, or `None` if the goal cannot be reached. An empty plan
 /// means the goal already holds.
 pub fn plan(w: &World, st: &State, g: &GoalSpec) -> Option<Vec<Action>> {
@@ -191,12 +200,7 @@ pub fn plan_with(
             best = Some(sim.plan);
         }
     };
-    let targets: Vec<u16> = w
-        .objects_of_type(g.object)
-        .iter()
-        .copied()
-        .filter(|&o| known(o))
-        .collect();
+    let targets = known_targets(w, g, known);
     let targets = targets.as_slice();
     // Where the held object could be put down, if it must be (`None`: keep it).
     let drops: Vec<Option<u16>> = match st.held {
@@ -361,12 +365,7 @@ fn partial_step(
     g: &GoalSpec,
     known: &dyn Fn(u16) -> bool,
 ) -> Option<Action> {
-    let targets: Vec<u16> = w
-        .objects_of_type(g.object)
-        .iter()
-        .copied()
-        .filter(|&o| known(o))
-        .collect();
+    let targets = known_targets(w, g, known);
     match g.kind {
         GoalKind::PickTwoObjAndPlace => {
             let goals = w.receptacles_of_type(g.receptacle?);
