@@ -3,6 +3,7 @@
 
 use std::path::Path;
 use std::process::Command;
+mod common;
 
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_rlanything"))
@@ -78,23 +79,14 @@ fn run(dir: &Path, name: &str) -> Vec<serde_json::Value> {
     );
     assert!(run.join("report.md").exists());
     assert!(run.join("samples/iter-0002.json").exists());
-    std::fs::read_to_string(run.join("metrics.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
-            v.as_object_mut()
-                .unwrap()
-                .retain(|k, _| !k.starts_with("time_"));
-            v
-        })
-        .collect()
+    common::metrics(&run)
 }
 
 #[test]
 fn the_coding_loop_runs_end_to_end() {
     let dir = tempfile::tempdir().unwrap();
     let a = run(dir.path(), "a");
+    common::golden("coding", &a);
     assert_eq!(a.len(), 3, "iteration 0 and two iterations");
     for m in &a[1..] {
         let code = &m["setting"];

@@ -4,6 +4,7 @@
 
 use std::path::Path;
 use std::process::Command;
+mod common;
 
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_rlanything"))
@@ -97,11 +98,8 @@ fn the_desktop_loop_runs_end_to_end() {
             "{s}"
         );
     }
-    let metrics: Vec<serde_json::Value> = std::fs::read_to_string(run.join("metrics.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
+    let metrics = common::metrics(&run);
+    common::golden("desktop", &metrics);
     assert_eq!(metrics.len(), 3);
     for m in &metrics[1..] {
         let s = &m["setting"];

@@ -4,24 +4,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 mod common;
-use common::TINY_HOUSEHOLD as CONFIG;
+use common::{golden, metrics, TINY_HOUSEHOLD as CONFIG};
 
 fn bin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_rlanything"))
-}
-
-fn metrics(run: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(run.join("metrics.jsonl"))
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
-            v.as_object_mut()
-                .unwrap()
-                .retain(|k, _| !k.starts_with("time_"));
-            v
-        })
-        .collect()
 }
 
 /// The bytes of both models' weights, adapters and optimiser states.
@@ -43,6 +29,7 @@ fn weights(run: &Path) -> Vec<u8> {
 fn a_run_killed_mid_iteration_resumes_to_the_same_result() {
     let dir = tempfile::tempdir().unwrap();
     kill_and_resume(dir.path(), "");
+    golden("household", &metrics(&dir.path().join("full")));
 }
 
 #[test]
@@ -50,6 +37,7 @@ fn a_lora_run_checkpoints_its_adapters_and_resumes_to_the_same_result() {
     let dir = tempfile::tempdir().unwrap();
     let lora = "[policy.lora]\nr = 4\n[reward.lora]\nr = 2\nalpha = 4.0\ntargets = [\"q_proj\", \"v_proj\"]\n";
     kill_and_resume(dir.path(), lora);
+    golden("household-lora", &metrics(&dir.path().join("full")));
     let full = dir.path().join("full");
     for (m, r) in [("policy", 4), ("reward", 2)] {
         let ck = full.join("checkpoint").join(m);

@@ -47,3 +47,101 @@ in_domain = 3
 ood = 3
 every = 3
 "#;
+
+/// A run's `metrics.jsonl`, one object per line, without the wall-clock timings (`time_*`).
+#[allow(dead_code)]
+pub fn metrics(run: &std::path::Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(run.join("metrics.jsonl")).unwrap();
+    text.lines()
+        .map(|l| {
+            let mut v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v.as_object_mut()
+                .unwrap()
+                .retain(|k, _| !k.starts_with("time_"));
+            v
+        })
+        .collect()
+}
+
+/// The processor features that choose the numeric kernels (and so the last bits of every
+/// float): a golden file holds exact numbers only for machines that share them.
+#[allow(dead_code)]
+fn kernel_features() -> String {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let mut f = vec!["x86_64"];
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            f.push("avx512f");
+        }
+        if std::arch::is_x86_feature_detected!("avx2") {
+            f.push("avx2");
+        }
+        if std::arch::is_x86_feature_detected!("fma") {
+            f.push("fma");
+        }
+        f.join(" ")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        std::env::consts::ARCH.to_string()
+    }
+}
+
+/// Checks a seeded run's metrics (timings left out) against `tests/golden/NAME.jsonl`, the
+/// numbers the code gave when the file was written: a change that should not change what a run
+/// does (a refactor) must reproduce them exactly. `RLA_BLESS=1` rewrites the file. The file's
+/// first line names the processor features it was written with; on a machine with other ones
+/// (other numeric kernels, so other last bits) only the shape is compared, and the test says so.
+#[allow(dead_code)]
+pub fn golden(name: &str, metrics: &[serde_json::Value]) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(format!("{name}.jsonl"));
+    let features = kernel_features();
+    if std::env::var_os("RLA_BLESS").is_some() {
+        let mut text = serde_json::json!({ "kernel_features": features }).to_string();
+        for m in metrics {
+            text.push('\n');
+            text.push_str(&m.to_string());
+        }
+        text.push('\n');
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        return;
+    }
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e}; write it with RLA_BLESS=1 cargo test",
+            path.display()
+        )
+    });
+    let mut lines = text.lines();
+    let head: serde_json::Value = serde_json::from_str(lines.next().unwrap()).unwrap();
+    let want: Vec<serde_json::Value> = lines.map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(want.len(), metrics.len(), "{name}: iterations differ");
+    if head["kernel_features"].as_str() != Some(features.as_str()) {
+        eprintln!(
+            "{name}: golden metrics written on a machine with {} kernels, this one has {features}: comparing their shape only",
+            head["kernel_features"]
+        );
+        for (w, m) in want.iter().zip(metrics) {
+            let keys = |v: &serde_json::Value| {
+                v.as_object()
+                    .unwrap()
+                    .keys()
+                    .cloned()
+                    .collect::<Vec<String>>()
+            };
+            assert_eq!(keys(w), keys(m), "{name}: metric names differ");
+        }
+        return;
+    }
+    for (i, (w, m)) in want.iter().zip(metrics).enumerate() {
+        assert_eq!(
+            w,
+            m,
+            "{name}: iteration {i} differs from {}",
+            path.display()
+        );
+    }
+}
