@@ -236,6 +236,18 @@ impl ServerSpec {
     }
 }
 
+impl ModelSpec {
+    /// How this model samples (its temperature and answer length) with `seed`.
+    pub fn sampling(&self, seed: u64) -> rla_lm::SampleParams {
+        rla_lm::SampleParams {
+            temperature: self.temperature,
+            max_new_tokens: self.max_new_tokens,
+            seed,
+            ..Default::default()
+        }
+    }
+}
+
 impl Default for ModelSpec {
     fn default() -> Self {
         ModelSpec {
@@ -398,7 +410,7 @@ pub struct HouseholdConfig {
     /// Past (observation, action) pairs shown to the policy.
     pub history_window: usize,
     /// How the policy's prompt lists the admissible commands.
-    pub prompt_style: crate::prompts::PromptStyle,
+    pub prompt_style: crate::household::PromptStyle,
     /// Draw the policy's answer only among the admissible answers (constrained decoding over a
     /// token trie of `\boxed{command}` strings): every step is then a legal move, which tiny
     /// models need; real models answer freely with reasoning.
@@ -417,7 +429,7 @@ impl Default for HouseholdConfig {
             train_step_limit: 40,
             eval_step_limit: 60,
             history_window: 2,
-            prompt_style: crate::prompts::PromptStyle::Numbered,
+            prompt_style: crate::household::PromptStyle::Numbered,
             constrain_actions: false,
             notes: false,
             rewriter: RewriterKind::Structured,
@@ -688,7 +700,7 @@ impl RunConfig {
             ));
         }
         let h = &self.household;
-        if h.prompt_style == crate::prompts::PromptStyle::Unlisted && !h.constrain_actions {
+        if h.prompt_style == crate::household::PromptStyle::Unlisted && !h.constrain_actions {
             return Err(
                 "household.prompt_style = \"unlisted\" needs household.constrain_actions = true (the constraint carries the admissible commands)".into(),
             );

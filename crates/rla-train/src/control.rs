@@ -110,8 +110,8 @@ fn control_with<S: Setting>(
             examples += fresh.len();
             for (p, a) in &fresh {
                 pool.push((
-                    crate::rollout::encode_prompt(&lm.tok, p)?,
-                    crate::rollout::encode_response(&lm.tok, a)?,
+                    crate::play::encode_prompt(&lm.tok, p)?,
+                    crate::play::encode_response(&lm.tok, a)?,
                 ));
             }
             rand::seq::SliceRandom::shuffle(&mut pool[..], &mut rng);
@@ -187,7 +187,7 @@ mod tests {
         cfg.eval.validation = 0;
         cfg.validate().unwrap();
         let dir = tempfile::tempdir().unwrap();
-        crate::pretrain::household_warm_start(&cfg, &dir.path().join("pre"), false).unwrap();
+        crate::household::warm::household_warm_start(&cfg, &dir.path().join("pre"), false).unwrap();
         cfg.policy.path = Some(dir.path().join("pre/policy"));
         // without a warm start there is nothing to continue
         let mut none = cfg.clone();

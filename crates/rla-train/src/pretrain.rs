@@ -1,152 +1,23 @@
-//! Warm starts for tiny models trained from scratch: a word-level tokenizer built from the
-//! environment's text, the policy fitted by SFT on expert demonstrations taken in noisy states,
-//! and the reward model fitted by SFT on weak labels (each step labelled with its trajectory's
-//! outcome, with a reasoning phrase naming what the step did).
+//! Tiny models trained from scratch, shared by every setting's warm start: the model shape
+//! from the config, SFT on (prompt, answer) examples with the config's schedule and a training
+//! curve, and the model saved as an HF folder. What each setting demonstrates lives in its own
+//! folder (`household/warm.rs`, …).
 
 use crate::config::{ModelSpec, RunConfig};
-use crate::notes::Notes;
-use crate::prompts::{
-    judge_answer, judge_prompt, policy_answer_styled, policy_prompt_styled, PromptStyle,
-};
-use crate::rollout::{encode_prompt, encode_response};
-use anyhow::{Context, Result};
+use crate::play::{encode_prompt, encode_response};
+use anyhow::Result;
 use candle_core::Device;
 use rand::seq::SliceRandom;
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use rla_env::household::expert::{GoalSpec, SearchExpert};
-use rla_env::household::splits::{eval_tasks, train_tasks, Split};
-use rla_env::household::{Household, TaskSpec};
-use rla_env::Environment;
-use rla_lm::{SampleParams, Sampler};
 use rla_model::config::{Arch, ModelConfig};
-use rla_model::tok::{build_word_level, Tok};
+use rla_model::tok::Tok;
 use rla_model::train::TrainConfig;
 use rla_model::{Learner, Lm};
 use std::path::Path;
 
 /// A (prompt text, answer text) example.
 pub type Example = (String, String);
-
-/// One policy demonstration step: the prompt, the expert's answer, the commands admissible
-/// there, and the index of its task.
-#[derive(Debug, Clone)]
-pub struct Demo {
-    /// The policy's prompt.
-    pub prompt: String,
-    /// The expert's answer.
-    pub answer: String,
-    /// The admissible commands at the step.
-    pub admissible: Vec<String>,
-    /// Its task's index in the task list.
-    pub task: usize,
-}
-
-/// Demonstrations: policy examples and judge examples from noisy expert episodes.
-pub fn demonstrations(
-    tasks: &[TaskSpec],
-    noise: f64,
-    window: usize,
-    style: PromptStyle,
-    notes: bool,
-    seed: u64,
-) -> Result<(Vec<Example>, Vec<Example>)> {
-    let (pol, jud) = demonstration_steps(tasks, noise, window, style, notes, seed)?;
-    Ok((pol.into_iter().map(|d| (d.prompt, d.answer)).collect(), jud))
-}
-
-/// [`demonstrations`] with each policy step's admissible commands and task.
-pub fn demonstration_steps(
-    tasks: &[TaskSpec],
-    noise: f64,
-    window: usize,
-    style: PromptStyle,
-    notes: bool,
-    seed: u64,
-) -> Result<(Vec<Demo>, Vec<Example>)> {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let (mut pol, mut jud) = (Vec::new(), Vec::new());
-    for (ti, t) in tasks.iter().enumerate() {
-        // two episodes per task: one at the given noise, one noisier, so the judge sees failures
-        for eps_noise in [noise, (noise * 2.0).min(0.9)] {
-            let mut env = Household::from_task(t)?;
-            let goal = GoalSpec::from_task(env.world(), t).map_err(anyhow::Error::msg)?;
-            let mut obs = env.reset();
-            let mut memo = notes.then(|| Notes::from_intro(&obs));
-            let mut hist: Vec<(String, String)> = Vec::new();
-            let mut steps: Vec<(String, String, String)> = Vec::new(); // (obs, answer, action)
-            let mut won = false;
-            let mut searcher = SearchExpert::new(env.world());
-            for _ in 0..t.step_limit {
-                let adm = env.admissible().to_vec();
-                let Some(a) = searcher.next(env.world(), env.state(), &goal) else {
-                    break;
-                };
-                let expert_cmd = env
-                    .world()
-                    .command(env.state(), a)
-                    .context("expert action admissible")?;
-                let expert_idx = adm
-                    .iter()
-                    .position(|c| *c == expert_cmd)
-                    .context("in list")?;
-                let prompt = policy_prompt_styled(
-                    &t.sentence(),
-                    &hist,
-                    window,
-                    &obs,
-                    &adm,
-                    style,
-                    &memo.as_ref().map(Notes::render).unwrap_or_default(),
-                );
-                pol.push(Demo {
-                    prompt,
-                    answer: policy_answer_styled(&expert_cmd, expert_idx, style),
-                    admissible: adm.clone(),
-                    task: ti,
-                });
-                let (cmd, idx) = if rng.gen::<f64>() < eps_noise {
-                    let k = rng.gen_range(0..adm.len());
-                    (adm[k].clone(), k)
-                } else {
-                    (expert_cmd, expert_idx)
-                };
-                let act = env.parse(&cmd).context("admissible command")?;
-                let r = env.step(&cmd);
-                searcher.observe(env.world(), env.state(), act);
-                if let Some(n) = &mut memo {
-                    n.observe(&r.feedback);
-                }
-                steps.push((
-                    obs.clone(),
-                    policy_answer_styled(&cmd, idx, style),
-                    cmd.clone(),
-                ));
-                hist.push((std::mem::replace(&mut obs, r.feedback.clone()), cmd));
-                if r.done {
-                    won = r.won;
-                    break;
-                }
-            }
-            // weak labels: every step gets its trajectory's outcome
-            let mut next = steps
-                .iter()
-                .skip(1)
-                .map(|s| s.0.clone())
-                .collect::<Vec<_>>();
-            next.push(obs.clone());
-            for ((o, ans, act), nx) in steps.iter().zip(next) {
-                jud.push((
-                    judge_prompt(&t.sentence(), o, ans, act, &nx),
-                    judge_answer(act, won),
-                ));
-            }
-        }
-    }
-    pol.shuffle(&mut rng);
-    jud.shuffle(&mut rng);
-    Ok((pol, jud))
-}
 
 fn tiny_config(spec: &ModelSpec, vocab: usize) -> Result<ModelConfig> {
     let arch = match spec.tiny.arch.as_str() {
@@ -258,250 +129,6 @@ pub fn sft(
         }
     }
     Ok(((first, last), curve))
-}
-
-/// Words of a household command that name no object and no place: what is left of an answer's
-/// tokens names the object or the receptacle (with its number).
-const COMMAND_WORDS: &[&str] = &[
-    "\\boxed{",
-    "}",
-    "go",
-    "to",
-    "take",
-    "from",
-    "put",
-    "in/on",
-    "in",
-    "on",
-    "open",
-    "close",
-    "use",
-    "heat",
-    "cool",
-    "clean",
-    "with",
-    "slice",
-    "examine",
-    "look",
-    "inventory",
-];
-
-/// Measures a household policy on held-out demonstration steps: the mean SFT loss, the share of
-/// steps whose greedy answer (constrained to the admissible commands, as the policy plays) is the
-/// expert's, and the share of the tokens naming an object or a receptacle that the model ranks
-/// first given the expert's answer so far; and, with `validation > 0`, greedy success on that
-/// many validation tasks.
-pub fn household_probe<'a>(
-    cfg: &'a RunConfig,
-    held_out: &'a [Demo],
-    validation: usize,
-    mistakes: Option<std::path::PathBuf>,
-) -> Probe<'a> {
-    Box::new(move |lm: &Lm| {
-        let mut wrong: Vec<String> = Vec::new();
-        let mut point = CurvePoint::new();
-        let style = cfg.household.prompt_style;
-        if !held_out.is_empty() {
-            let pairs: Vec<(Vec<u32>, Vec<u32>)> = held_out
-                .iter()
-                .map(|d| {
-                    Ok((
-                        encode_prompt(&lm.tok, &d.prompt)?,
-                        encode_response(&lm.tok, &d.answer)?,
-                    ))
-                })
-                .collect::<Result<_>>()?;
-            let loss = rla_model::train::sft_eval(&lm.model, &pairs, lm.tok.pad_id)?;
-            point.insert("held_out_loss".into(), loss.into());
-            // greedy answers among the admissible commands
-            let mut right = 0usize;
-            for (chunk, ds) in pairs.chunks(64).zip(held_out.chunks(64)) {
-                let prompts: Vec<Vec<u32>> = chunk.iter().map(|p| p.0.clone()).collect();
-                let allowed: Vec<Vec<Vec<u32>>> = ds
-                    .iter()
-                    .map(|d| crate::rollout::answer_tokens(lm, &d.admissible, style))
-                    .collect::<Result<_>>()?;
-                let p = SampleParams::greedy(cfg.policy.max_new_tokens);
-                let out = if cfg.household.constrain_actions {
-                    lm.generate_within(&prompts, 1, &p, &allowed)?
-                } else {
-                    lm.generate(&prompts, 1, &p)?
-                };
-                for (s, d) in out.iter().zip(ds) {
-                    let (idx, _) = crate::prompts::parse_choice(&s[0].text, &d.admissible);
-                    let want = crate::prompts::parse_choice(&d.answer, &d.admissible).0;
-                    right += usize::from(idx == want);
-                    if idx != want && wrong.len() < 50 {
-                        wrong.push(format!(
-                            "{}\nexpert: {}\nmodel:  {}\n",
-                            d.prompt, d.admissible[want], d.admissible[idx]
-                        ));
-                    }
-                }
-            }
-            point.insert(
-                "held_out_action_acc".into(),
-                (right as f64 / held_out.len() as f64).into(),
-            );
-            if let Some(p) = &mistakes {
-                crate::run::write_atomic(p, &wrong.join("\n"))?;
-            }
-            // the tokens that name things, ranked first given the expert's answer so far
-            let top = lm.top_logprobs(&pairs, 1)?;
-            let (mut named, mut first) = (0usize, 0usize);
-            for ((_, resp), alts) in pairs.iter().zip(&top) {
-                for (t, alt) in resp.iter().zip(alts) {
-                    let word = lm.tok.decode(&[*t]).unwrap_or_default();
-                    let word = word.trim();
-                    if word.is_empty()
-                        || lm.tok.eos_ids.contains(t)
-                        || COMMAND_WORDS.contains(&word)
-                    {
-                        continue;
-                    }
-                    named += 1;
-                    first += usize::from(alt.first().map(|a| a.0) == Some(*t));
-                }
-            }
-            point.insert(
-                "held_out_name_acc".into(),
-                (first as f64 / named.max(1) as f64).into(),
-            );
-        }
-        if validation > 0 {
-            let tasks: Vec<TaskSpec> = eval_tasks(Split::Validation)
-                .into_iter()
-                .take(validation)
-                .collect();
-            let ep = crate::rollout::Episodes::evaluation(cfg);
-            let v = crate::rollout::evaluate(lm, &tasks, ep, cfg.policy.max_new_tokens, None)?;
-            point.insert("validation_success".into(), v.into());
-        }
-        Ok(point)
-    })
-}
-
-/// Builds the tokenizer and both tiny models, warm-starts them, and saves them under `out`
-/// (`out/policy`, `out/reward`, and the policy's training curve `out/curve-policy.jsonl`).
-/// Returns a line per model describing what was done.
-pub fn household_warm_start(cfg: &RunConfig, out: &Path, progress: bool) -> Result<Vec<String>> {
-    let tasks = household_train_tasks(cfg);
-    let (pol, jud) = demonstration_steps(
-        &tasks,
-        cfg.pretrain.noise,
-        cfg.household.history_window,
-        cfg.household.prompt_style,
-        cfg.household.notes,
-        cfg.seed,
-    )?;
-    // the last `held_out` tasks' steps measure the policy and are never trained on
-    let cut = tasks.len() - cfg.pretrain.held_out;
-    let (train, held): (Vec<Demo>, Vec<Demo>) = pol.into_iter().partition(|d| d.task < cut);
-    // a sample of the held-out steps is enough to measure on (and keeps each point quick)
-    let held: Vec<Demo> = held.into_iter().take(1024).collect();
-    let pol: Vec<Example> = train.into_iter().map(|d| (d.prompt, d.answer)).collect();
-    // The vocabulary: every text the models will read or write, plus the evaluation scenes' intros.
-    let mut corpus = example_corpus(pol.iter().chain(jud.iter()));
-    for d in &held {
-        corpus.push_str(&d.prompt);
-        corpus.push('\n');
-    }
-    for t in eval_tasks(Split::InDomain)
-        .iter()
-        .chain(eval_tasks(Split::Ood).iter())
-    {
-        let mut env = Household::from_task(t)?;
-        corpus.push_str(&env.reset());
-        corpus.push('\n');
-        corpus.push_str(&env.admissible().join("\n"));
-        corpus.push('\n');
-    }
-    corpus.push_str(CHAT_MARKERS);
-    let tok = build_word_level(&corpus, 1)?;
-    let mut lines = Vec::new();
-    let probe = (!held.is_empty() || cfg.pretrain.validation > 0).then(|| {
-        (
-            cfg.pretrain.eval_every,
-            household_probe(
-                cfg,
-                &held,
-                cfg.pretrain.validation,
-                Some(out.join("mistakes-policy.txt")),
-            ),
-        )
-    });
-    lines.push(fit_tiny_with(
-        cfg,
-        Fit {
-            name: "policy",
-            spec: &cfg.policy,
-            tok: &tok,
-            data: &pol,
-            steps: cfg.pretrain.policy_steps,
-            // the policy records how it plays, for `eval`
-            files: vec![crate::rollout::Episodes::evaluation(cfg).record()?],
-            probe,
-        },
-        out,
-        progress,
-    )?);
-    lines.push(fit_tiny(
-        cfg,
-        "reward",
-        &cfg.reward,
-        &tok,
-        &jud,
-        cfg.pretrain.reward_steps,
-        out,
-        &[],
-        progress,
-    )?);
-    Ok(lines)
-}
-
-/// The generated training tasks a household warm start learns from (a share given a hint):
-/// drawn from the training distribution with the run's seed, never from the fixed splits.
-pub fn household_train_tasks(cfg: &RunConfig) -> Vec<TaskSpec> {
-    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed.wrapping_add(29));
-    train_tasks(cfg.pretrain.tasks, cfg.seed.wrapping_add(17))
-        .into_iter()
-        .map(|t| {
-            if rng.gen::<f64>() < cfg.pretrain.hint_fraction {
-                rla_env::household::perturb::apply(
-                    &t,
-                    &rla_env::household::perturb::Perturbation::AddHint,
-                    0,
-                )
-                .unwrap_or(t)
-            } else {
-                t
-            }
-        })
-        .collect()
-}
-
-/// Tasks of the SFT control's demonstrations per chunk.
-const CONTROL_CHUNK: usize = 100;
-
-/// The SFT control's demonstrations: chunk `chunk` of generated training tasks (a share given a
-/// hint, as the warm start's), drawn with other seeds than the warm start's own tasks.
-pub fn household_control_demonstrations(cfg: &RunConfig, chunk: u64) -> Result<Vec<Example>> {
-    let seed = 1_000_003u64
-        .wrapping_mul(cfg.seed.wrapping_add(1))
-        .wrapping_add(chunk);
-    let mut c = cfg.clone();
-    c.seed = seed;
-    c.pretrain.tasks = CONTROL_CHUNK;
-    let tasks = household_train_tasks(&c);
-    let (pol, _) = demonstration_steps(
-        &tasks,
-        cfg.pretrain.noise,
-        cfg.household.history_window,
-        cfg.household.prompt_style,
-        cfg.household.notes,
-        seed,
-    )?;
-    Ok(pol.into_iter().map(|d| (d.prompt, d.answer)).collect())
 }
 
 /// What [`fit_tiny_with`] fits.
@@ -646,7 +273,7 @@ pub fn fit_tiny_with(cfg: &RunConfig, fit: Fit<'_>, out: &Path, progress: bool) 
 #[cfg(test)]
 pub(crate) fn tiny_test_config() -> RunConfig {
     let mut cfg = RunConfig::default();
-    cfg.household.prompt_style = PromptStyle::Unlisted;
+    cfg.household.prompt_style = crate::household::PromptStyle::Unlisted;
     cfg.household.constrain_actions = true;
     cfg.household.notes = true;
     for m in [&mut cfg.policy, &mut cfg.reward] {
@@ -661,7 +288,6 @@ pub(crate) fn tiny_test_config() -> RunConfig {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use crate::config::LrSchedule;
 
     #[test]
@@ -682,59 +308,5 @@ mod tests {
             p.lr_at(52, 100)
         );
         assert!((p.lr_at(100, 100) - 0.1).abs() < 1e-9);
-    }
-
-    #[test]
-    fn a_household_warm_start_writes_its_curve_held_out_mistakes_and_model() {
-        let mut cfg = tiny_test_config();
-        cfg.pretrain = crate::config::PretrainConfig {
-            tasks: 4,
-            held_out: 1,
-            validation: 2,
-            eval_every: 2,
-            policy_steps: 4,
-            reward_steps: 1,
-            batch: 4,
-            schedule: LrSchedule::Cosine,
-            ..Default::default()
-        };
-        cfg.household.eval_step_limit = 3;
-        cfg.validate().unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let lines = household_warm_start(&cfg, dir.path(), false).unwrap();
-        assert!(lines[0].contains("last curve point"), "{lines:?}");
-        let curve = std::fs::read_to_string(dir.path().join("curve-policy.jsonl")).unwrap();
-        let points: Vec<serde_json::Value> = curve
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
-        assert_eq!(points.len(), 2, "{curve}");
-        for (p, step) in points.iter().zip([2, 4]) {
-            assert_eq!(p["step"], step);
-            for k in [
-                "held_out_loss",
-                "held_out_action_acc",
-                "held_out_name_acc",
-                "validation_success",
-                "train_loss",
-                "lr",
-            ] {
-                assert!(p[k].as_f64().is_some_and(f64::is_finite), "{k}: {p}");
-            }
-            let acc = p["held_out_action_acc"].as_f64().unwrap();
-            assert!((0.0..=1.0).contains(&acc));
-        }
-        // an untrained model gets held-out steps wrong, and they are written down
-        assert!(dir.path().join("mistakes-policy.txt").exists());
-        assert!(rla_model::weights::is_checkpoint(
-            &dir.path().join("policy")
-        ));
-        // the held-out task's steps were never trained on: too many held out is refused
-        cfg.pretrain.held_out = 4;
-        assert!(cfg.validate().unwrap_err().contains("held_out"));
-        // a curve's spacing with nothing to measure is refused, not ignored
-        cfg.pretrain.held_out = 0;
-        cfg.pretrain.validation = 0;
-        assert!(cfg.validate().unwrap_err().contains("eval_every"));
     }
 }

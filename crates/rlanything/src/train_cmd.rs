@@ -293,34 +293,34 @@ pub fn run_eval(a: EvalArgs) -> Result<()> {
     // the run's config, else the settings the checkpoint records, else the reference's
     // numbered prompt; explicit flags override either
     let recorded = match &a.config {
-        Some(c) => Some(rla_train::rollout::Episodes::evaluation(&RunConfig::load(
-            c,
-        )?)),
-        None => rla_train::rollout::Episodes::load_from(&a.model)?,
+        Some(c) => Some(rla_train::household::Episodes::evaluation(
+            &RunConfig::load(c)?,
+        )),
+        None => rla_train::household::Episodes::load_from(&a.model)?,
     };
     if recorded.is_none() {
         eprintln!(
             "{} records no prompt settings ({}); using the flags' (default: numbered prompt, \
              window 2, 60 steps)",
             a.model.display(),
-            rla_train::rollout::EPISODES_FILE
+            rla_train::household::EPISODES_FILE
         );
     }
-    let mut ep = recorded.unwrap_or(rla_train::rollout::Episodes {
+    let mut ep = recorded.unwrap_or(rla_train::household::Episodes {
         rollouts: 1,
         step_limit: 60,
         window: 2,
-        style: rla_train::prompts::PromptStyle::Numbered,
+        style: rla_train::household::PromptStyle::Numbered,
         constrained: false,
         notes: false,
     });
     ep.rollouts = 1;
     if let Some(s) = &a.prompt_style {
         ep.style = match s.as_str() {
-            "numbered" => rla_train::prompts::PromptStyle::Numbered,
-            "inline" => rla_train::prompts::PromptStyle::Inline,
-            "command" => rla_train::prompts::PromptStyle::Command,
-            "unlisted" => rla_train::prompts::PromptStyle::Unlisted,
+            "numbered" => rla_train::household::PromptStyle::Numbered,
+            "inline" => rla_train::household::PromptStyle::Inline,
+            "command" => rla_train::household::PromptStyle::Command,
+            "unlisted" => rla_train::household::PromptStyle::Unlisted,
             s => bail!("--prompt-style {s}: use numbered, inline, command or unlisted"),
         };
     }
@@ -334,7 +334,7 @@ pub fn run_eval(a: EvalArgs) -> Result<()> {
         ep.step_limit = l;
     }
     ep.notes |= a.notes;
-    ep.constrained |= a.constrained || ep.style == rla_train::prompts::PromptStyle::Unlisted;
+    ep.constrained |= a.constrained || ep.style == rla_train::household::PromptStyle::Unlisted;
     if a.max_tokens == 0 {
         bail!("--max-tokens 0: an answer needs at least one token");
     }
@@ -344,13 +344,13 @@ pub fn run_eval(a: EvalArgs) -> Result<()> {
     let bar = rla_train::bar((n * ep.step_limit) as u64, "eval");
     let started = std::time::Instant::now();
     let trajs =
-        rla_train::rollout::evaluate_episodes(&lm, &tasks[..n], ep, a.max_tokens, Some(&bar))?;
+        rla_train::household::evaluate_episodes(&lm, &tasks[..n], ep, a.max_tokens, Some(&bar))?;
     bar.finish_and_clear();
     let played = started.elapsed().as_secs_f64();
     for (t, task) in trajs.iter().zip(&tasks[..n]).take(a.show) {
         print_episode(&format!("task: {}", task.sentence()), t);
     }
-    let s = trajs.iter().filter(|t| t.won).count() as f64 / n.max(1) as f64;
+    let s = trajs.iter().filter(|t| t.won()).count() as f64 / n.max(1) as f64;
     let steps: usize = trajs.iter().map(|t| t.steps.len()).sum();
     println!(
         "{} success on {n} {} tasks: {s:.3} ({steps} steps in {played:.0} s)",
@@ -364,8 +364,8 @@ pub fn run_eval(a: EvalArgs) -> Result<()> {
 }
 
 /// An episode step by step, under a heading.
-fn print_episode(heading: &str, t: &rla_train::rollout::Trajectory) {
-    println!("{heading} ({})", if t.won { "won" } else { "lost" });
+fn print_episode(heading: &str, t: &rla_train::play::Trajectory) {
+    println!("{heading} ({})", if t.won() { "won" } else { "lost" });
     for (i, s) in t.steps.iter().enumerate() {
         println!("  {:>2}. {} → {}", i + 1, s.answer, s.next_observation);
     }
@@ -397,7 +397,7 @@ fn eval_games(
     a: &EvalArgs,
     lm: &rla_model::Lm,
     dir: &Path,
-    ep: rla_train::rollout::Episodes,
+    ep: rla_train::household::Episodes,
 ) -> Result<()> {
     use rla_env::household::expert::GoalSpec;
     use rla_env::household::game::GameFile;
@@ -435,13 +435,13 @@ fn eval_games(
     let bar = rla_train::bar((n * ep.step_limit) as u64, "eval");
     let started = std::time::Instant::now();
     let sp = rla_lm::SampleParams::greedy(a.max_tokens);
-    let trajs = rla_train::rollout::rollout_games(lm, games, ep, &sp, Some(&bar))?;
+    let trajs = rla_train::household::rollout_games(lm, games, ep, &sp, Some(&bar))?;
     bar.finish_and_clear();
     let played = started.elapsed().as_secs_f64();
     for (t, f) in trajs.iter().zip(&folders).take(a.show) {
         print_episode(&format!("game: {}", f.display()), t);
     }
-    let won = trajs.iter().filter(|t| t.won).count();
+    let won = trajs.iter().filter(|t| t.won()).count();
     let steps: usize = trajs.iter().map(|t| t.steps.len()).sum();
     println!(
         "{} success on {n} games of {}: {:.3} ({won} won; {steps} steps in {played:.0} s)",
@@ -457,7 +457,7 @@ fn judge_steps(
     a: &EvalArgs,
     policy: &rla_model::Lm,
     tasks: &[rla_env::household::task::TaskSpec],
-    trajs: &[rla_train::rollout::Trajectory],
+    trajs: &[rla_train::play::Trajectory],
 ) -> Result<()> {
     let own;
     let judge = match &a.judge_model {
@@ -475,16 +475,16 @@ fn judge_steps(
         ..Default::default()
     };
     let started = std::time::Instant::now();
-    let verdicts = rla_train::rollout::judge(judge, tasks, trajs, a.judge, &sp, Some(&bar))?;
+    let verdicts =
+        rla_train::household::play::judge(judge, tasks, trajs, a.judge, &sp, Some(&bar))?;
     bar.finish_and_clear();
     let secs = started.elapsed().as_secs_f64();
-    let labelled = trajs.iter().zip(&verdicts).flat_map(|(t, vs)| {
-        t.steps
-            .iter()
-            .zip(vs)
-            .map(move |(s, v)| (t.won, s.progress, v))
-    });
-    let q = rla_train::rollout::step_judge_quality(labelled);
+    let played = rla_train::play::Played {
+        trajs: trajs.to_vec(),
+        verdicts,
+    };
+    let q = played.quality();
+    let verdicts = played.verdicts;
     let all: Vec<&rla_core::reward::StepScore> =
         verdicts.iter().flatten().flat_map(|v| &v.scores).collect();
     let parsed = all

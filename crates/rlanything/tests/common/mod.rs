@@ -1,6 +1,7 @@
 //! What several of the program's tests share.
 
 /// A household run small enough for a test: tiny models, a few tasks, three iterations.
+#[allow(dead_code)]
 pub const TINY_HOUSEHOLD: &str = r#"
 seed = 3
 mode = "full"

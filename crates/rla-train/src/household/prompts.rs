@@ -1,6 +1,7 @@
-//! The policy's and the judge's prompts, the parsers of their answers, and the critique summary.
+//! The household's prompts: the policy's view of a step and its answer formats, the parser of
+//! its answers, and the judge's prompt and warm-start answers.
 
-use rla_core::reward::StepScore;
+use crate::judge::last_boxed;
 
 /// The policy's view of one step.
 pub fn policy_prompt(
@@ -131,12 +132,6 @@ pub fn policy_answer(command: &str, index: usize) -> String {
     format!("{command} \\boxed{{{}}}", index + 1)
 }
 
-fn last_boxed(text: &str) -> Option<&str> {
-    let start = text.rfind("\\boxed{")? + "\\boxed{".len();
-    let end = text[start..].find('}')? + start;
-    Some(text[start..end].trim())
-}
-
 /// The chosen command index: the last `\boxed{k}` (1-based) of the answer; an unparseable answer
 /// takes index 0 and an out-of-range one is clipped, as in the reference implementation.
 pub fn parse_action(text: &str, n: usize) -> (usize, bool) {
@@ -157,22 +152,6 @@ pub fn judge_prompt(
     format!(
         "Your task is to judge one step of an agent whose task is to: {task}.\nobservation: {observation}\nthe agent answered: {answer}\nso it took action: {action}\nnext observation: {next_observation}\nScore 1 only if the action suits the task, the reasoning is relevant and consistent, and the next observation shows progress. Reason briefly, then answer \\boxed{{1}} or \\boxed{{-1}}."
     )
-}
-
-/// The judge's verdict: `\boxed{1}` → +1, `\boxed{-1}` → −1, anything else unparsed (0).
-pub fn parse_verdict(text: &str) -> StepScore {
-    match last_boxed(text) {
-        Some("1") | Some("+1") => StepScore::Positive,
-        Some("-1") => StepScore::Negative,
-        _ => StepScore::Unparsed,
-    }
-}
-
-/// The reasoning part of an answer: the text before its last `\boxed{`.
-pub fn reasoning(text: &str) -> &str {
-    text.rfind("\\boxed{")
-        .map(|i| text[..i].trim())
-        .unwrap_or(text.trim())
 }
 
 /// A short phrase naming what a command does ("took apple", "went to fridge").
@@ -204,38 +183,10 @@ pub fn judge_answer(action: &str, good: bool) -> String {
     }
 }
 
-/// Summarises the judge's reasoning on high-risk steps into at most two sentences: the most
-/// frequent reasons, most frequent first.
-pub fn summarise_critiques(reasons: &[String]) -> Option<String> {
-    if reasons.is_empty() {
-        return None;
-    }
-    let mut counts: std::collections::BTreeMap<String, usize> = std::collections::BTreeMap::new();
-    for r in reasons {
-        let key = r.split(" which ").next().unwrap_or(r).trim().to_string();
-        if !key.is_empty() {
-            *counts.entry(key).or_default() += 1;
-        }
-    }
-    let mut v: Vec<(String, usize)> = counts.into_iter().collect();
-    v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    let top: Vec<String> = v
-        .iter()
-        .take(3)
-        .map(|(k, c)| format!("{k} ({c}×)"))
-        .collect();
-    if top.is_empty() {
-        return None;
-    }
-    Some(format!(
-        "The failed attempts mostly {}. These steps made no progress toward the goal.",
-        top.join(", ")
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::judge::reasoning;
 
     #[test]
     fn actions_parse_like_the_reference() {
@@ -255,19 +206,6 @@ mod tests {
             parse_choice(&policy_answer_styled("look", 0, PromptStyle::Command), &adm),
             (0, true)
         );
-    }
-
-    #[test]
-    fn verdicts_parse_and_anything_else_is_zero() {
-        assert_eq!(parse_verdict("good \\boxed{1}"), StepScore::Positive);
-        assert_eq!(parse_verdict("bad \\boxed{-1}"), StepScore::Negative);
-        assert_eq!(
-            parse_verdict("\\boxed{-1} hmm \\boxed{1}"),
-            StepScore::Positive
-        );
-        assert_eq!(parse_verdict("\\boxed{2}"), StepScore::Unparsed);
-        assert_eq!(parse_verdict("maybe"), StepScore::Unparsed);
-        assert_eq!(parse_verdict("\\boxed{1"), StepScore::Unparsed);
     }
 
     #[test]
@@ -328,21 +266,5 @@ mod tests {
             compact_observation("You arrive at shelf 1."),
             "You arrive at shelf 1."
         );
-    }
-
-    #[test]
-    fn critiques_summarise_in_two_sentences() {
-        let r: Vec<String> = [
-            "went to cabinet which does not help",
-            "went to cabinet which does not help",
-            "only looked which does not help",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        let s = summarise_critiques(&r).unwrap();
-        assert!(s.starts_with("The failed attempts mostly went to cabinet (2×), only looked (1×)."));
-        assert_eq!(s.matches(". ").count() + 1, 2);
-        assert!(summarise_critiques(&[]).is_none());
     }
 }

@@ -2,7 +2,7 @@
 //! reference implementation prompts its environment model, or the structured household rewriter
 //! that maps critiques to perturbations.
 
-use crate::prompts::summarise_critiques;
+use crate::judge::summarise_critiques;
 use rla_core::adapt::Direction;
 use rla_env::household::data::alfred;
 use rla_env::household::perturb::{apply, proposals, retarget, Perturbation};

@@ -3,20 +3,24 @@
 //! rewritten by perturbations (rarer or commoner receptacles, fewer or more targets, distractors,
 //! hints) guided by the judge's critiques.
 
+pub mod notes;
+pub mod play;
+pub mod prompts;
+pub mod rewriter;
+pub mod warm;
+
+pub use play::{evaluate, evaluate_episodes, rollout, rollout_games, Episodes, EPISODES_FILE};
+pub use prompts::PromptStyle;
+
 use crate::config::{RewriterKind, RunConfig};
+use crate::play::Played;
 use crate::pool::PoolTask;
-use crate::prompts::reasoning;
-use crate::rewriter::{LmRewriter, Phrases, Rewriter, Structured, Summariser};
-use crate::rollout::{
-    evaluate, judge, push_step_judgements, rollout, step_judge_quality, Episodes, Trajectory,
-    Verdicts,
-};
 use crate::run::RunDir;
-use crate::setting::{Ctx, Episode, Generation, Group, JudgeQuality, Setting, Split, Step};
+use crate::setting::{Ctx, Group, JudgeQuality, Setting, Split};
 use anyhow::Result;
+use rewriter::{LmRewriter, Phrases, Rewriter, Structured, Summariser};
 use rla_core::adapt::Direction;
 use rla_core::filter::Band;
-use rla_core::reward::{Outcome, StepScore};
 use rla_env::household::splits::{eval_tasks, train_tasks};
 use rla_env::household::TaskSpec;
 use rla_lm::{SampleParams, Sampler};
@@ -34,15 +38,6 @@ impl PoolTask for TaskSpec {
 /// The household setting.
 #[derive(Debug, Default)]
 pub struct Household;
-
-/// One iteration's episodes and the judge's verdicts on their steps.
-#[derive(Debug, Default)]
-pub struct Played {
-    /// Every episode, tasks in batch order.
-    pub trajs: Vec<Trajectory>,
-    /// The m verdicts on each step of each episode.
-    pub verdicts: Vec<Vec<Verdicts>>,
-}
 
 impl Household {
     /// The rewriter and summariser the config names (the reward model prompted, or the
@@ -94,12 +89,6 @@ impl Setting for Household {
         tasks: &[TaskSpec],
     ) -> Result<(Vec<Group>, Played)> {
         let cfg = ctx.cfg;
-        let sp = SampleParams {
-            temperature: cfg.policy.temperature,
-            max_new_tokens: cfg.policy.max_new_tokens,
-            seed: ctx.seed(2),
-            ..Default::default()
-        };
         let bar = ctx.bar(
             (tasks.len() * cfg.rollouts_per_task) as u64 * 8,
             &format!("iter {} rollout", ctx.k),
@@ -110,42 +99,19 @@ impl Setting for Household {
             Episodes {
                 rollouts: cfg.rollouts_per_task,
                 step_limit: cfg.household.train_step_limit,
-                window: cfg.household.history_window,
-                style: cfg.household.prompt_style,
-                constrained: cfg.household.constrain_actions,
-                notes: cfg.household.notes,
+                ..Episodes::evaluation(cfg)
             },
-            &sp,
+            &cfg.policy.sampling(ctx.seed(2)),
             bar.as_ref(),
         )?;
         if let Some(b) = bar {
             b.finish_and_clear();
         }
-        let mut groups: Vec<Group> = vec![Group::default(); tasks.len()];
-        for t in &trajs {
-            groups[t.task].episodes.push(Episode {
-                outcome: Outcome::from_won(t.won).value(),
-                won: t.won,
-                steps: t
-                    .steps
-                    .iter()
-                    .map(|s| Step {
-                        action: Generation {
-                            prompt: s.prompt_ids.clone(),
-                            response: s.response_ids.clone(),
-                            logprobs: s.logprobs.clone(),
-                        },
-                    })
-                    .collect(),
-            });
-        }
-        Ok((
-            groups,
-            Played {
-                trajs,
-                verdicts: vec![],
-            },
-        ))
+        let played = Played {
+            trajs,
+            verdicts: vec![],
+        };
+        Ok((played.groups(tasks.len()), played))
     }
 
     fn judge(
@@ -156,52 +122,13 @@ impl Setting for Household {
         groups: &mut [Group],
         played: &mut Played,
     ) -> Result<()> {
-        let cfg = ctx.cfg;
-        let steps: usize = played.trajs.iter().map(|t| t.steps.len()).sum();
-        let bar = ctx.bar(steps as u64, &format!("iter {} judge", ctx.k));
-        let jp = SampleParams {
-            temperature: cfg.reward.temperature,
-            max_new_tokens: cfg.reward.max_new_tokens,
-            seed: ctx.seed(3),
-            ..Default::default()
-        };
-        played.verdicts = judge(
-            reward,
-            tasks,
-            &played.trajs,
-            cfg.judge_samples,
-            &jp,
-            bar.as_ref(),
-        )?;
-        if let Some(b) = bar {
-            b.finish_and_clear();
-        }
-        push_step_judgements(
-            groups,
-            played
-                .trajs
-                .iter()
-                .zip(&played.verdicts)
-                .map(|(t, v)| (t.task, v.as_slice())),
-        );
-        Ok(())
+        played.judge(ctx, reward, groups, |t, s| {
+            play::step_judge_prompt(&tasks[t.task], s)
+        })
     }
 
     fn judge_quality(&self, _groups: &[Group], played: &Played) -> JudgeQuality {
-        // μ from verdicts against the expert's oracle step labels; precision A from the mean
-        // verdicts of steps of won and lost episodes
-        step_judge_quality(
-            played
-                .trajs
-                .iter()
-                .zip(&played.verdicts)
-                .flat_map(|(t, vs)| {
-                    t.steps
-                        .iter()
-                        .zip(vs)
-                        .map(move |(s, v)| (t.won, s.progress, v))
-                }),
-        )
+        played.quality()
     }
 
     fn policy_band(&self, cfg: &RunConfig) -> Band {
@@ -220,18 +147,7 @@ impl Setting for Household {
         _groups: &[Group],
         played: &Played,
     ) -> Option<String> {
-        // the judge's reasoning on high-risk steps (all m say −1) of the task's failed episodes
-        let mut reasons = Vec::new();
-        for (t, vs) in played.trajs.iter().zip(&played.verdicts) {
-            if t.task != i || t.won {
-                continue;
-            }
-            for v in vs {
-                if v.scores.iter().all(|s| *s == StepScore::Negative) {
-                    reasons.extend(v.texts.iter().map(|x| reasoning(x).to_string()));
-                }
-            }
-        }
+        let reasons = played.high_risk_reasons(i);
         Household::with_rewriter(ctx, reward, i, |_, summariser| {
             summariser.summarise(&reasons)
         })
@@ -282,29 +198,27 @@ impl Setting for Household {
         tasks: &[TaskSpec],
         played: &Played,
     ) -> Result<()> {
-        let picked: Vec<serde_json::Value> = played
-            .trajs
-            .iter()
-            .enumerate()
-            .filter(|(j, _)| j % 8 == 0)
-            .take(6)
-            .map(|(j, t)| {
+        played.save_samples(
+            dir,
+            k,
+            |t| {
                 serde_json::json!({
                     "task": tasks[t.task].sentence(),
                     "task_id": tasks[t.task].id,
-                    "won": t.won,
-                    "steps": t.steps.iter().enumerate().map(|(i, s)| serde_json::json!({
-                        "answer": s.answer, "action": s.action, "feedback": s.next_observation, "oracle_progress": s.progress,
-                        "verdicts": played.verdicts.get(j).and_then(|v| v.get(i)).map(|v| v.texts.clone()),
-                    })).collect::<Vec<_>>(),
+                    "won": t.won(),
                 })
-            })
-            .collect();
-        dir.save_json(&format!("samples/iter-{k:04}.json"), &picked)
+            },
+            |s| {
+                serde_json::json!({
+                    "answer": s.answer, "action": s.action, "feedback": s.next_observation,
+                    "oracle_progress": s.progress,
+                })
+            },
+        )
     }
 
     fn warm_start(&self, cfg: &RunConfig, out: &Path, progress: bool) -> Result<Vec<String>> {
-        crate::pretrain::household_warm_start(cfg, out, progress)
+        warm::household_warm_start(cfg, out, progress)
     }
 
     fn policy_files(&self, cfg: &RunConfig) -> Result<Vec<(String, String)>> {
@@ -312,6 +226,6 @@ impl Setting for Household {
     }
 
     fn demonstrations(&self, cfg: &RunConfig, chunk: u64) -> Result<Vec<crate::pretrain::Example>> {
-        crate::pretrain::household_control_demonstrations(cfg, chunk)
+        warm::household_control_demonstrations(cfg, chunk)
     }
 }

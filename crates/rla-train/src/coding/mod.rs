@@ -5,9 +5,9 @@
 //! reference solution passes their tests.
 
 use crate::config::RunConfig;
+use crate::play::encode_chat;
 use crate::pool::PoolTask;
 use crate::pretrain::{example_corpus, fit_tiny, Example, CHAT_MARKERS};
-use crate::rollout::encode_chat;
 use crate::run::RunDir;
 use crate::setting::{
     Ctx, Episode, Generation, Group, JudgeQuality, JudgeReward, Judgement, Scored, Setting, Split,

@@ -220,10 +220,10 @@ mod tests {
 
     #[test]
     fn demonstrations_carry_the_notes_only_when_asked() {
-        use crate::prompts::PromptStyle;
+        use crate::household::prompts::PromptStyle;
         let tasks = rla_env::household::splits::train_tasks(3, 5);
         let demo = |notes| {
-            crate::pretrain::demonstrations(&tasks, 0.0, 1, PromptStyle::Unlisted, notes, 0)
+            crate::household::warm::demonstrations(&tasks, 0.0, 1, PromptStyle::Unlisted, notes, 0)
                 .unwrap()
                 .0
         };

@@ -1,0 +1,359 @@
+//! The GUI setting: a computer-use agent on the native spreadsheet desktop (`rla-desktop`),
+//! tasks in OSWorld's format. The policy sees the instruction, its previous actions ("Step i:
+//! …", the last `desktop.history`) and the desktop's compact accessibility tree, and answers
+//! `Action: <action>` in the tiny action vocabulary (`rla_desktop::tiny`), drawn among the
+//! state's candidates; each action runs as OSWorld pyautogui code. An episode ends at `done`
+//! or the step limit and is scored by the task's evaluator after its postconfig (which saves).
+//! The judge sees the earlier actions, the objective, the observation, the step's response and
+//! the observation after it, and answers `\boxed{1}` only if the step is relevant, executable
+//! and makes visible progress. Adaptation switches the task's evaluator (harder) or adds hints
+//! (easier), and varies the number of objects.
+
+pub mod play;
+pub mod prompts;
+pub mod warm;
+
+pub use play::{rollout, split_tasks};
+
+use crate::config::RunConfig;
+use crate::judge::summarise_critiques;
+use crate::play::Played;
+use crate::pool::PoolTask;
+use crate::run::RunDir;
+use crate::setting::{Ctx, Group, JudgeQuality, Setting, Split};
+use anyhow::Result;
+use rla_core::adapt::Direction;
+use rla_core::filter::Band;
+use rla_desktop::family::{self, Spec};
+use rla_lm::Sampler;
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// A task of the pool: a generated task's spec with its lineage.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DesktopTask {
+    /// The task's id (its OSWorld task id).
+    pub id: String,
+    /// The task it was rewritten from.
+    pub parent: Option<String>,
+    /// What generates it.
+    pub spec: Spec,
+}
+
+impl DesktopTask {
+    /// The pool task of a spec.
+    pub fn new(spec: Spec, parent: Option<String>) -> DesktopTask {
+        DesktopTask {
+            id: family::generate(&spec).task.id,
+            parent,
+            spec,
+        }
+    }
+}
+
+impl PoolTask for DesktopTask {
+    fn id(&self) -> &str {
+        &self.id
+    }
+    fn parent(&self) -> Option<&str> {
+        self.parent.as_deref()
+    }
+}
+
+/// The GUI setting.
+#[derive(Debug, Default)]
+pub struct Gui;
+
+impl Setting for Gui {
+    type Task = DesktopTask;
+    type Record = Played;
+
+    fn name(&self) -> &'static str {
+        "desktop"
+    }
+
+    fn initial_pool(&self, cfg: &RunConfig) -> Vec<DesktopTask> {
+        // the training pool's own seed stream, offset by the run's seed
+        let mut specs = family::split(
+            family::Split::Train,
+            cfg.pool_size + cfg.seed as usize % 997,
+        );
+        specs.drain(..cfg.seed as usize % 997);
+        specs
+            .into_iter()
+            .map(|s| DesktopTask::new(s, None))
+            .collect()
+    }
+
+    fn play(
+        &mut self,
+        ctx: Ctx,
+        policy: &dyn Sampler,
+        tasks: &[DesktopTask],
+    ) -> Result<(Vec<Group>, Played)> {
+        let cfg = ctx.cfg;
+        let specs: Vec<Spec> = tasks.iter().map(|t| t.spec.clone()).collect();
+        let bar = ctx.bar(
+            (tasks.len() * cfg.rollouts_per_task * cfg.desktop.train_step_limit) as u64,
+            &format!("iter {} rollout", ctx.k),
+        );
+        let trajs = rollout(
+            policy,
+            cfg,
+            &specs,
+            cfg.rollouts_per_task,
+            cfg.desktop.train_step_limit,
+            &cfg.policy.sampling(ctx.seed(2)),
+            true,
+            bar.as_ref(),
+        )?;
+        if let Some(b) = bar {
+            b.finish_and_clear();
+        }
+        let played = Played {
+            trajs,
+            verdicts: vec![],
+        };
+        Ok((played.groups(tasks.len()), played))
+    }
+
+    fn judge(
+        &mut self,
+        ctx: Ctx,
+        reward: &dyn Sampler,
+        tasks: &[DesktopTask],
+        groups: &mut [Group],
+        played: &mut Played,
+    ) -> Result<()> {
+        let instructions: Vec<String> = tasks
+            .iter()
+            .map(|t| family::generate(&t.spec).task.instruction)
+            .collect();
+        played.judge(ctx, reward, groups, |t, s| {
+            prompts::judge_prompt(
+                &instructions[t.task],
+                &s.previous,
+                &s.observation,
+                &s.answer,
+                &s.next_observation,
+            )
+        })
+    }
+
+    fn judge_quality(&self, _groups: &[Group], played: &Played) -> JudgeQuality {
+        let failed = played
+            .trajs
+            .iter()
+            .flat_map(|t| &t.steps)
+            .filter(|s| s.error.is_some())
+            .count();
+        let steps: usize = played.trajs.iter().map(|t| t.steps.len()).sum();
+        JudgeQuality {
+            extra: Some(serde_json::json!({
+                "failed_actions": failed,
+                "steps": steps,
+                "mean_score": played.trajs.iter().map(|t| t.score).sum::<f64>() / played.trajs.len().max(1) as f64,
+            })),
+            ..played.quality()
+        }
+    }
+
+    fn policy_band(&self, cfg: &RunConfig) -> Band {
+        cfg.policy_band
+    }
+
+    fn reward_band(&self, cfg: &RunConfig) -> Band {
+        cfg.reward_band
+    }
+
+    fn critique(
+        &self,
+        _ctx: Ctx,
+        _reward: &dyn Sampler,
+        i: usize,
+        _groups: &[Group],
+        played: &Played,
+    ) -> Option<String> {
+        summarise_critiques(&played.high_risk_reasons(i))
+    }
+
+    fn rewrite(
+        &mut self,
+        _ctx: Ctx,
+        _reward: &dyn Sampler,
+        task: &DesktopTask,
+        direction: Direction,
+        _critique: Option<&str>,
+        _i: usize,
+    ) -> Result<Option<(String, DesktopTask)>> {
+        let r = match direction {
+            Direction::Harder => family::harder(&task.spec),
+            Direction::Easier => family::easier(&task.spec),
+            Direction::Keep => None,
+        };
+        Ok(r.map(|(what, spec)| (what, DesktopTask::new(spec, Some(task.id.clone())))))
+    }
+
+    fn split_size(&self, split: Split) -> Option<usize> {
+        Some(match split {
+            Split::InDomain => family::Split::InDomain.size(),
+            Split::Ood => family::Split::Ood.size(),
+            Split::Validation => family::Split::Validation.size(),
+            Split::Train => return None,
+        })
+    }
+
+    fn evaluate(&mut self, ctx: Ctx, policy: &dyn Sampler, split: Split, n: usize) -> Result<f64> {
+        let cfg = ctx.cfg;
+        let tasks = split_tasks(split, n);
+        if tasks.is_empty() {
+            return Ok(0.0);
+        }
+        let bar = ctx.bar(
+            (tasks.len() * cfg.desktop.eval_step_limit) as u64,
+            &format!("eval {split:?}"),
+        );
+        let sp = rla_lm::SampleParams::greedy(cfg.policy.max_new_tokens);
+        let trajs = rollout(
+            policy,
+            cfg,
+            &tasks,
+            1,
+            cfg.desktop.eval_step_limit,
+            &sp,
+            false,
+            bar.as_ref(),
+        )?;
+        if let Some(b) = bar {
+            b.finish_and_clear();
+        }
+        Ok(crate::play::success(&trajs))
+    }
+
+    fn save_samples(
+        &self,
+        dir: &RunDir,
+        k: usize,
+        tasks: &[DesktopTask],
+        played: &Played,
+    ) -> Result<()> {
+        played.save_samples(
+            dir,
+            k,
+            |t| serde_json::json!({ "task_id": tasks[t.task].id, "score": t.score }),
+            |s| {
+                serde_json::json!({
+                    "action": s.action, "code": s.code, "error": s.error,
+                    "screen_after": s.next_observation, "oracle_progress": s.progress,
+                })
+            },
+        )
+    }
+
+    fn warm_start(&self, cfg: &RunConfig, out: &Path, progress: bool) -> Result<Vec<String>> {
+        warm::warm_start(cfg, out, progress)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::DesktopObservation;
+    use rla_lm::SampleParams;
+
+    #[test]
+    fn desktop_settings_are_checked() {
+        let mut c = RunConfig {
+            setting: crate::config::SettingName::Desktop,
+            ..Default::default()
+        };
+        c.validate().unwrap();
+        c.desktop.train_step_limit = 31;
+        assert!(c
+            .validate()
+            .unwrap_err()
+            .contains("desktop.train_step_limit"));
+        c.desktop.train_step_limit = 12;
+        c.desktop.screen_width = 100;
+        assert!(c.validate().unwrap_err().contains("screen_width"));
+        c.desktop.screen_width = 1280;
+        c.desktop.constrain_actions = false;
+        assert!(c.validate().unwrap_err().contains("constrain_actions"));
+        c.desktop.constrain_actions = true;
+        c.desktop.observation = DesktopObservation::A11yTree;
+        assert!(c.validate().unwrap_err().contains("a11y_tree"));
+        c.policy.path = Some("ckpt".into());
+        c.validate().unwrap();
+        c.desktop.tree_tokens = 10;
+        assert!(c.validate().unwrap_err().contains("tree_tokens"));
+        c.desktop.tree_tokens = 10_000;
+        // screenshots are for evaluating a served vision-language model, not for training
+        c.desktop.observation = DesktopObservation::Screenshot;
+        assert!(c.validate().unwrap_err().contains("desktop eval"));
+    }
+
+    #[test]
+    fn rewrites_switch_evaluators_and_add_hints_with_lineage() {
+        let t = DesktopTask::new(family::split(family::Split::Train, 1).remove(0), None);
+        let mut g = Gui;
+        let cfg = RunConfig::default();
+        let ctx = Ctx {
+            cfg: &cfg,
+            k: 1,
+            progress: false,
+        };
+        struct NoModel;
+        impl Sampler for NoModel {
+            fn encode(&self, _: &str) -> rla_lm::Result<Vec<u32>> {
+                unreachable!()
+            }
+            fn decode(&self, _: &[u32]) -> rla_lm::Result<String> {
+                unreachable!()
+            }
+            fn eos_ids(&self) -> &[u32] {
+                &[]
+            }
+            fn chat_template(
+                &self,
+                _: &[rla_lm::Message],
+                _: bool,
+            ) -> rla_lm::Result<Option<String>> {
+                Ok(None)
+            }
+            fn generate(
+                &self,
+                _: &[Vec<u32>],
+                _: usize,
+                _: &SampleParams,
+            ) -> rla_lm::Result<Vec<Vec<rla_lm::Sample>>> {
+                unreachable!()
+            }
+            fn generate_within(
+                &self,
+                _: &[Vec<u32>],
+                _: usize,
+                _: &SampleParams,
+                _: &[Vec<Vec<u32>>],
+            ) -> rla_lm::Result<Vec<Vec<rla_lm::Sample>>> {
+                unreachable!()
+            }
+            fn score(&self, _: &[(Vec<u32>, Vec<u32>)]) -> rla_lm::Result<Vec<Vec<f32>>> {
+                unreachable!()
+            }
+        }
+        let (what, h) = g
+            .rewrite(ctx, &NoModel, &t, Direction::Harder, None, 0)
+            .unwrap()
+            .unwrap();
+        assert_eq!(what, "switched to evaluator2");
+        assert_eq!(h.spec.variant, 2);
+        assert_eq!(h.parent.as_deref(), Some(t.id.as_str()));
+        assert_ne!(h.id, t.id);
+        let (what, e) = g
+            .rewrite(ctx, &NoModel, &t, Direction::Easier, None, 0)
+            .unwrap()
+            .unwrap();
+        assert_eq!(what, "added a hint");
+        assert!(family::generate(&e.spec).task.instruction.contains("Hint:"));
+    }
+}

@@ -1,0 +1,270 @@
+//! The household's episodes: how they are played (the [`Episodes`] settings a policy checkpoint
+//! records), the game the shared play loop drives, greedy evaluation, and the judge's prompts on
+//! its steps.
+
+use super::notes::Notes;
+use super::prompts::{
+    judge_prompt, parse_choice, policy_answer_styled, policy_prompt_styled, PromptStyle,
+};
+use crate::judge::Verdicts;
+use crate::play::{encode_answer, play, Applied, Game, Prompt, Trajectory, Turn};
+use anyhow::Result;
+use indicatif::ProgressBar;
+use rla_env::household::expert::{progress_label, GoalSpec};
+use rla_env::household::{Household, TaskSpec};
+use rla_env::Environment;
+use rla_lm::{Sample, SampleParams, Sampler};
+use std::path::Path;
+
+/// The token sequences of every admissible answer, each ending in the end-of-sequence token.
+pub fn answer_tokens(
+    lm: &dyn Sampler,
+    admissible: &[String],
+    style: PromptStyle,
+) -> Result<Vec<Vec<u32>>> {
+    admissible
+        .iter()
+        .enumerate()
+        .map(|(i, a)| encode_answer(lm, &policy_answer_styled(a, i, style)))
+        .collect()
+}
+
+/// One household episode as the play loop drives it.
+struct HouseGame {
+    env: Household,
+    goal: GoalSpec,
+    ep: Episodes,
+    obs: String,
+    history: Vec<(String, String)>,
+    notes: Option<Notes>,
+    /// The admissible commands of the last turn.
+    admissible: Vec<String>,
+    won: bool,
+}
+
+impl Game for HouseGame {
+    fn turn(&mut self, _policy: &dyn Sampler, constrained: bool) -> Result<Turn> {
+        self.admissible = self.env.admissible().to_vec();
+        let style = self.ep.style;
+        let text = policy_prompt_styled(
+            &self.env.world().task,
+            &self.history,
+            self.ep.window,
+            &self.obs,
+            &self.admissible,
+            style,
+            &self.notes.as_ref().map(Notes::render).unwrap_or_default(),
+        );
+        let answers = if constrained {
+            self.admissible
+                .iter()
+                .enumerate()
+                .map(|(i, a)| policy_answer_styled(a, i, style))
+                .collect()
+        } else {
+            vec![]
+        };
+        Ok(Turn {
+            prompt: Prompt::Text(text),
+            answers,
+            observation: self.obs.clone(),
+            previous: String::new(),
+        })
+    }
+
+    fn apply(&mut self, _policy: &dyn Sampler, answer: &Sample) -> Result<Applied> {
+        let (idx, parsed) = parse_choice(&answer.text, &self.admissible);
+        let action = self.admissible[idx].clone();
+        let before = self.env.state().clone();
+        let r = self.env.step(&action);
+        let progress = progress_label(self.env.world(), &before, self.env.state(), &self.goal);
+        if let Some(n) = &mut self.notes {
+            n.observe(&r.feedback);
+        }
+        self.history.push((
+            std::mem::replace(&mut self.obs, r.feedback.clone()),
+            action.clone(),
+        ));
+        if r.done {
+            self.won = r.won;
+        }
+        Ok(Applied {
+            action,
+            code: String::new(),
+            error: (!parsed)
+                .then(|| "the answer named no admissible command: the first was played".into()),
+            next_observation: r.feedback,
+            progress,
+            done: r.done,
+        })
+    }
+
+    fn score(self) -> Result<f64> {
+        Ok(if self.won { 1.0 } else { 0.0 })
+    }
+}
+
+/// The file in a policy checkpoint that records how it plays (the run's [`Episodes`] for
+/// evaluation), so that `eval` uses the prompt it was trained with.
+pub const EPISODES_FILE: &str = "rlanything-episodes.json";
+
+/// How episodes are played.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Episodes {
+    /// Rollouts per task.
+    pub rollouts: usize,
+    /// Step limit.
+    pub step_limit: usize,
+    /// Past (observation, action) pairs in the prompt.
+    pub window: usize,
+    /// Listing style of the admissible commands.
+    pub style: PromptStyle,
+    /// Answers are drawn only among the admissible ones (see `RunConfig::constrain_actions`).
+    pub constrained: bool,
+    /// The prompt carries the agent's notes ([`super::notes::Notes`]).
+    #[serde(default)]
+    pub notes: bool,
+}
+
+impl Episodes {
+    /// How a run evaluates: one greedy episode per task with the run's step limit for evaluation,
+    /// history window, prompt style and constraint.
+    pub fn evaluation(cfg: &crate::config::RunConfig) -> Episodes {
+        Episodes {
+            rollouts: 1,
+            step_limit: cfg.household.eval_step_limit,
+            window: cfg.household.history_window,
+            style: cfg.household.prompt_style,
+            constrained: cfg.household.constrain_actions,
+            notes: cfg.household.notes,
+        }
+    }
+
+    /// The file a policy checkpoint records these settings in: ([`EPISODES_FILE`], its JSON).
+    pub fn record(&self) -> Result<(String, String)> {
+        Ok((
+            EPISODES_FILE.to_string(),
+            serde_json::to_string_pretty(self)?,
+        ))
+    }
+
+    /// The settings recorded in a policy checkpoint folder, if any.
+    pub fn load_from(model_dir: &Path) -> Result<Option<Episodes>> {
+        let p = model_dir.join(EPISODES_FILE);
+        if !p.exists() {
+            return Ok(None);
+        }
+        let text = std::fs::read_to_string(&p)
+            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", p.display()))?;
+        let ep = serde_json::from_str(&text)
+            .map_err(|e| anyhow::anyhow!("{}: not episode settings: {e}", p.display()))?;
+        Ok(Some(ep))
+    }
+}
+
+/// Plays `ep.rollouts` episodes of each task with the policy; all episodes step together.
+pub fn rollout(
+    policy: &dyn Sampler,
+    tasks: &[TaskSpec],
+    ep: Episodes,
+    sp: &SampleParams,
+    bar: Option<&ProgressBar>,
+) -> Result<Vec<Trajectory>> {
+    let mut games = Vec::new();
+    for t in tasks {
+        let env = Household::from_task(t)?.with_step_limit(ep.step_limit.min(t.step_limit));
+        let goal = GoalSpec::from_task(env.world(), t).map_err(anyhow::Error::msg)?;
+        games.push((env, goal));
+    }
+    rollout_games(policy, games, ep, sp, bar)
+}
+
+/// Plays `ep.rollouts` episodes of each (household, goal) with the policy: generated tasks or
+/// ALFWorld's own game files; all episodes step together. Each trajectory's `task` is its game's
+/// index.
+pub fn rollout_games(
+    policy: &dyn Sampler,
+    games: Vec<(Household, GoalSpec)>,
+    ep: Episodes,
+    sp: &SampleParams,
+    bar: Option<&ProgressBar>,
+) -> Result<Vec<Trajectory>> {
+    let mut live = Vec::new();
+    for (ti, (env, goal)) in games.into_iter().enumerate() {
+        for _ in 0..ep.rollouts {
+            let mut env = env.clone();
+            let obs = env.reset();
+            live.push((
+                ti,
+                HouseGame {
+                    env,
+                    goal,
+                    ep,
+                    notes: ep.notes.then(|| Notes::from_intro(&obs)),
+                    obs,
+                    history: vec![],
+                    admissible: vec![],
+                    won: false,
+                },
+            ));
+        }
+    }
+    play(policy, live, ep.step_limit, sp, ep.constrained, bar)
+}
+
+/// The judge's m verdicts on every step of the household's episodes.
+pub fn judge(
+    reward: &dyn Sampler,
+    tasks: &[TaskSpec],
+    trajs: &[Trajectory],
+    m: usize,
+    sp: &SampleParams,
+    bar: Option<&ProgressBar>,
+) -> Result<Vec<Vec<Verdicts>>> {
+    crate::play::judge_steps(reward, trajs, m, sp, bar, |t, s| {
+        step_judge_prompt(&tasks[t.task], s)
+    })
+}
+
+/// The judge's prompt on one step of a task's episode.
+pub fn step_judge_prompt(task: &TaskSpec, s: &crate::play::StepRec) -> String {
+    judge_prompt(
+        &task.sentence(),
+        &s.observation,
+        &s.answer,
+        &s.action,
+        &s.next_observation,
+    )
+}
+
+/// Greedy success rate of the policy on tasks (one episode each).
+pub fn evaluate(
+    policy: &dyn Sampler,
+    tasks: &[TaskSpec],
+    ep: Episodes,
+    max_new_tokens: usize,
+    bar: Option<&ProgressBar>,
+) -> Result<f64> {
+    if tasks.is_empty() {
+        return Ok(0.0);
+    }
+    let trajs = evaluate_episodes(policy, tasks, ep, max_new_tokens, bar)?;
+    Ok(crate::play::success(&trajs))
+}
+
+/// The greedy episodes behind [`evaluate`].
+pub fn evaluate_episodes(
+    policy: &dyn Sampler,
+    tasks: &[TaskSpec],
+    ep: Episodes,
+    max_new_tokens: usize,
+    bar: Option<&ProgressBar>,
+) -> Result<Vec<Trajectory>> {
+    let sp = SampleParams {
+        temperature: 0.0,
+        max_new_tokens,
+        ..Default::default()
+    };
+    rollout(policy, tasks, Episodes { rollouts: 1, ..ep }, &sp, bar)
+}

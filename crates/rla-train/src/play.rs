@@ -1,0 +1,418 @@
+//! The batched play loop of the step-judged settings (the household, the desktop): every episode
+//! of every task steps together, one generation call per step, and each step is recorded in one
+//! shape ([`StepRec`], [`Trajectory`]) whatever the setting. A setting says what differs through
+//! [`Game`]: what the policy sees, which answers it may give, and what an answer does.
+//!
+//! Also here: what both settings do with the episodes once played — the groups the loop trains
+//! on, the judge's m verdicts on every step, their quality against the oracle's progress labels,
+//! the critiques of failed episodes and the sample files.
+
+use crate::judge::{judge_prompts, push_step_judgements, reasoning, step_judge_quality, Verdicts};
+use crate::run::RunDir;
+use crate::setting::{Ctx, Episode, Generation, Group, JudgeQuality, Step};
+use anyhow::Result;
+use indicatif::ProgressBar;
+use rla_core::reward::{Outcome, StepScore};
+use rla_lm::{Message, Sample, SampleParams, Sampler, VisualMessage};
+use rla_model::tok::Tok;
+use serde::{Deserialize, Serialize};
+
+/// One step of an episode.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StepRec {
+    /// What the policy saw (as the record keeps it).
+    pub observation: String,
+    /// The earlier steps as the prompt told them (the desktop's "Previous actions"); empty
+    /// where the prompt carries its own history.
+    pub previous: String,
+    /// The policy's prompt (token ids, chat template applied; empty for a prompt with an image,
+    /// whose tokens the server keeps).
+    pub prompt_ids: Vec<u32>,
+    /// The policy's answer (token ids).
+    pub response_ids: Vec<u32>,
+    /// `log π_old` of the answer's tokens.
+    pub logprobs: Vec<f32>,
+    /// The answer's text.
+    pub answer: String,
+    /// The action it was taken as.
+    pub action: String,
+    /// The code the action ran, where the setting runs code (the desktop's pyautogui).
+    pub code: String,
+    /// Why the step failed or was read otherwise than written, if it was.
+    pub error: Option<String>,
+    /// What the environment showed after it.
+    pub next_observation: String,
+    /// The expert oracle's label: did the step shorten the remaining plan?
+    pub progress: bool,
+}
+
+/// One episode.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Trajectory {
+    /// Index of its task in the batch.
+    pub task: usize,
+    /// Its steps.
+    pub steps: Vec<StepRec>,
+    /// The episode's score: 1 solved, 0 not, or the evaluator's share in between.
+    pub score: f64,
+}
+
+impl Trajectory {
+    /// Whether the task was solved.
+    pub fn won(&self) -> bool {
+        self.score >= 1.0
+    }
+}
+
+/// A policy prompt: a text the loop encodes with the policy's chat template, or a message with
+/// a screenshot for a vision-language model on a server.
+pub enum Prompt {
+    /// Text.
+    Text(String),
+    /// Text and an image.
+    Visual(VisualMessage),
+}
+
+/// What a game shows the policy at one step.
+pub struct Turn {
+    /// The prompt.
+    pub prompt: Prompt,
+    /// The answers the policy may give (their texts), when answers are constrained.
+    pub answers: Vec<String>,
+    /// What the record keeps of the observation.
+    pub observation: String,
+    /// The earlier steps as the prompt told them ([`StepRec::previous`]).
+    pub previous: String,
+}
+
+/// What an answer did.
+pub struct Applied {
+    /// The action it was taken as.
+    pub action: String,
+    /// The code it ran ([`StepRec::code`]).
+    pub code: String,
+    /// Why it failed, if it did.
+    pub error: Option<String>,
+    /// What the environment showed after it.
+    pub next_observation: String,
+    /// The oracle's progress label.
+    pub progress: bool,
+    /// The episode ended.
+    pub done: bool,
+}
+
+/// One live episode of a setting, as the play loop drives it.
+pub trait Game {
+    /// What the policy sees now, and which answers it may give (when `constrained`).
+    fn turn(&mut self, policy: &dyn Sampler, constrained: bool) -> Result<Turn>;
+    /// Plays the policy's answer to the last turn (`policy` measures what it sees after).
+    fn apply(&mut self, policy: &dyn Sampler, answer: &Sample) -> Result<Applied>;
+    /// The episode's score once it has ended or run out of steps.
+    fn score(self) -> Result<f64>;
+}
+
+/// Applies the model's chat template to a user message and tokenises it.
+pub fn encode_chat(lm: &dyn Sampler, text: &str) -> Result<Vec<u32>> {
+    let s = lm
+        .chat_template(&[Message::new("user", text)], true)?
+        .unwrap_or_else(|| text.to_string());
+    Ok(lm.encode(&s)?)
+}
+
+/// An answer's tokens as a sampler emits them (see [`encode_response`]).
+pub fn encode_answer(lm: &dyn Sampler, text: &str) -> Result<Vec<u32>> {
+    let mut ids = lm.encode(text)?;
+    ids.extend(lm.eos_ids().first().copied());
+    Ok(ids)
+}
+
+/// [`encode_chat`] with a tokenizer.
+pub fn encode_prompt(tok: &Tok, text: &str) -> Result<Vec<u32>> {
+    let s = match tok.chat_template {
+        Some(_) => tok.apply_chat_template(&[Message::new("user", text)], true)?,
+        None => text.to_string(),
+    };
+    Ok(tok.encode(&s)?)
+}
+
+/// An answer's tokens as the model emits them: the text, then the end-of-sequence token. Warm
+/// starts train on exactly these and constrained decoding allows exactly these.
+pub fn encode_response(tok: &Tok, text: &str) -> Result<Vec<u32>> {
+    let mut ids = tok.encode(text)?;
+    ids.extend(tok.eos_ids.first().copied());
+    Ok(ids)
+}
+
+struct Live<G> {
+    game: G,
+    traj: Trajectory,
+    done: bool,
+}
+
+/// Plays every game to its end or `step_limit` steps; all games step together, one generation
+/// call per step (step `s` samples with seed `sp.seed + 7919·s`). `games` pairs each game with
+/// its task's index in the batch. With `constrained`, answers are drawn only among each turn's
+/// answers, with room for the longest whatever `sp.max_new_tokens` says.
+pub fn play<G: Game>(
+    policy: &dyn Sampler,
+    games: Vec<(usize, G)>,
+    step_limit: usize,
+    sp: &SampleParams,
+    constrained: bool,
+    bar: Option<&ProgressBar>,
+) -> Result<Vec<Trajectory>> {
+    let mut live: Vec<Live<G>> = games
+        .into_iter()
+        .map(|(task, game)| Live {
+            game,
+            traj: Trajectory {
+                task,
+                steps: vec![],
+                score: 0.0,
+            },
+            done: false,
+        })
+        .collect();
+    for step in 0..step_limit {
+        let active: Vec<usize> = (0..live.len()).filter(|&i| !live[i].done).collect();
+        if active.is_empty() {
+            break;
+        }
+        let mut turns = Vec::with_capacity(active.len());
+        let mut prompts = Vec::with_capacity(active.len());
+        let mut chats = Vec::new();
+        let mut allowed = Vec::new();
+        for &i in &active {
+            let mut t = live[i].game.turn(policy, constrained)?;
+            match std::mem::replace(&mut t.prompt, Prompt::Text(String::new())) {
+                Prompt::Text(text) => prompts.push(encode_chat(policy, &text)?),
+                Prompt::Visual(m) => {
+                    chats.push(vec![m]);
+                    prompts.push(vec![]); // the server's, image tokens included
+                }
+            }
+            if constrained {
+                allowed.push(
+                    t.answers
+                        .iter()
+                        .map(|a| encode_answer(policy, a))
+                        .collect::<Result<Vec<_>>>()?,
+                );
+            }
+            turns.push(t);
+        }
+        if !chats.is_empty() && chats.len() != active.len() {
+            anyhow::bail!("a step mixed prompts with and without a screenshot");
+        }
+        let p = SampleParams {
+            seed: sp.seed.wrapping_add(step as u64 * 7919),
+            ..sp.clone()
+        };
+        let out = if !chats.is_empty() {
+            policy.generate_visual(&chats, 1, &p)?
+        } else if constrained {
+            let longest = allowed.iter().flatten().map(Vec::len).max().unwrap_or(0);
+            let p = SampleParams {
+                max_new_tokens: p.max_new_tokens.max(longest),
+                ..p
+            };
+            policy.generate_within(&prompts, 1, &p, &allowed)?
+        } else {
+            policy.generate(&prompts, 1, &p)?
+        };
+        for (((&i, s), turn), prompt_ids) in active.iter().zip(out).zip(turns).zip(prompts) {
+            let s = s
+                .into_iter()
+                .next()
+                .ok_or_else(|| anyhow::anyhow!("the policy returned no answer to a prompt"))?;
+            let l = &mut live[i];
+            let a = l.game.apply(policy, &s)?;
+            l.traj.steps.push(StepRec {
+                observation: turn.observation,
+                previous: turn.previous,
+                prompt_ids,
+                response_ids: s.tokens,
+                logprobs: s.logprobs,
+                answer: s.text,
+                action: a.action,
+                code: a.code,
+                error: a.error,
+                next_observation: a.next_observation,
+                progress: a.progress,
+            });
+            l.done = a.done;
+        }
+        if let Some(b) = bar {
+            b.inc(active.len() as u64);
+        }
+    }
+    live.into_iter()
+        .map(|l| {
+            let mut t = l.traj;
+            t.score = l.game.score()?;
+            Ok(t)
+        })
+        .collect()
+}
+
+/// The share of episodes won.
+pub fn success(trajs: &[Trajectory]) -> f64 {
+    if trajs.is_empty() {
+        return 0.0;
+    }
+    trajs.iter().filter(|t| t.won()).count() as f64 / trajs.len() as f64
+}
+
+/// The judge's m verdicts on every step of every episode (`prompt` writes the judge's prompt
+/// for a step of an episode).
+pub fn judge_steps(
+    reward: &dyn Sampler,
+    trajs: &[Trajectory],
+    m: usize,
+    sp: &SampleParams,
+    bar: Option<&ProgressBar>,
+    prompt: impl Fn(&Trajectory, &StepRec) -> String,
+) -> Result<Vec<Vec<Verdicts>>> {
+    let prompts = trajs
+        .iter()
+        .map(|t| {
+            t.steps
+                .iter()
+                .map(|s| encode_chat(reward, &prompt(t, s)))
+                .collect()
+        })
+        .collect::<Result<Vec<Vec<Vec<u32>>>>>()?;
+    judge_prompts(reward, &prompts, m, sp, bar)
+}
+
+/// One iteration's episodes and the judge's verdicts on their steps.
+#[derive(Debug, Default)]
+pub struct Played {
+    /// Every episode, tasks in batch order.
+    pub trajs: Vec<Trajectory>,
+    /// The m verdicts on each step of each episode.
+    pub verdicts: Vec<Vec<Verdicts>>,
+}
+
+impl Played {
+    /// The episodes, grouped by task for the loop (outcome ±1).
+    pub fn groups(&self, tasks: usize) -> Vec<Group> {
+        let mut groups: Vec<Group> = vec![Group::default(); tasks];
+        for t in &self.trajs {
+            groups[t.task].episodes.push(Episode {
+                outcome: Outcome::from_won(t.won()).value(),
+                won: t.won(),
+                steps: t
+                    .steps
+                    .iter()
+                    .map(|s| Step {
+                        action: Generation {
+                            prompt: s.prompt_ids.clone(),
+                            response: s.response_ids.clone(),
+                            logprobs: s.logprobs.clone(),
+                        },
+                    })
+                    .collect(),
+            });
+        }
+        groups
+    }
+
+    /// Asks the reward model for its m verdicts on every step (`prompt` writes the judge's
+    /// prompt for a step of an episode), and adds them to the groups.
+    pub fn judge(
+        &mut self,
+        ctx: Ctx,
+        reward: &dyn Sampler,
+        groups: &mut [Group],
+        prompt: impl Fn(&Trajectory, &StepRec) -> String,
+    ) -> Result<()> {
+        let cfg = ctx.cfg;
+        let steps: usize = self.trajs.iter().map(|t| t.steps.len()).sum();
+        let bar = ctx.bar(steps as u64, &format!("iter {} judge", ctx.k));
+        self.verdicts = judge_steps(
+            reward,
+            &self.trajs,
+            cfg.judge_samples,
+            &cfg.reward.sampling(ctx.seed(3)),
+            bar.as_ref(),
+            prompt,
+        )?;
+        if let Some(b) = bar {
+            b.finish_and_clear();
+        }
+        push_step_judgements(
+            groups,
+            self.trajs
+                .iter()
+                .zip(&self.verdicts)
+                .map(|(t, v)| (t.task, v.as_slice())),
+        );
+        Ok(())
+    }
+
+    /// The judge's quality: μ from verdicts against the oracle's step labels, precision A from
+    /// the mean verdicts of steps of won and lost episodes.
+    pub fn quality(&self) -> JudgeQuality {
+        step_judge_quality(self.trajs.iter().zip(&self.verdicts).flat_map(|(t, vs)| {
+            t.steps
+                .iter()
+                .zip(vs)
+                .map(move |(s, v)| (t.won(), s.progress, v))
+        }))
+    }
+
+    /// The judge's reasoning on the high-risk steps (all m say −1) of task `i`'s failed
+    /// episodes: what its critique summarises.
+    pub fn high_risk_reasons(&self, i: usize) -> Vec<String> {
+        let mut reasons = Vec::new();
+        for (t, vs) in self.trajs.iter().zip(&self.verdicts) {
+            if t.task != i || t.won() {
+                continue;
+            }
+            for v in vs {
+                if v.scores.iter().all(|s| *s == StepScore::Negative) {
+                    reasons.extend(v.texts.iter().map(|x| reasoning(x).to_string()));
+                }
+            }
+        }
+        reasons
+    }
+
+    /// Writes every eighth episode (six at most) to `samples/iter-K.json`: `episode` gives an
+    /// episode's header fields and `step` a step's, to which the judge's answers are added.
+    pub fn save_samples(
+        &self,
+        dir: &RunDir,
+        k: usize,
+        episode: impl Fn(&Trajectory) -> serde_json::Value,
+        step: impl Fn(&StepRec) -> serde_json::Value,
+    ) -> Result<()> {
+        let picked: Vec<serde_json::Value> = self
+            .trajs
+            .iter()
+            .enumerate()
+            .filter(|(j, _)| j % 8 == 0)
+            .take(6)
+            .map(|(j, t)| {
+                let mut e = episode(t);
+                e["steps"] = t
+                    .steps
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| {
+                        let mut v = step(s);
+                        v["verdicts"] = serde_json::json!(self
+                            .verdicts
+                            .get(j)
+                            .and_then(|v| v.get(i))
+                            .map(|v| v.texts.clone()));
+                        v
+                    })
+                    .collect();
+                e
+            })
+            .collect();
+        dir.save_json(&format!("samples/iter-{k:04}.json"), &picked)
+    }
+}
