@@ -8,6 +8,10 @@ use rla_model::lora::LoraConfig;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
+pub use crate::coding::config::CodingConfig;
+pub use crate::desktop::config::{DesktopConfig, DesktopObservation};
+pub use crate::household::config::{HouseholdConfig, RewriterKind};
+
 /// Which parts of the system learn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Mode {
@@ -53,17 +57,6 @@ impl Mode {
     pub fn adapts(self) -> bool {
         self == Mode::Full
     }
-}
-
-/// Who rewrites tasks and summarises critiques.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RewriterKind {
-    /// The household's structured rewriter and the phrase-count summariser.
-    #[default]
-    Structured,
-    /// The reward model prompted as the reference prompts its environment model.
-    RewardModel,
 }
 
 /// A tiny model trained from scratch.
@@ -399,126 +392,6 @@ const HOUSEHOLD_KEYS: [&str; 6] = [
     "rewriter",
 ];
 
-/// The household setting (`[household]`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct HouseholdConfig {
-    /// Step limit in training.
-    pub train_step_limit: usize,
-    /// Step limit in evaluation.
-    pub eval_step_limit: usize,
-    /// Past (observation, action) pairs shown to the policy.
-    pub history_window: usize,
-    /// How the policy's prompt lists the admissible commands.
-    pub prompt_style: crate::household::PromptStyle,
-    /// Draw the policy's answer only among the admissible answers (constrained decoding over a
-    /// token trie of `\boxed{command}` strings): every step is then a legal move, which tiny
-    /// models need; real models answer freely with reasoning.
-    pub constrain_actions: bool,
-    /// Give the policy the agent's notes (see [`crate::notes`]): the places it has not looked
-    /// into, what it saw in the others, what it holds and has done, kept from the game's text.
-    /// With a short history window this is its memory of the episode.
-    pub notes: bool,
-    /// Who rewrites tasks and summarises critiques.
-    pub rewriter: RewriterKind,
-}
-
-impl Default for HouseholdConfig {
-    fn default() -> Self {
-        HouseholdConfig {
-            train_step_limit: 40,
-            eval_step_limit: 60,
-            history_window: 2,
-            prompt_style: crate::household::PromptStyle::Numbered,
-            constrain_actions: false,
-            notes: false,
-            rewriter: RewriterKind::Structured,
-        }
-    }
-}
-
-/// The GUI setting (`[desktop]`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct DesktopConfig {
-    /// Step limit in training (the reference allows 30).
-    pub train_step_limit: usize,
-    /// Step limit in evaluation.
-    pub eval_step_limit: usize,
-    /// Previous actions shown to the policy and the judge ("Step i: …").
-    pub history: usize,
-    /// Screen width in pixels.
-    pub screen_width: u32,
-    /// Screen height in pixels.
-    pub screen_height: u32,
-    /// Draw the policy's answer only among the state's candidate actions (tiny models need it).
-    /// Without it an answer may also be a `computer_use` tool call or pyautogui code, as real
-    /// models answer.
-    pub constrain_actions: bool,
-    /// What the policy sees of the screen.
-    pub observation: DesktopObservation,
-    /// With `observation = "a11y_tree"`: the tree is cut after this many of the policy's
-    /// tokens (OSWorld's default is 10,000).
-    pub tree_tokens: usize,
-}
-
-/// What a desktop policy sees of the screen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DesktopObservation {
-    /// The compact summary of tiny policies: the cursor, what is open, the columns by the rows
-    /// they fill, the tabs (`rla_desktop::tiny::observation`).
-    Compact,
-    /// The accessibility tree linearised as OSWorld gives it to text-only models, with the
-    /// action space of pyautogui and `computer_use` explained in the prompt.
-    A11yTree,
-    /// A PNG screenshot of the screen, sent with the prompt to a vision-language model on an
-    /// inference server (`rlanything desktop eval`): for evaluation only, since the image's
-    /// prompt tokens are the server's and an update needs them.
-    Screenshot,
-}
-
-impl Default for DesktopConfig {
-    fn default() -> Self {
-        DesktopConfig {
-            train_step_limit: 12,
-            eval_step_limit: 15,
-            history: 3,
-            screen_width: 1920,
-            screen_height: 1080,
-            constrain_actions: true,
-            observation: DesktopObservation::Compact,
-            tree_tokens: 10_000,
-        }
-    }
-}
-
-/// The coding setting.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct CodingConfig {
-    /// Training problems have 1 to `max_ops` operations; the OOD split has `max_ops + 1`.
-    pub max_ops: usize,
-    /// Ground-truth tests per problem (at least 4, as the curator requires).
-    pub tests: usize,
-    /// Sandbox limits of each program run.
-    pub limits: rla_env::code::sandbox::Limits,
-}
-
-impl Default for CodingConfig {
-    fn default() -> Self {
-        CodingConfig {
-            max_ops: 3,
-            tests: 6,
-            limits: rla_env::code::sandbox::Limits {
-                wall_secs: 5.0,
-                cpu_secs: 4,
-                ..Default::default()
-            },
-        }
-    }
-}
-
 /// A run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -645,71 +518,14 @@ impl RunConfig {
             }
         };
         pos("judge_samples (m)", self.judge_samples)?;
-        if self.coding.tests < 4 {
-            return Err(format!(
-                "coding.tests = {}: a problem needs at least 4 ground-truth tests",
-                self.coding.tests
-            ));
-        }
-        if !(1..=5).contains(&self.coding.max_ops) {
-            return Err(format!(
-                "coding.max_ops = {}: must lie in 1..=5",
-                self.coding.max_ops
-            ));
-        }
-        self.coding
-            .limits
-            .validate()
-            .map_err(|e| format!("coding.limits: {e}"))?;
-        let d = &self.desktop;
-        if !(1..=30).contains(&d.train_step_limit) || !(1..=30).contains(&d.eval_step_limit) {
-            return Err(format!(
-                "desktop.train_step_limit = {}, desktop.eval_step_limit = {}: each must lie in 1..=30 (OSWorld's episodes have at most 30 steps)",
-                d.train_step_limit, d.eval_step_limit
-            ));
-        }
-        if d.screen_width < 640
-            || d.screen_height < 400
-            || d.screen_width > 8192
-            || d.screen_height > 8192
-        {
-            return Err(format!(
-                "desktop.screen_width × screen_height = {}×{}: from 640×400 to 8192×8192",
-                d.screen_width, d.screen_height
-            ));
-        }
-        if !d.constrain_actions
-            && self.setting == SettingName::Desktop
-            && self.policy.path.is_none()
-        {
-            return Err("desktop.constrain_actions = false needs a policy checkpoint that answers freely; tiny models need the constraint".into());
-        }
-        if d.observation == DesktopObservation::A11yTree
-            && self.setting == SettingName::Desktop
-            && self.policy.path.is_none()
-        {
-            return Err("desktop.observation = \"a11y_tree\" needs a policy checkpoint; tiny models are warm-started on the compact observation".into());
-        }
-        if d.observation == DesktopObservation::Screenshot && self.setting == SettingName::Desktop {
-            return Err("desktop.observation = \"screenshot\" is for evaluating a vision-language model on a server (`rlanything desktop eval`); a training run needs the policy's prompt tokens, which the server keeps".into());
-        }
-        if d.tree_tokens < 100 {
-            return Err(format!(
-                "desktop.tree_tokens = {}: at least 100 (the tree's header alone takes some)",
-                d.tree_tokens
-            ));
-        }
-        let h = &self.household;
-        if h.prompt_style == crate::household::PromptStyle::Unlisted && !h.constrain_actions {
-            return Err(
-                "household.prompt_style = \"unlisted\" needs household.constrain_actions = true (the constraint carries the admissible commands)".into(),
-            );
-        }
+        self.coding.validate()?;
+        let active = |n: SettingName| self.setting == n;
+        self.desktop
+            .validate(active(SettingName::Desktop), self.policy.path.is_some())?;
+        self.household.validate()?;
         pos("iterations", self.iterations)?;
         pos("pool_size", self.pool_size)?;
         pos("tasks_per_iteration", self.tasks_per_iteration)?;
-        pos("household.train_step_limit", h.train_step_limit)?;
-        pos("household.eval_step_limit", h.eval_step_limit)?;
         pos("update_epochs", self.update_epochs)?;
         if self.rollouts_per_task < 2 {
             return Err(

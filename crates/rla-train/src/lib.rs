@@ -16,6 +16,7 @@ pub mod play;
 pub mod plots;
 pub mod pool;
 pub mod pretrain;
+pub mod progress;
 pub mod report;
 pub mod run;
 pub mod served;
@@ -24,19 +25,6 @@ pub mod settings;
 pub mod trainer;
 
 pub use config::{Mode, RunConfig};
+pub use progress::bar;
 pub use setting::Setting;
 pub use trainer::Trainer;
-
-/// A progress bar on stderr.
-pub fn bar(len: u64, msg: &str) -> indicatif::ProgressBar {
-    let b = indicatif::ProgressBar::new(len);
-    b.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{prefix:>18} [{bar:30}] {pos}/{len} {elapsed} {msg}",
-        )
-        .expect("valid template")
-        .progress_chars("=> "),
-    );
-    b.set_prefix(msg.to_string());
-    b
-}

@@ -4,17 +4,19 @@
 //! from incorrect programs); problems are rewritten harder or easier, valid only if their
 //! reference solution passes their tests.
 
+pub mod config;
+pub mod warm;
+
 use crate::config::RunConfig;
 use crate::play::encode_chat;
 use crate::pool::PoolTask;
-use crate::pretrain::{example_corpus, fit_tiny, Example, CHAT_MARKERS};
 use crate::run::RunDir;
 use crate::setting::{
     Ctx, Episode, Generation, Group, JudgeQuality, JudgeReward, Judgement, Scored, Setting, Split,
     Step,
 };
 use anyhow::Result;
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rla_core::adapt::Direction;
 use rla_core::coding::{all_pass, pass_fractions, test_rewards_raw, CodingTally};
@@ -24,11 +26,9 @@ use rla_core::theory::Calibration;
 use rla_env::code::family::{generate, generate_between, ArithSpec};
 use rla_env::code::sandbox::Sandbox;
 use rla_env::code::{
-    coder_prompt, extract_program, format_tests, parse_tests, run_matrix, tester_prompt, Problem,
-    TestCase,
+    coder_prompt, extract_program, parse_tests, run_matrix, tester_prompt, Problem, TestCase,
 };
 use rla_lm::{Sample, SampleParams, Sampler};
-use rla_model::tok::build_word_level;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -466,7 +466,7 @@ impl Setting for Coding {
     }
 
     fn warm_start(&self, cfg: &RunConfig, out: &Path, progress: bool) -> Result<Vec<String>> {
-        pretrain(cfg, out, progress)
+        warm::pretrain(cfg, out, progress)
     }
 
     fn judge_columns(&self) -> (&'static str, &'static str) {
@@ -488,93 +488,4 @@ fn to_bool(v: &[Vec<rla_env::code::Verdict>]) -> Vec<Vec<bool>> {
     v.iter()
         .map(|r| r.iter().map(|x| x.passed()).collect())
         .collect()
-}
-
-/// The test writer's target for one test: its input, and (with probability `noise`) a wrong
-/// output, so the warm-started writer is imperfect.
-fn noisy_test(t: &TestCase, noise: f64, rng: &mut ChaCha8Rng) -> TestCase {
-    if rng.gen::<f64>() < noise {
-        let v: i64 = t.output.trim().parse().unwrap_or(0);
-        TestCase {
-            input: t.input.clone(),
-            output: format!("{}\n", v + rng.gen_range(1..=3)),
-        }
-    } else {
-        t.clone()
-    }
-}
-
-/// Warm starts for the coding setting: a word-level tokenizer over the family's text (every
-/// integer the tests can print included), the coder fitted on reference solutions (a `noise`
-/// share of them with one operation dropped) and the test writer on one test per answer (a
-/// `noise` share with a wrong output).
-pub fn pretrain(cfg: &RunConfig, out: &Path, progress: bool) -> Result<Vec<String>> {
-    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed.wrapping_add(31));
-    let specs = generate(
-        cfg.pretrain.tasks,
-        cfg.coding.max_ops,
-        cfg.seed.wrapping_add(17),
-    );
-    let noise = cfg.pretrain.noise;
-    let mut coder: Vec<Example> = Vec::new();
-    let mut tester: Vec<Example> = Vec::new();
-    for s in &specs {
-        let shown = if rng.gen::<f64>() < noise && s.ops.len() > 1 {
-            ArithSpec {
-                ops: s.ops[..s.ops.len() - 1].to_vec(),
-                seed: s.seed,
-            }
-        } else {
-            s.clone()
-        };
-        coder.push((
-            coder_prompt(&s.statement()),
-            format!("```python\n{}```", shown.solution()),
-        ));
-        for t in s.tests(2) {
-            tester.push((
-                tester_prompt(&s.statement()),
-                format_tests(&[noisy_test(&t, noise, &mut rng)]),
-            ));
-        }
-    }
-    let mut corpus = example_corpus(coder.iter().chain(tester.iter()));
-    // Every statement the evaluation and rewrites can produce is built from the same words; the
-    // numbers are listed so that any test output has a token.
-    for split in [Split::InDomain, Split::Ood] {
-        for s in eval_problems(cfg, split, 64) {
-            corpus.push_str(&coder_prompt(&s.statement()));
-            corpus.push('\n');
-            corpus.push_str(&s.solution());
-        }
-    }
-    for v in -1100..=1100 {
-        corpus.push_str(&format!("{v}\n {v}\n"));
-    }
-    corpus.push_str(CHAT_MARKERS);
-    let tok = build_word_level(&corpus, 1)?;
-    Ok(vec![
-        fit_tiny(
-            cfg,
-            "policy",
-            &cfg.policy,
-            &tok,
-            &coder,
-            cfg.pretrain.policy_steps,
-            out,
-            &[],
-            progress,
-        )?,
-        fit_tiny(
-            cfg,
-            "reward",
-            &cfg.reward,
-            &tok,
-            &tester,
-            cfg.pretrain.reward_steps,
-            out,
-            &[],
-            progress,
-        )?,
-    ])
 }

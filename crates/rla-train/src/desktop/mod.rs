@@ -9,6 +9,7 @@
 //! and makes visible progress. Adaptation switches the task's evaluator (harder) or adds hints
 //! (easier), and varies the number of objects.
 
+pub mod config;
 pub mod play;
 pub mod prompts;
 pub mod warm;

@@ -3,6 +3,7 @@
 //! rewritten by perturbations (rarer or commoner receptacles, fewer or more targets, distractors,
 //! hints) guided by the judge's critiques.
 
+pub mod config;
 pub mod notes;
 pub mod play;
 pub mod prompts;
