@@ -36,9 +36,10 @@ pub struct TrainArgs {
 
 #[derive(clap::Args)]
 pub struct EvalArgs {
-    /// A policy checkpoint (HF layout).
+    /// A policy checkpoint (HF layout); with `--config`, by default the run's last checkpoint
+    /// (`RUN/checkpoint/policy`) or the config's `policy.path`.
     #[arg(long)]
-    pub model: PathBuf,
+    pub model: Option<PathBuf>,
     /// Which split: in-domain or ood (the fixed splits), or validation (the tuning split).
     #[arg(long, default_value = "in-domain")]
     pub split: String,
@@ -83,9 +84,10 @@ pub struct EvalArgs {
     /// Most tokens of each verdict.
     #[arg(long, default_value_t = 128)]
     pub judge_tokens: usize,
-    /// Take the history window, prompt style, constraint and step limit from a run's config
-    /// (e.g. `runs/quickstart/config.toml`) instead of the flags.
-    #[arg(long)]
+    /// A run folder or a run config (any setting): evaluates its policy as the run does
+    /// (the setting's own evaluation, its prompts and step limit); the household's flags above
+    /// override the config's.
+    #[arg(long, value_name = "RUN_OR_CONFIG")]
     pub config: Option<PathBuf>,
 }
 
@@ -272,7 +274,17 @@ pub fn run_train(a: TrainArgs) -> Result<()> {
     Ok(())
 }
 
-pub fn run_eval(a: EvalArgs) -> Result<()> {
+pub fn run_eval(mut a: EvalArgs) -> Result<()> {
+    if let Some(c) = a.config.clone() {
+        let (cfg, model) = eval_config(&c, a.model.as_deref())?;
+        a.model = Some(model);
+        // the household's step-by-step views play its episodes here; anything else is the
+        // setting's own evaluation
+        let household_views = a.games.is_some() || a.show > 0 || a.judge > 0;
+        if cfg.setting != rla_train::config::SettingName::Household || !household_views {
+            return eval_setting(&a, cfg);
+        }
+    }
     let split = match a.split.as_str() {
         "in-domain" | "in_domain" => Split::InDomain,
         "ood" => Split::Ood,
@@ -289,20 +301,23 @@ pub fn run_eval(a: EvalArgs) -> Result<()> {
             tasks.len()
         );
     }
-    let lm = rla_model::Lm::load(&a.model, candle_core::DType::F32, &candle_core::Device::Cpu)?;
+    let model = a.model.clone().ok_or_else(|| {
+        anyhow::anyhow!("name the policy: --model DIR, or --config RUN_OR_CONFIG")
+    })?;
+    let lm = rla_model::Lm::load(&model, candle_core::DType::F32, &candle_core::Device::Cpu)?;
     // the run's config, else the settings the checkpoint records, else the reference's
     // numbered prompt; explicit flags override either
     let recorded = match &a.config {
         Some(c) => Some(rla_train::household::Episodes::evaluation(
-            &RunConfig::load(c)?,
+            &eval_config(c, Some(&model))?.0,
         )),
-        None => rla_train::household::Episodes::load_from(&a.model)?,
+        None => rla_train::household::Episodes::load_from(&model)?,
     };
     if recorded.is_none() {
         eprintln!(
             "{} records no prompt settings ({}); using the flags' (default: numbered prompt, \
              window 2, 60 steps)",
-            a.model.display(),
+            model.display(),
             rla_train::household::EPISODES_FILE
         );
     }
@@ -354,12 +369,129 @@ pub fn run_eval(a: EvalArgs) -> Result<()> {
     let steps: usize = trajs.iter().map(|t| t.steps.len()).sum();
     println!(
         "{} success on {n} {} tasks: {s:.3} ({steps} steps in {played:.0} s)",
-        a.model.display(),
+        model.display(),
         a.split
     );
     if a.judge > 0 {
         judge_steps(&a, &lm, &tasks[..n], &trajs)?;
     }
+    Ok(())
+}
+
+/// The config of `eval --config` (a run folder's `config.toml`, or a config file) and the
+/// policy it evaluates: `model` if given, else the run's last checkpoint, else the config's
+/// `policy.path`.
+fn eval_config(
+    c: &std::path::Path,
+    model: Option<&std::path::Path>,
+) -> Result<(RunConfig, PathBuf)> {
+    let (file, run) = if c.is_dir() {
+        (c.join("config.toml"), Some(c))
+    } else {
+        (c.to_path_buf(), None)
+    };
+    if !file.exists() {
+        bail!(
+            "{}: neither a run folder (with config.toml) nor a config file",
+            c.display()
+        );
+    }
+    let cfg = RunConfig::load(&file)?;
+    let model = match (model, run) {
+        (Some(m), _) => m.to_path_buf(),
+        (None, Some(r)) if r.join("checkpoint/policy").exists() => r.join("checkpoint/policy"),
+        (None, _) => cfg.policy.path.clone().ok_or_else(|| {
+            anyhow::anyhow!(
+                "{}: no trained policy to evaluate (no checkpoint/policy, no policy.path); name \
+                 one with --model",
+                c.display()
+            )
+        })?,
+    };
+    Ok((cfg, model))
+}
+
+/// `eval --config` through the setting's own evaluation (greedy success on a split), with the
+/// household's flags applied to its table.
+fn eval_setting(a: &EvalArgs, mut cfg: RunConfig) -> Result<()> {
+    use rla_train::setting::{Ctx, Split as S};
+    use rla_train::settings::{with_setting, WithSetting};
+    let split = match a.split.as_str() {
+        "in-domain" | "in_domain" => S::InDomain,
+        "ood" => S::Ood,
+        "validation" => S::Validation,
+        s => bail!("--split {s}: use in-domain, ood or validation"),
+    };
+    let h = &mut cfg.household;
+    if let Some(w) = a.window {
+        h.history_window = w;
+    }
+    if let Some(s) = &a.prompt_style {
+        h.prompt_style = match s.as_str() {
+            "numbered" => rla_train::household::PromptStyle::Numbered,
+            "inline" => rla_train::household::PromptStyle::Inline,
+            "command" => rla_train::household::PromptStyle::Command,
+            "unlisted" => rla_train::household::PromptStyle::Unlisted,
+            s => bail!("--prompt-style {s}: use numbered, inline, command or unlisted"),
+        };
+    }
+    if let Some(l) = a.step_limit {
+        if l == 0 {
+            bail!("--step-limit 0: an episode needs at least one step");
+        }
+        h.eval_step_limit = l;
+    }
+    h.notes |= a.notes;
+    h.constrain_actions |= a.constrained;
+    cfg.validate().map_err(anyhow::Error::msg)?;
+    let model = a
+        .model
+        .clone()
+        .ok_or_else(|| anyhow::anyhow!("name the policy: --model DIR"))?;
+    let lm = rla_model::Lm::load(&model, candle_core::DType::F32, &candle_core::Device::Cpu)?;
+    struct E<'a> {
+        cfg: &'a RunConfig,
+        lm: &'a rla_model::Lm,
+        split: S,
+        n: Option<usize>,
+    }
+    impl WithSetting for E<'_> {
+        type Output = (f64, usize, &'static str);
+        fn with<T: rla_train::Setting>(self, mut s: T) -> Result<Self::Output> {
+            let n = match (self.n, s.split_size(self.split)) {
+                (Some(n), Some(size)) if n > size => bail!(
+                    "--n {n}: the {:?} split of the {} setting holds {size} tasks",
+                    self.split,
+                    s.name()
+                ),
+                (Some(n), _) => n,
+                (None, Some(size)) => size,
+                (None, None) => bail!("--n: the {:?} split has no end; say how many", self.split),
+            };
+            let ctx = Ctx {
+                cfg: self.cfg,
+                k: 0,
+                progress: true,
+            };
+            Ok((s.evaluate(ctx, self.lm, self.split, n)?, n, s.name()))
+        }
+    }
+    let started = std::time::Instant::now();
+    let (success, n, setting) = with_setting(
+        &cfg,
+        E {
+            cfg: &cfg,
+            lm: &lm,
+            split,
+            n: a.n,
+        },
+    )?;
+    println!(
+        "{} success on {n} {} tasks: {success:.3} ({setting} setting; {:.0} s)",
+        model.display(),
+        a.split,
+        started.elapsed().as_secs_f64()
+    );
     Ok(())
 }
 
@@ -445,7 +577,10 @@ fn eval_games(
     let steps: usize = trajs.iter().map(|t| t.steps.len()).sum();
     println!(
         "{} success on {n} games of {}: {:.3} ({won} won; {steps} steps in {played:.0} s)",
-        a.model.display(),
+        a.model
+            .as_deref()
+            .unwrap_or(std::path::Path::new("the policy"))
+            .display(),
         dir.display(),
         won as f64 / n as f64
     );

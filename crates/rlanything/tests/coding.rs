@@ -87,6 +87,24 @@ fn the_coding_loop_runs_end_to_end() {
     let dir = tempfile::tempdir().unwrap();
     let a = run(dir.path(), "a");
     common::golden("coding", &a);
+    // `eval --config RUN` evaluates the run's last policy through the setting's own evaluation:
+    // the run's final figure again
+    let last = a.last().unwrap()["eval_in_domain"].as_f64().unwrap();
+    let out = bin()
+        .args(["eval", "--split", "in-domain", "--n", "8", "--config"])
+        .arg(dir.path().join("a"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains(&format!("tasks: {last:.3} (coding setting")),
+        "{text} (the run ended at {last})"
+    );
     assert_eq!(a.len(), 3, "iteration 0 and two iterations");
     for m in &a[1..] {
         let code = &m["setting"];

@@ -100,6 +100,28 @@ fn the_desktop_loop_runs_end_to_end() {
     }
     let metrics = common::metrics(&run);
     common::golden("desktop", &metrics);
+    // `eval --config RUN` plays the run's last policy through the setting's own evaluation
+    let last = metrics.last().unwrap()["eval_in_domain"].as_f64().unwrap();
+    let text = ok(&bin()
+        .args(["eval", "--split", "in-domain", "--n", "6", "--config"])
+        .arg(&run)
+        .output()
+        .unwrap());
+    assert!(
+        text.contains(&format!("tasks: {last:.3} (desktop setting")),
+        "{text} (the run ended at {last})"
+    );
+    // a folder that holds no run is named
+    let out = bin()
+        .args(["eval", "--config"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("neither a run folder"),
+        "{err}"
+    );
     assert_eq!(metrics.len(), 3);
     for m in &metrics[1..] {
         let s = &m["setting"];
