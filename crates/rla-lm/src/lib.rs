@@ -209,24 +209,9 @@ pub trait Codec: Send + Sync {
     ) -> Result<Option<String>>;
 }
 
-/// A model that samples: the loop's rollouts, judging and evaluation go through this.
-pub trait Sampler {
-    /// Token ids of a text (no special tokens added).
-    fn encode(&self, text: &str) -> Result<Vec<u32>>;
-
-    /// The text of token ids.
-    fn decode(&self, ids: &[u32]) -> Result<String>;
-
-    /// The end-of-sequence token ids.
-    fn eos_ids(&self) -> &[u32];
-
-    /// The chat template applied to messages, or `None` when the model has no template.
-    fn chat_template(
-        &self,
-        messages: &[Message],
-        add_generation_prompt: bool,
-    ) -> Result<Option<String>>;
-
+/// A model that samples: the loop's rollouts, judging and evaluation go through this. Its
+/// text side (tokenizer, chat template) is its [`Codec`].
+pub trait Sampler: Codec {
     /// `n` samples for each prompt, each with its per-token log-probabilities.
     fn generate(
         &self,

@@ -245,13 +245,13 @@ impl rla_lm::Codec for Tok {
     }
 }
 
-impl Sampler for Lm {
+impl rla_lm::Codec for Lm {
     fn encode(&self, text: &str) -> rla_lm::Result<Vec<u32>> {
-        Ok(self.tok.encode(text)?)
+        rla_lm::Codec::encode(&self.tok, text)
     }
 
     fn decode(&self, ids: &[u32]) -> rla_lm::Result<String> {
-        Ok(self.tok.decode(ids)?)
+        rla_lm::Codec::decode(&self.tok, ids)
     }
 
     fn eos_ids(&self) -> &[u32] {
@@ -263,15 +263,11 @@ impl Sampler for Lm {
         messages: &[Message],
         add_generation_prompt: bool,
     ) -> rla_lm::Result<Option<String>> {
-        match self.tok.chat_template {
-            Some(_) => Ok(Some(
-                self.tok
-                    .apply_chat_template(messages, add_generation_prompt)?,
-            )),
-            None => Ok(None),
-        }
+        rla_lm::Codec::chat_template(&self.tok, messages, add_generation_prompt)
     }
+}
 
+impl Sampler for Lm {
     fn generate(
         &self,
         prompts: &[Vec<u32>],

@@ -11,6 +11,7 @@ use rla_model::Lm;
 
 mod common;
 use common::python;
+use rla_lm::Codec;
 
 #[test]
 fn an_exported_adapter_gives_our_logits_in_peft_and_transformers() {

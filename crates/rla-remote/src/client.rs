@@ -910,7 +910,7 @@ fn excerpt(text: &str) -> String {
     }
 }
 
-impl<C: Codec> Sampler for RemoteSampler<C> {
+impl<C: Codec> Codec for RemoteSampler<C> {
     fn encode(&self, text: &str) -> rla_lm::Result<Vec<u32>> {
         self.codec.encode(text)
     }
@@ -930,7 +930,9 @@ impl<C: Codec> Sampler for RemoteSampler<C> {
     ) -> rla_lm::Result<Option<String>> {
         self.codec.chat_template(messages, add_generation_prompt)
     }
+}
 
+impl<C: Codec> Sampler for RemoteSampler<C> {
     fn generate_visual(
         &self,
         chats: &[Vec<VisualMessage>],

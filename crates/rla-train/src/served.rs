@@ -130,7 +130,7 @@ fn run_reload(cmd: &str) -> Result<()> {
     Ok(())
 }
 
-impl Sampler for Served {
+impl rla_lm::Codec for Served {
     fn encode(&self, text: &str) -> rla_lm::Result<Vec<u32>> {
         self.remote.encode(text)
     }
@@ -147,6 +147,9 @@ impl Sampler for Served {
     ) -> rla_lm::Result<Option<String>> {
         self.remote.chat_template(messages, add_generation_prompt)
     }
+}
+
+impl Sampler for Served {
     fn generate(
         &self,
         prompts: &[Vec<u32>],

@@ -12,6 +12,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::time::Duration;
 mod common;
 use common::TINY_HOUSEHOLD as RUN;
+use rla_lm::Codec;
 
 const CORPUS: &str =
     "go to the fridge 1 open close take apple from in on put cabinet 2 3 look yes no \

@@ -25,7 +25,7 @@ fn unsupported<T>() -> rla_lm::Result<T> {
     Err(LmError::Unsupported("reads images only".into()))
 }
 
-impl Sampler for ScreenReader {
+impl rla_lm::Codec for ScreenReader {
     fn encode(&self, _: &str) -> rla_lm::Result<Vec<u32>> {
         unsupported()
     }
@@ -38,6 +38,9 @@ impl Sampler for ScreenReader {
     fn chat_template(&self, _: &[Message], _: bool) -> rla_lm::Result<Option<String>> {
         Ok(None)
     }
+}
+
+impl Sampler for ScreenReader {
     fn generate(
         &self,
         _: &[Vec<u32>],

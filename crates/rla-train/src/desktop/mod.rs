@@ -304,7 +304,7 @@ mod tests {
             progress: false,
         };
         struct NoModel;
-        impl Sampler for NoModel {
+        impl rla_lm::Codec for NoModel {
             fn encode(&self, _: &str) -> rla_lm::Result<Vec<u32>> {
                 unreachable!()
             }
@@ -321,6 +321,9 @@ mod tests {
             ) -> rla_lm::Result<Option<String>> {
                 Ok(None)
             }
+        }
+
+        impl Sampler for NoModel {
             fn generate(
                 &self,
                 _: &[Vec<u32>],

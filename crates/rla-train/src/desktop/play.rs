@@ -270,7 +270,7 @@ mod tests {
         answers: Vec<&'static str>,
         prompts: std::sync::Mutex<Vec<String>>,
     }
-    impl Sampler for Scripted {
+    impl rla_lm::Codec for Scripted {
         fn encode(&self, t: &str) -> rla_lm::Result<Vec<u32>> {
             Ok(t.bytes().map(u32::from).collect())
         }
@@ -283,6 +283,9 @@ mod tests {
         fn chat_template(&self, _: &[rla_lm::Message], _: bool) -> rla_lm::Result<Option<String>> {
             Ok(None)
         }
+    }
+
+    impl Sampler for Scripted {
         fn generate(
             &self,
             prompts: &[Vec<u32>],
@@ -291,7 +294,7 @@ mod tests {
         ) -> rla_lm::Result<Vec<Vec<rla_lm::Sample>>> {
             let mut seen = self.prompts.lock().unwrap();
             let text = self.answers[seen.len().min(self.answers.len() - 1)];
-            seen.push(self.decode(&prompts[0])?);
+            seen.push(rla_lm::Codec::decode(self, &prompts[0])?);
             Ok(prompts
                 .iter()
                 .map(|_| {
