@@ -10,6 +10,7 @@ use crate::addr::{Addr, Range};
 use crate::app::{Desktop, DialogKind, Popup, MENUS, TAB_MENU};
 use crate::episode::Episode;
 use crate::formula::Value;
+use crate::rows::{plain_run, row_pattern};
 use crate::workbook::Workbook;
 
 /// The most steps [`distance`] simulates.
@@ -148,18 +149,6 @@ fn sort_fix(d: &Desktop, target: &Workbook, s: usize) -> Option<(u32, bool)> {
     None
 }
 
-/// The pattern of a row formula `=X<r>opY<r>` with its row numbers taken out (`=X-Y`).
-pub fn row_pattern(formula: &str, row: u32) -> Option<String> {
-    let f = formula.strip_prefix('=')?;
-    let n = (row + 1).to_string();
-    let op = f.find(['-', '+', '*'])?;
-    let (a, b) = (&f[..op], &f[op + 1..]);
-    let x = a.strip_suffix(n.as_str())?;
-    let y = b.strip_suffix(n.as_str())?;
-    let letters = |s: &str| !s.is_empty() && s.bytes().all(|c| c.is_ascii_uppercase());
-    (letters(x) && letters(y)).then(|| format!("={x}{}{y}", &f[op..op + 1]))
-}
-
 /// A formula of the cell's row or column giving `v`: `=Xr op Yr` over two other cells of its
 /// row, or `=SUM/AVERAGE/MAX(Xa:Xb)` over the numbers above it in its column.
 fn formula_for(d: &Desktop, target: &Workbook, s: usize, at: Addr, v: f64) -> Option<String> {
@@ -216,7 +205,7 @@ fn formula_for(d: &Desktop, target: &Workbook, s: usize, at: Addr, v: f64) -> Op
         return Some(f);
     }
     // the column's data: its plain numbers from row 2 down
-    let (first, last) = crate::tiny::plain_run(book, s, at.col)?;
+    let (first, last) = plain_run(book, s, at.col)?;
     if last >= at.row {
         return None;
     }

@@ -14,6 +14,7 @@ pub mod layout;
 pub mod local;
 pub mod rawcell;
 pub mod render;
+pub mod rows;
 pub mod task;
 pub mod tiny;
 pub mod workbook;

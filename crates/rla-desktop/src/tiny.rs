@@ -20,6 +20,7 @@ use crate::action::{parse_code, Action, Button, Point};
 use crate::addr::{col_index, col_name, Addr};
 use crate::app::Desktop;
 use crate::formula::Value;
+use crate::rows::{plain_run, row_pattern};
 use crate::workbook::Content;
 
 /// Words that label kinds of element, never a column.
@@ -135,25 +136,6 @@ pub fn words(instruction: &str) -> Vec<String> {
         }
     }
     out
-}
-
-/// The data rows of a column: the run from row 2 down of numbers and row formulas (`=B2-C2`,
-/// not aggregates).
-pub fn plain_run(book: &crate::workbook::Workbook, sheet: usize, col: u32) -> Option<(u32, u32)> {
-    let cells = &book.sheets[sheet].cells;
-    let plain = |r: u32| match cells.get(&Addr::new(r, col)) {
-        Some(Content::Number(_)) => true,
-        Some(Content::Formula(f)) => crate::expert::row_pattern(&format!("={f}"), r).is_some(),
-        _ => false,
-    };
-    if !plain(1) {
-        return None;
-    }
-    let mut last = 1;
-    while plain(last + 1) {
-        last += 1;
-    }
-    Some((1, last))
 }
 
 fn data_rows(d: &Desktop, col: u32) -> Option<(u32, u32)> {
@@ -368,7 +350,7 @@ pub fn from_code(code: &str, d: &Desktop, nodes: &[Node], instruction: &str) -> 
                         && code_of(&act, d, nodes, &names).as_deref() == Some(code))
                     .then_some(act);
                 }
-                let p = crate::expert::row_pattern(first, d.cursor.row)?;
+                let p = row_pattern(first, d.cursor.row)?;
                 let op = p.find(['-', '+', '*'])?;
                 let (x, y) = (col_index(&p[1..op])?, col_index(&p[op + 1..])?);
                 let (o, nx, ny) = (&p[op..op + 1], names.column(x), names.column(y));

@@ -4,6 +4,7 @@ mod bench_cmd;
 mod code_cmd;
 mod desktop_cmd;
 mod env_cmd;
+mod eval_cmd;
 mod lm_cmd;
 mod quickstart;
 mod serve_cmd;
@@ -67,7 +68,7 @@ enum Command {
     /// Train (or resume) a run.
     Train(train_cmd::TrainArgs),
     /// Evaluate a policy checkpoint on an evaluation split.
-    Eval(train_cmd::EvalArgs),
+    Eval(eval_cmd::EvalArgs),
     /// Write and print a run's report.
     Report {
         /// The run folder.
@@ -148,7 +149,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Bench(c) => bench_cmd::run(c),
         Command::Pretrain(a) => train_cmd::run_pretrain(a),
         Command::Train(a) => train_cmd::run_train(a),
-        Command::Eval(a) => train_cmd::run_eval(a),
+        Command::Eval(a) => eval_cmd::run_eval(a),
         Command::Report { run } => train_cmd::run_report(run),
         Command::Ablate(a) => train_cmd::run_ablate(a),
         Command::Serve(a) => serve_cmd::run(a),

@@ -36,6 +36,11 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+mod publish;
+mod routing;
+use publish::error_message;
+pub use publish::{load_adapter, LoraApi};
+
 /// How to reach the servers.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Endpoints {
@@ -57,39 +62,6 @@ pub struct Endpoints {
     pub lora_api: LoraApi,
 }
 
-/// The servers' calls for LoRA adapters.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum LoraApi {
-    /// vLLM's `/v1/load_lora_adapter` and `/v1/unload_lora_adapter` (its server needs
-    /// `VLLM_ALLOW_RUNTIME_LORA_UPDATING=True` and `--enable-lora`).
-    #[default]
-    Vllm,
-    /// SGLang's `/load_lora_adapter` and `/unload_lora_adapter`.
-    Sglang,
-}
-
-impl LoraApi {
-    fn paths(self) -> (&'static str, &'static str) {
-        match self {
-            LoraApi::Vllm => ("/v1/load_lora_adapter", "/v1/unload_lora_adapter"),
-            LoraApi::Sglang => ("/load_lora_adapter", "/unload_lora_adapter"),
-        }
-    }
-}
-
-/// Loads the adapter in `dir` as `name` on the server at `url`: one call, no retries.
-pub fn load_adapter(
-    url: &str,
-    api_key: Option<&str>,
-    name: &str,
-    dir: &str,
-) -> Result<(), RemoteError> {
-    let agent = agent(Duration::from_secs(600));
-    let url = format!("{}/v1/load_lora_adapter", url.trim_end_matches('/'));
-    post(&agent, &url, api_key, &load_body(name, dir))
-}
-
 /// An HTTP agent that opens a connection per request and keeps none: servers such as
 /// tiny_http close a connection after answering a `Connection: close` request without saying so
 /// in the reply, and a pooled connection the server has closed fails the next POST on it with
@@ -100,67 +72,6 @@ pub(crate) fn agent(timeout: Duration) -> ureq::Agent {
         .max_idle_connections(0)
         .max_idle_connections_per_host(0)
         .build()
-}
-
-fn load_body(name: &str, dir: &str) -> serde_json::Value {
-    serde_json::to_value(LoadAdapter {
-        lora_name: name.into(),
-        lora_path: dir.into(),
-    })
-    .expect("serialisable")
-}
-
-/// One POST whose reply body does not matter (vLLM answers adapter calls with plain text).
-fn post(
-    agent: &ureq::Agent,
-    url: &str,
-    api_key: Option<&str>,
-    body: &serde_json::Value,
-) -> Result<(), RemoteError> {
-    let mut req = agent.post(url).set("Connection", "close");
-    if let Some(k) = api_key {
-        req = req.set("Authorization", &format!("Bearer {k}"));
-    }
-    match req.send_json(body.clone()) {
-        // read to the end, so the connection closes cleanly
-        Ok(r) => r.into_string().map(|_| ()).map_err(|e| RemoteError::Reply {
-            url: url.to_string(),
-            message: format!("the body could not be read: {e}"),
-        }),
-        Err(ureq::Error::Status(status, resp)) => {
-            let text = resp.into_string().unwrap_or_default();
-            Err(RemoteError::Status {
-                url: url.to_string(),
-                status,
-                message: error_message(&text),
-            })
-        }
-        Err(ureq::Error::Transport(t)) => Err(RemoteError::Transport {
-            url: url.to_string(),
-            message: t.to_string(),
-        }),
-    }
-}
-
-/// Whether a transport error is a refused connection (nothing listens: trying again at once
-/// does not help), rather than one dropped after it was made.
-fn refused(message: &str) -> bool {
-    message.contains("Connection Failed")
-}
-
-/// The message of an error body: OpenAI's `{"error": {"message"}}`, vLLM's `{"message"}`, or
-/// the start of the text.
-fn error_message(text: &str) -> String {
-    if let Ok(b) = serde_json::from_str::<ErrorBody>(text) {
-        return b.error.message;
-    }
-    if let Some(m) = serde_json::from_str::<serde_json::Value>(text)
-        .ok()
-        .and_then(|v| v.get("message")?.as_str().map(str::to_string))
-    {
-        return m;
-    }
-    excerpt(text)
 }
 
 impl Endpoints {
@@ -205,73 +116,6 @@ struct Current {
     weights: Weights,
     /// The adapters loaded, oldest first (the two newest stay loaded).
     adapters: VecDeque<String>,
-}
-
-/// Tokens per block of prefix hashes (vLLM's prefix cache block).
-const BLOCK: usize = 16;
-/// Most prefix hashes remembered per endpoint before they are forgotten.
-const MAX_PREFIXES: usize = 1 << 16;
-
-/// A hash of every block-aligned prefix of a prompt, and of the whole prompt, shortest first.
-fn prefix_hashes(prompt: &[u32]) -> Vec<u64> {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    let mut out = Vec::with_capacity(prompt.len() / BLOCK + 1);
-    for (i, t) in prompt.iter().enumerate() {
-        t.hash(&mut h);
-        if (i + 1) % BLOCK == 0 || i + 1 == prompt.len() {
-            let mut f = h.clone();
-            (i + 1).hash(&mut f);
-            out.push(f.finish());
-        }
-    }
-    out
-}
-
-/// Cache-aware routing of a batch: for each prompt (by its prefix hashes), the endpoint among
-/// `live` whose served prefixes cover most of it, when that is at least half; else the one with
-/// the fewest prompts of this batch plus requests in flight (`load`), turns (`turn`) breaking
-/// ties. No endpoint takes more than `⌈1.25·N / live⌉` prompts. Each prompt's prefixes are
-/// added to its endpoint's set.
-fn route(
-    prompts: &[Vec<u64>],
-    live: &[usize],
-    prefixes: &mut [HashSet<u64>],
-    load: &[usize],
-    turn: usize,
-) -> Vec<usize> {
-    let cap = (prompts.len() * 5).div_ceil(4 * live.len().max(1)).max(1);
-    let mut taken = vec![0usize; prefixes.len()];
-    let mut out = Vec::with_capacity(prompts.len());
-    for (p, hashes) in prompts.iter().enumerate() {
-        let open: Vec<usize> = live.iter().copied().filter(|&e| taken[e] < cap).collect();
-        let matched = |e: usize| {
-            hashes
-                .iter()
-                .rposition(|h| prefixes[e].contains(h))
-                .map_or(0, |i| i + 1)
-        };
-        let best = open
-            .iter()
-            .copied()
-            .map(|e| (matched(e), e))
-            .max_by_key(|&(m, e)| (m, std::cmp::Reverse(e)));
-        let n = prefixes.len().max(1);
-        let e = match best {
-            Some((m, e)) if m > 0 && 2 * m >= hashes.len() => e,
-            _ => open
-                .iter()
-                .copied()
-                .min_by_key(|&e| (taken[e] + load[e], (e + n - (turn + p) % n) % n))
-                .unwrap_or(live[0]),
-        };
-        taken[e] += 1;
-        if prefixes[e].len() + hashes.len() > MAX_PREFIXES {
-            prefixes[e].clear();
-        }
-        prefixes[e].extend(hashes.iter().copied());
-        out.push(e);
-    }
-    out
 }
 
 /// A sampler on inference servers.
@@ -323,230 +167,6 @@ impl<C: Codec> RemoteSampler<C> {
             }),
             turn: AtomicUsize::new(0),
         })
-    }
-
-    /// Points every server at the weights in `dir` (a checkpoint folder they can read). Servers
-    /// that cannot be reached now get them before their next request; it is an error only when
-    /// none took them.
-    pub fn update_weights(&self, dir: &str) -> Result<(), RemoteError> {
-        self.publish(Weights::Disk(dir.to_string()))
-    }
-
-    /// Loads the LoRA adapter in `dir` (PEFT's format, a folder the servers can read) as model
-    /// `name` on every server; the following requests name it. The adapter before it stays
-    /// loaded (a request may still use it); older ones are unloaded. Like
-    /// [`RemoteSampler::update_weights`], a server that misses it gets it before its next
-    /// request.
-    pub fn load_adapter(&self, name: &str, dir: &str) -> Result<(), RemoteError> {
-        self.publish(Weights::Adapter {
-            name: name.to_string(),
-            dir: dir.to_string(),
-        })?;
-        let old = {
-            let mut c = self.weights.lock().unwrap_or_else(|e| e.into_inner());
-            c.adapters.push_back(name.to_string());
-            if c.adapters.len() > 2 {
-                c.adapters.pop_front()
-            } else {
-                None
-            }
-        };
-        if let Some(old) = old {
-            let body =
-                serde_json::to_value(UnloadAdapter { lora_name: old }).expect("serialisable");
-            for ep in &self.endpoints {
-                let url = format!("{}{}", ep.url, self.cfg.lora_api.paths().1);
-                if let Err(e) = self.post_retried(&url, &body) {
-                    tracing::warn!(error = %e, "an old adapter was not unloaded");
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// The model name requests give: the current adapter's, else the configured one.
-    pub fn model(&self) -> String {
-        match &self
-            .weights
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .weights
-        {
-            Weights::Adapter { name, .. } => name.clone(),
-            _ => self.cfg.model.clone(),
-        }
-    }
-
-    fn publish(&self, weights: Weights) -> Result<(), RemoteError> {
-        let version = {
-            let mut c = self.weights.lock().unwrap_or_else(|e| e.into_inner());
-            c.version += 1;
-            c.weights = weights.clone();
-            c.version
-        };
-        let mut last = None;
-        let mut ok = 0;
-        for ep in &self.endpoints {
-            match self.push_weights(ep, version, &weights) {
-                Ok(()) => ok += 1,
-                Err(e) => {
-                    tracing::warn!(error = %e, "a server did not take the new weights; it gets them before its next request");
-                    last = Some(e);
-                }
-            }
-        }
-        match (ok, last) {
-            (0, Some(e)) => Err(e),
-            _ => Ok(()),
-        }
-    }
-
-    /// One POST, tried again with back-off on a transport error (a server may close a fresh
-    /// connection without answering).
-    fn post_retried(&self, url: &str, body: &serde_json::Value) -> Result<(), RemoteError> {
-        let mut attempt = 0;
-        loop {
-            match post(&self.agent, url, self.cfg.api_key.as_deref(), body) {
-                Err(RemoteError::Transport { message, .. })
-                    if attempt + 1 < self.cfg.tries.max(1) && !refused(&message) =>
-                {
-                    std::thread::sleep(Duration::from_millis(100 << attempt.min(6)));
-                    attempt += 1;
-                }
-                r => return r,
-            }
-        }
-    }
-
-    /// Loads `w` on one server (each call tried again on a dropped connection).
-    fn push_weights(&self, ep: &Endpoint, version: u64, w: &Weights) -> Result<(), RemoteError> {
-        let res = match w {
-            Weights::Initial => Ok(()),
-            Weights::Disk(dir) => self.post_retried(
-                &format!("{}/update_weights_from_disk", ep.url),
-                &serde_json::json!({"model_path": dir}),
-            ),
-            Weights::Adapter { name, dir } => {
-                let url = format!("{}{}", ep.url, self.cfg.lora_api.paths().0);
-                match self.post_retried(&url, &load_body(name, dir)) {
-                    // vLLM refuses a name it has (a server that kept it while unreachable)
-                    Err(RemoteError::Status {
-                        status: 400,
-                        message,
-                        ..
-                    }) if message.contains("already") => Ok(()),
-                    r => r,
-                }
-            }
-        };
-        if res.is_ok() {
-            ep.version.store(version, Ordering::Relaxed);
-        }
-        res
-    }
-
-    /// Brings an endpoint to the current weights before it serves.
-    fn ensure_weights(&self, ep: &Endpoint) -> Result<(), RemoteError> {
-        let (version, w) = {
-            let c = self.weights.lock().unwrap_or_else(|e| e.into_inner());
-            (c.version, c.weights.clone())
-        };
-        if w != Weights::Initial && ep.version.load(Ordering::Relaxed) < version {
-            self.push_weights(ep, version, &w)
-        } else {
-            Ok(())
-        }
-    }
-
-    /// The models the first live server lists (`GET /v1/models`).
-    pub fn models(&self) -> Result<Vec<String>, RemoteError> {
-        let (v, _): (ModelList, _) = self.call("GET", "/v1/models", None, None)?;
-        Ok(v.data.into_iter().map(|m| m.id).collect())
-    }
-
-    fn live(&self, i: usize, now: Instant) -> bool {
-        self.endpoints[i]
-            .down_until
-            .lock()
-            .map(|d| d.is_none_or(|t| t <= now))
-            .unwrap_or(true)
-    }
-
-    /// The endpoints not cooling down (every one, if all are).
-    fn live_endpoints(&self) -> Vec<usize> {
-        let now = Instant::now();
-        let live: Vec<usize> = (0..self.endpoints.len())
-            .filter(|&i| self.live(i, now))
-            .collect();
-        if live.is_empty() {
-            (0..self.endpoints.len()).collect()
-        } else {
-            live
-        }
-    }
-
-    /// The endpoint for each prompt (cache-aware routing over the live endpoints).
-    fn route(&self, prompts: &[&[u32]]) -> Vec<usize> {
-        let live = self.live_endpoints();
-        if live.len() == 1 && self.endpoints.len() == 1 {
-            return vec![live[0]; prompts.len()];
-        }
-        let hashes: Vec<Vec<u64>> = prompts.iter().map(|p| prefix_hashes(p)).collect();
-        let mut sets: Vec<HashSet<u64>> = self
-            .endpoints
-            .iter()
-            .map(|e| std::mem::take(&mut *e.prefixes.lock().unwrap_or_else(|x| x.into_inner())))
-            .collect();
-        let load: Vec<usize> = self
-            .endpoints
-            .iter()
-            .map(|e| e.in_flight.load(Ordering::Relaxed))
-            .collect();
-        let turn = self.turn.fetch_add(1, Ordering::Relaxed);
-        let out = route(&hashes, &live, &mut sets, &load, turn);
-        for (e, set) in self.endpoints.iter().zip(sets) {
-            *e.prefixes.lock().unwrap_or_else(|x| x.into_inner()) = set;
-        }
-        out
-    }
-
-    /// The least-loaded live endpoint other than `skip` (any, if none is), taking turns among
-    /// equals.
-    fn pick(&self, skip: Option<usize>) -> usize {
-        let now = Instant::now();
-        let order: Vec<usize> = (0..self.endpoints.len()).collect();
-        let candidates: Vec<usize> = order
-            .iter()
-            .copied()
-            .filter(|&i| self.live(i, now) && Some(i) != skip)
-            .collect();
-        let pool = if candidates.is_empty() {
-            order
-        } else {
-            candidates
-        };
-        let n = self.endpoints.len();
-        let turn = self.turn.fetch_add(1, Ordering::Relaxed);
-        pool.into_iter()
-            .min_by_key(|&i| {
-                (
-                    self.endpoints[i].in_flight.load(Ordering::Relaxed),
-                    (i + n - turn % n) % n,
-                )
-            })
-            .unwrap_or(0)
-    }
-
-    /// Takes an endpoint out for the cooldown; one that could not be reached gets the current
-    /// weights again when it is back (it may have restarted).
-    fn fail(&self, i: usize, unreachable: bool) {
-        let ep = &self.endpoints[i];
-        if let Ok(mut d) = ep.down_until.lock() {
-            *d = Some(Instant::now() + self.cfg.cooldown);
-        }
-        if unreachable {
-            ep.version.store(0, Ordering::Relaxed);
-        }
     }
 
     /// One request, first to `prefer` (if given and live), retried on transport errors (time-outs
@@ -811,44 +431,6 @@ impl<C: Codec> RemoteSampler<C> {
         }
         Ok(out)
     }
-
-    /// Runs `jobs` with at most `concurrency` in flight, in order.
-    fn concurrently<T: Send>(
-        &self,
-        jobs: usize,
-        f: impl Fn(usize) -> Result<T, RemoteError> + Sync,
-    ) -> Result<Vec<T>, RemoteError> {
-        let width = self.cfg.concurrency.max(1);
-        let mut out: Vec<Option<Result<T, RemoteError>>> = (0..jobs).map(|_| None).collect();
-        for chunk in (0..jobs).collect::<Vec<_>>().chunks(width) {
-            let done: Vec<(usize, Result<T, RemoteError>)> = std::thread::scope(|s| {
-                let hs: Vec<_> = chunk
-                    .iter()
-                    .map(|&i| {
-                        let f = &f;
-                        (i, s.spawn(move || f(i)))
-                    })
-                    .collect();
-                hs.into_iter()
-                    .map(|(i, h)| {
-                        (
-                            i,
-                            h.join().unwrap_or_else(|_| {
-                                Err(RemoteError::Transport {
-                                    url: String::new(),
-                                    message: "a request thread panicked".into(),
-                                })
-                            }),
-                        )
-                    })
-                    .collect()
-            });
-            for (i, r) in done {
-                out[i] = Some(r);
-            }
-        }
-        out.into_iter().map(|r| r.expect("every job ran")).collect()
-    }
 }
 
 /// A message with an image as the API sends it: its text, then the PNG as a data URI.
@@ -1084,6 +666,7 @@ impl<C: Codec> Sampler for RemoteSampler<C> {
 
 #[cfg(test)]
 mod tests {
+    use super::routing::*;
     use super::*;
 
     fn prompt(task: u32, len: usize) -> Vec<u32> {

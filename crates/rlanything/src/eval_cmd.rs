@@ -1,0 +1,435 @@
+//! `rlanything eval`: a policy's greedy success in its run's setting (`--config`), or the
+//! household's step-by-step views of its episodes, ALFWorld's own game folders and the judge's
+//! verdicts on them.
+
+use anyhow::{bail, Context, Result};
+use rla_env::household::splits::{eval_tasks, Split};
+use rla_train::config::RunConfig;
+use std::path::{Path, PathBuf};
+
+#[derive(clap::Args)]
+pub struct EvalArgs {
+    /// A policy checkpoint (HF layout); with `--config`, by default the run's last checkpoint
+    /// (`RUN/checkpoint/policy`) or the config's `policy.path`.
+    #[arg(long)]
+    pub model: Option<PathBuf>,
+    /// Which split: in-domain or ood (the fixed splits), or validation (the tuning split).
+    #[arg(long, default_value = "in-domain")]
+    pub split: String,
+    /// Number of tasks (default: all).
+    #[arg(long)]
+    pub n: Option<usize>,
+    /// Play ALFWorld's own game folders instead of a split: every folder under DIR holding a
+    /// `game.tw-pddl` and its `traj_data.json` (as in ALFWorld's `valid_seen`), greedily.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["split", "judge"])]
+    pub games: Option<PathBuf>,
+    /// History window of the prompts (default: the checkpoint's own, else 2).
+    #[arg(long)]
+    pub window: Option<usize>,
+    /// Listing style of the admissible commands (numbered, inline, command or unlisted)
+    /// (default: the checkpoint's own, else numbered).
+    #[arg(long)]
+    pub prompt_style: Option<String>,
+    /// Draw answers only among the admissible ones, as in training with `constrain_actions`
+    /// (default: the checkpoint's own, else off).
+    #[arg(long)]
+    pub constrained: bool,
+    /// Give the policy the agent's notes, as in training with `household.notes` (default: the
+    /// checkpoint's own, else off).
+    #[arg(long)]
+    pub notes: bool,
+    /// Step limit of each episode (default: the checkpoint's own, else 60).
+    #[arg(long)]
+    pub step_limit: Option<usize>,
+    /// Print the first N episodes step by step.
+    #[arg(long, default_value_t = 0)]
+    pub show: usize,
+    /// Most tokens of each answer (a pretrained model reasons before its `\boxed{}`).
+    #[arg(long, default_value_t = 16)]
+    pub max_tokens: usize,
+    /// Then judge every step played this many times with the judge's prompt (sampled at
+    /// temperature 1), and print the judge's quality against the expert's step labels.
+    #[arg(long, default_value_t = 0)]
+    pub judge: usize,
+    /// The judge (default: the policy checkpoint itself).
+    #[arg(long)]
+    pub judge_model: Option<PathBuf>,
+    /// Most tokens of each verdict.
+    #[arg(long, default_value_t = 128)]
+    pub judge_tokens: usize,
+    /// A run folder or a run config (any setting): evaluates its policy as the run does
+    /// (the setting's own evaluation, its prompts and step limit); the household's flags above
+    /// override the config's.
+    #[arg(long, value_name = "RUN_OR_CONFIG")]
+    pub config: Option<PathBuf>,
+}
+
+pub fn run_eval(mut a: EvalArgs) -> Result<()> {
+    if let Some(c) = a.config.clone() {
+        let (cfg, model) = eval_config(&c, a.model.as_deref())?;
+        a.model = Some(model);
+        // the household's step-by-step views play its episodes here; anything else is the
+        // setting's own evaluation
+        let household_views = a.games.is_some() || a.show > 0 || a.judge > 0;
+        if cfg.setting != rla_train::config::SettingName::Household || !household_views {
+            return eval_setting(&a, cfg);
+        }
+    }
+    let split = match a.split.as_str() {
+        "in-domain" | "in_domain" => Split::InDomain,
+        "ood" => Split::Ood,
+        "validation" => Split::Validation,
+        s => bail!("--split {s}: use in-domain, ood or validation"),
+    };
+    let tasks = eval_tasks(split);
+    let n = a.n.unwrap_or(tasks.len());
+    if n > tasks.len() {
+        bail!(
+            "--n {n}: the {} split holds {} tasks; ask for at most {}",
+            a.split,
+            tasks.len(),
+            tasks.len()
+        );
+    }
+    let model = a.model.clone().ok_or_else(|| {
+        anyhow::anyhow!("name the policy: --model DIR, or --config RUN_OR_CONFIG")
+    })?;
+    let lm = rla_model::Lm::load(&model, candle_core::DType::F32, &candle_core::Device::Cpu)?;
+    // the run's config, else the settings the checkpoint records, else the reference's
+    // numbered prompt; explicit flags override either
+    let recorded = match &a.config {
+        Some(c) => Some(rla_train::household::Episodes::evaluation(
+            &eval_config(c, Some(&model))?.0,
+        )),
+        None => rla_train::household::Episodes::load_from(&model)?,
+    };
+    if recorded.is_none() {
+        eprintln!(
+            "{} records no prompt settings ({}); using the flags' (default: numbered prompt, \
+             window 2, 60 steps)",
+            model.display(),
+            rla_train::household::EPISODES_FILE
+        );
+    }
+    let mut ep = recorded.unwrap_or(rla_train::household::Episodes {
+        rollouts: 1,
+        step_limit: 60,
+        window: 2,
+        style: rla_train::household::PromptStyle::Numbered,
+        constrained: false,
+        notes: false,
+    });
+    ep.rollouts = 1;
+    if let Some(s) = &a.prompt_style {
+        ep.style = match s.as_str() {
+            "numbered" => rla_train::household::PromptStyle::Numbered,
+            "inline" => rla_train::household::PromptStyle::Inline,
+            "command" => rla_train::household::PromptStyle::Command,
+            "unlisted" => rla_train::household::PromptStyle::Unlisted,
+            s => bail!("--prompt-style {s}: use numbered, inline, command or unlisted"),
+        };
+    }
+    if let Some(w) = a.window {
+        ep.window = w;
+    }
+    if let Some(l) = a.step_limit {
+        if l == 0 {
+            bail!("--step-limit 0: an episode needs at least one step");
+        }
+        ep.step_limit = l;
+    }
+    ep.notes |= a.notes;
+    ep.constrained |= a.constrained || ep.style == rla_train::household::PromptStyle::Unlisted;
+    if a.max_tokens == 0 {
+        bail!("--max-tokens 0: an answer needs at least one token");
+    }
+    if let Some(dir) = &a.games {
+        return eval_games(&a, &lm, dir, ep);
+    }
+    let bar = rla_train::bar((n * ep.step_limit) as u64, "eval");
+    let started = std::time::Instant::now();
+    let trajs =
+        rla_train::household::evaluate_episodes(&lm, &tasks[..n], ep, a.max_tokens, Some(&bar))?;
+    bar.finish_and_clear();
+    let played = started.elapsed().as_secs_f64();
+    for (t, task) in trajs.iter().zip(&tasks[..n]).take(a.show) {
+        print_episode(&format!("task: {}", task.sentence()), t);
+    }
+    let s = trajs.iter().filter(|t| t.won()).count() as f64 / n.max(1) as f64;
+    let steps: usize = trajs.iter().map(|t| t.steps.len()).sum();
+    println!(
+        "{} success on {n} {} tasks: {s:.3} ({steps} steps in {played:.0} s)",
+        model.display(),
+        a.split
+    );
+    if a.judge > 0 {
+        judge_steps(&a, &lm, &tasks[..n], &trajs)?;
+    }
+    Ok(())
+}
+
+/// The config of `eval --config` (a run folder's `config.toml`, or a config file) and the
+/// policy it evaluates: `model` if given, else the run's last checkpoint, else the config's
+/// `policy.path`.
+fn eval_config(
+    c: &std::path::Path,
+    model: Option<&std::path::Path>,
+) -> Result<(RunConfig, PathBuf)> {
+    let (file, run) = if c.is_dir() {
+        (c.join("config.toml"), Some(c))
+    } else {
+        (c.to_path_buf(), None)
+    };
+    if !file.exists() {
+        bail!(
+            "{}: neither a run folder (with config.toml) nor a config file",
+            c.display()
+        );
+    }
+    let cfg = RunConfig::load(&file)?;
+    let model = match (model, run) {
+        (Some(m), _) => m.to_path_buf(),
+        (None, Some(r)) if r.join("checkpoint/policy").exists() => r.join("checkpoint/policy"),
+        (None, _) => cfg.policy.path.clone().ok_or_else(|| {
+            anyhow::anyhow!(
+                "{}: no trained policy to evaluate (no checkpoint/policy, no policy.path); name \
+                 one with --model",
+                c.display()
+            )
+        })?,
+    };
+    Ok((cfg, model))
+}
+
+/// `eval --config` through the setting's own evaluation (greedy success on a split), with the
+/// household's flags applied to its table.
+fn eval_setting(a: &EvalArgs, mut cfg: RunConfig) -> Result<()> {
+    use rla_train::setting::{Ctx, Split as S};
+    use rla_train::settings::{with_setting, WithSetting};
+    let split = match a.split.as_str() {
+        "in-domain" | "in_domain" => S::InDomain,
+        "ood" => S::Ood,
+        "validation" => S::Validation,
+        s => bail!("--split {s}: use in-domain, ood or validation"),
+    };
+    let h = &mut cfg.household;
+    if let Some(w) = a.window {
+        h.history_window = w;
+    }
+    if let Some(s) = &a.prompt_style {
+        h.prompt_style = match s.as_str() {
+            "numbered" => rla_train::household::PromptStyle::Numbered,
+            "inline" => rla_train::household::PromptStyle::Inline,
+            "command" => rla_train::household::PromptStyle::Command,
+            "unlisted" => rla_train::household::PromptStyle::Unlisted,
+            s => bail!("--prompt-style {s}: use numbered, inline, command or unlisted"),
+        };
+    }
+    if let Some(l) = a.step_limit {
+        if l == 0 {
+            bail!("--step-limit 0: an episode needs at least one step");
+        }
+        h.eval_step_limit = l;
+    }
+    h.notes |= a.notes;
+    h.constrain_actions |= a.constrained;
+    cfg.validate().map_err(anyhow::Error::msg)?;
+    let model = a
+        .model
+        .clone()
+        .ok_or_else(|| anyhow::anyhow!("name the policy: --model DIR"))?;
+    let lm = rla_model::Lm::load(&model, candle_core::DType::F32, &candle_core::Device::Cpu)?;
+    struct E<'a> {
+        cfg: &'a RunConfig,
+        lm: &'a rla_model::Lm,
+        split: S,
+        n: Option<usize>,
+    }
+    impl WithSetting for E<'_> {
+        type Output = (f64, usize, &'static str);
+        fn with<T: rla_train::Setting>(self, mut s: T) -> Result<Self::Output> {
+            let n = match (self.n, s.split_size(self.split)) {
+                (Some(n), Some(size)) if n > size => bail!(
+                    "--n {n}: the {:?} split of the {} setting holds {size} tasks",
+                    self.split,
+                    s.name()
+                ),
+                (Some(n), _) => n,
+                (None, Some(size)) => size,
+                (None, None) => bail!("--n: the {:?} split has no end; say how many", self.split),
+            };
+            let ctx = Ctx {
+                cfg: self.cfg,
+                k: 0,
+                progress: true,
+            };
+            Ok((s.evaluate(ctx, self.lm, self.split, n)?, n, s.name()))
+        }
+    }
+    let started = std::time::Instant::now();
+    let (success, n, setting) = with_setting(
+        &cfg,
+        E {
+            cfg: &cfg,
+            lm: &lm,
+            split,
+            n: a.n,
+        },
+    )?;
+    println!(
+        "{} success on {n} {} tasks: {success:.3} ({setting} setting; {:.0} s)",
+        model.display(),
+        a.split,
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// An episode step by step, under a heading.
+fn print_episode(heading: &str, t: &rla_train::play::Trajectory) {
+    println!("{heading} ({})", if t.won() { "won" } else { "lost" });
+    for (i, s) in t.steps.iter().enumerate() {
+        println!("  {:>2}. {} → {}", i + 1, s.answer, s.next_observation);
+    }
+}
+
+/// The game folders under `dir` (those holding a `game.tw-pddl`), in path order.
+fn game_folders(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let entries =
+            std::fs::read_dir(&d).with_context(|| format!("cannot read {}", d.display()))?;
+        for e in entries {
+            let p = e?.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.file_name().is_some_and(|n| n == "game.tw-pddl") {
+                out.push(d.clone());
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+/// `eval --games DIR`: every game folder under DIR, played greedily; the success rate last.
+fn eval_games(
+    a: &EvalArgs,
+    lm: &rla_model::Lm,
+    dir: &Path,
+    ep: rla_train::household::Episodes,
+) -> Result<()> {
+    use rla_env::household::expert::GoalSpec;
+    use rla_env::household::game::GameFile;
+    use rla_env::household::Household;
+    let mut folders = game_folders(dir)?;
+    if folders.is_empty() {
+        bail!(
+            "{} holds no game folder (a folder with game.tw-pddl)",
+            dir.display()
+        );
+    }
+    if let Some(n) = a.n {
+        if n > folders.len() {
+            bail!("--n {n}: {} holds {} games", dir.display(), folders.len());
+        }
+        folders.truncate(n);
+    }
+    let mut games = Vec::with_capacity(folders.len());
+    for f in &folders {
+        let g = GameFile::load(f)?;
+        let traj = g.traj.as_ref().with_context(|| {
+            format!(
+                "{}: no traj_data.json beside the game (it names the goal)",
+                f.display()
+            )
+        })?;
+        let goal = GoalSpec::from_traj(&g.world, traj)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;
+        games.push((
+            Household::new(g.world.clone()).with_step_limit(ep.step_limit),
+            goal,
+        ));
+    }
+    let n = games.len();
+    let bar = rla_train::bar((n * ep.step_limit) as u64, "eval");
+    let started = std::time::Instant::now();
+    let sp = rla_lm::SampleParams::greedy(a.max_tokens);
+    let trajs = rla_train::household::rollout_games(lm, games, ep, &sp, Some(&bar))?;
+    bar.finish_and_clear();
+    let played = started.elapsed().as_secs_f64();
+    for (t, f) in trajs.iter().zip(&folders).take(a.show) {
+        print_episode(&format!("game: {}", f.display()), t);
+    }
+    let won = trajs.iter().filter(|t| t.won()).count();
+    let steps: usize = trajs.iter().map(|t| t.steps.len()).sum();
+    println!(
+        "{} success on {n} games of {}: {:.3} ({won} won; {steps} steps in {played:.0} s)",
+        a.model
+            .as_deref()
+            .unwrap_or(std::path::Path::new("the policy"))
+            .display(),
+        dir.display(),
+        won as f64 / n as f64
+    );
+    Ok(())
+}
+
+/// The judge's verdicts on the steps of `trajs`, and its quality against the expert's labels.
+fn judge_steps(
+    a: &EvalArgs,
+    policy: &rla_model::Lm,
+    tasks: &[rla_env::household::task::TaskSpec],
+    trajs: &[rla_train::play::Trajectory],
+) -> Result<()> {
+    let own;
+    let judge = match &a.judge_model {
+        Some(d) => {
+            own = rla_model::Lm::load(d, candle_core::DType::F32, &candle_core::Device::Cpu)?;
+            &own
+        }
+        None => policy,
+    };
+    let steps: usize = trajs.iter().map(|t| t.steps.len()).sum();
+    let bar = rla_train::bar(steps as u64, "judge");
+    let sp = rla_lm::SampleParams {
+        temperature: 1.0,
+        max_new_tokens: a.judge_tokens,
+        ..Default::default()
+    };
+    let started = std::time::Instant::now();
+    let verdicts =
+        rla_train::household::play::judge(judge, tasks, trajs, a.judge, &sp, Some(&bar))?;
+    bar.finish_and_clear();
+    let secs = started.elapsed().as_secs_f64();
+    let played = rla_train::play::Played {
+        trajs: trajs.to_vec(),
+        verdicts,
+    };
+    let q = played.quality();
+    let verdicts = played.verdicts;
+    let all: Vec<&rla_core::reward::StepScore> =
+        verdicts.iter().flatten().flat_map(|v| &v.scores).collect();
+    let parsed = all
+        .iter()
+        .filter(|s| **s != &rla_core::reward::StepScore::Unparsed)
+        .count();
+    let shown = |x: Option<f64>| x.map_or("n/a".into(), |x| format!("{x:.3}"));
+    println!(
+        "judge: {} verdicts on {steps} steps in {secs:.0} s; with a \\boxed{{±1}}: {parsed} ({:.1}%); \
+         process accuracy {} (against the expert's labels), outcome accuracy {}, p+ {}, p- {}, μ {}",
+        all.len(),
+        100.0 * parsed as f64 / all.len().max(1) as f64,
+        shown(q.process_acc),
+        shown(q.outcome_acc),
+        shown(q.calibration.p_plus()),
+        shown(q.calibration.p_minus()),
+        shown(q.calibration.mu()),
+    );
+    if let Some(v) = verdicts.iter().flatten().next() {
+        println!("a verdict: {:?}", v.texts[0]);
+    }
+    Ok(())
+}
