@@ -329,18 +329,16 @@ impl Played {
     ) -> Result<()> {
         let cfg = ctx.cfg;
         let steps: usize = self.trajs.iter().map(|t| t.steps.len()).sum();
-        let bar = ctx.bar(steps as u64, &format!("iter {} judge", ctx.k));
-        self.verdicts = judge_steps(
-            reward,
-            &self.trajs,
-            cfg.judge_samples,
-            &cfg.reward.sampling(ctx.seed(3)),
-            bar.as_ref(),
-            prompt,
-        )?;
-        if let Some(b) = bar {
-            b.finish_and_clear();
-        }
+        self.verdicts = ctx.with_bar(steps as u64, &format!("iter {} judge", ctx.k), |bar| {
+            judge_steps(
+                reward,
+                &self.trajs,
+                cfg.judge_samples,
+                &cfg.reward.sampling(ctx.seed(3)),
+                bar,
+                prompt,
+            )
+        })?;
         push_step_judgements(
             groups,
             self.trajs

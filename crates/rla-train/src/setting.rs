@@ -133,6 +133,21 @@ impl Ctx<'_> {
     pub fn bar(&self, len: u64, what: &str) -> Option<indicatif::ProgressBar> {
         self.progress.then(|| crate::bar(len, what))
     }
+
+    /// Does `f` with a progress bar of `len` steps (when progress is shown), cleared after.
+    pub fn with_bar<R>(
+        &self,
+        len: u64,
+        what: &str,
+        f: impl FnOnce(Option<&indicatif::ProgressBar>) -> R,
+    ) -> R {
+        let bar = self.bar(len, what);
+        let r = f(bar.as_ref());
+        if let Some(b) = bar {
+            b.finish_and_clear();
+        }
+        r
+    }
 }
 
 /// The seed of one random choice of iteration `k`.
@@ -180,11 +195,15 @@ pub trait Setting {
     /// How good the reward model's verdicts were.
     fn judge_quality(&self, groups: &[Group], record: &Self::Record) -> JudgeQuality;
 
-    /// The band of task accuracy whose groups train the policy.
-    fn policy_band(&self, cfg: &RunConfig) -> Band;
+    /// The band of task accuracy whose groups train the policy (the config's by default).
+    fn policy_band(&self, cfg: &RunConfig) -> Band {
+        cfg.policy_band
+    }
 
-    /// The band of task accuracy whose groups train the reward model.
-    fn reward_band(&self, cfg: &RunConfig) -> Band;
+    /// The band of task accuracy whose groups train the reward model (the config's by default).
+    fn reward_band(&self, cfg: &RunConfig) -> Band {
+        cfg.reward_band
+    }
 
     /// The critique of task `i`'s episodes that guides its rewrite.
     fn critique(

@@ -24,7 +24,6 @@ use crate::run::RunDir;
 use crate::setting::{Ctx, Group, JudgeQuality, Setting, Split};
 use anyhow::Result;
 use rla_core::adapt::Direction;
-use rla_core::filter::Band;
 use rla_desktop::family::{self, Spec};
 use rla_lm::Sampler;
 use serde::{Deserialize, Serialize};
@@ -94,23 +93,22 @@ impl Setting for Gui {
     ) -> Result<(Vec<Group>, Played)> {
         let cfg = ctx.cfg;
         let specs: Vec<Spec> = tasks.iter().map(|t| t.spec.clone()).collect();
-        let bar = ctx.bar(
+        let trajs = ctx.with_bar(
             (tasks.len() * cfg.rollouts_per_task * cfg.desktop.train_step_limit) as u64,
             &format!("iter {} rollout", ctx.k),
-        );
-        let trajs = rollout(
-            policy,
-            cfg,
-            &specs,
-            cfg.rollouts_per_task,
-            cfg.desktop.train_step_limit,
-            &cfg.policy.sampling(ctx.seed(2)),
-            true,
-            bar.as_ref(),
+            |bar| {
+                rollout(
+                    policy,
+                    cfg,
+                    &specs,
+                    cfg.rollouts_per_task,
+                    cfg.desktop.train_step_limit,
+                    &cfg.policy.sampling(ctx.seed(2)),
+                    true,
+                    bar,
+                )
+            },
         )?;
-        if let Some(b) = bar {
-            b.finish_and_clear();
-        }
         let played = Played {
             trajs,
             verdicts: vec![],
@@ -159,14 +157,6 @@ impl Setting for Gui {
         }
     }
 
-    fn policy_band(&self, cfg: &RunConfig) -> Band {
-        cfg.policy_band
-    }
-
-    fn reward_band(&self, cfg: &RunConfig) -> Band {
-        cfg.reward_band
-    }
-
     fn critique(
         &self,
         _ctx: Ctx,
@@ -210,24 +200,23 @@ impl Setting for Gui {
         if tasks.is_empty() {
             return Ok(0.0);
         }
-        let bar = ctx.bar(
+        let sp = rla_lm::SampleParams::greedy(cfg.policy.max_new_tokens);
+        let trajs = ctx.with_bar(
             (tasks.len() * cfg.desktop.eval_step_limit) as u64,
             &format!("eval {split:?}"),
-        );
-        let sp = rla_lm::SampleParams::greedy(cfg.policy.max_new_tokens);
-        let trajs = rollout(
-            policy,
-            cfg,
-            &tasks,
-            1,
-            cfg.desktop.eval_step_limit,
-            &sp,
-            false,
-            bar.as_ref(),
+            |bar| {
+                rollout(
+                    policy,
+                    cfg,
+                    &tasks,
+                    1,
+                    cfg.desktop.eval_step_limit,
+                    &sp,
+                    false,
+                    bar,
+                )
+            },
         )?;
-        if let Some(b) = bar {
-            b.finish_and_clear();
-        }
         Ok(crate::play::success(&trajs))
     }
 

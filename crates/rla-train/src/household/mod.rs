@@ -21,7 +21,6 @@ use crate::setting::{Ctx, Group, JudgeQuality, Setting, Split};
 use anyhow::Result;
 use rewriter::{LmRewriter, Phrases, Rewriter, Structured, Summariser};
 use rla_core::adapt::Direction;
-use rla_core::filter::Band;
 use rla_env::household::splits::{eval_tasks, train_tasks};
 use rla_env::household::TaskSpec;
 use rla_lm::{SampleParams, Sampler};
@@ -90,24 +89,23 @@ impl Setting for Household {
         tasks: &[TaskSpec],
     ) -> Result<(Vec<Group>, Played)> {
         let cfg = ctx.cfg;
-        let bar = ctx.bar(
+        let trajs = ctx.with_bar(
             (tasks.len() * cfg.rollouts_per_task) as u64 * 8,
             &format!("iter {} rollout", ctx.k),
-        );
-        let trajs = rollout(
-            policy,
-            tasks,
-            Episodes {
-                rollouts: cfg.rollouts_per_task,
-                step_limit: cfg.household.train_step_limit,
-                ..Episodes::evaluation(cfg)
+            |bar| {
+                rollout(
+                    policy,
+                    tasks,
+                    Episodes {
+                        rollouts: cfg.rollouts_per_task,
+                        step_limit: cfg.household.train_step_limit,
+                        ..Episodes::evaluation(cfg)
+                    },
+                    &cfg.policy.sampling(ctx.seed(2)),
+                    bar,
+                )
             },
-            &cfg.policy.sampling(ctx.seed(2)),
-            bar.as_ref(),
         )?;
-        if let Some(b) = bar {
-            b.finish_and_clear();
-        }
         let played = Played {
             trajs,
             verdicts: vec![],
@@ -130,14 +128,6 @@ impl Setting for Household {
 
     fn judge_quality(&self, _groups: &[Group], played: &Played) -> JudgeQuality {
         played.quality()
-    }
-
-    fn policy_band(&self, cfg: &RunConfig) -> Band {
-        cfg.policy_band
-    }
-
-    fn reward_band(&self, cfg: &RunConfig) -> Band {
-        cfg.reward_band
     }
 
     fn critique(
@@ -175,21 +165,19 @@ impl Setting for Household {
     fn evaluate(&mut self, ctx: Ctx, policy: &dyn Sampler, split: Split, n: usize) -> Result<f64> {
         let cfg = ctx.cfg;
         let tasks: Vec<TaskSpec> = eval_tasks(split).into_iter().take(n).collect();
-        let bar = ctx.bar(
+        ctx.with_bar(
             (tasks.len() * cfg.household.eval_step_limit) as u64,
             &format!("eval {split:?}"),
-        );
-        let r = evaluate(
-            policy,
-            &tasks,
-            Episodes::evaluation(cfg),
-            cfg.policy.max_new_tokens,
-            bar.as_ref(),
-        );
-        if let Some(b) = bar {
-            b.finish_and_clear();
-        }
-        r
+            |bar| {
+                evaluate(
+                    policy,
+                    &tasks,
+                    Episodes::evaluation(cfg),
+                    cfg.policy.max_new_tokens,
+                    bar,
+                )
+            },
+        )
     }
 
     fn save_samples(
