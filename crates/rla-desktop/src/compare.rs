@@ -10,6 +10,7 @@
 
 use crate::frame::Frame;
 use crate::rawcell::{read_cell_value, CellValue};
+use crate::style::{read_cell_style, PyValue as StyleValue};
 use crate::task::Evaluator;
 use crate::workbook::{Content, Workbook};
 use crate::xlsx::{self, StoredSheet};
@@ -60,6 +61,22 @@ impl Book {
         match &self.source {
             Source::File(p) => read_cell_value(p, sheet, coordinate),
             Source::Memory(b) => Ok(memory_cell_value(b, sheet, coordinate)),
+        }
+    }
+
+    /// `_read_cell_style` on this book: a saved file's styles; a workbook in memory has none to
+    /// read (the native desktop keeps no cell styles), which is an error naming the property.
+    fn cell_style(
+        &self,
+        sheet: &str,
+        coordinate: &str,
+        prop: &str,
+    ) -> Result<Result<StyleValue, String>, String> {
+        match &self.source {
+            Source::File(p) => read_cell_style(p, sheet, coordinate, prop),
+            Source::Memory(_) => Err(format!(
+                "check_cell's {prop:?} reads the styles of a saved file; this workbook is in memory"
+            )),
         }
     }
 
@@ -205,17 +222,12 @@ fn py_of_json(j: &Json) -> PyV {
 
 /// `_match_value_to_rule`: `Ok(None)` where Python raises a TypeError (which `check_cell`
 /// turns into a score of 0).
-fn match_rule(value: &CellValue, rule: &Json) -> Result<Option<bool>, String> {
+fn match_rule(v: PyV, rule: &Json) -> Result<Option<bool>, String> {
     let method = rule
         .get("method")
         .and_then(Json::as_str)
         .ok_or("a check_cell prop needs a string `method`")?;
     let reference = rule.get("ref").unwrap_or(&Json::Null);
-    let v = match value {
-        CellValue::None => PyV::None,
-        CellValue::Float(x) => PyV::Num(*x),
-        CellValue::Str(s) => PyV::Str(s.clone()),
-    };
     let r = py_of_json(reference);
     let cmp = |op: &str| -> Option<bool> {
         use std::cmp::Ordering;
@@ -244,6 +256,9 @@ fn match_rule(value: &CellValue, rule: &Json) -> Result<Option<bool>, String> {
             }
         }
     };
+    if method.starts_with("re") {
+        return regex_rule(method, &v, reference);
+    }
     if matches!(method, "eq" | "ne" | "lt" | "le" | "gt" | "ge") {
         return Ok(cmp(method));
     }
@@ -310,7 +325,125 @@ fn match_rule(value: &CellValue, rule: &Json) -> Result<Option<bool>, String> {
         let right = if e[1] == 't' { x < hi } else { x <= hi };
         return Ok(Some(left && right));
     }
-    Err(format!("check_cell method {method:?} is not implemented (eq, ne, lt, le, gt, ge, approx:T, range.xy, str_list_eq, str_set_eq are)"))
+    Err(format!("check_cell method {method:?} is not implemented (re[.FLAG…], eq, ne, lt, le, gt, ge, approx:T, range.xy, str_list_eq, str_set_eq are)"))
+}
+
+/// The `re[.FLAG…]` method: `re.search(ref, value, flags)`. What Python raises (a flag `re`
+/// lacks, a pattern or value that is not a string, a pattern it rejects) makes `check_cell`
+/// score 0; a pattern Python accepts that this engine cannot run is an error naming it.
+fn regex_rule(method: &str, v: &PyV, reference: &Json) -> Result<Option<bool>, String> {
+    let mut inline = String::new();
+    for flag in method.split('.').skip(1) {
+        match flag {
+            "I" | "IGNORECASE" => inline.push('i'),
+            "M" | "MULTILINE" => inline.push('m'),
+            "S" | "DOTALL" => inline.push('s'),
+            "X" | "VERBOSE" => inline.push('x'),
+            "U" | "UNICODE" | "NOFLAG" => {}
+            "A" | "ASCII" | "L" | "LOCALE" | "DEBUG" | "T" | "TEMPLATE" => {
+                return Err(format!(
+                    "check_cell method {method:?}: the flag re.{flag} is not supported here"
+                ))
+            }
+            // getattr(re, flag) raises, or the reduction over a non-flag does
+            _ => return Ok(None),
+        }
+    }
+    let (Some(pattern), PyV::Str(text)) = (reference.as_str(), v) else {
+        return Ok(None); // re.search of a non-string raises TypeError
+    };
+    if python_rejects(pattern) {
+        return Ok(None);
+    }
+    // Python's end of string `\Z` is `\z` here
+    let translated = pattern.replace("\\Z", "\\z");
+    let full = if inline.is_empty() {
+        translated
+    } else {
+        format!("(?{inline}){translated}")
+    };
+    let re = fancy_regex::Regex::new(&full).map_err(|e| {
+        format!("check_cell method {method:?}: the pattern {pattern:?} cannot run here: {e}")
+    })?;
+    re.is_match(text)
+        .map(Some)
+        .map_err(|e| format!("check_cell method {method:?}: matching {pattern:?} failed: {e}"))
+}
+
+/// Patterns Python's `re` refuses to compile (`re.error`), which score 0 there: unbalanced
+/// parentheses or brackets, a dangling escape, a quantifier with nothing to repeat.
+fn python_rejects(p: &str) -> bool {
+    let cs: Vec<char> = p.chars().collect();
+    let (mut depth, mut i, mut in_class) = (0i32, 0, false);
+    let mut prev_atom = false;
+    while i < cs.len() {
+        let c = cs[i];
+        if c == '\\' {
+            if i + 1 == cs.len() {
+                return true;
+            }
+            i += 2;
+            prev_atom = true;
+            continue;
+        }
+        if in_class {
+            if c == ']' {
+                in_class = false;
+                prev_atom = true;
+            }
+            i += 1;
+            continue;
+        }
+        match c {
+            '[' => {
+                in_class = true;
+                // a leading ] or ^] is literal
+                if cs.get(i + 1) == Some(&'^') {
+                    i += 1;
+                }
+                if cs.get(i + 1) == Some(&']') {
+                    i += 1;
+                }
+            }
+            '(' => {
+                depth += 1;
+                prev_atom = false;
+                i += 1;
+                // (?…) group heads are not atoms to repeat
+                if cs.get(i) == Some(&'?') {
+                    i += 1;
+                }
+                continue;
+            }
+            ')' => {
+                depth -= 1;
+                if depth < 0 {
+                    return true;
+                }
+            }
+            '*' | '+' | '?' => {
+                if !prev_atom {
+                    return true;
+                }
+                // a lazy or possessive suffix
+                if matches!(cs.get(i + 1), Some('?') | Some('+')) {
+                    i += 1;
+                }
+                prev_atom = false;
+                i += 1;
+                continue;
+            }
+            '|' => {
+                prev_atom = false;
+                i += 1;
+                continue;
+            }
+            _ => {}
+        }
+        prev_atom = true;
+        i += 1;
+    }
+    depth != 0 || in_class
 }
 
 /// rapidfuzz's `fuzz.ratio`: 100 · (1 − Indel distance / total length).
@@ -537,12 +670,25 @@ pub fn compare_books(r: &Book, e: Option<&Book>, options: &Json) -> Result<f64, 
                 let props = props.as_object().ok_or("check_cell's `props` must be an object")?;
                 let mut ok = true;
                 for (prop, m) in props {
-                    if prop != "value" {
-                        return Err(format!("check_cell prop {prop:?} is not implemented (this desktop has no cell styles; `value` is)"));
-                    }
-                    // check_cell catches what read_cell_value raises: the value is then None
-                    let v = b.cell_value(&name, coord).unwrap_or(CellValue::None);
-                    match match_rule(&v, m)? {
+                    let v = if prop == "value" {
+                        // check_cell catches what read_cell_value raises: the value is then None
+                        match b.cell_value(&name, coord).unwrap_or(CellValue::None) {
+                            CellValue::None => PyV::None,
+                            CellValue::Float(x) => PyV::Num(x),
+                            CellValue::Str(s) => PyV::Str(s),
+                            CellValue::Dict(_) => PyV::Other,
+                        }
+                    } else {
+                        // and what _read_cell_style raises, naming an unknown property
+                        match b.cell_style(&name, coord, prop)? {
+                            Ok(StyleValue::None) | Err(_) => PyV::None,
+                            Ok(StyleValue::Bool(x)) => PyV::Num(x as u8 as f64),
+                            Ok(StyleValue::Num(x)) => PyV::Num(x),
+                            Ok(StyleValue::Str(s)) => PyV::Str(s),
+                            Ok(StyleValue::Object) => PyV::Other,
+                        }
+                    };
+                    match match_rule(v, m)? {
                         Some(x) => ok = ok && x,
                         None => return Ok(0.0),
                     }

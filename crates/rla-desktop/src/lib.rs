@@ -15,6 +15,7 @@ pub mod local;
 pub mod rawcell;
 pub mod render;
 pub mod rows;
+pub mod style;
 pub mod task;
 pub mod tiny;
 pub mod workbook;

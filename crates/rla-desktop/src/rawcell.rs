@@ -19,6 +19,10 @@ pub enum CellValue {
     Float(f64),
     /// Text: a shared or inline string, a formula's string result, an error's text.
     Str(String),
+    /// An inline string whose `<t>` has attributes (openpyxl writes `xml:space="preserve"`
+    /// around text with outer spaces): xmltodict reads it as a dict, equal to no text. Holds
+    /// the dict's Python `str()`.
+    Dict(String),
 }
 
 impl CellValue {
@@ -27,17 +31,19 @@ impl CellValue {
         match self {
             CellValue::None => "None".into(),
             CellValue::Float(x) => py_float_repr(*x),
-            CellValue::Str(s) => s.clone(),
+            CellValue::Str(s) | CellValue::Dict(s) => s.clone(),
         }
     }
 }
 
-/// A cell's XML: its `t`, its `<v>` (absent, empty, or text) and its inline string.
+/// A cell's XML: its `t`, its `<v>` (absent, empty, or text) and its inline string with the
+/// attributes of its `<t>`.
 #[derive(Debug, Default)]
 struct Xml {
     t: Option<String>,
     v: Option<Option<String>>,
     inline: Option<String>,
+    inline_attrs: Vec<(String, String)>,
 }
 
 fn entry(z: &mut zip::ZipArchive<std::fs::File>, name: &str) -> Option<Vec<u8>> {
@@ -61,9 +67,12 @@ pub(crate) fn attr(e: &quick_xml::events::BytesStart, key: &str) -> Option<Strin
         })
 }
 
+/// The shared strings as `read_cell_value` reads them: each `<si>`'s `<t>` texts joined; when
+/// one `<t>` has no text at all (`<t/>`), joining raises and the whole table reads as empty.
 fn shared_strings(xml: &[u8]) -> Vec<String> {
     let mut r = Reader::from_reader(xml);
     let (mut out, mut cur, mut in_si, mut in_t) = (Vec::new(), String::new(), false, false);
+    let mut t_has_text = false;
     let mut buf = Vec::new();
     loop {
         match r.read_event_into(&mut buf) {
@@ -72,19 +81,30 @@ fn shared_strings(xml: &[u8]) -> Vec<String> {
                     in_si = true;
                     cur.clear();
                 }
-                "t" if in_si => in_t = true,
+                "t" if in_si => {
+                    in_t = true;
+                    t_has_text = false;
+                }
                 _ => {}
             },
+            Ok(Event::Empty(e)) if in_si && e.local_name().as_ref() == "t" => return Vec::new(),
             Ok(Event::End(e)) => match e.local_name().as_ref() {
                 "si" => {
                     in_si = false;
                     out.push(std::mem::take(&mut cur));
                 }
-                "t" => in_t = false,
+                "t" if in_t => {
+                    in_t = false;
+                    if !t_has_text {
+                        return Vec::new();
+                    }
+                }
                 _ => {}
             },
             Ok(ref e @ (Event::Text(_) | Event::GeneralRef(_))) if in_t => {
-                cur.push_str(&text_of(e))
+                let text = text_of(e);
+                t_has_text |= !text.is_empty() || matches!(e, Event::GeneralRef(_));
+                cur.push_str(&text)
             }
             Ok(Event::Eof) | Err(_) => break,
             _ => {}
@@ -158,6 +178,22 @@ fn find_cell(sheet: &[u8], coordinate: &str) -> Option<Xml> {
                 "t" if cell.is_some() => {
                     if let Some(c) = cell.as_mut() {
                         c.inline.get_or_insert_with(String::new);
+                        c.inline_attrs = e
+                            .attributes()
+                            .flatten()
+                            .map(|a| {
+                                let key = a.key.as_ref().to_string();
+                                let key = match key.strip_prefix("xml:") {
+                                    Some(k) => format!("http://www.w3.org/XML/1998/namespace:{k}"),
+                                    None => key,
+                                };
+                                let v = a
+                                    .normalized_value(quick_xml::XmlVersion::Implicit1_0)
+                                    .map(|v| v.into_owned())
+                                    .unwrap_or_default();
+                                (key, v)
+                            })
+                            .collect();
                     }
                     in_is_t = true;
                 }
@@ -185,6 +221,36 @@ fn find_cell(sheet: &[u8], coordinate: &str) -> Option<Xml> {
         }
         buf.clear();
     }
+}
+
+/// A text as xmltodict keeps it: stripped, and `None` when nothing is left.
+fn stripped(t: Option<String>) -> Option<String> {
+    t.map(|t| t.trim().to_string()).filter(|t| !t.is_empty())
+}
+
+/// Python's `repr()` of a string (single quotes unless it holds one and no double quote).
+fn py_repr(s: &str) -> String {
+    let q = if s.contains('\'') && !s.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    let mut out = String::from(q);
+    for ch in s.chars() {
+        match ch {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c == q => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push(q);
+    out
 }
 
 /// `read_cell_value(file, sheet, coordinate)`; `Err` where OSWorld's raises (a number cell
@@ -238,8 +304,55 @@ pub fn read_cell_value(path: &Path, sheet: &str, coordinate: &str) -> Result<Cel
                 },
             },
         },
-        Some("str") | Some("e") => Ok(c.v.flatten().map(CellValue::Str).unwrap_or(CellValue::None)),
-        Some("inlineStr") => Ok(c.inline.map(CellValue::Str).unwrap_or(CellValue::None)),
+        // xmltodict strips the text of elements; an element left empty is None
+        Some("str") | Some("e") => Ok(stripped(c.v.flatten())
+            .map(CellValue::Str)
+            .unwrap_or(CellValue::None)),
+        Some("inlineStr") => {
+            let text = stripped(c.inline);
+            if c.inline_attrs.is_empty() {
+                return Ok(text.map(CellValue::Str).unwrap_or(CellValue::None));
+            }
+            // attributes make the element a dict: {'@key': 'value', ..., '#text': 'text'}
+            let mut items: Vec<String> = c
+                .inline_attrs
+                .iter()
+                .map(|(k, v)| format!("{}: {}", py_repr(&format!("@{k}")), py_repr(v)))
+                .collect();
+            if let Some(t) = text {
+                items.push(format!("'#text': {}", py_repr(&t)));
+            }
+            Ok(CellValue::Dict(format!("{{{}}}", items.join(", "))))
+        }
         _ => Ok(CellValue::None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_textless_t_empties_the_shared_strings_as_osworld_reads_them() {
+        let ok = b"<sst><si><t>a</t></si><si><r><t>b</t></r><r><t> c</t></r></si></sst>";
+        assert_eq!(shared_strings(ok), vec!["a".to_string(), "b c".into()]);
+        for bad in [
+            &b"<sst><si><t>a</t></si><si><t/></si></sst>"[..],
+            b"<sst><si><t></t></si><si><t>a</t></si></sst>",
+        ] {
+            assert!(shared_strings(bad).is_empty());
+        }
+    }
+
+    #[test]
+    fn inline_text_is_stripped_and_attributes_make_a_dict() {
+        let sheet = br#"<worksheet><sheetData><row r="1"><c r="A1" t="inlineStr"><is><t xml:space="preserve"> Bob </t></is></c><c r="B1" t="inlineStr"><is><t> x </t></is></c></row></sheetData></worksheet>"#;
+        let a = find_cell(sheet, "A1").unwrap();
+        assert_eq!(a.inline_attrs.len(), 1);
+        let b = find_cell(sheet, "B1").unwrap();
+        assert_eq!(stripped(b.inline), Some("x".into()));
+        assert_eq!(stripped(Some("   ".into())), None);
+        assert_eq!(py_repr("it's"), "\"it's\"");
+        assert_eq!(py_repr("a\nb"), "'a\\nb'");
     }
 }

@@ -421,3 +421,291 @@ fn memory_books_score_as_their_saved_files() {
     }
     assert!(ones > 100 && ones < n - 100, "{ones} of {n} pass");
 }
+
+const FORMATS: [&str; 8] = [
+    "0.00%",
+    "#,##0.00",
+    "0.00",
+    "yyyy-mm-dd",
+    "\"$\"#,##0",
+    "General",
+    "@",
+    "[Red]0.0",
+];
+const COLORS: [&str; 4] = ["FFFF0000", "FF0000FF", "FF000000", "theme:1"];
+const FILLS: [&str; 3] = ["FFFFFF00", "FF00B050", "gradient"];
+const FONTS: [&str; 3] = ["Arial", "Calibri", "Liberation Serif"];
+
+/// A style as `write_openpyxl.py` applies it, drawn at random.
+fn random_style(rng: &mut impl Rng) -> Value {
+    let mut s = serde_json::Map::new();
+    if rng.gen_bool(0.5) {
+        s.insert("bold".into(), json!(rng.gen_bool(0.7)));
+    }
+    if rng.gen_bool(0.3) {
+        s.insert("italic".into(), json!(true));
+    }
+    if rng.gen_bool(0.25) {
+        s.insert(
+            "underline".into(),
+            json!(["single", "double"][rng.gen_range(0..2)]),
+        );
+    }
+    if rng.gen_bool(0.4) {
+        s.insert(
+            "size".into(),
+            json!([9.0, 11.0, 14.0, 20.5][rng.gen_range(0..4)]),
+        );
+    }
+    if rng.gen_bool(0.4) {
+        s.insert("name".into(), json!(FONTS[rng.gen_range(0..FONTS.len())]));
+    }
+    if rng.gen_bool(0.4) {
+        s.insert(
+            "color".into(),
+            json!(COLORS[rng.gen_range(0..COLORS.len())]),
+        );
+    }
+    if rng.gen_bool(0.35) {
+        s.insert("fill".into(), json!(FILLS[rng.gen_range(0..FILLS.len())]));
+    }
+    if rng.gen_bool(0.5) {
+        s.insert(
+            "number_format".into(),
+            json!(FORMATS[rng.gen_range(0..FORMATS.len())]),
+        );
+    }
+    Value::Object(s)
+}
+
+/// A styled sheet: numbers, texts (some with outer spaces), formulas and empty styled cells, a
+/// merged range and a hyperlink.
+fn styled_book(path: &Path, rng: &mut impl Rng) -> Value {
+    let mut cells = vec![];
+    for r in 1..=5 {
+        for c in 0..3u32 {
+            let coord = format!("{}{r}", rla_desktop::addr::col_name(c));
+            let v = match rng.gen_range(0..8) {
+                0 => Value::Null,
+                1 | 2 => json!(rng.gen_range(-20..500) as f64 / 4.0),
+                3 => json!(["Bob", " Bob ", "Revenue", "north 7", "A-12"][rng.gen_range(0..5)]),
+                4 if r > 1 => json!(format!("=A{}+1", r - 1)),
+                5 => json!(rng.gen_range(0..40)),
+                _ => json!(WORDS[rng.gen_range(0..WORDS.len())]),
+            };
+            cells.push(json!([coord, v, random_style(rng)]));
+        }
+    }
+    json!({"path": path, "sheets": [{
+        "name": "Sheet1",
+        "cells": cells,
+        "merged": if rng.gen_bool(0.6) { json!(["B2:C2"]) } else { json!([]) },
+        "links": if rng.gen_bool(0.6) { json!([["A3", "https://example.com/a"]]) } else { json!([]) },
+    }]})
+}
+
+/// The check_cell rules a styled book is scored with: every property, compared with values it
+/// may hold (so both scores occur), and regular expressions on values.
+fn style_rules(rng: &mut impl Rng) -> Vec<Value> {
+    let mut out = vec![];
+    for prop in rla_desktop::style::PROPERTIES {
+        let coord = format!(
+            "{}{}",
+            ["A", "B", "C", "D"][rng.gen_range(0..4)],
+            rng.gen_range(1..6)
+        );
+        let refs: Vec<Value> = match prop {
+            "number_format" => FORMATS.iter().map(|f| json!(f)).collect(),
+            "font_name" => FONTS.iter().map(|f| json!(f)).collect(),
+            "font_family" => vec![json!(2.0), json!(1)],
+            "font_color" => COLORS[..3].iter().map(|c| json!(c)).collect(),
+            "font_bold" | "font_italic" | "merge" => vec![json!(true), json!(false)],
+            "font_underline" => vec![json!("single"), json!("double"), Value::Null],
+            "font_size" => vec![json!(11.0), json!(14), json!(20.5), json!(10)],
+            "fill_type" => vec![json!("patternFill"), json!("gradientFill")],
+            "bgcolor" | "fgcolor" => vec![json!("FFFFFF00"), json!("00000000"), json!("FF00B050")],
+            _ => vec![json!(""), json!("https://example.com/a")], // hyperlink
+        };
+        let r = refs[rng.gen_range(0..refs.len())].clone();
+        let method = match (prop, rng.gen_range(0..4)) {
+            ("font_size", 0) => "approx:0.5",
+            ("font_size", 1) => "ge",
+            (_, 0) => "ne",
+            _ => "eq",
+        };
+        out.push(
+            json!({"type": "check_cell", "sheet_idx": 0, "coordinate": coord,
+            "props": {prop: {"method": method, "ref": r}}}),
+        );
+    }
+    for r in 1..=5 {
+        for c in ["A", "B", "C"] {
+            let (method, pattern) = [
+                ("re", r"^\d+(\.\d+)?$"),
+                ("re.I", "bob"),
+                ("re", r"\bBob\b"),
+                ("re.I.M", "^rev"),
+                ("re", r"(?P<w>[a-z]+) \d"),
+                ("re", "[Rr]ev(enue)?$"),
+                ("re.S", "a.b"),
+                ("re", "o"),
+                ("re", "("), // Python refuses to compile it: 0
+                ("re.NOSUCHFLAG", "x"),
+            ][rng.gen_range(0..10)];
+            out.push(
+                json!({"type": "check_cell", "sheet_idx": "RI0", "coordinate": format!("{c}{r}"),
+                "props": {"value": {"method": method, "ref": pattern}}}),
+            );
+        }
+    }
+    out
+}
+
+/// Rewrites one part of an .xlsx file.
+fn rewrite_part(path: &Path, part: &str, edit: impl Fn(String) -> String) {
+    let mut z = zip::ZipArchive::new(std::fs::File::open(path).unwrap()).unwrap();
+    let mut parts = vec![];
+    for i in 0..z.len() {
+        let mut f = z.by_index(i).unwrap();
+        let mut bytes = vec![];
+        std::io::Read::read_to_end(&mut f, &mut bytes).unwrap();
+        parts.push((f.name().unwrap().to_string(), bytes));
+    }
+    let mut w = zip::ZipWriter::new(std::fs::File::create(path).unwrap());
+    for (name, bytes) in parts {
+        w.start_file(&name, zip::write::SimpleFileOptions::default())
+            .unwrap();
+        let bytes = if name == part {
+            edit(String::from_utf8(bytes).unwrap()).into_bytes()
+        } else {
+            bytes
+        };
+        std::io::Write::write_all(&mut w, &bytes).unwrap();
+    }
+    w.finish().unwrap();
+}
+
+#[test]
+fn styles_regexes_and_string_quirks_score_as_osworlds() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(32);
+    let n = 60;
+    let paths: Vec<PathBuf> = (0..n)
+        .map(|i| dir.path().join(format!("s{i}.xlsx")))
+        .collect();
+    let books: Vec<Value> = paths.iter().map(|p| styled_book(p, &mut rng)).collect();
+    run_python("write_openpyxl.py", &Value::Array(books));
+    // LibreOffice re-saves every other book: its own styles.xml, shared strings, cached results
+    let lo: Vec<&PathBuf> = paths.iter().step_by(2).collect();
+    let lo_dir = dir.path().join("lo");
+    let status = Command::new("soffice")
+        .args([
+            "--headless",
+            "--convert-to",
+            "xlsx:Calc MS Excel 2007 XML",
+            "--outdir",
+        ])
+        .arg(&lo_dir)
+        .args(&lo)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("LibreOffice (soffice) runs: apt-get install libreoffice-calc-nogui");
+    assert!(status.success());
+    for p in &lo {
+        std::fs::rename(lo_dir.join(p.file_name().unwrap()), p).unwrap();
+    }
+    // the shared-string quirk: one empty <si> makes every shared string unreadable to OSWorld
+    let quirk = dir.path().join("empty-si.xlsx");
+    std::fs::copy(&paths[0], &quirk).unwrap();
+    rewrite_part(&quirk, "xl/sharedStrings.xml", |x| {
+        x.replacen("<si>", "<si><t/></si><si>", 1)
+            .replace("<si><t/></si><si>", "<si><t></t></si><si>")
+    });
+    let mut all = paths.clone();
+    all.push(quirk);
+    let (mut cases, mut ours) = (vec![], vec![]);
+    for p in &all {
+        let mut rules = style_rules(&mut rng);
+        for coord in ["A1", "A2", "B1", "C3"] {
+            for (m, r) in [
+                ("eq", json!(" Bob ")),
+                ("eq", json!("Bob")),
+                ("ne", json!("Bob")),
+            ] {
+                rules.push(
+                    json!({"type": "check_cell", "sheet_idx": 0, "coordinate": coord,
+                    "props": {"value": {"method": m, "ref": r}}}),
+                );
+            }
+        }
+        for rule in rules {
+            let options = json!({ "rules": [rule] });
+            cases.push(
+                json!({"func": "compare_table", "result": p, "expected": p, "options": options}),
+            );
+            ours.push(compare_table(Some(p), Some(p), &options));
+        }
+    }
+    let theirs: Vec<Value> =
+        serde_json::from_str(&run_python("score.py", &Value::Array(cases.clone()))).unwrap();
+    let mut mismatches = vec![];
+    let (mut ones, mut zeros) = (0, 0);
+    for ((case, t), o) in cases.iter().zip(&theirs).zip(&ours) {
+        let agree = match (t.as_f64(), o) {
+            (Some(x), Ok(y)) => x == *y,
+            (None, Err(_)) => true,
+            _ => false,
+        };
+        match t.as_f64() {
+            Some(1.0) => ones += 1,
+            Some(_) => zeros += 1,
+            None => {}
+        }
+        if !agree {
+            mismatches.push(format!("{case}\n  OSWorld: {t}\n  ours: {o:?}"));
+        }
+    }
+    assert!(
+        mismatches.is_empty(),
+        "{} of {} cases differ:\n{}",
+        mismatches.len(),
+        cases.len(),
+        mismatches
+            .iter()
+            .take(10)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    // every property, and the quirks, decide some cases both ways
+    let mut by_prop: std::collections::BTreeMap<String, (usize, usize)> = Default::default();
+    for (case, t) in cases.iter().zip(&theirs) {
+        let props = &case["options"]["rules"][0]["props"];
+        let (prop, rule) = props.as_object().unwrap().iter().next().unwrap();
+        let key = if prop == "value" {
+            let m = rule["method"].as_str().unwrap();
+            if m.starts_with("re") {
+                "value re".to_string()
+            } else {
+                format!("value {}", rule["ref"])
+            }
+        } else {
+            prop.clone()
+        };
+        let e = by_prop.entry(key).or_default();
+        if t.as_f64() == Some(1.0) {
+            e.0 += 1
+        } else {
+            e.1 += 1
+        }
+    }
+    eprintln!("ones {ones}, zeros {zeros}: {by_prop:?}");
+    for (k, (one, zero)) in &by_prop {
+        assert!(
+            *one > 0 && *zero > 0,
+            "{k}: OSWorld scored {one} ones and {zero} zeros"
+        );
+    }
+    assert!(ones > 100 && zeros > 100, "ones {ones}, zeros {zeros}");
+}

@@ -1,16 +1,45 @@
 """Writes .xlsx files with openpyxl, as a Python user (or a task's author) would: formulas are
 stored without a cached result. Reads `[{"path": ..., "sheets": [{"name": ..., "cells":
-[[coordinate, value], ...]}]}]` on stdin; a string value starting with `=` is a formula."""
+[[coordinate, value, style?], ...], "merged": [range, ...], "links": [[coordinate, url],
+...]}]}]` on stdin; a string value starting with `=` is a formula. A style is an object of
+`bold`, `italic`, `underline`, `size`, `name`, `color` (aRGB, or `theme:N`), `fill` (aRGB of a
+solid fill, or `gradient`) and `number_format`."""
 import json
 import sys
 
 import openpyxl
+from openpyxl.styles import Color, Font, GradientFill, PatternFill
+
+
+def styled(cell, st):
+    font = {}
+    for k in ("bold", "italic", "underline", "size", "name"):
+        if k in st:
+            font[k] = st[k]
+    if "color" in st:
+        c = st["color"]
+        font["color"] = Color(theme=int(c[6:])) if c.startswith("theme:") else Color(rgb=c)
+    if font:
+        cell.font = Font(**font)
+    if "fill" in st:
+        f = st["fill"]
+        cell.fill = GradientFill(stop=("FF0000", "0000FF")) if f == "gradient" else PatternFill("solid", fgColor=f)
+    if "number_format" in st:
+        cell.number_format = st["number_format"]
+
 
 for book in json.load(sys.stdin):
     wb = openpyxl.Workbook()
     wb.remove(wb.active)
     for s in book["sheets"]:
         ws = wb.create_sheet(s["name"])
-        for coord, value in s["cells"]:
+        for entry in s["cells"]:
+            coord, value = entry[0], entry[1]
             ws[coord] = value
+            if len(entry) > 2:
+                styled(ws[coord], entry[2])
+        for r in s.get("merged", []):
+            ws.merge_cells(r)
+        for coord, url in s.get("links", []):
+            ws[coord].hyperlink = url
     wb.save(book["path"])

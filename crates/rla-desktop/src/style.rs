@@ -1,0 +1,624 @@
+//! A cell's style read from a saved .xlsx file as OSWorld's `check_cell` reads it: the
+//! workbook loaded by openpyxl 3.1 and the property taken by `utils._read_cell_style` —
+//! `number_format`, `font_name`, `font_family`, `font_color`, `font_bold`, `font_italic`,
+//! `font_underline`, `font_size`, `fill_type`, `bgcolor`/`fgcolor`, `hyperlink` and `merge`.
+//!
+//! openpyxl's readings are kept as they are, quirks included: a font property of a cell without
+//! a value is `None`; `number_format` is `None` unless the cell holds a plain number (a number
+//! under a date format is a date, a formula is a formula); a theme or indexed colour's `rgb` is
+//! not a string (openpyxl returns its descriptor), and neither is a hyperlink (an object), so
+//! neither equals any text; a gradient fill has no foreground colour (`None`).
+
+use crate::rawcell::attr;
+use quick_xml::events::Event;
+use quick_xml::Reader;
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::Path;
+
+/// A value as Python sees it, for the rules that compare it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PyValue {
+    /// `None`.
+    None,
+    /// `True` or `False`.
+    Bool(bool),
+    /// A float.
+    Num(f64),
+    /// A string.
+    Str(String),
+    /// An object that is neither (equal to no number or string; not a string for `re`).
+    Object,
+}
+
+/// The properties `_read_cell_style` reads.
+pub const PROPERTIES: [&str; 13] = [
+    "number_format",
+    "font_name",
+    "font_family",
+    "font_color",
+    "font_bold",
+    "font_italic",
+    "font_underline",
+    "font_size",
+    "fill_type",
+    "bgcolor",
+    "fgcolor",
+    "hyperlink",
+    "merge",
+];
+
+/// openpyxl's `BUILTIN_FORMATS`: the number formats with ids below 164 that a file need not
+/// define.
+fn builtin_format(id: u32) -> Option<&'static str> {
+    Some(match id {
+        0 => "General",
+        1 => "0",
+        2 => "0.00",
+        3 => "#,##0",
+        4 => "#,##0.00",
+        5 => "\"$\"#,##0_);(\"$\"#,##0)",
+        6 => "\"$\"#,##0_);[Red](\"$\"#,##0)",
+        7 => "\"$\"#,##0.00_);(\"$\"#,##0.00)",
+        8 => "\"$\"#,##0.00_);[Red](\"$\"#,##0.00)",
+        9 => "0%",
+        10 => "0.00%",
+        11 => "0.00E+00",
+        12 => "# ?/?",
+        13 => "# ??/??",
+        14 => "mm-dd-yy",
+        15 => "d-mmm-yy",
+        16 => "d-mmm",
+        17 => "mmm-yy",
+        18 => "h:mm AM/PM",
+        19 => "h:mm:ss AM/PM",
+        20 => "h:mm",
+        21 => "h:mm:ss",
+        22 => "m/d/yy h:mm",
+        37 => "#,##0_);(#,##0)",
+        38 => "#,##0_);[Red](#,##0)",
+        39 => "#,##0.00_);(#,##0.00)",
+        40 => "#,##0.00_);[Red](#,##0.00)",
+        41 => r#"_(* #,##0_);_(* \(#,##0\);_(* "-"_);_(@_)"#,
+        42 => r#"_("$"* #,##0_);_("$"* \(#,##0\);_("$"* "-"_);_(@_)"#,
+        43 => r#"_(* #,##0.00_);_(* \(#,##0.00\);_(* "-"??_);_(@_)"#,
+        44 => r#"_("$"* #,##0.00_)_("$"* \(#,##0.00\)_("$"* "-"??_)_(@_)"#,
+        45 => "mm:ss",
+        46 => "[h]:mm:ss",
+        47 => "mmss.0",
+        48 => "##0.0E+0",
+        49 => "@",
+        _ => return None,
+    })
+}
+
+/// openpyxl's `is_date_format`: the first section of the format, without quoted text and
+/// bracketed locale or colour codes, holds a date or time letter not escaped by `_` or `\`.
+pub fn is_date_format(fmt: &str) -> bool {
+    let first = fmt.split(';').next().unwrap_or("");
+    // ".*?" and \[(?!hh?\]|mm?\]|ss?\])[^\]]*\] removed, left to right
+    let mut kept = String::new();
+    let cs: Vec<char> = first.chars().collect();
+    let mut i = 0;
+    while i < cs.len() {
+        if cs[i] == '"' {
+            if let Some(j) = cs[i + 1..].iter().position(|&c| c == '"') {
+                i += j + 2;
+                continue;
+            }
+        }
+        if cs[i] == '[' {
+            if let Some(j) = cs[i + 1..].iter().position(|&c| c == ']') {
+                let inner: String = cs[i + 1..i + 1 + j].iter().collect();
+                let elapsed = matches!(inner.as_str(), "h" | "hh" | "m" | "mm" | "s" | "ss");
+                if !elapsed {
+                    i += j + 2;
+                    continue;
+                }
+            }
+        }
+        kept.push(cs[i]);
+        i += 1;
+    }
+    let k: Vec<char> = kept.chars().collect();
+    k.iter()
+        .enumerate()
+        .any(|(i, c)| "dmhysDMHYS".contains(*c) && (i == 0 || !matches!(k[i - 1], '_' | '\\')))
+}
+
+/// A colour as openpyxl reads it: `rgb` is a string only for an rgb colour.
+#[derive(Debug, Clone, Default)]
+struct Color {
+    rgb: Option<String>,
+}
+
+impl Color {
+    fn of(e: &quick_xml::events::BytesStart) -> Color {
+        // openpyxl: indexed, then theme, then auto win over rgb
+        let other = ["indexed", "theme", "auto"]
+            .iter()
+            .any(|k| attr(e, k).is_some());
+        Color {
+            rgb: if other {
+                None
+            } else {
+                Some(attr(e, "rgb").unwrap_or_else(|| "00000000".into()))
+            },
+        }
+    }
+
+    fn value(c: &Option<Color>) -> Result<PyValue, ()> {
+        match c {
+            None => Err(()), // None.rgb raises
+            Some(Color { rgb: Some(s) }) => Ok(PyValue::Str(s.clone())),
+            Some(Color { rgb: None }) => Ok(PyValue::Object),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+struct Font {
+    name: Option<String>,
+    family: Option<f64>,
+    color: Option<Color>,
+    bold: bool,
+    italic: bool,
+    underline: Option<String>,
+    size: Option<f64>,
+}
+
+#[derive(Debug, Clone)]
+struct Fill {
+    gradient: bool,
+    fg: Color,
+}
+
+impl Default for Fill {
+    /// openpyxl's `PatternFill()`: its foreground colour is black, `00000000`.
+    fn default() -> Fill {
+        Fill {
+            gradient: false,
+            fg: Color {
+                rgb: Some("00000000".into()),
+            },
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Xf {
+    num_fmt: u32,
+    font: usize,
+    fill: usize,
+}
+
+/// The parts of `xl/styles.xml` the properties read.
+#[derive(Debug, Default)]
+struct Styles {
+    formats: HashMap<u32, String>,
+    fonts: Vec<Font>,
+    fills: Vec<Fill>,
+    xfs: Vec<Xf>,
+}
+
+/// `<b/>`, `<b val="1"/>`, `<b val="true"/>` are true; `val="0"` or `"false"` false.
+fn nested_bool(e: &quick_xml::events::BytesStart) -> bool {
+    !matches!(attr(e, "val").as_deref(), Some("0") | Some("false"))
+}
+
+fn parse_styles(xml: &[u8]) -> Styles {
+    let mut st = Styles::default();
+    let mut r = Reader::from_reader(xml);
+    let mut buf = Vec::new();
+    #[derive(PartialEq)]
+    enum In {
+        None,
+        Fonts,
+        Fills,
+        CellXfs,
+    }
+    let mut section = In::None;
+    let mut font: Option<Font> = None;
+    let mut fill: Option<Fill> = None;
+    let mut in_fg = false;
+    loop {
+        let ev = r.read_event_into(&mut buf);
+        let (e, empty) = match &ev {
+            Ok(Event::Start(e)) => (Some(e.clone()), false),
+            Ok(Event::Empty(e)) => (Some(e.clone()), true),
+            Ok(Event::End(e)) => {
+                match e.local_name().as_ref() {
+                    "fonts" | "fills" | "cellXfs" => section = In::None,
+                    "font" if section == In::Fonts => {
+                        st.fonts.extend(font.take());
+                    }
+                    "fill" if section == In::Fills => {
+                        st.fills.extend(fill.take());
+                    }
+                    "patternFill" => in_fg = false,
+                    _ => {}
+                }
+                buf.clear();
+                continue;
+            }
+            Ok(Event::Eof) | Err(_) => break,
+            _ => (None, false),
+        };
+        if let Some(e) = e {
+            match (e.local_name().as_ref(), &section) {
+                ("numFmt", _) => {
+                    if let (Some(id), Some(code)) = (
+                        attr(&e, "numFmtId").and_then(|x| x.parse().ok()),
+                        attr(&e, "formatCode"),
+                    ) {
+                        st.formats.insert(id, code);
+                    }
+                }
+                ("fonts", _) => section = In::Fonts,
+                ("fills", _) => section = In::Fills,
+                ("cellXfs", _) => section = In::CellXfs,
+                ("font", In::Fonts) => {
+                    if empty {
+                        st.fonts.push(Font::default());
+                    } else {
+                        font = Some(Font::default());
+                    }
+                }
+                ("fill", In::Fills) => {
+                    if empty {
+                        st.fills.push(Fill::default());
+                    } else {
+                        fill = Some(Fill::default());
+                    }
+                }
+                ("xf", In::CellXfs) => {
+                    let n = |k: &str| attr(&e, k).and_then(|x| x.parse::<usize>().ok());
+                    st.xfs.push(Xf {
+                        num_fmt: n("numFmtId").unwrap_or(0) as u32,
+                        font: n("fontId").unwrap_or(0),
+                        fill: n("fillId").unwrap_or(0),
+                    });
+                }
+                (tag, In::Fonts) => {
+                    if let Some(f) = font.as_mut() {
+                        let val = attr(&e, "val");
+                        match tag {
+                            "name" => f.name = val,
+                            "family" => f.family = val.and_then(|v| v.parse().ok()),
+                            "sz" => f.size = val.and_then(|v| v.parse().ok()),
+                            "b" => f.bold = nested_bool(&e),
+                            "i" => f.italic = nested_bool(&e),
+                            "u" => {
+                                f.underline = match val.as_deref() {
+                                    None => Some("single".into()),
+                                    Some("none") => None,
+                                    Some(v) => Some(v.to_string()),
+                                }
+                            }
+                            "color" => f.color = Some(Color::of(&e)),
+                            _ => {}
+                        }
+                    }
+                }
+                (tag, In::Fills) => {
+                    if let Some(f) = fill.as_mut() {
+                        match tag {
+                            "gradientFill" => f.gradient = true,
+                            "patternFill" => in_fg = !empty,
+                            "fgColor" if in_fg => f.fg = Color::of(&e),
+                            _ => {}
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        buf.clear();
+    }
+    st
+}
+
+/// The cell's XML: its style index, type, and whether it holds a value (openpyxl's `value is
+/// not None`).
+#[derive(Debug, Default)]
+struct CellXml {
+    style: usize,
+    t: String,
+    has_value: bool,
+    formula: bool,
+}
+
+/// What the sheet says of a coordinate: the cell, whether a merged range covers it other than
+/// at its top-left, whether a hyperlink covers it.
+#[derive(Debug, Default)]
+struct SheetFacts {
+    cell: Option<CellXml>,
+    merged: bool,
+    hyperlink: bool,
+}
+
+fn covers(range: &str, at: crate::addr::Addr) -> Option<bool> {
+    let (a, b) = match range.split_once(':') {
+        Some((a, b)) => (crate::addr::Addr::parse(a)?, crate::addr::Addr::parse(b)?),
+        None => {
+            let a = crate::addr::Addr::parse(range)?;
+            (a, a)
+        }
+    };
+    Some(a.row <= at.row && at.row <= b.row && a.col <= at.col && at.col <= b.col)
+}
+
+fn sheet_facts(xml: &[u8], coordinate: &str) -> SheetFacts {
+    let at = crate::addr::Addr::parse(coordinate);
+    let mut facts = SheetFacts::default();
+    let mut r = Reader::from_reader(xml);
+    let mut buf = Vec::new();
+    let mut in_cell = false;
+    let (mut in_v, mut in_is) = (false, false);
+    loop {
+        let ev = r.read_event_into(&mut buf);
+        match &ev {
+            Ok(Event::Start(e)) | Ok(Event::Empty(e)) => {
+                let empty = matches!(ev, Ok(Event::Empty(_)));
+                match e.local_name().as_ref() {
+                    "c" if attr(e, "r").as_deref() == Some(coordinate) => {
+                        facts.cell = Some(CellXml {
+                            style: attr(e, "s").and_then(|s| s.parse().ok()).unwrap_or(0),
+                            t: attr(e, "t").unwrap_or_else(|| "n".into()),
+                            ..Default::default()
+                        });
+                        in_cell = !empty;
+                    }
+                    "v" if in_cell => in_v = !empty,
+                    "f" if in_cell => {
+                        if let Some(c) = facts.cell.as_mut() {
+                            c.formula = true;
+                        }
+                    }
+                    "is" if in_cell => {
+                        in_is = true;
+                        if let Some(c) = facts.cell.as_mut() {
+                            // openpyxl reads an inline string's text, empty or not
+                            if c.t == "inlineStr" {
+                                c.has_value = true;
+                            }
+                        }
+                        if empty {
+                            in_is = false;
+                        }
+                    }
+                    "mergeCell" => {
+                        if let (Some(range), Some(at)) = (attr(e, "ref"), at) {
+                            let top_left =
+                                range.split(':').next().and_then(crate::addr::Addr::parse);
+                            if covers(&range, at) == Some(true) && top_left != Some(at) {
+                                facts.merged = true;
+                            }
+                        }
+                    }
+                    "hyperlink" => {
+                        if let (Some(range), Some(at)) = (attr(e, "ref"), at) {
+                            if covers(&range, at) == Some(true) {
+                                facts.hyperlink = true;
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            Ok(Event::End(e)) => match e.local_name().as_ref() {
+                "c" => in_cell = false,
+                "v" => in_v = false,
+                "is" => in_is = false,
+                _ => {}
+            },
+            Ok(Event::Text(t)) if in_v && !in_is && !t.is_empty() => {
+                if let Some(c) = facts.cell.as_mut() {
+                    c.has_value = true;
+                }
+            }
+            Ok(Event::GeneralRef(_)) if in_v => {
+                if let Some(c) = facts.cell.as_mut() {
+                    c.has_value = true;
+                }
+            }
+            Ok(Event::Eof) | Err(_) => break,
+            _ => {}
+        }
+        buf.clear();
+    }
+    facts
+}
+
+fn entry(z: &mut zip::ZipArchive<std::fs::File>, name: &str) -> Option<Vec<u8>> {
+    let f = z.by_name(name).ok()?;
+    let mut out = Vec::new();
+    f.take(crate::bounds::MAX_PART_BYTES)
+        .read_to_end(&mut out)
+        .ok()?;
+    Some(out)
+}
+
+/// The part of a sheet by its name, as openpyxl finds it: `xl/workbook.xml`'s `<sheet>` and its
+/// relationship's target.
+fn sheet_part(z: &mut zip::ZipArchive<std::fs::File>, sheet: &str) -> Option<String> {
+    let wb = entry(z, "xl/workbook.xml")?;
+    let mut rid = None;
+    let mut r = Reader::from_reader(wb.as_slice());
+    let mut buf = Vec::new();
+    loop {
+        match r.read_event_into(&mut buf) {
+            Ok(Event::Start(e)) | Ok(Event::Empty(e))
+                if e.local_name().as_ref() == "sheet"
+                    && attr(&e, "name").as_deref() == Some(sheet) =>
+            {
+                rid = attr(&e, "id");
+                break;
+            }
+            Ok(Event::Eof) | Err(_) => break,
+            _ => {}
+        }
+        buf.clear();
+    }
+    let rid = rid?;
+    let rels = entry(z, "xl/_rels/workbook.xml.rels")?;
+    let mut r = Reader::from_reader(rels.as_slice());
+    let mut buf = Vec::new();
+    loop {
+        match r.read_event_into(&mut buf) {
+            Ok(Event::Start(e)) | Ok(Event::Empty(e))
+                if e.local_name().as_ref() == "Relationship"
+                    && attr(&e, "Id").as_deref() == Some(rid.as_str()) =>
+            {
+                let t = attr(&e, "Target")?;
+                return Some(match t.strip_prefix('/') {
+                    Some(abs) => abs.to_string(),
+                    None => format!("xl/{t}"),
+                });
+            }
+            Ok(Event::Eof) | Err(_) => return None,
+            _ => {}
+        }
+        buf.clear();
+    }
+}
+
+/// `_read_cell_style(prop, sheet[coordinate])` on the workbook at `path`: `Ok(value)`, or
+/// `Err` with what Python raises (which `check_cell` turns into `None`). A property openpyxl's
+/// reader does not know is a clear error (`NotImplementedError` in OSWorld too).
+pub fn read_cell_style(
+    path: &Path,
+    sheet: &str,
+    coordinate: &str,
+    prop: &str,
+) -> Result<Result<PyValue, String>, String> {
+    if !PROPERTIES.contains(&prop) {
+        return Err(format!(
+            "check_cell property {prop:?} is not one OSWorld reads ({}, and value)",
+            PROPERTIES.join(", ")
+        ));
+    }
+    let raise = |m: &str| {
+        Ok(Err(format!(
+            "openpyxl raises reading {prop} of {coordinate}: {m}"
+        )))
+    };
+    let Ok(f) = std::fs::File::open(path) else {
+        return raise("no file");
+    };
+    let Ok(mut z) = zip::ZipArchive::new(f) else {
+        return raise("not a workbook");
+    };
+    let styles = entry(&mut z, "xl/styles.xml")
+        .map(|x| parse_styles(&x))
+        .unwrap_or_default();
+    let Some(part) = sheet_part(&mut z, sheet) else {
+        return raise("no such sheet");
+    };
+    let Some(xml) = entry(&mut z, &part) else {
+        return raise("no sheet part");
+    };
+    let facts = sheet_facts(&xml, coordinate);
+    let cell = facts.cell.unwrap_or(CellXml {
+        t: "n".into(),
+        ..Default::default()
+    });
+    let has_value = cell.has_value || cell.formula;
+    let xf = styles.xfs.get(cell.style).copied().unwrap_or_default();
+    let format = styles
+        .formats
+        .get(&xf.num_fmt)
+        .cloned()
+        .or_else(|| builtin_format(xf.num_fmt).map(str::to_string))
+        .unwrap_or_else(|| "General".into());
+    let default_font = Font::default();
+    let font = styles.fonts.get(xf.font).unwrap_or(&default_font);
+    let default_fill = Fill::default();
+    let fill = styles.fills.get(xf.fill).unwrap_or(&default_fill);
+    let when_value = |v: PyValue| if has_value { v } else { PyValue::None };
+    let opt_str = |s: &Option<String>| s.clone().map(PyValue::Str).unwrap_or(PyValue::None);
+    let opt_num = |x: Option<f64>| x.map(PyValue::Num).unwrap_or(PyValue::None);
+    Ok(Ok(match prop {
+        "number_format" => {
+            // a plain number: not a formula, not under a date format, not text or a boolean
+            let numeric = !cell.formula && cell.t == "n" && !is_date_format(&format);
+            if has_value && numeric {
+                PyValue::Str(format)
+            } else {
+                PyValue::None
+            }
+        }
+        "font_name" => when_value(opt_str(&font.name)),
+        "font_family" => when_value(opt_num(font.family)),
+        "font_color" => {
+            if !has_value {
+                PyValue::None
+            } else {
+                match Color::value(&font.color) {
+                    Ok(v) => v,
+                    Err(()) => return raise("the font has no colour"),
+                }
+            }
+        }
+        "font_bold" => when_value(PyValue::Bool(font.bold)),
+        "font_italic" => when_value(PyValue::Bool(font.italic)),
+        "font_underline" => when_value(opt_str(&font.underline)),
+        "font_size" => when_value(opt_num(font.size)),
+        "fill_type" => PyValue::Str(
+            if fill.gradient {
+                "gradientFill"
+            } else {
+                "patternFill"
+            }
+            .into(),
+        ),
+        "bgcolor" | "fgcolor" => {
+            if fill.gradient {
+                PyValue::None
+            } else {
+                Color::value(&Some(fill.fg.clone())).unwrap_or(PyValue::None)
+            }
+        }
+        "hyperlink" => {
+            if !has_value {
+                PyValue::None
+            } else if facts.hyperlink {
+                PyValue::Object
+            } else {
+                PyValue::Str(String::new())
+            }
+        }
+        _ => PyValue::Bool(facts.merged), // "merge"
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn date_formats_are_told_as_openpyxl_tells_them() {
+        for f in [
+            "yyyy-mm-dd",
+            "mm-dd-yy",
+            "h:mm",
+            "[h]:mm:ss",
+            "d-mmm",
+            "[$-409]mmmm d, yyyy",
+        ] {
+            assert!(is_date_format(f), "{f}");
+        }
+        for f in [
+            "General",
+            "0.00%",
+            "#,##0",
+            "\"days\" 0",
+            "[Red]0.00",
+            "0_)",
+            "@",
+            "\\d0",
+        ] {
+            assert!(!is_date_format(f), "{f}");
+        }
+    }
+}
