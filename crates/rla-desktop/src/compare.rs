@@ -1,8 +1,10 @@
 //! OSWorld's spreadsheet evaluators on saved files, scoring as `desktop-env` 1.0.2's
 //! `compare_table` and `compare_csv` do: `compare_table`'s rules `sheet_name`, `sheet_data`
 //! (sheets read as pandas reads them, [`crate::frame`]), `sheet_print` (the per-sheet CSV
-//! exports), `sheet_fuzzy` and `check_cell` (cells read from the file's XML as OSWorld's
-//! `read_cell_value` reads them), and an evaluator's list of functions joined by `conj`.
+//! exports), `sheet_fuzzy` and `check_cell` (values read from the file's XML as OSWorld's
+//! `read_cell_value` reads them, styles as openpyxl reads them, [`crate::style`]), `style`,
+//! `freeze`, `zoom`, `row_props` and `data_validation`, and an evaluator's list of functions
+//! joined by `conj`.
 //!
 //! Where OSWorld scores 0 (a result file that does not load, a missing result sheet, a failed
 //! check) these give `Ok(0.0)`; where OSWorld raises (a rule it does not know, an expected file
@@ -10,7 +12,7 @@
 
 use crate::frame::Frame;
 use crate::rawcell::{read_cell_value, CellValue};
-use crate::style::{read_cell_style, PyValue as StyleValue};
+use crate::style::{read_cell_style, PyValue as StyleValue, StyledSheet};
 use crate::task::Evaluator;
 use crate::workbook::{Content, Workbook};
 use crate::xlsx::{self, StoredSheet};
@@ -76,6 +78,17 @@ impl Book {
             Source::File(p) => read_cell_style(p, sheet, coordinate, prop),
             Source::Memory(_) => Err(format!(
                 "check_cell's {prop:?} reads the styles of a saved file; this workbook is in memory"
+            )),
+        }
+    }
+
+    /// A sheet as openpyxl reads its styles, view, rows and validations (`None`: openpyxl's
+    /// `book[name]` fails); a workbook in memory has no such file to read, an error naming `what`.
+    fn styled(&self, sheet: &str, what: &str) -> Result<Option<StyledSheet>, String> {
+        match &self.source {
+            Source::File(p) => Ok(StyledSheet::open(p, sheet).ok()),
+            Source::Memory(_) => Err(format!(
+                "{what} reads a saved file's sheet XML; this workbook is in memory"
             )),
         }
     }
@@ -446,6 +459,161 @@ fn python_rejects(p: &str) -> bool {
     depth != 0 || in_class
 }
 
+/// `load_xlsx_styles`: every cell from A1 to the sheet's last row and column, the values of
+/// `props` (what `_read_cell_style` raises, OSWorld raises). A sheet with conditional formatting
+/// is refused: OSWorld evaluates its rules' formulas with the `formulas` package, which is not
+/// reproduced here.
+fn sheet_styles(
+    sh: &StyledSheet,
+    props: &[String],
+) -> Result<Vec<(crate::addr::Addr, Vec<StyleValue>)>, String> {
+    if sh.conditional {
+        return Err("the style rule over a sheet with conditional formatting is not read here (OSWorld evaluates its formulas)".into());
+    }
+    let Some((rows, cols)) = sh.extent() else {
+        return Ok(vec![]);
+    };
+    let mut out = vec![];
+    for c in 0..cols {
+        for r in 0..rows {
+            let at = crate::addr::Addr::new(r, c);
+            let vals = props
+                .iter()
+                .map(|p| sh.prop(at, p))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| format!("style: OSWorld raises: {e}"))?;
+            out.push((at, vals));
+        }
+    }
+    Ok(out)
+}
+
+/// Whether every range of `a` lies within one range of `b` (`all(r in b for r in a)` over
+/// openpyxl's `MultiCellRange`s).
+fn ranges_within(a: &[String], b: &[String]) -> Result<bool, String> {
+    let parse = |r: &str| {
+        crate::addr::Range::parse(r)
+            .or_else(|| crate::addr::Addr::parse(r).map(|x| crate::addr::Range::new(x, x)))
+            .ok_or_else(|| format!("{r:?} is not a cell range"))
+    };
+    for x in a {
+        let x = parse(x)?;
+        let mut inside = false;
+        for y in b {
+            let y = parse(y)?;
+            if y.start.row <= x.start.row
+                && x.end.row <= y.end.row
+                && y.start.col <= x.start.col
+                && x.end.col <= y.end.col
+            {
+                inside = true;
+                break;
+            }
+        }
+        if !inside {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// The `data_validation` rule: at least as many validations as `dv_props`, and each validation
+/// matches one of them (every attribute's rule), checked in OSWorld's order (so what would
+/// raise there is only reached where OSWorld reaches it).
+fn data_validation(sh: &StyledSheet, dv_props: &Json) -> Result<bool, String> {
+    let props = dv_props
+        .as_array()
+        .ok_or("data_validation's `dv_props` must be a list")?;
+    let mut total = sh.validations.len() >= props.len();
+    for dv in &sh.validations {
+        let mut metric = false;
+        for prpt in props {
+            let prpt = prpt
+                .as_object()
+                .ok_or("each of data_validation's dv_props is an object")?;
+            let mut all = true;
+            for (name, mr) in prpt {
+                let ok = if name == "ranges" {
+                    let method = mr.get("method").and_then(Json::as_str).unwrap_or("");
+                    let r = mr.get("ref").cloned().unwrap_or(Json::Null);
+                    let texts = |j: &Json| -> Result<Vec<String>, String> {
+                        j.as_str()
+                            .map(|s| s.split_whitespace().map(str::to_string).collect())
+                            .ok_or_else(|| {
+                                format!("data_validation ranges: {j} is not a range text")
+                            })
+                    };
+                    match method {
+                        "spreadsheet_range" => {
+                            let (Some(lo), Some(hi)) = (r.get(0), r.get(1)) else {
+                                return Err("spreadsheet_range needs a ref of two ranges".into());
+                            };
+                            ranges_within(&texts(lo)?, &dv.ranges)?
+                                && ranges_within(&dv.ranges, &texts(hi)?)?
+                        }
+                        m => {
+                            return Err(format!(
+                                "data_validation: the method {m:?} on ranges is not read here (spreadsheet_range is)"
+                            ))
+                        }
+                    }
+                } else {
+                    const NAMES: [&str; 15] = [
+                        "type",
+                        "formula1",
+                        "formula2",
+                        "operator",
+                        "allowBlank",
+                        "showDropDown",
+                        "showInputMessage",
+                        "showErrorMessage",
+                        "error",
+                        "errorTitle",
+                        "errorStyle",
+                        "prompt",
+                        "promptTitle",
+                        "imeMode",
+                        "sqref",
+                    ];
+                    if !NAMES.contains(&name.as_str()) {
+                        return Err(format!(
+                            "data_validation: OSWorld raises reading the attribute {name:?}"
+                        ));
+                    }
+                    let v = match dv.attrs.get(name.as_str()) {
+                        Some(StyleValue::Bool(b)) => PyV::Num(*b as u8 as f64),
+                        Some(StyleValue::Str(x)) => PyV::Str(x.clone()),
+                        Some(StyleValue::Num(x)) => PyV::Num(*x),
+                        None if name.starts_with("show") || name == "allowBlank" => PyV::Num(0.0),
+                        _ => PyV::None,
+                    };
+                    match match_rule(v, mr)? {
+                        Some(x) => x,
+                        None => {
+                            return Err(format!(
+                                "data_validation: OSWorld raises comparing {name} with {mr}"
+                            ))
+                        }
+                    }
+                };
+                if !ok {
+                    all = false;
+                    break;
+                }
+            }
+            metric = metric || all;
+            if metric {
+                break;
+            }
+        }
+        total = total && metric;
+        if !total {
+            break;
+        }
+    }
+    Ok(total)
+}
+
 /// rapidfuzz's `fuzz.ratio`: 100 · (1 − Indel distance / total length).
 pub fn fuzz_ratio(a: &str, b: &str) -> f64 {
     let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
@@ -653,6 +821,89 @@ pub fn compare_books(r: &Book, e: Option<&Book>, options: &Json) -> Result<f64, 
                 }
                 all
             }
+            "freeze" => {
+                let (s0, n0) = parse_idx(&field(rule, "sheet_idx0")?, &rnames, enames.as_deref())?;
+                let (s1, n1) = parse_idx(&field(rule, "sheet_idx1")?, &rnames, enames.as_deref())?;
+                let Some(a) = book(s0)?.styled(&n0, "freeze")? else {
+                    return Ok(0.0);
+                };
+                let b = book(s1)?.styled(&n1, "freeze")?.ok_or_else(|| {
+                    format!("freeze: sheet_idx1 names sheet {n1:?}, which its workbook does not have")
+                })?;
+                a.pane.flatten() == b.pane.flatten()
+            }
+            "zoom" => {
+                let (s, n) = parse_idx(&field(rule, "sheet_idx")?, &rnames, enames.as_deref())?;
+                let Some(sh) = book(s)?.styled(&n, "zoom")? else {
+                    return Ok(0.0);
+                };
+                // `zoomScale or 100.0`
+                let zoom = sh.zoom.filter(|z| *z != 0.0).unwrap_or(100.0);
+                match match_rule(PyV::Num(zoom), rule)? {
+                    Some(x) => x,
+                    None => return Err(format!("zoom: OSWorld raises comparing {zoom} with {rule}")),
+                }
+            }
+            "row_props" => {
+                let props = field(rule, "props")?;
+                let props: Vec<String> = props
+                    .as_array()
+                    .ok_or("row_props' `props` must be a list")?
+                    .iter()
+                    .map(|p| p.as_str().map(str::to_string).ok_or("row_props' props are names"))
+                    .collect::<Result<_, _>>()?;
+                if let Some(p) = props.iter().find(|p| p.as_str() != "hidden") {
+                    return Err(format!("row_props: the row property {p:?} is not read here (hidden is)"));
+                }
+                let mut sides = vec![];
+                for k in ["sheet_idx0", "sheet_idx1"] {
+                    let (s, n) = parse_idx(&field(rule, k)?, &rnames, enames.as_deref())?;
+                    // a missing sheet loads as no rows
+                    let rows: Vec<(u32, Vec<bool>)> = match book(s)?.styled(&n, "row_props")? {
+                        None => vec![],
+                        Some(sh) => {
+                            let mut rows: Vec<(u32, Vec<bool>)> = sh
+                                .rows
+                                .iter()
+                                .map(|(r, hidden)| (*r, props.iter().map(|_| *hidden).collect()))
+                                .collect();
+                            rows.sort_by_key(|r| r.0);
+                            rows.dedup_by_key(|r| r.0);
+                            rows
+                        }
+                    };
+                    sides.push(rows);
+                }
+                sides[0] == sides[1]
+            }
+            "data_validation" => {
+                let (s, n) = parse_idx(&field(rule, "sheet_idx")?, &rnames, enames.as_deref())?;
+                let Some(sh) = book(s)?.styled(&n, "data_validation")? else {
+                    return Ok(0.0);
+                };
+                data_validation(&sh, &field(rule, "dv_props")?)?
+            }
+            "style" => {
+                let props = field(rule, "props")?;
+                let props: Vec<String> = props
+                    .as_array()
+                    .ok_or("style's `props` must be a list")?
+                    .iter()
+                    .map(|p| p.as_str().map(str::to_string).ok_or("style's props are names"))
+                    .collect::<Result<_, _>>()?;
+                for p in &props {
+                    crate::style::check_property(p)?;
+                }
+                let mut sides = vec![];
+                for k in ["sheet_idx0", "sheet_idx1"] {
+                    let (s, n) = parse_idx(&field(rule, k)?, &rnames, enames.as_deref())?;
+                    sides.push(match book(s)?.styled(&n, "style")? {
+                        None => None, // {} in OSWorld
+                        Some(sh) => Some(sheet_styles(&sh, &props)?),
+                    });
+                }
+                sides[0].clone().unwrap_or_default() == sides[1].clone().unwrap_or_default()
+            }
             "check_cell" => {
                 let (side, name) =
                     parse_idx(&field(rule, "sheet_idx")?, &rnames, enames.as_deref())?;
@@ -697,7 +948,7 @@ pub fn compare_books(r: &Book, e: Option<&Book>, options: &Json) -> Result<f64, 
             }
             other => {
                 return Err(format!(
-                    "compare_table rule type {other:?} is not implemented (sheet_name, sheet_data, sheet_print, sheet_fuzzy and check_cell are)"
+                    "compare_table rule type {other:?} is not implemented (sheet_name, sheet_data, sheet_print, sheet_fuzzy, check_cell, style, freeze, zoom, row_props and data_validation are)"
                 ))
             }
         };

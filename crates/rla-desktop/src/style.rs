@@ -320,7 +320,7 @@ fn parse_styles(xml: &[u8]) -> Styles {
 
 /// The cell's XML: its style index, type, and whether it holds a value (openpyxl's `value is
 /// not None`).
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 struct CellXml {
     style: usize,
     t: String,
@@ -328,13 +328,190 @@ struct CellXml {
     formula: bool,
 }
 
-/// What the sheet says of a coordinate: the cell, whether a merged range covers it other than
-/// at its top-left, whether a hyperlink covers it.
+/// A data validation as openpyxl reads it (`DataValidation`'s attributes).
+#[derive(Debug, Clone, Default)]
+pub struct Validation {
+    /// `sqref` (openpyxl's `ranges`, a `MultiCellRange`): its ranges.
+    pub ranges: Vec<String>,
+    /// The other attributes by name (`type`, `operator`, `allowBlank`, …) and the texts of
+    /// `formula1` and `formula2`, as Python values.
+    pub attrs: HashMap<String, PyValue>,
+}
+
+/// A sheet as openpyxl reads what the rules look at: its cells' styles and values, merged
+/// ranges, hyperlinks, its first view (zoom, pane), its rows' dimensions, its data validations
+/// and whether it has conditional formatting.
 #[derive(Debug, Default)]
-struct SheetFacts {
-    cell: Option<CellXml>,
-    merged: bool,
-    hyperlink: bool,
+pub struct StyledSheet {
+    styles: Styles,
+    cells: HashMap<crate::addr::Addr, CellXml>,
+    merged: Vec<String>,
+    links: Vec<String>,
+    /// `sheet_view.zoomScale`.
+    pub zoom: Option<f64>,
+    /// `freeze_panes`: the pane's `topLeftCell` (`Some(None)`: a pane without one).
+    pub pane: Option<Option<String>>,
+    /// The rows openpyxl keeps dimensions for (a `<row>` with an attribute besides `r` and
+    /// `spans`): their numbers and `hidden`.
+    pub rows: Vec<(u32, bool)>,
+    /// The data validations, in order.
+    pub validations: Vec<Validation>,
+    /// The sheet has conditional formatting.
+    pub conditional: bool,
+}
+
+/// openpyxl's boolean attributes: `1` or `true`.
+fn xml_bool(v: Option<String>) -> bool {
+    matches!(v.as_deref(), Some("1") | Some("true"))
+}
+
+fn parse_sheet(xml: &[u8], styles: Styles) -> StyledSheet {
+    let mut sh = StyledSheet {
+        styles,
+        ..Default::default()
+    };
+    let mut r = Reader::from_reader(xml);
+    let mut buf = Vec::new();
+    let mut cell: Option<(crate::addr::Addr, CellXml)> = None;
+    let (mut in_v, mut in_is, mut in_view) = (false, false, 0usize);
+    let mut views = 0usize;
+    let mut formula: Option<(String, String)> = None; // (which, text so far)
+    loop {
+        let ev = r.read_event_into(&mut buf);
+        match &ev {
+            Ok(Event::Start(e)) | Ok(Event::Empty(e)) => {
+                let empty = matches!(ev, Ok(Event::Empty(_)));
+                match e.local_name().as_ref() {
+                    "c" => {
+                        let at = attr(e, "r").and_then(|a| crate::addr::Addr::parse(&a));
+                        let c = CellXml {
+                            style: attr(e, "s").and_then(|s| s.parse().ok()).unwrap_or(0),
+                            t: attr(e, "t").unwrap_or_else(|| "n".into()),
+                            ..Default::default()
+                        };
+                        if let Some(at) = at {
+                            if empty {
+                                sh.cells.insert(at, c);
+                            } else {
+                                cell = Some((at, c));
+                            }
+                        }
+                    }
+                    "v" if cell.is_some() => in_v = !empty,
+                    "f" => {
+                        if let Some((_, c)) = cell.as_mut() {
+                            c.formula = true;
+                        }
+                    }
+                    "is" => {
+                        if let Some((_, c)) = cell.as_mut() {
+                            // openpyxl reads an inline string's text, empty or not
+                            if c.t == "inlineStr" {
+                                c.has_value = true;
+                            }
+                        }
+                        in_is = !empty;
+                    }
+                    "row" => {
+                        let keys: Vec<String> = e
+                            .attributes()
+                            .flatten()
+                            .map(|a| a.key.as_ref().to_string())
+                            .filter(|k| !k.contains(':') || k.starts_with("x14ac:"))
+                            .collect();
+                        // openpyxl drops namespaced attributes ({uri}name) and keeps a row
+                        // with anything besides r and spans
+                        let relevant = keys
+                            .iter()
+                            .any(|k| !k.contains(':') && k != "r" && k != "spans");
+                        if let (true, Some(n)) =
+                            (relevant, attr(e, "r").and_then(|x| x.parse().ok()))
+                        {
+                            sh.rows.push((n, xml_bool(attr(e, "hidden"))));
+                        }
+                    }
+                    "sheetView" => {
+                        views += 1;
+                        if views == 1 {
+                            sh.zoom = attr(e, "zoomScale").and_then(|z| z.parse().ok());
+                            in_view = if empty { 0 } else { 1 };
+                        }
+                    }
+                    "pane" if in_view == 1 => sh.pane = Some(attr(e, "topLeftCell")),
+                    "mergeCell" => sh.merged.extend(attr(e, "ref")),
+                    "hyperlink" => sh.links.extend(attr(e, "ref")),
+                    "conditionalFormatting" => sh.conditional = true,
+                    "dataValidation" => {
+                        let mut v = Validation::default();
+                        for a in e.attributes().flatten() {
+                            let k = a.key.local_name().as_ref().to_string();
+                            let val = a
+                                .normalized_value(quick_xml::XmlVersion::Implicit1_0)
+                                .map(|x| x.into_owned())
+                                .unwrap_or_default();
+                            if k == "sqref" {
+                                v.ranges = val.split_whitespace().map(str::to_string).collect();
+                                continue;
+                            }
+                            let py = match k.as_str() {
+                                "allowBlank" | "showDropDown" | "showInputMessage"
+                                | "showErrorMessage" => PyValue::Bool(xml_bool(Some(val))),
+                                _ => PyValue::Str(val),
+                            };
+                            v.attrs.insert(k, py);
+                        }
+                        sh.validations.push(v);
+                    }
+                    "formula1" | "formula2" if !sh.validations.is_empty() && !empty => {
+                        formula = Some((e.local_name().as_ref().to_string(), String::new()));
+                    }
+                    _ => {}
+                }
+            }
+            Ok(Event::End(e)) => match e.local_name().as_ref() {
+                "c" => {
+                    if let Some((at, c)) = cell.take() {
+                        sh.cells.insert(at, c);
+                    }
+                }
+                "v" => in_v = false,
+                "is" => in_is = false,
+                "sheetView" => in_view = 0,
+                "formula1" | "formula2" => {
+                    if let (Some((k, text)), Some(v)) = (formula.take(), sh.validations.last_mut())
+                    {
+                        v.attrs.insert(k, PyValue::Str(text));
+                    }
+                }
+                _ => {}
+            },
+            Ok(ref e @ (Event::Text(_) | Event::GeneralRef(_))) => {
+                let text = match e {
+                    Event::Text(t) => t.xml10_content().into_owned(),
+                    Event::GeneralRef(g) => match g.as_ref() {
+                        "amp" => "&".into(),
+                        "lt" => "<".into(),
+                        "gt" => ">".into(),
+                        "quot" => "\"".into(),
+                        "apos" => "'".into(),
+                        _ => String::new(),
+                    },
+                    _ => String::new(),
+                };
+                if let Some((_, f)) = formula.as_mut() {
+                    f.push_str(&text);
+                } else if in_v && !in_is && !text.is_empty() {
+                    if let Some((_, c)) = cell.as_mut() {
+                        c.has_value = true;
+                    }
+                }
+            }
+            Ok(Event::Eof) | Err(_) => break,
+            _ => {}
+        }
+        buf.clear();
+    }
+    sh
 }
 
 fn covers(range: &str, at: crate::addr::Addr) -> Option<bool> {
@@ -346,88 +523,6 @@ fn covers(range: &str, at: crate::addr::Addr) -> Option<bool> {
         }
     };
     Some(a.row <= at.row && at.row <= b.row && a.col <= at.col && at.col <= b.col)
-}
-
-fn sheet_facts(xml: &[u8], coordinate: &str) -> SheetFacts {
-    let at = crate::addr::Addr::parse(coordinate);
-    let mut facts = SheetFacts::default();
-    let mut r = Reader::from_reader(xml);
-    let mut buf = Vec::new();
-    let mut in_cell = false;
-    let (mut in_v, mut in_is) = (false, false);
-    loop {
-        let ev = r.read_event_into(&mut buf);
-        match &ev {
-            Ok(Event::Start(e)) | Ok(Event::Empty(e)) => {
-                let empty = matches!(ev, Ok(Event::Empty(_)));
-                match e.local_name().as_ref() {
-                    "c" if attr(e, "r").as_deref() == Some(coordinate) => {
-                        facts.cell = Some(CellXml {
-                            style: attr(e, "s").and_then(|s| s.parse().ok()).unwrap_or(0),
-                            t: attr(e, "t").unwrap_or_else(|| "n".into()),
-                            ..Default::default()
-                        });
-                        in_cell = !empty;
-                    }
-                    "v" if in_cell => in_v = !empty,
-                    "f" if in_cell => {
-                        if let Some(c) = facts.cell.as_mut() {
-                            c.formula = true;
-                        }
-                    }
-                    "is" if in_cell => {
-                        in_is = true;
-                        if let Some(c) = facts.cell.as_mut() {
-                            // openpyxl reads an inline string's text, empty or not
-                            if c.t == "inlineStr" {
-                                c.has_value = true;
-                            }
-                        }
-                        if empty {
-                            in_is = false;
-                        }
-                    }
-                    "mergeCell" => {
-                        if let (Some(range), Some(at)) = (attr(e, "ref"), at) {
-                            let top_left =
-                                range.split(':').next().and_then(crate::addr::Addr::parse);
-                            if covers(&range, at) == Some(true) && top_left != Some(at) {
-                                facts.merged = true;
-                            }
-                        }
-                    }
-                    "hyperlink" => {
-                        if let (Some(range), Some(at)) = (attr(e, "ref"), at) {
-                            if covers(&range, at) == Some(true) {
-                                facts.hyperlink = true;
-                            }
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            Ok(Event::End(e)) => match e.local_name().as_ref() {
-                "c" => in_cell = false,
-                "v" => in_v = false,
-                "is" => in_is = false,
-                _ => {}
-            },
-            Ok(Event::Text(t)) if in_v && !in_is && !t.is_empty() => {
-                if let Some(c) = facts.cell.as_mut() {
-                    c.has_value = true;
-                }
-            }
-            Ok(Event::GeneralRef(_)) if in_v => {
-                if let Some(c) = facts.cell.as_mut() {
-                    c.has_value = true;
-                }
-            }
-            Ok(Event::Eof) | Err(_) => break,
-            _ => {}
-        }
-        buf.clear();
-    }
-    facts
 }
 
 fn entry(z: &mut zip::ZipArchive<std::fs::File>, name: &str) -> Option<Vec<u8>> {
@@ -483,113 +578,142 @@ fn sheet_part(z: &mut zip::ZipArchive<std::fs::File>, sheet: &str) -> Option<Str
     }
 }
 
+impl StyledSheet {
+    /// Loads a sheet of the workbook at `path` by its name; `Err` says why openpyxl would not
+    /// (no file, not a workbook, no such sheet).
+    pub fn open(path: &Path, sheet: &str) -> Result<StyledSheet, String> {
+        let f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut z = zip::ZipArchive::new(f)
+            .map_err(|e| format!("{}: not a workbook: {e}", path.display()))?;
+        let styles = entry(&mut z, "xl/styles.xml")
+            .map(|x| parse_styles(&x))
+            .unwrap_or_default();
+        let part = sheet_part(&mut z, sheet)
+            .ok_or_else(|| format!("{}: no sheet {sheet:?}", path.display()))?;
+        let xml =
+            entry(&mut z, &part).ok_or_else(|| format!("{}: no part {part}", path.display()))?;
+        Ok(parse_sheet(&xml, styles))
+    }
+
+    /// `(max_row, max_column)` as openpyxl counts them from the cells it read (1-based;
+    /// `None` for a sheet without cells).
+    pub fn extent(&self) -> Option<(u32, u32)> {
+        let r = self.cells.keys().map(|a| a.row).max()?;
+        let c = self.cells.keys().map(|a| a.col).max()?;
+        Some((r + 1, c + 1))
+    }
+
+    /// `_read_cell_style(prop, sheet[at])`: `Ok(value)`, or `Err` with what Python raises
+    /// (which `check_cell` turns into `None`). `prop` must be one of [`PROPERTIES`].
+    pub fn prop(&self, at: crate::addr::Addr, prop: &str) -> Result<PyValue, String> {
+        let raise = |m: &str| Err(format!("openpyxl raises reading {prop} of {at}: {m}"));
+        let cell = self.cells.get(&at).cloned().unwrap_or(CellXml {
+            t: "n".into(),
+            ..Default::default()
+        });
+        let has_value = cell.has_value || cell.formula;
+        let styles = &self.styles;
+        let xf = styles.xfs.get(cell.style).copied().unwrap_or_default();
+        let format = styles
+            .formats
+            .get(&xf.num_fmt)
+            .cloned()
+            .or_else(|| builtin_format(xf.num_fmt).map(str::to_string))
+            .unwrap_or_else(|| "General".into());
+        let default_font = Font::default();
+        let font = styles.fonts.get(xf.font).unwrap_or(&default_font);
+        let default_fill = Fill::default();
+        let fill = styles.fills.get(xf.fill).unwrap_or(&default_fill);
+        let when_value = |v: PyValue| if has_value { v } else { PyValue::None };
+        let opt_str = |s: &Option<String>| s.clone().map(PyValue::Str).unwrap_or(PyValue::None);
+        let opt_num = |x: Option<f64>| x.map(PyValue::Num).unwrap_or(PyValue::None);
+        let in_any = |ranges: &[String]| ranges.iter().any(|r| covers(r, at) == Some(true));
+        Ok(match prop {
+            "number_format" => {
+                // a plain number: not a formula, not under a date format, not text or a boolean
+                let numeric = !cell.formula && cell.t == "n" && !is_date_format(&format);
+                if has_value && numeric {
+                    PyValue::Str(format)
+                } else {
+                    PyValue::None
+                }
+            }
+            "font_name" => when_value(opt_str(&font.name)),
+            "font_family" => when_value(opt_num(font.family)),
+            "font_color" => {
+                if !has_value {
+                    PyValue::None
+                } else {
+                    match Color::value(&font.color) {
+                        Ok(v) => v,
+                        Err(()) => return raise("the font has no colour"),
+                    }
+                }
+            }
+            "font_bold" => when_value(PyValue::Bool(font.bold)),
+            "font_italic" => when_value(PyValue::Bool(font.italic)),
+            "font_underline" => when_value(opt_str(&font.underline)),
+            "font_size" => when_value(opt_num(font.size)),
+            "fill_type" => PyValue::Str(
+                if fill.gradient {
+                    "gradientFill"
+                } else {
+                    "patternFill"
+                }
+                .into(),
+            ),
+            "bgcolor" | "fgcolor" => {
+                if fill.gradient {
+                    PyValue::None
+                } else {
+                    Color::value(&Some(fill.fg.clone())).unwrap_or(PyValue::None)
+                }
+            }
+            "hyperlink" => {
+                if !has_value {
+                    PyValue::None
+                } else if in_any(&self.links) {
+                    PyValue::Object
+                } else {
+                    PyValue::Str(String::new())
+                }
+            }
+            "merge" => PyValue::Bool(self.merged.iter().any(|r| {
+                let top_left = r.split(':').next().and_then(crate::addr::Addr::parse);
+                covers(r, at) == Some(true) && top_left != Some(at)
+            })),
+            _ => return raise("NotImplementedError: Unsupported Style"),
+        })
+    }
+}
+
+/// The error for a property `_read_cell_style` does not know (`NotImplementedError` in OSWorld,
+/// which `check_cell` turns into `None`; named here, as a rule that cannot pass).
+pub fn check_property(prop: &str) -> Result<(), String> {
+    if PROPERTIES.contains(&prop) {
+        Ok(())
+    } else {
+        Err(format!(
+            "check_cell property {prop:?} is not one OSWorld reads ({}, and value)",
+            PROPERTIES.join(", ")
+        ))
+    }
+}
+
 /// `_read_cell_style(prop, sheet[coordinate])` on the workbook at `path`: `Ok(value)`, or
 /// `Err` with what Python raises (which `check_cell` turns into `None`). A property openpyxl's
-/// reader does not know is a clear error (`NotImplementedError` in OSWorld too).
+/// reader does not know is a clear error.
 pub fn read_cell_style(
     path: &Path,
     sheet: &str,
     coordinate: &str,
     prop: &str,
 ) -> Result<Result<PyValue, String>, String> {
-    if !PROPERTIES.contains(&prop) {
-        return Err(format!(
-            "check_cell property {prop:?} is not one OSWorld reads ({}, and value)",
-            PROPERTIES.join(", ")
-        ));
-    }
-    let raise = |m: &str| {
-        Ok(Err(format!(
-            "openpyxl raises reading {prop} of {coordinate}: {m}"
-        )))
+    check_property(prop)?;
+    let Some(at) = crate::addr::Addr::parse(coordinate) else {
+        return Ok(Err(format!("{coordinate:?} is not a cell")));
     };
-    let Ok(f) = std::fs::File::open(path) else {
-        return raise("no file");
-    };
-    let Ok(mut z) = zip::ZipArchive::new(f) else {
-        return raise("not a workbook");
-    };
-    let styles = entry(&mut z, "xl/styles.xml")
-        .map(|x| parse_styles(&x))
-        .unwrap_or_default();
-    let Some(part) = sheet_part(&mut z, sheet) else {
-        return raise("no such sheet");
-    };
-    let Some(xml) = entry(&mut z, &part) else {
-        return raise("no sheet part");
-    };
-    let facts = sheet_facts(&xml, coordinate);
-    let cell = facts.cell.unwrap_or(CellXml {
-        t: "n".into(),
-        ..Default::default()
-    });
-    let has_value = cell.has_value || cell.formula;
-    let xf = styles.xfs.get(cell.style).copied().unwrap_or_default();
-    let format = styles
-        .formats
-        .get(&xf.num_fmt)
-        .cloned()
-        .or_else(|| builtin_format(xf.num_fmt).map(str::to_string))
-        .unwrap_or_else(|| "General".into());
-    let default_font = Font::default();
-    let font = styles.fonts.get(xf.font).unwrap_or(&default_font);
-    let default_fill = Fill::default();
-    let fill = styles.fills.get(xf.fill).unwrap_or(&default_fill);
-    let when_value = |v: PyValue| if has_value { v } else { PyValue::None };
-    let opt_str = |s: &Option<String>| s.clone().map(PyValue::Str).unwrap_or(PyValue::None);
-    let opt_num = |x: Option<f64>| x.map(PyValue::Num).unwrap_or(PyValue::None);
-    Ok(Ok(match prop {
-        "number_format" => {
-            // a plain number: not a formula, not under a date format, not text or a boolean
-            let numeric = !cell.formula && cell.t == "n" && !is_date_format(&format);
-            if has_value && numeric {
-                PyValue::Str(format)
-            } else {
-                PyValue::None
-            }
-        }
-        "font_name" => when_value(opt_str(&font.name)),
-        "font_family" => when_value(opt_num(font.family)),
-        "font_color" => {
-            if !has_value {
-                PyValue::None
-            } else {
-                match Color::value(&font.color) {
-                    Ok(v) => v,
-                    Err(()) => return raise("the font has no colour"),
-                }
-            }
-        }
-        "font_bold" => when_value(PyValue::Bool(font.bold)),
-        "font_italic" => when_value(PyValue::Bool(font.italic)),
-        "font_underline" => when_value(opt_str(&font.underline)),
-        "font_size" => when_value(opt_num(font.size)),
-        "fill_type" => PyValue::Str(
-            if fill.gradient {
-                "gradientFill"
-            } else {
-                "patternFill"
-            }
-            .into(),
-        ),
-        "bgcolor" | "fgcolor" => {
-            if fill.gradient {
-                PyValue::None
-            } else {
-                Color::value(&Some(fill.fg.clone())).unwrap_or(PyValue::None)
-            }
-        }
-        "hyperlink" => {
-            if !has_value {
-                PyValue::None
-            } else if facts.hyperlink {
-                PyValue::Object
-            } else {
-                PyValue::Str(String::new())
-            }
-        }
-        _ => PyValue::Bool(facts.merged), // "merge"
-    }))
+    Ok(StyledSheet::open(path, sheet).and_then(|s| s.prop(at, prop)))
 }
 
 #[cfg(test)]

@@ -1,14 +1,18 @@
 """Writes .xlsx files with openpyxl, as a Python user (or a task's author) would: formulas are
 stored without a cached result. Reads `[{"path": ..., "sheets": [{"name": ..., "cells":
 [[coordinate, value, style?], ...], "merged": [range, ...], "links": [[coordinate, url],
-...]}]}]` on stdin; a string value starting with `=` is a formula. A style is an object of
+...], "zoom": N, "freeze": cell, "hidden_rows": [N, ...], "validations": [{"type": ...,
+"formula1": ..., "sqref": ...}], "conditional": bool}]}]` on stdin (every key after `cells`
+optional); a string value starting with `=` is a formula. A style is an object of
 `bold`, `italic`, `underline`, `size`, `name`, `color` (aRGB, or `theme:N`), `fill` (aRGB of a
 solid fill, or `gradient`) and `number_format`."""
 import json
 import sys
 
 import openpyxl
+from openpyxl.formatting.rule import CellIsRule
 from openpyxl.styles import Color, Font, GradientFill, PatternFill
+from openpyxl.worksheet.datavalidation import DataValidation
 
 
 def styled(cell, st):
@@ -42,4 +46,16 @@ for book in json.load(sys.stdin):
             ws.merge_cells(r)
         for coord, url in s.get("links", []):
             ws[coord].hyperlink = url
+        if "zoom" in s:
+            ws.sheet_view.zoomScale = s["zoom"]
+        if "freeze" in s:
+            ws.freeze_panes = s["freeze"]
+        for r in s.get("hidden_rows", []):
+            ws.row_dimensions[r].hidden = True
+        for v in s.get("validations", []):
+            dv = DataValidation(type=v["type"], formula1=v.get("formula1"), allow_blank=True)
+            dv.add(v["sqref"])
+            ws.add_data_validation(dv)
+        if s.get("conditional"):
+            ws.conditional_formatting.add("A1:C5", CellIsRule(operator="greaterThan", formula=["10"], fill=PatternFill("solid", fgColor="FFFF0000")))
     wb.save(book["path"])
