@@ -93,6 +93,22 @@ impl Book {
         }
     }
 
+    /// `load_charts` on this book's sheet: a saved file's charts; a workbook in memory has none
+    /// to read (the native desktop draws no charts), an error.
+    #[allow(clippy::type_complexity)]
+    fn charts(
+        &self,
+        sheet: &str,
+        props: &[String],
+    ) -> Result<std::collections::BTreeMap<String, Vec<(String, StyleValue)>>, String> {
+        match &self.source {
+            Source::File(p) => crate::chart::load_charts(p, sheet, props),
+            Source::Memory(_) => {
+                Err("the chart rule reads a saved file's charts; this workbook is in memory".into())
+            }
+        }
+    }
+
     /// The per-sheet CSV export `sheet_print` reads.
     fn printed(&self, sheet: &str) -> Option<Vec<String>> {
         let lines = match &self.source {
@@ -904,6 +920,23 @@ pub fn compare_books(r: &Book, e: Option<&Book>, options: &Json) -> Result<f64, 
                 }
                 sides[0].clone().unwrap_or_default() == sides[1].clone().unwrap_or_default()
             }
+            "chart" => {
+                let props: Vec<String> = match rule.get("chart_props") {
+                    None => vec![],
+                    Some(p) => p
+                        .as_array()
+                        .ok_or("chart's `chart_props` must be a list")?
+                        .iter()
+                        .map(|p| p.as_str().map(str::to_string).ok_or("chart_props are names"))
+                        .collect::<Result<_, _>>()?,
+                };
+                let mut sides = vec![];
+                for k in ["sheet_idx0", "sheet_idx1"] {
+                    let (s, n) = parse_idx(&field(rule, k)?, &rnames, enames.as_deref())?;
+                    sides.push(book(s)?.charts(&n, &props)?);
+                }
+                sides[0] == sides[1]
+            }
             "check_cell" => {
                 let (side, name) =
                     parse_idx(&field(rule, "sheet_idx")?, &rnames, enames.as_deref())?;
@@ -948,7 +981,7 @@ pub fn compare_books(r: &Book, e: Option<&Book>, options: &Json) -> Result<f64, 
             }
             other => {
                 return Err(format!(
-                    "compare_table rule type {other:?} is not implemented (sheet_name, sheet_data, sheet_print, sheet_fuzzy, check_cell, style, freeze, zoom, row_props and data_validation are)"
+                    "compare_table rule type {other:?} is not implemented (sheet_name, sheet_data, sheet_print, sheet_fuzzy, check_cell, chart, style, freeze, zoom, row_props and data_validation are)"
                 ))
             }
         };

@@ -3,6 +3,7 @@ pub mod action;
 pub mod addr;
 pub mod app;
 pub mod bounds;
+pub mod chart;
 pub mod compare;
 pub mod episode;
 pub mod expert;

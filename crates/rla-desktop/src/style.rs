@@ -525,7 +525,7 @@ fn covers(range: &str, at: crate::addr::Addr) -> Option<bool> {
     Some(a.row <= at.row && at.row <= b.row && a.col <= at.col && at.col <= b.col)
 }
 
-fn entry(z: &mut zip::ZipArchive<std::fs::File>, name: &str) -> Option<Vec<u8>> {
+pub(crate) fn entry(z: &mut zip::ZipArchive<std::fs::File>, name: &str) -> Option<Vec<u8>> {
     let f = z.by_name(name).ok()?;
     let mut out = Vec::new();
     f.take(crate::bounds::MAX_PART_BYTES)
@@ -536,7 +536,7 @@ fn entry(z: &mut zip::ZipArchive<std::fs::File>, name: &str) -> Option<Vec<u8>> 
 
 /// The part of a sheet by its name, as openpyxl finds it: `xl/workbook.xml`'s `<sheet>` and its
 /// relationship's target.
-fn sheet_part(z: &mut zip::ZipArchive<std::fs::File>, sheet: &str) -> Option<String> {
+pub(crate) fn sheet_part(z: &mut zip::ZipArchive<std::fs::File>, sheet: &str) -> Option<String> {
     let wb = entry(z, "xl/workbook.xml")?;
     let mut rid = None;
     let mut r = Reader::from_reader(wb.as_slice());

@@ -881,3 +881,122 @@ fn sheet_rules_score_as_osworlds() {
         );
     }
 }
+
+/// A chart drawn at random, as `write_openpyxl.py` adds it.
+fn random_chart(rng: &mut impl Rng) -> Value {
+    let kind = ["bar", "bar3d", "line", "pie", "scatter"][rng.gen_range(0..5)];
+    let dir = ["col", "bar"][rng.gen_range(0..2)];
+    let title =
+        [json!("Sales"), json!("Revenue by region"), Value::Null][rng.gen_range(0..3)].clone();
+    let values = [[2, 1, 5], [3, 1, 5], [2, 2, 4]][rng.gen_range(0..3)];
+    let cats = [json!([1, 2, 5]), Value::Null][rng.gen_range(0..2)].clone();
+    let at = ["E2", "G10"][rng.gen_range(0..2)];
+    let mut c =
+        json!({"kind": kind, "dir": dir, "title": title, "values": values, "cats": cats, "at": at});
+    if rng.gen_bool(0.3) {
+        c["legend"] = [json!("b"), Value::Null][rng.gen_range(0..2)].clone();
+    }
+    c
+}
+
+#[test]
+fn charts_score_as_osworlds() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(34);
+    let mut books = vec![];
+    let mut pairs = vec![];
+    for i in 0..30 {
+        let (pa, pb) = (
+            dir.path().join(format!("r{i}.xlsx")),
+            dir.path().join(format!("e{i}.xlsx")),
+        );
+        let mut a = styled_book(&pa, &mut rng);
+        let charts: Vec<Value> = (0..rng.gen_range(0..3))
+            .map(|_| random_chart(&mut rng))
+            .collect();
+        a["sheets"][0]["charts"] = json!(charts);
+        let mut b = a.clone();
+        b["path"] = json!(pb);
+        match rng.gen_range(0..4) {
+            0 => b["sheets"][0]["charts"] = json!([random_chart(&mut rng)]),
+            1 if !charts.is_empty() => b["sheets"][0]["charts"][0]["title"] = json!("Other"),
+            _ => {}
+        }
+        books.push(a);
+        books.push(b);
+        pairs.push((pa, pb));
+    }
+    run_python("write_openpyxl.py", &Value::Array(books));
+    // LibreOffice re-saves every third pair: its own chart XML
+    let lo: Vec<&PathBuf> = pairs.iter().step_by(3).flat_map(|(a, b)| [a, b]).collect();
+    let lo_dir = dir.path().join("lo");
+    let status = Command::new("soffice")
+        .args([
+            "--headless",
+            "--convert-to",
+            "xlsx:Calc MS Excel 2007 XML",
+            "--outdir",
+        ])
+        .arg(&lo_dir)
+        .args(&lo)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("LibreOffice (soffice) runs: apt-get install libreoffice-calc-nogui");
+    assert!(status.success());
+    for p in &lo {
+        std::fs::rename(lo_dir.join(p.file_name().unwrap()), p).unwrap();
+    }
+    let (mut cases, mut ours) = (vec![], vec![]);
+    for (pa, pb) in &pairs {
+        for props in [
+            json!(["type", "title"]),
+            json!(["type"]),
+            json!(["type", "direction"]),
+            json!(["legend", "width", "height"]),
+        ] {
+            let rule = json!({"type": "chart", "sheet_idx0": 0, "sheet_idx1": "EI0", "chart_props": props});
+            let options = json!({ "rules": [rule] });
+            cases.push(
+                json!({"func": "compare_table", "result": pa, "expected": pb, "options": options}),
+            );
+            ours.push(compare_table(Some(pa), Some(pb), &options));
+        }
+    }
+    let theirs: Vec<Value> =
+        serde_json::from_str(&run_python("score.py", &Value::Array(cases.clone()))).unwrap();
+    let mut mismatches = vec![];
+    let (mut ones, mut zeros, mut errors) = (0, 0, 0);
+    for ((case, t), o) in cases.iter().zip(&theirs).zip(&ours) {
+        match t.as_f64() {
+            Some(1.0) => ones += 1,
+            Some(_) => zeros += 1,
+            None => errors += 1,
+        }
+        let agree = match (t.as_f64(), o) {
+            (Some(x), Ok(y)) => x == *y,
+            (None, Err(_)) => true,
+            _ => false,
+        };
+        if !agree {
+            mismatches.push(format!("{case}\n  OSWorld: {t}\n  ours: {o:?}"));
+        }
+    }
+    eprintln!("charts: ones {ones}, zeros {zeros}, errors {errors}");
+    assert!(
+        mismatches.is_empty(),
+        "{} of {} cases differ:\n{}",
+        mismatches.len(),
+        cases.len(),
+        mismatches
+            .iter()
+            .take(10)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    assert!(
+        ones > 10 && zeros > 10 && errors > 0,
+        "ones {ones}, zeros {zeros}, errors {errors}"
+    );
+}

@@ -2,7 +2,10 @@
 stored without a cached result. Reads `[{"path": ..., "sheets": [{"name": ..., "cells":
 [[coordinate, value, style?], ...], "merged": [range, ...], "links": [[coordinate, url],
 ...], "zoom": N, "freeze": cell, "hidden_rows": [N, ...], "validations": [{"type": ...,
-"formula1": ..., "sqref": ...}], "conditional": bool}]}]` on stdin (every key after `cells`
+"formula1": ..., "sqref": ...}], "conditional": bool, "charts": [{"kind": "bar" | "bar3d" | "line" |
+"pie" | "scatter", "dir": "col" | "bar", "title": text or null, "values": [col, first row, last
+row], "cats": [col, first row, last row] or null, "at": cell, "legend": position or null}]}]}]`
+on stdin (every key after `cells`
 optional); a string value starting with `=` is a formula. A style is an object of
 `bold`, `italic`, `underline`, `size`, `name`, `color` (aRGB, or `theme:N`), `fill` (aRGB of a
 solid fill, or `gradient`) and `number_format`."""
@@ -10,6 +13,7 @@ import json
 import sys
 
 import openpyxl
+from openpyxl.chart import BarChart, BarChart3D, LineChart, PieChart, Reference, ScatterChart, Series
 from openpyxl.formatting.rule import CellIsRule
 from openpyxl.styles import Color, Font, GradientFill, PatternFill
 from openpyxl.worksheet.datavalidation import DataValidation
@@ -56,6 +60,29 @@ for book in json.load(sys.stdin):
             dv = DataValidation(type=v["type"], formula1=v.get("formula1"), allow_blank=True)
             dv.add(v["sqref"])
             ws.add_data_validation(dv)
+        for c in s.get("charts", []):
+            kind = c["kind"]
+            chart = {"bar": BarChart, "bar3d": BarChart3D, "line": LineChart, "pie": PieChart, "scatter": ScatterChart}[kind]()
+            if kind.startswith("bar"):
+                chart.type = c.get("dir", "col")
+            if c.get("title") is not None:
+                chart.title = c["title"]
+            col, r0, r1 = c["values"]
+            values = Reference(ws, min_col=col, min_row=r0, max_row=r1)
+            if kind == "scatter":
+                xs = Reference(ws, min_col=1, min_row=r0, max_row=r1)
+                chart.series.append(Series(values, xs))
+            else:
+                chart.add_data(values, titles_from_data=False)
+                if c.get("cats"):
+                    cc, c0, c1 = c["cats"]
+                    chart.set_categories(Reference(ws, min_col=cc, min_row=c0, max_row=c1))
+            if "legend" in c:
+                if c["legend"] is None:
+                    chart.legend = None
+                else:
+                    chart.legend.position = c["legend"]
+            ws.add_chart(chart, c.get("at", "E2"))
         if s.get("conditional"):
             ws.conditional_formatting.add("A1:C5", CellIsRule(operator="greaterThan", formula=["10"], fill=PatternFill("solid", fgColor="FFFF0000")))
     wb.save(book["path"])
