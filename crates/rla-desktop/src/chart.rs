@@ -27,7 +27,10 @@ struct Chart {
 }
 
 /// A part's relationships: id → (type, resolved part name).
-fn rels(z: &mut zip::ZipArchive<std::fs::File>, part: &str) -> BTreeMap<String, (String, String)> {
+pub(crate) fn rels(
+    z: &mut zip::ZipArchive<std::fs::File>,
+    part: &str,
+) -> BTreeMap<String, (String, String)> {
     let (dir, file) = part.rsplit_once('/').unwrap_or(("", part));
     let Some(xml) = entry(z, &format!("{dir}/_rels/{file}.rels")) else {
         return BTreeMap::new();
@@ -54,7 +57,7 @@ fn rels(z: &mut zip::ZipArchive<std::fs::File>, part: &str) -> BTreeMap<String, 
 }
 
 /// A relationship target resolved against its source's folder.
-fn resolve(dir: &str, target: &str) -> String {
+pub(crate) fn resolve(dir: &str, target: &str) -> String {
     if let Some(abs) = target.strip_prefix('/') {
         return abs.to_string();
     }
@@ -252,7 +255,11 @@ pub fn load_charts(
     sheet: &str,
     props: &[String],
 ) -> Result<BTreeMap<String, Vec<(String, PyValue)>>, String> {
-    if let Some(p) = props.iter().find(|p| !CHART_PROPS.contains(&p.as_str())) {
+    // OSWorld ignores a property it does not know; those it reads and this does not are errors
+    if let Some(p) = props
+        .iter()
+        .find(|p| ["anchor", "xtitle", "ytitle", "ztitle"].contains(&p.as_str()))
+    {
         return Err(format!(
             "chart: the property {p:?} is not read here ({} are)",
             CHART_PROPS.join(", ")
@@ -285,7 +292,10 @@ pub fn load_charts(
         }
     }
     // props in Python's set order do not matter: the info dicts compare as dicts
-    let mut wanted: Vec<&String> = props.iter().collect();
+    let mut wanted: Vec<&String> = props
+        .iter()
+        .filter(|p| CHART_PROPS.contains(&p.as_str()))
+        .collect();
     wanted.sort();
     wanted.dedup();
     for c in charts {

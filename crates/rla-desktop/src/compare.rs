@@ -3,7 +3,8 @@
 //! (sheets read as pandas reads them, [`crate::frame`]), `sheet_print` (the per-sheet CSV
 //! exports), `sheet_fuzzy` and `check_cell` (values read from the file's XML as OSWorld's
 //! `read_cell_value` reads them, styles as openpyxl reads them, [`crate::style`]), `style`,
-//! `freeze`, `zoom`, `row_props` and `data_validation`, and an evaluator's list of functions
+//! `freeze`, `zoom`, `row_props`, `data_validation`, `chart` ([`crate::chart`]) and
+//! `pivot_table` ([`crate::pivot`]), and an evaluator's list of functions
 //! joined by `conj`.
 //!
 //! Where OSWorld scores 0 (a result file that does not load, a missing result sheet, a failed
@@ -36,6 +37,8 @@ impl Book {
     /// Loads a saved .xlsx file.
     pub fn load(path: &Path) -> Result<Book, String> {
         let sheets = xlsx::cached(path).map_err(|e| e.to_string())?;
+        // what makes openpyxl refuse a file that this reader takes
+        crate::pivot::check_caches(path)?;
         Ok(Book {
             source: Source::File(path.into()),
             sheets,
@@ -106,6 +109,24 @@ impl Book {
             Source::Memory(_) => {
                 Err("the chart rule reads a saved file's charts; this workbook is in memory".into())
             }
+        }
+    }
+
+    /// `load_pivot_tables` on this book's sheet: a saved file's pivot tables; a workbook in
+    /// memory has none, an error.
+    #[allow(clippy::type_complexity)]
+    fn pivots(
+        &self,
+        sheet: &str,
+        props: &[String],
+    ) -> Result<std::collections::BTreeMap<String, std::collections::BTreeMap<String, Json>>, String>
+    {
+        match &self.source {
+            Source::File(p) => crate::pivot::load_pivot_tables(p, sheet, props),
+            Source::Memory(_) => Err(
+                "the pivot_table rule reads a saved file's pivot tables; this workbook is in memory"
+                    .into(),
+            ),
         }
     }
 
@@ -937,6 +958,19 @@ pub fn compare_books(r: &Book, e: Option<&Book>, options: &Json) -> Result<f64, 
                 }
                 sides[0] == sides[1]
             }
+            "pivot_table" => {
+                let props: Vec<String> = rule
+                    .get("pivot_props")
+                    .and_then(Json::as_array)
+                    .map(|a| a.iter().filter_map(|p| p.as_str().map(str::to_string)).collect())
+                    .unwrap_or_default();
+                let mut sides = vec![];
+                for k in ["sheet_idx0", "sheet_idx1"] {
+                    let (s, n) = parse_idx(&field(rule, k)?, &rnames, enames.as_deref())?;
+                    sides.push(book(s)?.pivots(&n, &props)?);
+                }
+                sides[0] == sides[1]
+            }
             "check_cell" => {
                 let (side, name) =
                     parse_idx(&field(rule, "sheet_idx")?, &rnames, enames.as_deref())?;
@@ -981,7 +1015,7 @@ pub fn compare_books(r: &Book, e: Option<&Book>, options: &Json) -> Result<f64, 
             }
             other => {
                 return Err(format!(
-                    "compare_table rule type {other:?} is not implemented (sheet_name, sheet_data, sheet_print, sheet_fuzzy, check_cell, chart, style, freeze, zoom, row_props and data_validation are)"
+                    "compare_table rule type {other:?} is not implemented (sheet_name, sheet_data, sheet_print, sheet_fuzzy, check_cell, chart, pivot_table, style, freeze, zoom, row_props and data_validation are)"
                 ))
             }
         };

@@ -13,6 +13,7 @@ pub mod frame;
 pub mod keys;
 pub mod layout;
 pub mod local;
+pub mod pivot;
 pub mod rawcell;
 pub mod render;
 pub mod rows;

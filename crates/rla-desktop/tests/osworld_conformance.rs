@@ -1000,3 +1000,117 @@ fn charts_score_as_osworlds() {
         "ones {ones}, zeros {zeros}, errors {errors}"
     );
 }
+
+/// A pivot table over the styled sheet's first columns, drawn at random, as `write_openpyxl.py`
+/// builds it with openpyxl's pivot classes.
+fn random_pivot(rng: &mut impl Rng) -> Value {
+    let n = rng.gen_range(2..5);
+    let fields: Vec<Value> = (0..n)
+        .map(|k| {
+            // empty fields at either end narrow the source's columns
+            if (k == 0 || k == n - 1) && rng.gen_bool(0.3) {
+                json!([])
+            } else {
+                let items: Vec<Value> = (0..rng.gen_range(1..4))
+                    .map(|x| json!([x, rng.gen_bool(0.3)]))
+                    .collect();
+                json!(items)
+            }
+        })
+        .collect();
+    let source = ["A1:C5", "A1:D5", "B1:C4"][rng.gen_range(0..3)];
+    let rows = [json!([0]), json!([1]), json!([])][rng.gen_range(0..3)].clone();
+    let cols = [json!([]), json!([1]), json!([-2])][rng.gen_range(0..3)].clone();
+    let data = [
+        json!([[2, "Sum of F2", "sum"]]),
+        json!([[1, null, "count"]]),
+        json!([]),
+    ][rng.gen_range(0..3)]
+    .clone();
+    let pages = [json!([]), json!([0]), json!([1, 0])][rng.gen_range(0..3)].clone();
+    json!({"source": source, "fields": fields, "rows": rows, "cols": cols, "data": data,
+        "pages": pages, "location": "H3:J8"})
+}
+
+#[test]
+fn pivot_tables_score_as_osworlds() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(35);
+    let mut books = vec![];
+    let mut pairs = vec![];
+    for i in 0..40 {
+        let (pa, pb) = (
+            dir.path().join(format!("r{i}.xlsx")),
+            dir.path().join(format!("e{i}.xlsx")),
+        );
+        let mut a = styled_book(&pa, &mut rng);
+        let pivots: Vec<Value> = (0..rng.gen_range(0..3))
+            .map(|_| random_pivot(&mut rng))
+            .collect();
+        a["sheets"][0]["pivots"] = json!(pivots);
+        let mut b = a.clone();
+        b["path"] = json!(pb);
+        if rng.gen_bool(0.4) {
+            b["sheets"][0]["pivots"] = json!([random_pivot(&mut rng)]);
+        }
+        books.push(a);
+        books.push(b);
+        pairs.push((pa, pb));
+    }
+    run_python("write_openpyxl.py", &Value::Array(books));
+    let (mut cases, mut ours) = (vec![], vec![]);
+    for (pa, pb) in &pairs {
+        for props in [
+            json!(["col_fields", "filter", "row_fields", "data_fields"]),
+            json!(["selection", "ordered", "data_fields", "data_fields_name"]),
+            json!([
+                "name",
+                "show_total",
+                "show_empty_row",
+                "show_headers",
+                "location"
+            ]),
+            json!(["no_such_property"]),
+        ] {
+            let rule = json!({"type": "pivot_table", "sheet_idx0": "RNSheet1", "sheet_idx1": "ENSheet1", "pivot_props": props});
+            let options = json!({ "rules": [rule] });
+            cases.push(
+                json!({"func": "compare_table", "result": pa, "expected": pb, "options": options}),
+            );
+            ours.push(compare_table(Some(pa), Some(pb), &options));
+        }
+    }
+    let theirs: Vec<Value> =
+        serde_json::from_str(&run_python("score.py", &Value::Array(cases.clone()))).unwrap();
+    let mut mismatches = vec![];
+    let (mut ones, mut zeros) = (0, 0);
+    for ((case, t), o) in cases.iter().zip(&theirs).zip(&ours) {
+        match t.as_f64() {
+            Some(1.0) => ones += 1,
+            Some(_) => zeros += 1,
+            None => {}
+        }
+        let agree = match (t.as_f64(), o) {
+            (Some(x), Ok(y)) => x == *y,
+            (None, Err(_)) => true,
+            _ => false,
+        };
+        if !agree {
+            mismatches.push(format!("{case}\n  OSWorld: {t}\n  ours: {o:?}"));
+        }
+    }
+    eprintln!("pivots: ones {ones}, zeros {zeros}");
+    assert!(
+        mismatches.is_empty(),
+        "{} of {} cases differ:\n{}",
+        mismatches.len(),
+        cases.len(),
+        mismatches
+            .iter()
+            .take(10)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    assert!(ones > 20 && zeros > 20, "ones {ones}, zeros {zeros}");
+}

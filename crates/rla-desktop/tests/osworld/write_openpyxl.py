@@ -4,8 +4,9 @@ stored without a cached result. Reads `[{"path": ..., "sheets": [{"name": ..., "
 ...], "zoom": N, "freeze": cell, "hidden_rows": [N, ...], "validations": [{"type": ...,
 "formula1": ..., "sqref": ...}], "conditional": bool, "charts": [{"kind": "bar" | "bar3d" | "line" |
 "pie" | "scatter", "dir": "col" | "bar", "title": text or null, "values": [col, first row, last
-row], "cats": [col, first row, last row] or null, "at": cell, "legend": position or null}]}]}]`
-on stdin (every key after `cells`
+row], "cats": [col, first row, last row] or null, "at": cell, "legend": position or null}],
+"pivots": [{"source": range, "fields": [[[x, hidden], ...], ...], "rows": [x], "cols": [x],
+"data": [[fld, name or null, subtotal]], "pages": [fld], "location": range}]}]}]` on stdin (every key after `cells`
 optional); a string value starting with `=` is a formula. A style is an object of
 `bold`, `italic`, `underline`, `size`, `name`, `color` (aRGB, or `theme:N`), `fill` (aRGB of a
 solid fill, or `gradient`) and `number_format`."""
@@ -15,6 +16,8 @@ import sys
 import openpyxl
 from openpyxl.chart import BarChart, BarChart3D, LineChart, PieChart, Reference, ScatterChart, Series
 from openpyxl.formatting.rule import CellIsRule
+from openpyxl.pivot.cache import CacheDefinition, CacheField, CacheSource, SharedItems, WorksheetSource
+from openpyxl.pivot.table import DataField, FieldItem, Location, PageField, PivotField, RowColField, TableDefinition
 from openpyxl.styles import Color, Font, GradientFill, PatternFill
 from openpyxl.worksheet.datavalidation import DataValidation
 
@@ -83,6 +86,23 @@ for book in json.load(sys.stdin):
                 else:
                     chart.legend.position = c["legend"]
             ws.add_chart(chart, c.get("at", "E2"))
+        for i, pv in enumerate(s.get("pivots", [])):
+            fields = pv["fields"]
+            cache = CacheDefinition(
+                cacheSource=CacheSource(type="worksheet", worksheetSource=WorksheetSource(ref=pv["source"], sheet=s["name"])),
+                cacheFields=[CacheField(name=f"F{k}", sharedItems=SharedItems()) for k in range(len(fields))],
+            )
+            table = TableDefinition(
+                name=f"PivotTable{i + 1}", cacheId=i + 1, dataCaption="Values",
+                location=Location(ref=pv["location"], firstHeaderRow=1, firstDataRow=1, firstDataCol=1),
+                pivotFields=[PivotField(items=[FieldItem(x=x, h=(True if h else None)) for x, h in f]) for f in fields],
+                rowFields=[RowColField(x=x) for x in pv["rows"]],
+                colFields=[RowColField(x=x) for x in pv["cols"]],
+                dataFields=[DataField(name=n, fld=fld, subtotal=sub) for fld, n, sub in pv["data"]],
+                pageFields=[PageField(fld=f) for f in pv["pages"]],
+            )
+            table.cache = cache
+            ws._pivots.append(table)
         if s.get("conditional"):
             ws.conditional_formatting.add("A1:C5", CellIsRule(operator="greaterThan", formula=["10"], fill=PatternFill("solid", fgColor="FFFF0000")))
     wb.save(book["path"])
