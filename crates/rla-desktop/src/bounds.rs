@@ -90,7 +90,7 @@ fn check_sheet(path: &Path, name: &str, xml: &[u8]) -> Result<(), DesktopError> 
                         continue;
                     }
                 };
-                let Some(v) = crate::rawcell::attr(e, key) else {
+                let Some(v) = crate::xmlpart::attr(e, key) else {
                     buf.clear();
                     continue;
                 };

@@ -6,8 +6,8 @@
 //! `barDir`; OSWorld raises for other charts), `legend` (its position, `r` by default), and
 //! `width` and `height` (openpyxl's defaults, 15 and 7.5, whatever the file says).
 
-use crate::rawcell::attr;
-use crate::style::{entry, sheet_part, PyValue};
+use crate::style::{sheet_part, PyValue};
+use crate::xmlpart::{attr, entry, rels, text_of};
 use quick_xml::events::Event;
 use quick_xml::Reader;
 use std::collections::BTreeMap;
@@ -24,54 +24,6 @@ struct Chart {
     title: Option<String>,
     bar_dir: Option<String>,
     legend: Option<String>,
-}
-
-/// A part's relationships: id → (type, resolved part name).
-pub(crate) fn rels(
-    z: &mut zip::ZipArchive<std::fs::File>,
-    part: &str,
-) -> BTreeMap<String, (String, String)> {
-    let (dir, file) = part.rsplit_once('/').unwrap_or(("", part));
-    let Some(xml) = entry(z, &format!("{dir}/_rels/{file}.rels")) else {
-        return BTreeMap::new();
-    };
-    let mut out = BTreeMap::new();
-    let mut r = Reader::from_reader(xml.as_slice());
-    let mut buf = Vec::new();
-    loop {
-        match r.read_event_into(&mut buf) {
-            Ok(Event::Start(e)) | Ok(Event::Empty(e))
-                if e.local_name().as_ref() == "Relationship" =>
-            {
-                if let (Some(id), Some(t)) = (attr(&e, "Id"), attr(&e, "Target")) {
-                    let kind = attr(&e, "Type").unwrap_or_default();
-                    out.insert(id, (kind, resolve(dir, &t)));
-                }
-            }
-            Ok(Event::Eof) | Err(_) => break,
-            _ => {}
-        }
-        buf.clear();
-    }
-    out
-}
-
-/// A relationship target resolved against its source's folder.
-pub(crate) fn resolve(dir: &str, target: &str) -> String {
-    if let Some(abs) = target.strip_prefix('/') {
-        return abs.to_string();
-    }
-    let mut parts: Vec<&str> = dir.split('/').filter(|p| !p.is_empty()).collect();
-    for seg in target.split('/') {
-        match seg {
-            ".." => {
-                parts.pop();
-            }
-            "." | "" => {}
-            s => parts.push(s),
-        }
-    }
-    parts.join("/")
 }
 
 /// The chart parts a drawing anchors, in openpyxl's order.
@@ -188,15 +140,7 @@ fn read_chart(xml: &[u8]) -> Chart {
                     text.clear();
                 }
             }
-            Ok(Event::Text(t)) => text.push_str(&t.xml10_content()),
-            Ok(Event::GeneralRef(g)) => text.push_str(match g.as_ref() {
-                "amp" => "&",
-                "lt" => "<",
-                "gt" => ">",
-                "quot" => "\"",
-                "apos" => "'",
-                _ => "",
-            }),
+            Ok(ref e @ (Event::Text(_) | Event::GeneralRef(_))) => text.push_str(&text_of(e)),
             Ok(Event::End(_)) => {
                 let p: Vec<&str> = path.iter().map(String::as_str).collect();
                 let n = p.len();
@@ -275,7 +219,10 @@ pub fn load_charts(
     let Some(part) = sheet_part(&mut z, sheet) else {
         return Ok(out);
     };
-    let sheet_rels = rels(&mut z, &part);
+    let sheet_rels: BTreeMap<String, (String, String)> = rels(&mut z, &part)
+        .into_iter()
+        .map(|(id, kind, target)| (id, (kind, target)))
+        .collect();
     let mut charts = vec![];
     for (kind, drawing) in sheet_rels.values() {
         if !kind.ends_with("/drawing") {
@@ -284,7 +231,10 @@ pub fn load_charts(
         let Some(xml) = entry(&mut z, drawing) else {
             continue;
         };
-        let drels = rels(&mut z, drawing);
+        let drels: BTreeMap<String, (String, String)> = rels(&mut z, drawing)
+            .into_iter()
+            .map(|(id, kind, target)| (id, (kind, target)))
+            .collect();
         for chart in drawing_charts(&xml, &drels) {
             if let Some(x) = entry(&mut z, &chart) {
                 charts.push(read_chart(&x));

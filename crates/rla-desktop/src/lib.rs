@@ -22,6 +22,7 @@ pub mod task;
 pub mod tiny;
 pub mod workbook;
 pub mod xlsx;
+mod xmlpart;
 
 /// An error of the desktop setting's files.
 #[derive(Debug, thiserror::Error)]

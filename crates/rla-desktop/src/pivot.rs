@@ -7,8 +7,8 @@
 //! `row_fields` and `data_fields` (`"index;name;subtotal;show_data_as"`, the name only with
 //! `data_fields_name`).
 
-use crate::rawcell::attr;
-use crate::style::{entry, sheet_part};
+use crate::style::sheet_part;
+use crate::xmlpart::{attr, entry, rels};
 use quick_xml::events::Event;
 use quick_xml::Reader;
 use serde_json::{json, Value};
@@ -150,35 +150,6 @@ fn read_source(xml: &[u8]) -> (Option<String>, Option<String>, Option<String>, b
     (kind, reference, sheet, ws)
 }
 
-/// A part's relationships in document order: (type, resolved part).
-fn rels_in_order(z: &mut zip::ZipArchive<std::fs::File>, part: &str) -> Vec<(String, String)> {
-    let (dir, file) = part.rsplit_once('/').unwrap_or(("", part));
-    let Some(xml) = entry(z, &format!("{dir}/_rels/{file}.rels")) else {
-        return vec![];
-    };
-    let mut out = vec![];
-    let mut r = Reader::from_reader(xml.as_slice());
-    let mut buf = Vec::new();
-    loop {
-        match r.read_event_into(&mut buf) {
-            Ok(Event::Start(e)) | Ok(Event::Empty(e))
-                if e.local_name().as_ref() == "Relationship" =>
-            {
-                if let Some(t) = attr(&e, "Target") {
-                    out.push((
-                        attr(&e, "Type").unwrap_or_default(),
-                        crate::chart::resolve(dir, &t),
-                    ));
-                }
-            }
-            Ok(Event::Eof) | Err(_) => break,
-            _ => {}
-        }
-        buf.clear();
-    }
-    out
-}
-
 /// The workbook's pivot caches, as openpyxl finds a table's cache: `xl/workbook.xml`'s
 /// `<pivotCache cacheId r:id>` through the workbook's relationships.
 fn workbook_caches(z: &mut zip::ZipArchive<std::fs::File>) -> BTreeMap<String, String> {
@@ -201,9 +172,13 @@ fn workbook_caches(z: &mut zip::ZipArchive<std::fs::File>) -> BTreeMap<String, S
             buf.clear();
         }
     }
-    let rels = crate::chart::rels(z, "xl/workbook.xml");
+    let rels = rels(z, "xl/workbook.xml");
     ids.into_iter()
-        .filter_map(|(c, id)| rels.get(&id).map(|(_, part)| (c, part.clone())))
+        .filter_map(|(c, id)| {
+            rels.iter()
+                .find(|(i, _, _)| *i == id)
+                .map(|(_, _, part)| (c, part.clone()))
+        })
         .collect()
 }
 
@@ -279,7 +254,7 @@ pub fn load_pivot_tables(
     let Some(part) = sheet_part(&mut z, sheet) else {
         return Ok(out);
     };
-    for (kind, table) in rels_in_order(&mut z, &part) {
+    for (_, kind, table) in rels(&mut z, &part) {
         if !kind.ends_with("/pivotTable") {
             continue;
         }

@@ -4,9 +4,9 @@
 //! `xl/sharedStrings.xml`. `sheet_fuzzy` and `check_cell`'s `value` read cells this way.
 
 use crate::frame::py_float_repr;
+use crate::xmlpart::{attr, entry, text_of};
 use quick_xml::events::Event;
 use quick_xml::Reader;
-use std::io::Read;
 use std::path::Path;
 
 /// What `read_cell_value` returns.
@@ -44,27 +44,6 @@ struct Xml {
     v: Option<Option<String>>,
     inline: Option<String>,
     inline_attrs: Vec<(String, String)>,
-}
-
-fn entry(z: &mut zip::ZipArchive<std::fs::File>, name: &str) -> Option<Vec<u8>> {
-    let f = z.by_name(name).ok()?;
-    let mut out = Vec::new();
-    f.take(crate::bounds::MAX_PART_BYTES)
-        .read_to_end(&mut out)
-        .ok()?;
-    Some(out)
-}
-
-/// An element's attribute by local name, its value normalised as XML reads it.
-pub(crate) fn attr(e: &quick_xml::events::BytesStart, key: &str) -> Option<String> {
-    e.attributes()
-        .flatten()
-        .find(|a| a.key.local_name().as_ref() == key)
-        .and_then(|a| {
-            a.normalized_value(quick_xml::XmlVersion::Implicit1_0)
-                .ok()
-                .map(|v| v.into_owned())
-        })
 }
 
 /// The shared strings as `read_cell_value` reads them: each `<si>`'s `<t>` texts joined; when
@@ -112,28 +91,6 @@ fn shared_strings(xml: &[u8]) -> Vec<String> {
         buf.clear();
     }
     out
-}
-
-/// The text of a text event or an entity reference (`&amp;`, `&#10;`, …).
-fn text_of(e: &Event) -> String {
-    match e {
-        Event::Text(t) => t.xml10_content().into_owned(),
-        Event::GeneralRef(g) => {
-            if let Ok(Some(c)) = g.resolve_char_ref() {
-                return c.to_string();
-            }
-            match g.as_ref() {
-                "amp" => "&",
-                "lt" => "<",
-                "gt" => ">",
-                "quot" => "\"",
-                "apos" => "'",
-                _ => "",
-            }
-            .to_string()
-        }
-        _ => String::new(),
-    }
 }
 
 fn sheet_id(workbook: &[u8], name: &str) -> Option<String> {

@@ -9,11 +9,10 @@
 //! not a string (openpyxl returns its descriptor), and neither is a hyperlink (an object), so
 //! neither equals any text; a gradient fill has no foreground colour (`None`).
 
-use crate::rawcell::attr;
+use crate::xmlpart::{attr, entry, text_of};
 use quick_xml::events::Event;
 use quick_xml::Reader;
 use std::collections::HashMap;
-use std::io::Read;
 use std::path::Path;
 
 /// A value as Python sees it, for the rules that compare it.
@@ -486,18 +485,7 @@ fn parse_sheet(xml: &[u8], styles: Styles) -> StyledSheet {
                 _ => {}
             },
             Ok(ref e @ (Event::Text(_) | Event::GeneralRef(_))) => {
-                let text = match e {
-                    Event::Text(t) => t.xml10_content().into_owned(),
-                    Event::GeneralRef(g) => match g.as_ref() {
-                        "amp" => "&".into(),
-                        "lt" => "<".into(),
-                        "gt" => ">".into(),
-                        "quot" => "\"".into(),
-                        "apos" => "'".into(),
-                        _ => String::new(),
-                    },
-                    _ => String::new(),
-                };
+                let text = text_of(e);
                 if let Some((_, f)) = formula.as_mut() {
                     f.push_str(&text);
                 } else if in_v && !in_is && !text.is_empty() {
@@ -523,15 +511,6 @@ fn covers(range: &str, at: crate::addr::Addr) -> Option<bool> {
         }
     };
     Some(a.row <= at.row && at.row <= b.row && a.col <= at.col && at.col <= b.col)
-}
-
-pub(crate) fn entry(z: &mut zip::ZipArchive<std::fs::File>, name: &str) -> Option<Vec<u8>> {
-    let f = z.by_name(name).ok()?;
-    let mut out = Vec::new();
-    f.take(crate::bounds::MAX_PART_BYTES)
-        .read_to_end(&mut out)
-        .ok()?;
-    Some(out)
 }
 
 /// The part of a sheet by its name, as openpyxl finds it: `xl/workbook.xml`'s `<sheet>` and its
