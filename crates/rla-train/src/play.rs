@@ -295,6 +295,16 @@ pub struct Played {
 }
 
 impl Played {
+    /// One iteration's play of `tasks` tasks, not yet judged: the groups the loop trains on, and
+    /// the record.
+    pub fn of(trajs: Vec<Trajectory>, tasks: usize) -> (Vec<Group>, Played) {
+        let played = Played {
+            trajs,
+            verdicts: vec![],
+        };
+        (played.groups(tasks), played)
+    }
+
     /// The episodes, grouped by task for the loop (outcome ±1).
     pub fn groups(&self, tasks: usize) -> Vec<Group> {
         let mut groups: Vec<Group> = vec![Group::default(); tasks];
@@ -412,5 +422,71 @@ impl Played {
             })
             .collect();
         dir.save_json(&format!("samples/iter-{k:04}.json"), &picked)
+    }
+}
+
+/// What the tests of the step-judged settings share.
+#[cfg(test)]
+pub(crate) mod testing {
+    use rla_lm::{SampleParams, Sampler};
+
+    /// A sampler that answers from a script, one answer per call, and keeps the prompts.
+    pub(crate) struct Scripted {
+        /// The answers, one per call (the last repeats).
+        pub answers: Vec<&'static str>,
+        /// The first prompt of each call, decoded.
+        pub prompts: std::sync::Mutex<Vec<String>>,
+    }
+    impl rla_lm::Codec for Scripted {
+        fn encode(&self, t: &str) -> rla_lm::Result<Vec<u32>> {
+            Ok(t.bytes().map(u32::from).collect())
+        }
+        fn decode(&self, ids: &[u32]) -> rla_lm::Result<String> {
+            Ok(ids.iter().map(|&b| b as u8 as char).collect())
+        }
+        fn eos_ids(&self) -> &[u32] {
+            &[0]
+        }
+        fn chat_template(&self, _: &[rla_lm::Message], _: bool) -> rla_lm::Result<Option<String>> {
+            Ok(None)
+        }
+    }
+
+    impl Sampler for Scripted {
+        fn generate(
+            &self,
+            prompts: &[Vec<u32>],
+            n: usize,
+            _: &SampleParams,
+        ) -> rla_lm::Result<Vec<Vec<rla_lm::Sample>>> {
+            let mut seen = self.prompts.lock().unwrap();
+            let text = self.answers[seen.len().min(self.answers.len() - 1)];
+            seen.push(rla_lm::Codec::decode(self, &prompts[0])?);
+            Ok(prompts
+                .iter()
+                .map(|_| {
+                    (0..n)
+                        .map(|_| rla_lm::Sample {
+                            tokens: text.bytes().map(u32::from).collect(),
+                            logprobs: vec![-1.0; text.len()],
+                            text: text.to_string(),
+                            finish: rla_lm::Finish::Eos,
+                        })
+                        .collect()
+                })
+                .collect())
+        }
+        fn generate_within(
+            &self,
+            _: &[Vec<u32>],
+            _: usize,
+            _: &SampleParams,
+            _: &[Vec<Vec<u32>>],
+        ) -> rla_lm::Result<Vec<Vec<rla_lm::Sample>>> {
+            unreachable!("free-form answers are not constrained")
+        }
+        fn score(&self, _: &[(Vec<u32>, Vec<u32>)]) -> rla_lm::Result<Vec<Vec<f32>>> {
+            unreachable!()
+        }
     }
 }

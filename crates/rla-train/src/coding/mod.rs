@@ -225,12 +225,7 @@ impl Setting for Coding {
             .iter()
             .map(|t| t.spec.problem("", cfg.coding.tests))
             .collect();
-        let sp = SampleParams {
-            temperature: cfg.policy.temperature,
-            max_new_tokens: cfg.policy.max_new_tokens,
-            seed: ctx.seed(2),
-            ..Default::default()
-        };
+        let sp = cfg.policy.sampling(ctx.seed(2));
         let texts: Vec<String> = problems
             .iter()
             .map(|p| coder_prompt(&p.statement))
@@ -288,12 +283,7 @@ impl Setting for Coding {
         // separates the correct programs from the incorrect ones
         let cfg = ctx.cfg;
         let sb = self.sandbox(cfg)?;
-        let jp = SampleParams {
-            temperature: cfg.reward.temperature,
-            max_new_tokens: cfg.reward.max_new_tokens,
-            seed: ctx.seed(3),
-            ..Default::default()
-        };
+        let jp = cfg.reward.sampling(ctx.seed(3));
         let texts: Vec<String> = played
             .problems
             .iter()

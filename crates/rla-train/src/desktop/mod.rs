@@ -109,11 +109,7 @@ impl Setting for Gui {
                 )
             },
         )?;
-        let played = Played {
-            trajs,
-            verdicts: vec![],
-        };
-        Ok((played.groups(tasks.len()), played))
+        Ok(Played::of(trajs, tasks.len()))
     }
 
     fn judge(
@@ -249,7 +245,6 @@ impl Setting for Gui {
 mod tests {
     use super::*;
     use crate::config::DesktopObservation;
-    use rla_lm::SampleParams;
 
     #[test]
     fn desktop_settings_are_checked() {
@@ -292,50 +287,12 @@ mod tests {
             k: 1,
             progress: false,
         };
-        struct NoModel;
-        impl rla_lm::Codec for NoModel {
-            fn encode(&self, _: &str) -> rla_lm::Result<Vec<u32>> {
-                unreachable!()
-            }
-            fn decode(&self, _: &[u32]) -> rla_lm::Result<String> {
-                unreachable!()
-            }
-            fn eos_ids(&self) -> &[u32] {
-                &[]
-            }
-            fn chat_template(
-                &self,
-                _: &[rla_lm::Message],
-                _: bool,
-            ) -> rla_lm::Result<Option<String>> {
-                Ok(None)
-            }
-        }
-
-        impl Sampler for NoModel {
-            fn generate(
-                &self,
-                _: &[Vec<u32>],
-                _: usize,
-                _: &SampleParams,
-            ) -> rla_lm::Result<Vec<Vec<rla_lm::Sample>>> {
-                unreachable!()
-            }
-            fn generate_within(
-                &self,
-                _: &[Vec<u32>],
-                _: usize,
-                _: &SampleParams,
-                _: &[Vec<Vec<u32>>],
-            ) -> rla_lm::Result<Vec<Vec<rla_lm::Sample>>> {
-                unreachable!()
-            }
-            fn score(&self, _: &[(Vec<u32>, Vec<u32>)]) -> rla_lm::Result<Vec<Vec<f32>>> {
-                unreachable!()
-            }
-        }
+        let no_model = crate::play::testing::Scripted {
+            answers: vec![],
+            prompts: Default::default(),
+        };
         let (what, h) = g
-            .rewrite(ctx, &NoModel, &t, Direction::Harder, None, 0)
+            .rewrite(ctx, &no_model, &t, Direction::Harder, None, 0)
             .unwrap()
             .unwrap();
         assert_eq!(what, "switched to evaluator2");
@@ -343,7 +300,7 @@ mod tests {
         assert_eq!(h.parent.as_deref(), Some(t.id.as_str()));
         assert_ne!(h.id, t.id);
         let (what, e) = g
-            .rewrite(ctx, &NoModel, &t, Direction::Easier, None, 0)
+            .rewrite(ctx, &no_model, &t, Direction::Easier, None, 0)
             .unwrap()
             .unwrap();
         assert_eq!(what, "added a hint");

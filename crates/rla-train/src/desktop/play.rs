@@ -251,6 +251,7 @@ pub fn split_tasks(split: Split, n: usize) -> Vec<Spec> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::play::testing::Scripted;
 
     #[test]
     fn the_screen_size_is_the_desktops() {
@@ -263,64 +264,6 @@ mod tests {
             (ep.desktop.layout.width, ep.desktop.layout.height),
             (1280, 720)
         );
-    }
-
-    /// A sampler that answers from a script, one answer per call, and keeps the prompts.
-    struct Scripted {
-        answers: Vec<&'static str>,
-        prompts: std::sync::Mutex<Vec<String>>,
-    }
-    impl rla_lm::Codec for Scripted {
-        fn encode(&self, t: &str) -> rla_lm::Result<Vec<u32>> {
-            Ok(t.bytes().map(u32::from).collect())
-        }
-        fn decode(&self, ids: &[u32]) -> rla_lm::Result<String> {
-            Ok(ids.iter().map(|&b| b as u8 as char).collect())
-        }
-        fn eos_ids(&self) -> &[u32] {
-            &[0]
-        }
-        fn chat_template(&self, _: &[rla_lm::Message], _: bool) -> rla_lm::Result<Option<String>> {
-            Ok(None)
-        }
-    }
-
-    impl Sampler for Scripted {
-        fn generate(
-            &self,
-            prompts: &[Vec<u32>],
-            n: usize,
-            _: &SampleParams,
-        ) -> rla_lm::Result<Vec<Vec<rla_lm::Sample>>> {
-            let mut seen = self.prompts.lock().unwrap();
-            let text = self.answers[seen.len().min(self.answers.len() - 1)];
-            seen.push(rla_lm::Codec::decode(self, &prompts[0])?);
-            Ok(prompts
-                .iter()
-                .map(|_| {
-                    (0..n)
-                        .map(|_| rla_lm::Sample {
-                            tokens: text.bytes().map(u32::from).collect(),
-                            logprobs: vec![-1.0; text.len()],
-                            text: text.to_string(),
-                            finish: rla_lm::Finish::Eos,
-                        })
-                        .collect()
-                })
-                .collect())
-        }
-        fn generate_within(
-            &self,
-            _: &[Vec<u32>],
-            _: usize,
-            _: &SampleParams,
-            _: &[Vec<Vec<u32>>],
-        ) -> rla_lm::Result<Vec<Vec<rla_lm::Sample>>> {
-            unreachable!("free-form answers are not constrained")
-        }
-        fn score(&self, _: &[(Vec<u32>, Vec<u32>)]) -> rla_lm::Result<Vec<Vec<f32>>> {
-            unreachable!()
-        }
     }
 
     #[test]

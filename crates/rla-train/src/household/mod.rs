@@ -106,11 +106,7 @@ impl Setting for Household {
                 )
             },
         )?;
-        let played = Played {
-            trajs,
-            verdicts: vec![],
-        };
-        Ok((played.groups(tasks.len()), played))
+        Ok(Played::of(trajs, tasks.len()))
     }
 
     fn judge(
