@@ -6,7 +6,7 @@
 //! `barDir`; OSWorld raises for other charts), `legend` (its position, `r` by default), and
 //! `width` and `height` (openpyxl's defaults, 15 and 7.5, whatever the file says).
 
-use crate::style::{sheet_part, PyValue};
+use crate::style::{open_sheet, PyValue};
 use crate::xmlpart::{attr, entry, rels, text_of};
 use quick_xml::events::Event;
 use quick_xml::Reader;
@@ -210,13 +210,7 @@ pub fn load_charts(
         ));
     }
     let mut out = BTreeMap::new();
-    let Ok(f) = std::fs::File::open(path) else {
-        return Ok(out);
-    };
-    let Ok(mut z) = zip::ZipArchive::new(f) else {
-        return Ok(out);
-    };
-    let Some(part) = sheet_part(&mut z, sheet) else {
+    let Some((mut z, part)) = open_sheet(path, sheet) else {
         return Ok(out);
     };
     let sheet_rels: BTreeMap<String, (String, String)> = rels(&mut z, &part)

@@ -7,7 +7,7 @@
 //! `row_fields` and `data_fields` (`"index;name;subtotal;show_data_as"`, the name only with
 //! `data_fields_name`).
 
-use crate::style::sheet_part;
+use crate::style::open_sheet;
 use crate::xmlpart::{attr, entry, rels};
 use quick_xml::events::Event;
 use quick_xml::Reader;
@@ -245,13 +245,7 @@ pub fn load_pivot_tables(
     // OSWorld ignores a property it does not know, and so does this
     let has = |k: &str| props.iter().any(|p| p == k);
     let mut out = BTreeMap::new();
-    let Ok(f) = std::fs::File::open(path) else {
-        return Ok(out);
-    };
-    let Ok(mut z) = zip::ZipArchive::new(f) else {
-        return Ok(out);
-    };
-    let Some(part) = sheet_part(&mut z, sheet) else {
+    let Some((mut z, part)) = open_sheet(path, sheet) else {
         return Ok(out);
     };
     for (_, kind, table) in rels(&mut z, &part) {

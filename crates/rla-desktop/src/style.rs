@@ -513,6 +513,17 @@ fn covers(range: &str, at: crate::addr::Addr) -> Option<bool> {
     Some(a.row <= at.row && at.row <= b.row && a.col <= at.col && at.col <= b.col)
 }
 
+/// A workbook's package and the part of its sheet `sheet`; `None` when the file, the package or
+/// the sheet is missing.
+pub(crate) fn open_sheet(
+    path: &Path,
+    sheet: &str,
+) -> Option<(zip::ZipArchive<std::fs::File>, String)> {
+    let mut z = zip::ZipArchive::new(std::fs::File::open(path).ok()?).ok()?;
+    let part = sheet_part(&mut z, sheet)?;
+    Some((z, part))
+}
+
 /// The part of a sheet by its name, as openpyxl finds it: `xl/workbook.xml`'s `<sheet>` and its
 /// relationship's target.
 pub(crate) fn sheet_part(z: &mut zip::ZipArchive<std::fs::File>, sheet: &str) -> Option<String> {
