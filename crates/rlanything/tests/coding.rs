@@ -4,10 +4,7 @@
 use std::path::Path;
 use std::process::Command;
 mod common;
-
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_rlanything"))
-}
+use common::bin;
 
 const CONFIG: &str = r#"
 seed = 5

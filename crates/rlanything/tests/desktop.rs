@@ -3,12 +3,8 @@
 //! and hints, report), and the `desktop` commands.
 
 use std::path::Path;
-use std::process::Command;
 mod common;
-
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_rlanything"))
-}
+use common::bin;
 
 const CONFIG: &str = r#"
 seed = 3

@@ -3,10 +3,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_rlanything"))
-}
+mod common;
+use common::bin;
 
 fn run(args: &[&str], paths: &[&Path]) -> Output {
     let mut c = bin();

@@ -1,14 +1,9 @@
 //! A run killed mid-iteration resumes to the same result as an uninterrupted run.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 mod common;
-use common::{golden, metrics, TINY_HOUSEHOLD as CONFIG};
-
-fn bin() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_rlanything"))
-}
+use common::{bin, golden, metrics, TINY_HOUSEHOLD as CONFIG};
 
 /// The bytes of both models' weights, adapters and optimiser states.
 fn weights(run: &Path) -> Vec<u8> {

@@ -1,5 +1,11 @@
 //! What several of the program's tests share.
 
+/// The program under test.
+#[allow(dead_code)]
+pub fn bin() -> std::process::Command {
+    std::process::Command::new(env!("CARGO_BIN_EXE_rlanything"))
+}
+
 /// A household run small enough for a test: tiny models, a few tasks, three iterations.
 #[allow(dead_code)]
 pub const TINY_HOUSEHOLD: &str = r#"
