@@ -95,7 +95,6 @@ fn read_chart(xml: &[u8]) -> Chart {
     let mut title_runs = 0usize; // runs seen in the title's first paragraph
     let mut title_paragraphs = 0usize;
     let mut text = String::new();
-    let mut legend_seen = false;
     loop {
         let ev = r.read_event_into(&mut buf);
         match &ev {
@@ -129,7 +128,6 @@ fn read_chart(xml: &[u8]) -> Chart {
                     }
                 }
                 if in_chart && path.len() == 2 && name == "legend" {
-                    legend_seen = true;
                     c.legend = Some("r".into());
                 }
                 if in_chart && path.len() == 3 && path[2] == "legend" && name == "legendPos" {
@@ -182,7 +180,6 @@ fn read_chart(xml: &[u8]) -> Chart {
         }
         buf.clear();
     }
-    let _ = legend_seen;
     c.key = series
         .iter()
         .map(|(v, k)| format!("{v},{k}"))

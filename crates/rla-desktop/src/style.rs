@@ -412,17 +412,12 @@ fn parse_sheet(xml: &[u8], styles: Styles) -> StyledSheet {
                         in_is = !empty;
                     }
                     "row" => {
-                        let keys: Vec<String> = e
-                            .attributes()
-                            .flatten()
-                            .map(|a| a.key.as_ref().to_string())
-                            .filter(|k| !k.contains(':') || k.starts_with("x14ac:"))
-                            .collect();
                         // openpyxl drops namespaced attributes ({uri}name) and keeps a row
                         // with anything besides r and spans
-                        let relevant = keys
-                            .iter()
-                            .any(|k| !k.contains(':') && k != "r" && k != "spans");
+                        let relevant = e.attributes().flatten().any(|a| {
+                            let k = a.key.as_ref();
+                            !k.contains(':') && k != "r" && k != "spans"
+                        });
                         if let (true, Some(n)) =
                             (relevant, attr(e, "r").and_then(|x| x.parse().ok()))
                         {

@@ -133,6 +133,27 @@ fn agreement(
     a
 }
 
+/// Scores every rule of `rules_of()` (called once per pair) on each pair, one `compare_table` case per
+/// rule, with this crate and with OSWorld: (the cases, OSWorld's scores, this crate's).
+fn score_rules(
+    pairs: &[(PathBuf, PathBuf)],
+    mut rules_of: impl FnMut() -> Vec<Value>,
+) -> (Vec<Value>, Vec<Value>, Vec<Result<f64, String>>) {
+    let (mut cases, mut ours) = (vec![], vec![]);
+    for (pa, pb) in pairs {
+        for rule in rules_of() {
+            let options = json!({ "rules": [rule] });
+            cases.push(
+                json!({"func": "compare_table", "result": pa, "expected": pb, "options": options}),
+            );
+            ours.push(compare_table(Some(pa), Some(pb), &options));
+        }
+    }
+    let theirs: Vec<Value> =
+        serde_json::from_str(&run_python("score.py", &Value::Array(cases.clone()))).unwrap();
+    (cases, theirs, ours)
+}
+
 const WORDS: [&str; 8] = [
     "Revenue", "Cost", "north", "South", "a,b", "x", "Profit", "tea",
 ];
@@ -643,8 +664,8 @@ fn styles_regexes_and_string_quirks_score_as_osworlds() {
     });
     let mut all = paths.clone();
     all.push(quirk);
-    let (mut cases, mut ours) = (vec![], vec![]);
-    for p in &all {
+    let same: Vec<(PathBuf, PathBuf)> = all.iter().map(|p| (p.clone(), p.clone())).collect();
+    let (cases, theirs, ours) = score_rules(&same, || {
         let mut rules = style_rules(&mut rng);
         for coord in ["A1", "A2", "B1", "C3"] {
             for (m, r) in [
@@ -658,16 +679,8 @@ fn styles_regexes_and_string_quirks_score_as_osworlds() {
                 );
             }
         }
-        for rule in rules {
-            let options = json!({ "rules": [rule] });
-            cases.push(
-                json!({"func": "compare_table", "result": p, "expected": p, "options": options}),
-            );
-            ours.push(compare_table(Some(p), Some(p), &options));
-        }
-    }
-    let theirs: Vec<Value> =
-        serde_json::from_str(&run_python("score.py", &Value::Array(cases.clone()))).unwrap();
+        rules
+    });
     let Agreement { ones, zeros, .. } = agreement(&cases, &theirs, &ours, |_| false);
     // every property, and the quirks, decide some cases both ways
     let mut by_prop: std::collections::BTreeMap<String, (usize, usize)> = Default::default();
@@ -778,8 +791,7 @@ fn sheet_rules_score_as_osworlds() {
     // LibreOffice re-saves every third pair: its own views, row attributes and validations
     let lo: Vec<&PathBuf> = pairs.iter().step_by(3).flat_map(|(a, b)| [a, b]).collect();
     libreoffice_resave(dir.path(), &lo);
-    let (mut cases, mut ours) = (vec![], vec![]);
-    for (pa, pb) in &pairs {
+    let (cases, theirs, ours) = score_rules(&pairs, || {
         let dv_props = [
             json!([{"ranges": {"method": "spreadsheet_range", "ref": ["D2:D29", "D2:D1048576"]},
                 "type": {"method": "eq", "ref": "list"},
@@ -800,16 +812,8 @@ fn sheet_rules_score_as_osworlds() {
         rules.push(
             json!({"type": "zoom", "sheet_idx": "RNNoSuchSheet", "method": "lt", "ref": 260}),
         );
-        for rule in rules {
-            let options = json!({ "rules": [rule] });
-            cases.push(
-                json!({"func": "compare_table", "result": pa, "expected": pb, "options": options}),
-            );
-            ours.push(compare_table(Some(pa), Some(pb), &options));
-        }
-    }
-    let theirs: Vec<Value> =
-        serde_json::from_str(&run_python("score.py", &Value::Array(cases.clone()))).unwrap();
+        rules
+    });
     // conditional formatting is refused here where OSWorld evaluates it
     let refused =
         |o: &Result<f64, String>| matches!(o, Err(m) if m.contains("conditional formatting"));
@@ -886,24 +890,17 @@ fn charts_score_as_osworlds() {
     // LibreOffice re-saves every third pair: its own chart XML
     let lo: Vec<&PathBuf> = pairs.iter().step_by(3).flat_map(|(a, b)| [a, b]).collect();
     libreoffice_resave(dir.path(), &lo);
-    let (mut cases, mut ours) = (vec![], vec![]);
-    for (pa, pb) in &pairs {
-        for props in [
+    let (cases, theirs, ours) = score_rules(&pairs, || {
+        [
             json!(["type", "title"]),
             json!(["type"]),
             json!(["type", "direction"]),
             json!(["legend", "width", "height"]),
-        ] {
-            let rule = json!({"type": "chart", "sheet_idx0": 0, "sheet_idx1": "EI0", "chart_props": props});
-            let options = json!({ "rules": [rule] });
-            cases.push(
-                json!({"func": "compare_table", "result": pa, "expected": pb, "options": options}),
-            );
-            ours.push(compare_table(Some(pa), Some(pb), &options));
-        }
-    }
-    let theirs: Vec<Value> =
-        serde_json::from_str(&run_python("score.py", &Value::Array(cases.clone()))).unwrap();
+        ]
+        .into_iter()
+        .map(|props| json!({"type": "chart", "sheet_idx0": 0, "sheet_idx1": "EI0", "chart_props": props}))
+        .collect()
+    });
     let Agreement {
         ones,
         zeros,
@@ -974,30 +971,17 @@ fn pivot_tables_score_as_osworlds() {
         pairs.push((pa, pb));
     }
     run_python("write_openpyxl.py", &Value::Array(books));
-    let (mut cases, mut ours) = (vec![], vec![]);
-    for (pa, pb) in &pairs {
-        for props in [
+    let (cases, theirs, ours) = score_rules(&pairs, || {
+        [
             json!(["col_fields", "filter", "row_fields", "data_fields"]),
             json!(["selection", "ordered", "data_fields", "data_fields_name"]),
-            json!([
-                "name",
-                "show_total",
-                "show_empty_row",
-                "show_headers",
-                "location"
-            ]),
+            json!(["name", "show_total", "show_empty_row", "show_headers", "location"]),
             json!(["no_such_property"]),
-        ] {
-            let rule = json!({"type": "pivot_table", "sheet_idx0": "RNSheet1", "sheet_idx1": "ENSheet1", "pivot_props": props});
-            let options = json!({ "rules": [rule] });
-            cases.push(
-                json!({"func": "compare_table", "result": pa, "expected": pb, "options": options}),
-            );
-            ours.push(compare_table(Some(pa), Some(pb), &options));
-        }
-    }
-    let theirs: Vec<Value> =
-        serde_json::from_str(&run_python("score.py", &Value::Array(cases.clone()))).unwrap();
+        ]
+        .into_iter()
+        .map(|props| json!({"type": "pivot_table", "sheet_idx0": "RNSheet1", "sheet_idx1": "ENSheet1", "pivot_props": props}))
+        .collect()
+    });
     let Agreement { ones, zeros, .. } = agreement(&cases, &theirs, &ours, |_| false);
     eprintln!("pivots: ones {ones}, zeros {zeros}");
     assert!(ones > 20 && zeros > 20, "ones {ones}, zeros {zeros}");

@@ -64,7 +64,38 @@ pub struct EvalArgs {
     pub config: Option<PathBuf>,
 }
 
+/// `--split`.
+fn parse_split(s: &str) -> Result<Split> {
+    Ok(match s {
+        "in-domain" | "in_domain" => Split::InDomain,
+        "ood" => Split::Ood,
+        "validation" => Split::Validation,
+        s => bail!("--split {s}: use in-domain, ood or validation"),
+    })
+}
+
+/// `--prompt-style`.
+fn parse_prompt_style(s: &str) -> Result<rla_train::household::PromptStyle> {
+    use rla_train::household::PromptStyle;
+    Ok(match s {
+        "numbered" => PromptStyle::Numbered,
+        "inline" => PromptStyle::Inline,
+        "command" => PromptStyle::Command,
+        "unlisted" => PromptStyle::Unlisted,
+        s => bail!("--prompt-style {s}: use numbered, inline, command or unlisted"),
+    })
+}
+
+/// `--step-limit`, refused at 0.
+fn step_limit(a: &EvalArgs) -> Result<Option<usize>> {
+    if a.step_limit == Some(0) {
+        bail!("--step-limit 0: an episode needs at least one step");
+    }
+    Ok(a.step_limit)
+}
+
 pub fn run_eval(mut a: EvalArgs) -> Result<()> {
+    let mut run_cfg = None;
     if let Some(c) = a.config.clone() {
         let (cfg, model) = eval_config(&c, a.model.as_deref())?;
         a.model = Some(model);
@@ -74,13 +105,9 @@ pub fn run_eval(mut a: EvalArgs) -> Result<()> {
         if cfg.setting != rla_train::config::SettingName::Household || !household_views {
             return eval_setting(&a, cfg);
         }
+        run_cfg = Some(cfg);
     }
-    let split = match a.split.as_str() {
-        "in-domain" | "in_domain" => Split::InDomain,
-        "ood" => Split::Ood,
-        "validation" => Split::Validation,
-        s => bail!("--split {s}: use in-domain, ood or validation"),
-    };
+    let split = parse_split(&a.split)?;
     let tasks = eval_tasks(split);
     let n = a.n.unwrap_or(tasks.len());
     if n > tasks.len() {
@@ -97,10 +124,8 @@ pub fn run_eval(mut a: EvalArgs) -> Result<()> {
     let lm = rla_model::Lm::load(&model, candle_core::DType::F32, &candle_core::Device::Cpu)?;
     // the run's config, else the settings the checkpoint records, else the reference's
     // numbered prompt; explicit flags override either
-    let recorded = match &a.config {
-        Some(c) => Some(rla_train::household::Episodes::evaluation(
-            &eval_config(c, Some(&model))?.0,
-        )),
+    let recorded = match &run_cfg {
+        Some(cfg) => Some(rla_train::household::Episodes::evaluation(cfg)),
         None => rla_train::household::Episodes::load_from(&model)?,
     };
     if recorded.is_none() {
@@ -121,21 +146,12 @@ pub fn run_eval(mut a: EvalArgs) -> Result<()> {
     });
     ep.rollouts = 1;
     if let Some(s) = &a.prompt_style {
-        ep.style = match s.as_str() {
-            "numbered" => rla_train::household::PromptStyle::Numbered,
-            "inline" => rla_train::household::PromptStyle::Inline,
-            "command" => rla_train::household::PromptStyle::Command,
-            "unlisted" => rla_train::household::PromptStyle::Unlisted,
-            s => bail!("--prompt-style {s}: use numbered, inline, command or unlisted"),
-        };
+        ep.style = parse_prompt_style(s)?;
     }
     if let Some(w) = a.window {
         ep.window = w;
     }
-    if let Some(l) = a.step_limit {
-        if l == 0 {
-            bail!("--step-limit 0: an episode needs at least one step");
-        }
+    if let Some(l) = step_limit(&a)? {
         ep.step_limit = l;
     }
     ep.notes |= a.notes;
@@ -206,29 +222,15 @@ fn eval_config(
 fn eval_setting(a: &EvalArgs, mut cfg: RunConfig) -> Result<()> {
     use rla_train::setting::{Ctx, Split as S};
     use rla_train::settings::{with_setting, WithSetting};
-    let split = match a.split.as_str() {
-        "in-domain" | "in_domain" => S::InDomain,
-        "ood" => S::Ood,
-        "validation" => S::Validation,
-        s => bail!("--split {s}: use in-domain, ood or validation"),
-    };
+    let split = parse_split(&a.split)?;
     let h = &mut cfg.household;
     if let Some(w) = a.window {
         h.history_window = w;
     }
     if let Some(s) = &a.prompt_style {
-        h.prompt_style = match s.as_str() {
-            "numbered" => rla_train::household::PromptStyle::Numbered,
-            "inline" => rla_train::household::PromptStyle::Inline,
-            "command" => rla_train::household::PromptStyle::Command,
-            "unlisted" => rla_train::household::PromptStyle::Unlisted,
-            s => bail!("--prompt-style {s}: use numbered, inline, command or unlisted"),
-        };
+        h.prompt_style = parse_prompt_style(s)?;
     }
-    if let Some(l) = a.step_limit {
-        if l == 0 {
-            bail!("--step-limit 0: an episode needs at least one step");
-        }
+    if let Some(l) = step_limit(a)? {
         h.eval_step_limit = l;
     }
     h.notes |= a.notes;

@@ -282,6 +282,20 @@ fn cells_of(range: &Json) -> Result<Vec<String>, String> {
     Ok(out)
 }
 
+/// A rule's list of property names (`props`, `chart_props`), or an error naming the rule and
+/// the key.
+fn names(kind: &str, key: &str, list: &Json) -> Result<Vec<String>, String> {
+    list.as_array()
+        .ok_or_else(|| format!("{kind}'s `{key}` must be a list"))?
+        .iter()
+        .map(|p| {
+            p.as_str()
+                .map(str::to_string)
+                .ok_or_else(|| format!("{kind}'s `{key}` are names, not {p}"))
+        })
+        .collect()
+}
+
 /// `compare_table(result, expected, rules=…)` on files.
 pub fn compare_table(
     result: Option<&Path>,
@@ -466,13 +480,7 @@ pub fn compare_books(r: &Book, e: Option<&Book>, options: &Json) -> Result<f64, 
                 }
             }
             "row_props" => {
-                let props = field(rule, "props")?;
-                let props: Vec<String> = props
-                    .as_array()
-                    .ok_or("row_props' `props` must be a list")?
-                    .iter()
-                    .map(|p| p.as_str().map(str::to_string).ok_or("row_props' props are names"))
-                    .collect::<Result<_, _>>()?;
+                let props = names(kind, "props", &field(rule, "props")?)?;
                 if let Some(p) = props.iter().find(|p| p.as_str() != "hidden") {
                     return Err(format!("row_props: the row property {p:?} is not read here (hidden is)"));
                 }
@@ -505,13 +513,7 @@ pub fn compare_books(r: &Book, e: Option<&Book>, options: &Json) -> Result<f64, 
                 data_validation(&sh, &field(rule, "dv_props")?)?
             }
             "style" => {
-                let props = field(rule, "props")?;
-                let props: Vec<String> = props
-                    .as_array()
-                    .ok_or("style's `props` must be a list")?
-                    .iter()
-                    .map(|p| p.as_str().map(str::to_string).ok_or("style's props are names"))
-                    .collect::<Result<_, _>>()?;
+                let props = names(kind, "props", &field(rule, "props")?)?;
                 for p in &props {
                     crate::style::check_property(p)?;
                 }
@@ -526,14 +528,9 @@ pub fn compare_books(r: &Book, e: Option<&Book>, options: &Json) -> Result<f64, 
                 sides[0].clone().unwrap_or_default() == sides[1].clone().unwrap_or_default()
             }
             "chart" => {
-                let props: Vec<String> = match rule.get("chart_props") {
+                let props = match rule.get("chart_props") {
                     None => vec![],
-                    Some(p) => p
-                        .as_array()
-                        .ok_or("chart's `chart_props` must be a list")?
-                        .iter()
-                        .map(|p| p.as_str().map(str::to_string).ok_or("chart_props are names"))
-                        .collect::<Result<_, _>>()?,
+                    Some(p) => names(kind, "chart_props", p)?,
                 };
                 let mut sides = vec![];
                 for k in ["sheet_idx0", "sheet_idx1"] {
