@@ -9,8 +9,7 @@ use crate::DesktopError;
 use std::io::Read;
 use std::path::Path;
 
-/// Most bytes one part of the zip (a sheet's XML, the shared strings) may unpack to.
-pub const MAX_PART_BYTES: u64 = 64 << 20;
+pub use crate::xmlpart::MAX_PART_BYTES;
 /// Most bytes all parts together may unpack to.
 pub const MAX_TOTAL_BYTES: u64 = 256 << 20;
 pub use crate::workbook::MAX_SHEET_CELLS;

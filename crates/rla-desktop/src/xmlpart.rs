@@ -5,12 +5,14 @@ use quick_xml::events::Event;
 use quick_xml::Reader;
 use std::io::Read;
 
+/// Most bytes one part of the zip (a sheet's XML, the shared strings) may unpack to.
+pub const MAX_PART_BYTES: u64 = 64 << 20;
+
+/// An entry of the package, read up to [`MAX_PART_BYTES`]; `None` when it is missing.
 pub(crate) fn entry(z: &mut zip::ZipArchive<std::fs::File>, name: &str) -> Option<Vec<u8>> {
     let f = z.by_name(name).ok()?;
     let mut out = Vec::new();
-    f.take(crate::bounds::MAX_PART_BYTES)
-        .read_to_end(&mut out)
-        .ok()?;
+    f.take(MAX_PART_BYTES).read_to_end(&mut out).ok()?;
     Some(out)
 }
 

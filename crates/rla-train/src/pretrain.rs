@@ -16,8 +16,7 @@ use rla_model::train::TrainConfig;
 use rla_model::{Learner, Lm};
 use std::path::Path;
 
-/// A (prompt text, answer text) example.
-pub type Example = (String, String);
+pub use crate::setting::Example;
 
 fn tiny_config(spec: &ModelSpec, vocab: usize) -> Result<ModelConfig> {
     let arch = match spec.tiny.arch.as_str() {

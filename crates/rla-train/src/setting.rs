@@ -19,6 +19,9 @@ use std::path::Path;
 /// Which fixed evaluation split.
 pub use rla_env::household::splits::Split;
 
+/// A (prompt text, answer text) example.
+pub type Example = (String, String);
+
 /// One generation of a model: its prompt, its response and `log π_old` of each response token.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Generation {
@@ -259,7 +262,7 @@ pub trait Setting {
     /// Expert demonstrations (prompt, answer) of fresh training tasks for the SFT control
     /// ([`crate::control`]), prompted as the policy plays; `chunk` numbers successive calls,
     /// each drawing other tasks.
-    fn demonstrations(&self, cfg: &RunConfig, chunk: u64) -> Result<Vec<crate::pretrain::Example>> {
+    fn demonstrations(&self, cfg: &RunConfig, chunk: u64) -> Result<Vec<Example>> {
         let _ = (cfg, chunk);
         anyhow::bail!(
             "the {} setting has no demonstrations for the SFT control",
