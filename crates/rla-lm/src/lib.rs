@@ -9,9 +9,18 @@
 //!   frozen reference policy of the KL term, and push updated weights to wherever sampling
 //!   happens ([`Learner::sync_weights`], a no-op when the model samples in the same process).
 //!
-//! The in-process candle model (`rla_model::Lm`) implements both; an inference server's client
-//! implements [`Sampler`]. This crate holds the traits and their data types only: no tensor
-//! library, so settings and the loop build without one.
+//! A [`Backend`] opens saved models and makes fresh ones: the one door through which the loop,
+//! the settings and the warm starts get their models. The in-process candle back end
+//! (`rla_model::Candle`, its model `rla_model::Lm`) implements all three; an inference server's
+//! client implements [`Sampler`]. This crate holds the traits and their data types only: no
+//! tensor library, so settings and the loop build without one.
+
+mod backend;
+
+pub use backend::{
+    is_checkpoint, replace_dir_atomic, write_atomic, Backend, LoraConfig, OpenOptions, Precision,
+    TinyShape, TrainOptions, ALL_TARGETS,
+};
 
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -192,6 +201,52 @@ pub struct VisualMessage {
     pub png: Option<Vec<u8>>,
 }
 
+/// Implements [`Codec`] for a type by handing every call to the codec in one of its fields:
+/// `codec_by_field!([C: Codec] Wrapper<C>, inner);` (empty brackets for a type without
+/// parameters).
+#[macro_export]
+macro_rules! codec_by_field {
+    ([$($gen:tt)*] $ty:ty, $field:ident) => {
+        impl<$($gen)*> $crate::Codec for $ty {
+            fn encode(&self, text: &str) -> $crate::Result<Vec<u32>> {
+                $crate::Codec::encode(&self.$field, text)
+            }
+            fn decode(&self, ids: &[u32]) -> $crate::Result<String> {
+                $crate::Codec::decode(&self.$field, ids)
+            }
+            fn eos_ids(&self) -> &[u32] {
+                $crate::Codec::eos_ids(&self.$field)
+            }
+            fn chat_template(
+                &self,
+                messages: &[$crate::Message],
+                add_generation_prompt: bool,
+            ) -> $crate::Result<Option<String>> {
+                $crate::Codec::chat_template(&self.$field, messages, add_generation_prompt)
+            }
+        }
+    };
+}
+
+impl<C: Codec + ?Sized> Codec for Box<C> {
+    fn encode(&self, text: &str) -> Result<Vec<u32>> {
+        (**self).encode(text)
+    }
+    fn decode(&self, ids: &[u32]) -> Result<String> {
+        (**self).decode(ids)
+    }
+    fn eos_ids(&self) -> &[u32] {
+        (**self).eos_ids()
+    }
+    fn chat_template(
+        &self,
+        messages: &[Message],
+        add_generation_prompt: bool,
+    ) -> Result<Option<String>> {
+        (**self).chat_template(messages, add_generation_prompt)
+    }
+}
+
 /// A model's text side: its tokenizer and chat template. A sampler that generates elsewhere (an
 /// inference server's client) tokenises here with the model's own tokenizer.
 pub trait Codec: Send + Sync {
@@ -209,26 +264,60 @@ pub trait Codec: Send + Sync {
     ) -> Result<Option<String>>;
 }
 
+/// One generation call: `n` samples for each prompt, drawn as `params` says; with `allowed`,
+/// every sample of prompt `i` is one of `allowed[i]` (token sequences, each ending in an
+/// end-of-sequence token).
+#[derive(Debug, Clone, Copy)]
+pub struct Request<'a> {
+    /// The prompts' token ids.
+    pub prompts: &'a [Vec<u32>],
+    /// Samples per prompt.
+    pub n: usize,
+    /// How to sample.
+    pub params: &'a SampleParams,
+    /// The answers each prompt's samples are drawn among, when constrained.
+    pub allowed: Option<&'a [Vec<Vec<u32>>]>,
+}
+
 /// A model that samples: the loop's rollouts, judging and evaluation go through this. Its
 /// text side (tokenizer, chat template) is its [`Codec`].
 pub trait Sampler: Codec {
+    /// The samples of a request, one list per prompt, each sample with the log-probability of
+    /// every token it drew.
+    fn sample(&self, r: &Request) -> Result<Vec<Vec<Sample>>>;
+
     /// `n` samples for each prompt, each with its per-token log-probabilities.
     fn generate(
         &self,
         prompts: &[Vec<u32>],
         n: usize,
-        p: &SampleParams,
-    ) -> Result<Vec<Vec<Sample>>>;
+        params: &SampleParams,
+    ) -> Result<Vec<Vec<Sample>>> {
+        let allowed = None;
+        self.sample(&Request {
+            prompts,
+            n,
+            params,
+            allowed,
+        })
+    }
 
-    /// Like [`Sampler::generate`], but every sample of prompt `i` is one of `allowed[i]` (token
-    /// sequences, each ending in an end-of-sequence token).
+    /// Like [`Sampler::generate`], but every sample of prompt `i` is one of `allowed[i]`.
     fn generate_within(
         &self,
         prompts: &[Vec<u32>],
         n: usize,
-        p: &SampleParams,
+        params: &SampleParams,
         allowed: &[Vec<Vec<u32>>],
-    ) -> Result<Vec<Vec<Sample>>>;
+    ) -> Result<Vec<Vec<Sample>>> {
+        let allowed = Some(allowed);
+        self.sample(&Request {
+            prompts,
+            n,
+            params,
+            allowed,
+        })
+    }
 
     /// `log π(response token)` of every response token of each (prompt, response) pair.
     fn score(&self, pairs: &[(Vec<u32>, Vec<u32>)]) -> Result<Vec<Vec<f32>>>;
@@ -236,6 +325,11 @@ pub trait Sampler: Codec {
     /// The number of token ids the model knows, when the back end knows it (a server then
     /// refuses prompts with ids outside it).
     fn vocab_size(&self) -> Option<usize> {
+        None
+    }
+
+    /// How many weights the model has, when the back end knows.
+    fn parameter_count(&self) -> Option<usize> {
         None
     }
 
@@ -284,8 +378,19 @@ pub trait Learner {
     /// training started; with LoRA, the base weights with the adapter off).
     fn reference_logprobs(&self, pairs: &[(Vec<u32>, Vec<u32>)]) -> Result<Vec<Vec<f32>>>;
 
+    /// The SFT loss of (prompt, response) pairs, without an update (a held-out loss).
+    fn sft_loss(&self, pairs: &[(Vec<u32>, Vec<u32>)]) -> Result<f64>;
+
+    /// Sets the learning rate of the following updates (a schedule's step).
+    fn set_lr(&mut self, lr: f64);
+
     /// Saves the model (weights, tokenizer, optimiser state; a LoRA adapter in PEFT's format).
     fn save(&self, dir: &Path) -> Result<()>;
+
+    /// Writes the weights alone, as an inference server or a later run loads them: the whole
+    /// model without optimiser state, or, with `adapter_for` naming the base model, only the
+    /// LoRA adapter in PEFT's format (an error when the model trains none).
+    fn export(&self, dir: &Path, adapter_for: Option<&str>) -> Result<()>;
 
     /// Makes the weights just updated the ones samples are drawn from. In process the sampler
     /// is the learner and this does nothing; a remote sampler receives the new weights here.

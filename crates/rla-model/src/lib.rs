@@ -4,6 +4,7 @@
 //! written with differentiable candle ops so every weight trains, loadable from and savable to
 //! Hugging Face's layout.
 
+pub mod backend;
 pub mod batch;
 pub mod config;
 pub mod fused;
@@ -21,6 +22,7 @@ pub mod weights;
 
 use std::path::{Path, PathBuf};
 
+pub use backend::Candle;
 pub use config::{Arch, ModelConfig};
 pub use lm::Lm;
 pub use model::Transformer;
@@ -92,6 +94,13 @@ pub enum ModelError {
     /// Anything else.
     #[error("{0}")]
     Other(String),
+}
+
+impl From<std::io::Error> for ModelError {
+    /// An I/O error whose message already names its path (see [`rla_lm::write_atomic`]).
+    fn from(e: std::io::Error) -> Self {
+        ModelError::Other(e.to_string())
+    }
 }
 
 impl ModelError {

@@ -4,7 +4,7 @@
 use crate::config::ModelConfig;
 use crate::lora::{self, LoraConfig};
 use crate::model::Transformer;
-use crate::sample::{self, Sample, SampleParams};
+use crate::sample::{self, Sample};
 use crate::tok::Message;
 use crate::tok::Tok;
 use crate::train::{self, AdamW, PpoSample, StepStats, TrainConfig};
@@ -245,67 +245,26 @@ impl rla_lm::Codec for Tok {
     }
 }
 
-impl rla_lm::Codec for Lm {
-    fn encode(&self, text: &str) -> rla_lm::Result<Vec<u32>> {
-        rla_lm::Codec::encode(&self.tok, text)
-    }
-
-    fn decode(&self, ids: &[u32]) -> rla_lm::Result<String> {
-        rla_lm::Codec::decode(&self.tok, ids)
-    }
-
-    fn eos_ids(&self) -> &[u32] {
-        &self.tok.eos_ids
-    }
-
-    fn chat_template(
-        &self,
-        messages: &[Message],
-        add_generation_prompt: bool,
-    ) -> rla_lm::Result<Option<String>> {
-        rla_lm::Codec::chat_template(&self.tok, messages, add_generation_prompt)
-    }
-}
+rla_lm::codec_by_field!([] Lm, tok);
 
 impl Sampler for Lm {
-    fn generate(
-        &self,
-        prompts: &[Vec<u32>],
-        n: usize,
-        p: &SampleParams,
-    ) -> rla_lm::Result<Vec<Vec<Sample>>> {
-        rla_lm::check_context(
-            prompts.iter().map(Vec::len),
-            p.max_new_tokens,
-            self.context_len(),
-        )?;
-        Ok(sample::generate(&self.model, &self.tok, prompts, n, p)?)
-    }
-
-    fn generate_within(
-        &self,
-        prompts: &[Vec<u32>],
-        n: usize,
-        p: &SampleParams,
-        allowed: &[Vec<Vec<u32>>],
-    ) -> rla_lm::Result<Vec<Vec<Sample>>> {
-        let longest = allowed
-            .iter()
-            .flat_map(|a| a.iter().map(Vec::len))
-            .max()
-            .unwrap_or(0);
-        rla_lm::check_context(
-            prompts.iter().map(Vec::len),
-            p.max_new_tokens.min(longest),
-            self.context_len(),
-        )?;
+    fn sample(&self, r: &rla_lm::Request) -> rla_lm::Result<Vec<Vec<Sample>>> {
+        // constrained answers end within the longest allowed one
+        let longest = r.allowed.map(|al| {
+            al.iter()
+                .flat_map(|a| a.iter().map(Vec::len))
+                .max()
+                .unwrap_or(0)
+        });
+        let new = r.params.max_new_tokens.min(longest.unwrap_or(usize::MAX));
+        rla_lm::check_context(r.prompts.iter().map(Vec::len), new, self.context_len())?;
         Ok(sample::generate_within(
             &self.model,
             &self.tok,
-            prompts,
-            n,
-            p,
-            Some(allowed),
+            r.prompts,
+            r.n,
+            r.params,
+            r.allowed,
         )?)
     }
 
@@ -328,6 +287,10 @@ impl Sampler for Lm {
 
     fn vocab_size(&self) -> Option<usize> {
         Some(self.model.cfg.vocab_size)
+    }
+
+    fn parameter_count(&self) -> Option<usize> {
+        Some(self.model.cfg.num_params())
     }
 
     fn context_len(&self) -> Option<usize> {
@@ -357,14 +320,42 @@ impl Learner for Lm {
         Ok(sample::score(r, pairs)?)
     }
 
+    fn sft_loss(&self, pairs: &[(Vec<u32>, Vec<u32>)]) -> rla_lm::Result<f64> {
+        Ok(train::sft_eval(&self.model, pairs, self.tok.pad_id)?)
+    }
+
+    fn set_lr(&mut self, lr: f64) {
+        self.train_cfg.lr = lr;
+    }
+
     fn save(&self, dir: &Path) -> rla_lm::Result<()> {
         Ok(self.save_checkpoint(dir)?)
+    }
+
+    fn export(&self, dir: &Path, adapter_for: Option<&str>) -> rla_lm::Result<()> {
+        match (adapter_for, &self.lora) {
+            (Some(base), Some(lc)) => Ok(lora::save_peft(&self.model, lc, dir, base)?),
+            (Some(_), None) => Err(LmError::Unsupported(
+                "the model trains no LoRA adapter to export".into(),
+            )),
+            (None, _) => Ok(self.save_weights(dir)?),
+        }
     }
 }
 
 impl Lm {
     /// Saves a checkpoint (model, tokenizer, generation config, optimiser state, adapters).
     pub fn save_checkpoint(&self, dir: &Path) -> Result<(), ModelError> {
+        self.save_weights(dir)?;
+        if let Some(o) = &self.opt {
+            o.save(&dir.join("optimizer.safetensors"))?;
+        }
+        Ok(())
+    }
+
+    /// Saves the model without its optimiser state (model, tokenizer, generation config,
+    /// adapters).
+    pub fn save_weights(&self, dir: &Path) -> Result<(), ModelError> {
         let mut base = self.model.clone();
         if let Some(lc) = &self.lora {
             lora::save_peft(&self.model, lc, dir, "./")?;
@@ -380,9 +371,6 @@ impl Lm {
             &dir.join("generation_config.json"),
             gen.to_string().as_bytes(),
         )?;
-        if let Some(o) = &self.opt {
-            o.save(&dir.join("optimizer.safetensors"))?;
-        }
         Ok(())
     }
 }

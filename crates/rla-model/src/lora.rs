@@ -8,42 +8,10 @@ use crate::ModelError;
 use candle_core::{DType, Tensor, Var};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// The modules PEFT names for Qwen models.
-pub const ALL_TARGETS: [&str; 7] = [
-    "q_proj",
-    "k_proj",
-    "v_proj",
-    "o_proj",
-    "gate_proj",
-    "up_proj",
-    "down_proj",
-];
-
-/// LoRA settings.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct LoraConfig {
-    /// Rank r.
-    pub r: usize,
-    /// Scale numerator α (the update is scaled by α / r).
-    pub alpha: f64,
-    /// Module names to adapt (`q_proj` …).
-    pub targets: Vec<String>,
-}
-
-impl Default for LoraConfig {
-    fn default() -> Self {
-        LoraConfig {
-            r: 8,
-            alpha: 16.0,
-            targets: ALL_TARGETS.iter().map(|s| s.to_string()).collect(),
-        }
-    }
-}
+pub use rla_lm::{LoraConfig, ALL_TARGETS};
 
 fn targeted(path: &str, targets: &[String]) -> bool {
     targets.iter().any(|t| path.ends_with(&format!(".{t}")))

@@ -23,12 +23,11 @@ mod rand_distr_normal {
 
 /// Parses a dtype name (`float32`, `bf16` …).
 pub fn parse_dtype(s: &str) -> Result<DType, String> {
-    Ok(match s.to_ascii_lowercase().as_str() {
-        "float32" | "f32" | "fp32" => DType::F32,
-        "float16" | "f16" | "fp16" | "half" => DType::F16,
-        "bfloat16" | "bf16" => DType::BF16,
-        "float64" | "f64" => DType::F64,
-        other => return Err(format!("unknown dtype {other}; use f32, f16, bf16 or f64")),
+    Ok(match rla_lm::Precision::parse(s)? {
+        rla_lm::Precision::F32 => DType::F32,
+        rla_lm::Precision::F16 => DType::F16,
+        rla_lm::Precision::Bf16 => DType::BF16,
+        rla_lm::Precision::F64 => DType::F64,
     })
 }
 
@@ -141,59 +140,10 @@ pub fn init_tensors(
 /// Writes bytes to `path` through a temporary file and a rename, so a crash never leaves a torn
 /// file.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ModelError> {
-    let tmp = path.with_extension(format!(
-        "{}.tmp",
-        path.extension().and_then(|e| e.to_str()).unwrap_or("")
-    ));
-    std::fs::write(&tmp, bytes).map_err(|e| ModelError::io(&tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| ModelError::io(path, e))
+    Ok(rla_lm::write_atomic(path, bytes)?)
 }
 
-/// Writes a whole folder atomically: `write` fills a temporary sibling (`.NAME.partial`), which
-/// then replaces `dest` by renames, so a kill leaves either the old folder or the new one, never
-/// a mixture (nor an old file, such as an optimiser state, beside new weights).
-pub fn replace_dir_atomic(
-    dest: &Path,
-    write: impl FnOnce(&Path) -> Result<(), ModelError>,
-) -> Result<(), ModelError> {
-    let name = dest
-        .file_name()
-        .and_then(|n| n.to_str())
-        .ok_or_else(|| ModelError::invalid(dest, "folder", "has no name"))?;
-    let parent = match dest.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => std::path::PathBuf::from("."),
-    };
-    std::fs::create_dir_all(&parent).map_err(|e| ModelError::io(&parent, e))?;
-    let tmp = parent.join(format!(".{name}.partial"));
-    let old = parent.join(format!(".{name}.old"));
-    for p in [&tmp, &old] {
-        if p.exists() {
-            std::fs::remove_dir_all(p).map_err(|e| ModelError::io(p, e))?;
-        }
-    }
-    if let Err(e) = write(&tmp) {
-        // a failed write leaves nothing behind
-        let _ = std::fs::remove_dir_all(&tmp);
-        return Err(e);
-    }
-    if dest.exists() {
-        std::fs::rename(dest, &old).map_err(|e| ModelError::io(dest, e))?;
-    }
-    std::fs::rename(&tmp, dest).map_err(|e| ModelError::io(dest, e))?;
-    if old.exists() {
-        std::fs::remove_dir_all(&old).map_err(|e| ModelError::io(&old, e))?;
-    }
-    Ok(())
-}
-
-/// Whether `dir` holds a whole checkpoint in HF layout (config, weights and tokenizer).
-pub fn is_checkpoint(dir: &Path) -> bool {
-    dir.join("config.json").is_file()
-        && dir.join("tokenizer.json").is_file()
-        && (dir.join("model.safetensors").is_file()
-            || dir.join("model.safetensors.index.json").is_file())
-}
+pub use rla_lm::{is_checkpoint, replace_dir_atomic};
 
 /// Saves named tensors as one safetensors file (atomically).
 pub fn save_tensors(tensors: &BTreeMap<String, Tensor>, path: &Path) -> Result<(), ModelError> {

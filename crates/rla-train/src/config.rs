@@ -4,7 +4,7 @@
 use rla_core::adapt::AdaptConfig;
 use rla_core::filter::Band;
 use rla_core::ppo::PpoConfig;
-use rla_model::lora::LoraConfig;
+use rla_lm::{LoraConfig, TinyShape};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -59,34 +59,6 @@ impl Mode {
     }
 }
 
-/// A tiny model trained from scratch.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct TinyModel {
-    /// `qwen2` or `qwen3`.
-    pub arch: String,
-    /// Width.
-    pub hidden_size: usize,
-    /// Blocks.
-    pub num_hidden_layers: usize,
-    /// Query heads.
-    pub num_attention_heads: usize,
-    /// Key/value heads.
-    pub num_key_value_heads: usize,
-}
-
-impl Default for TinyModel {
-    fn default() -> Self {
-        TinyModel {
-            arch: "qwen3".into(),
-            hidden_size: 96,
-            num_hidden_layers: 2,
-            num_attention_heads: 4,
-            num_key_value_heads: 2,
-        }
-    }
-}
-
 /// One model of the run (the policy or the reward model).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -95,7 +67,7 @@ pub struct ModelSpec {
     /// tiny model is trained from scratch by `pretrain`.
     pub path: Option<PathBuf>,
     /// The tiny model's shape.
-    pub tiny: TinyModel,
+    pub tiny: TinyShape,
     /// Learning rate of RL updates.
     pub lr: f64,
     /// Sequences per micro-batch.
@@ -245,7 +217,7 @@ impl Default for ModelSpec {
     fn default() -> Self {
         ModelSpec {
             path: None,
-            tiny: TinyModel::default(),
+            tiny: TinyShape::default(),
             lr: 1e-4,
             micro_batch: 32,
             mini_batch: 0,
@@ -291,6 +263,11 @@ pub struct PretrainConfig {
     /// SFT steps between points of the training curve (0: one point, at the end). The curve is
     /// written beside the models as `curve-policy.jsonl`.
     pub eval_every: usize,
+    /// The household's judge learns from the warm-started policy's own episodes: this many
+    /// fresh training tasks, each played `rollouts_per_task` times as RL samples, every step
+    /// labelled with its episode's outcome and the steps of won and lost episodes balanced
+    /// (0: from the expert's noisy demonstrations, labelled the same way).
+    pub judge_tasks: usize,
 }
 
 /// How the SFT learning rate changes over the steps.
@@ -339,6 +316,7 @@ impl Default for PretrainConfig {
             held_out: 0,
             validation: 0,
             eval_every: 0,
+            judge_tasks: 0,
         }
     }
 }
@@ -564,24 +542,9 @@ impl RunConfig {
             }
             match &m.path {
                 Some(_) => {} // checked by `check_paths` before a run starts
-                None => {
-                    let t = &m.tiny;
-                    rla_model::config::ModelConfig::tiny(
-                        rla_model::config::Arch::Qwen3,
-                        1,
-                        t.hidden_size,
-                        t.num_hidden_layers,
-                        t.num_attention_heads,
-                        t.num_key_value_heads,
-                    )
-                    .validate()
-                    .map_err(|e| format!("{n}.tiny: {e}"))?;
-                    if !["qwen2", "qwen3"].contains(&t.arch.as_str()) {
-                        return Err(format!("{n}.tiny.arch = {:?}: use qwen2 or qwen3", t.arch));
-                    }
-                }
+                None => m.tiny.validate().map_err(|e| format!("{n}.tiny: {e}"))?,
             }
-            rla_model::weights::parse_dtype(&m.dtype).map_err(|e| format!("{n}.dtype: {e}"))?;
+            rla_lm::Precision::parse(&m.dtype).map_err(|e| format!("{n}.dtype: {e}"))?;
             if let Some(sv) = &m.server {
                 sv.validate(&format!("{n}.server"))?;
                 if sv.push == Push::Lora && m.lora.is_none() {
@@ -636,7 +599,7 @@ impl RunConfig {
     pub fn check_paths(&self) -> Result<(), String> {
         for (n, m) in [("policy", &self.policy), ("reward", &self.reward)] {
             if let Some(p) = &m.path {
-                if !rla_model::weights::is_checkpoint(p) {
+                if !rla_lm::is_checkpoint(p) {
                     return Err(format!(
                         "{n}.path = {}: not a checkpoint folder (config.json, tokenizer.json and \
                          model.safetensors){}",

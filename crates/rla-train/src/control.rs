@@ -7,9 +7,7 @@ use crate::pretrain::Example;
 use crate::setting::{Ctx, Setting, Split};
 use crate::settings::{with_setting, WithSetting};
 use anyhow::{Context, Result};
-use rla_lm::StepStats;
-use rla_model::train::TrainConfig;
-use rla_model::{Learner, Lm};
+use rla_lm::{Backend, OpenOptions, StepStats, TrainOptions};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::time::Instant;
@@ -42,6 +40,7 @@ pub struct ControlResult {
 /// are evaluated, and records the result in `dir/control.json`; a finished control is read back
 /// instead of run again.
 pub fn sft_control(
+    backend: &dyn Backend,
     cfg: &RunConfig,
     dir: &Path,
     budget_seconds: f64,
@@ -53,19 +52,20 @@ pub fn sft_control(
         return serde_json::from_str(&text)
             .with_context(|| format!("{} is not a control's record", record.display()));
     }
-    struct C<'a>(&'a RunConfig, &'a Path, f64, bool);
+    struct C<'a>(&'a dyn Backend, &'a RunConfig, &'a Path, f64, bool);
     impl WithSetting for C<'_> {
         type Output = ControlResult;
         fn with<S: Setting>(self, s: S) -> Result<ControlResult> {
-            control_with(s, self.0, self.1, self.2, self.3)
+            control_with(self.0, s, self.1, self.2, self.3, self.4)
         }
     }
-    let r = with_setting(cfg, C(cfg, dir, budget_seconds, progress))?;
+    let r = with_setting(cfg, C(backend, cfg, dir, budget_seconds, progress))?;
     crate::run::write_atomic(&record, &serde_json::to_string_pretty(&r)?)?;
     Ok(r)
 }
 
 fn control_with<S: Setting>(
+    backend: &dyn Backend,
     mut setting: S,
     cfg: &RunConfig,
     dir: &Path,
@@ -77,21 +77,21 @@ fn control_with<S: Setting>(
         .path
         .as_ref()
         .context("the SFT control fine-tunes the run's warm start: set policy.path")?;
-    let mut lm = Lm::load(from, candle_core::DType::F32, &candle_core::Device::Cpu)
-        .with_context(|| format!("loading {}", from.display()))?;
     // the warm start's schedule ends at this rate; the control goes on from there
     let steps = cfg.pretrain.policy_steps.max(1);
     let lr = cfg.pretrain.lr_at(steps - 1, steps);
-    lm.enable_training(
-        TrainConfig {
+    let opts = OpenOptions {
+        dtype: cfg.policy.dtype.clone(),
+        cuda: cfg.policy.cuda,
+        train: Some(TrainOptions {
             lr,
             micro_batch: cfg.policy.micro_batch,
+            seed: cfg.seed,
             ..Default::default()
-        },
-        None,
-        cfg.seed,
-        None,
-    )?;
+        }),
+        ..Default::default()
+    };
+    let mut lm = backend.open(from, &opts)?;
     let bar = progress.then(|| crate::bar(budget.ceil() as u64, "SFT control (s)"));
     let start = Instant::now();
     let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(cfg.seed);
@@ -110,8 +110,8 @@ fn control_with<S: Setting>(
             examples += fresh.len();
             for (p, a) in &fresh {
                 pool.push((
-                    crate::play::encode_prompt(&lm.tok, p)?,
-                    crate::play::encode_response(&lm.tok, a)?,
+                    crate::play::encode_prompt(&*lm, p)?,
+                    crate::play::encode_response(&*lm, a)?,
                 ));
             }
             rand::seq::SliceRandom::shuffle(&mut pool[..], &mut rng);
@@ -132,12 +132,11 @@ fn control_with<S: Setting>(
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    lm.opt = None;
     let files = setting.policy_files(cfg)?;
-    rla_model::weights::replace_dir_atomic(&dir.join("policy"), |tmp| {
-        lm.save_checkpoint(tmp)?;
+    rla_lm::replace_dir_atomic(&dir.join("policy"), |tmp| -> Result<()> {
+        lm.export(tmp, None)?;
         for (file, text) in &files {
-            rla_model::weights::write_atomic(&tmp.join(file), text.as_bytes())?;
+            rla_lm::write_atomic(&tmp.join(file), text.as_bytes())?;
         }
         Ok(())
     })?;
@@ -147,10 +146,10 @@ fn control_with<S: Setting>(
         progress,
     };
     let e = &cfg.eval;
-    let in_domain = setting.evaluate(ctx, &lm, Split::InDomain, e.in_domain)?;
-    let ood = setting.evaluate(ctx, &lm, Split::Ood, e.ood)?;
+    let in_domain = setting.evaluate(ctx, &*lm, Split::InDomain, e.in_domain)?;
+    let ood = setting.evaluate(ctx, &*lm, Split::Ood, e.ood)?;
     let validation = (e.validation > 0)
-        .then(|| setting.evaluate(ctx, &lm, Split::Validation, e.validation))
+        .then(|| setting.evaluate(ctx, &*lm, Split::Validation, e.validation))
         .transpose()?;
     Ok(ControlResult {
         budget_seconds: budget,
@@ -168,35 +167,30 @@ fn control_with<S: Setting>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{LrSchedule, PretrainConfig};
 
     #[test]
     fn the_control_fine_tunes_the_warm_start_for_its_budget_and_records_it() {
         let mut cfg = crate::pretrain::tiny_test_config();
-        cfg.pretrain = PretrainConfig {
-            tasks: 4,
-            policy_steps: 2,
-            reward_steps: 1,
-            batch: 4,
-            schedule: LrSchedule::Cosine,
-            ..Default::default()
-        };
-        cfg.household.eval_step_limit = 3;
         cfg.eval.in_domain = 2;
         cfg.eval.ood = 2;
         cfg.eval.validation = 0;
         cfg.validate().unwrap();
         let dir = tempfile::tempdir().unwrap();
-        crate::household::warm::household_warm_start(&cfg, &dir.path().join("pre"), false).unwrap();
+        let pre = dir.path().join("pre");
+        crate::household::warm::household_warm_start(crate::pretrain::candle_warm_start(
+            &cfg, &pre,
+        ))
+        .unwrap();
         cfg.policy.path = Some(dir.path().join("pre/policy"));
         // without a warm start there is nothing to continue
         let mut none = cfg.clone();
         none.policy.path = None;
-        let e = sft_control(&none, &dir.path().join("x"), 0.5, false).unwrap_err();
+        let e =
+            sft_control(&rla_model::Candle, &none, &dir.path().join("x"), 0.5, false).unwrap_err();
         assert!(e.to_string().contains("policy.path"), "{e}");
 
         let out = dir.path().join("sft");
-        let r = sft_control(&cfg, &out, 1.0, false).unwrap();
+        let r = sft_control(&rla_model::Candle, &cfg, &out, 1.0, false).unwrap();
         assert!(r.steps > 0 && r.examples > 0, "{r:?}");
         assert!(r.seconds >= 1.0, "{r:?}");
         assert!(r.loss.0.is_finite() && r.loss.1.is_finite());
@@ -211,10 +205,10 @@ mod tests {
             "the control's policy is the warm start unchanged"
         );
         // a finished control is read back, not run again
-        let again = sft_control(&cfg, &out, 100.0, false).unwrap();
+        let again = sft_control(&rla_model::Candle, &cfg, &out, 100.0, false).unwrap();
         assert_eq!(again, r);
         std::fs::write(out.join("control.json"), "{").unwrap();
-        let e = sft_control(&cfg, &out, 1.0, false).unwrap_err();
+        let e = sft_control(&rla_model::Candle, &cfg, &out, 1.0, false).unwrap_err();
         assert!(format!("{e:#}").contains("control.json"), "{e:#}");
     }
 }

@@ -30,23 +30,27 @@ pub fn read_check(manifest: &str) -> Option<(usize, usize)> {
 
 /// Greedy successes of the policy in `dir` on the first `n` validation tasks, played as the
 /// config plays them.
-pub fn validation_wins(cfg: &RunConfig, policy: &Path, n: usize) -> Result<usize> {
-    struct V<'a>(&'a RunConfig, &'a Path, usize);
+pub fn validation_wins(
+    backend: &dyn rla_lm::Backend,
+    cfg: &RunConfig,
+    policy: &Path,
+    n: usize,
+) -> Result<usize> {
+    struct V<'a>(&'a dyn rla_lm::Backend, &'a RunConfig, &'a Path, usize);
     impl WithSetting for V<'_> {
         type Output = f64;
         fn with<S: Setting>(self, mut s: S) -> Result<f64> {
-            let lm =
-                rla_model::Lm::load(self.1, candle_core::DType::F32, &candle_core::Device::Cpu)
-                    .with_context(|| format!("loading {}", self.1.display()))?;
+            let (backend, cfg, policy, n) = (self.0, self.1, self.2, self.3);
+            let lm = backend.open(policy, &Default::default())?;
             let ctx = Ctx {
-                cfg: self.0,
+                cfg,
                 k: 0,
                 progress: false,
             };
-            s.evaluate(ctx, &lm, Split::Validation, self.2)
+            s.evaluate(ctx, &*lm, Split::Validation, n)
         }
     }
-    let rate = with_setting(cfg, V(cfg, policy, n))?;
+    let rate = with_setting(cfg, V(backend, cfg, policy, n))?;
     Ok((rate * n as f64).round() as usize)
 }
 
@@ -80,9 +84,14 @@ pub struct Made<'a> {
 }
 
 /// Writes `out/MANIFEST.md` (and `out/curve-policy.png` when the policy's curve was measured).
-pub fn write_manifest(cfg: &RunConfig, out: &Path, made: &Made) -> Result<()> {
+pub fn write_manifest(
+    backend: &dyn rla_lm::Backend,
+    cfg: &RunConfig,
+    out: &Path,
+    made: &Made,
+) -> Result<()> {
     let curve = read_curve(&out.join("curve-policy.jsonl"))?;
-    let won = validation_wins(cfg, &out.join("policy"), CHECK_TASKS)?;
+    let won = validation_wins(backend, cfg, &out.join("policy"), CHECK_TASKS)?;
     let mut md = String::from("# Pretrained base\n\n");
     md.push_str(&format!(
         "Made by `{}` (seed {}) in {:.0} minutes on {}.\n\n",

@@ -1,44 +1,55 @@
-//! Starting or resuming a run: the run folder, its state, and the two models loaded in process
-//! (candle), each with its optimiser and its frozen KL reference (the warm start).
+//! Starting or resuming a run: the run folder, its state, and the two models opened through the
+//! run's [`Backend`], each with its optimiser and its frozen KL reference (the warm start).
 
 use crate::config::{ModelSpec, RunConfig};
 use crate::run::{RunDir, RunState};
 use crate::setting::{Setting, Split};
 use crate::trainer::Trainer;
 use anyhow::{Context, Result};
-use rla_model::train::TrainConfig;
-use rla_model::Lm;
+use rla_lm::{Backend, Model, OpenOptions, TrainOptions};
 use std::path::{Path, PathBuf};
 
-/// Loads a model of the run for training; `resume` holds its optimiser state, and `reference`
-/// finds the warm start that a resumed run's KL term compares against (asked only then).
+/// What opening a model of the run for training needs besides its folder.
+pub struct Opening<'a> {
+    /// The model's config table.
+    pub spec: &'a ModelSpec,
+    /// Its learning rate.
+    pub lr: f64,
+    /// The PPO objective.
+    pub ppo: &'a rla_core::ppo::PpoConfig,
+    /// Seeds fresh LoRA adapters.
+    pub seed: u64,
+    /// The checkpoint holding its optimiser state, when resuming.
+    pub resume: Option<&'a Path>,
+}
+
+/// Opens a model of the run for training; `reference` finds the warm start that a resumed run's
+/// KL term compares against (asked only then).
 pub fn load_model(
-    spec: &ModelSpec,
+    backend: &dyn Backend,
     dir: &Path,
-    lr: f64,
-    ppo: &rla_core::ppo::PpoConfig,
-    seed: u64,
-    resume: Option<&Path>,
+    o: Opening<'_>,
     reference: impl FnOnce() -> Result<PathBuf>,
-) -> Result<Lm> {
-    let dtype = rla_model::weights::parse_dtype(&spec.dtype).map_err(anyhow::Error::msg)?;
-    let device = rla_model::lm::device(spec.cuda)?;
-    let mut lm =
-        Lm::load(dir, dtype, &device).with_context(|| format!("loading {}", dir.display()))?;
-    let tc = TrainConfig {
-        lr,
-        micro_batch: spec.micro_batch,
-        ppo: *ppo,
-        ..Default::default()
+) -> Result<Box<dyn Model>> {
+    let frozen = o.ppo.kl_beta > 0.0 && o.ppo.kl_reference == rla_core::ppo::KlReference::Frozen;
+    let reference = match (o.resume, frozen) {
+        (Some(_), true) => Some(reference()?),
+        _ => None,
     };
-    lm.enable_training(tc, spec.lora.clone(), seed, resume)?;
-    let frozen = ppo.kl_beta > 0.0 && ppo.kl_reference == rla_core::ppo::KlReference::Frozen;
-    if let (Some(_), true) = (resume, frozen) {
-        let r = reference()?;
-        lm.load_reference(&r)
-            .with_context(|| format!("loading the KL reference {}", r.display()))?;
-    }
-    Ok(lm)
+    let opts = OpenOptions {
+        dtype: o.spec.dtype.clone(),
+        cuda: o.spec.cuda,
+        train: Some(TrainOptions {
+            lr: o.lr,
+            micro_batch: o.spec.micro_batch,
+            ppo: *o.ppo,
+            lora: o.spec.lora.clone(),
+            seed: o.seed,
+        }),
+        resume: o.resume.map(Path::to_path_buf),
+        reference,
+    };
+    Ok(backend.open(dir, &opts)?)
 }
 
 /// Where a run's warm-started model lives: the config's path, else the run's `pretrained/`.
@@ -47,7 +58,7 @@ fn warm_start_dir(run: &RunDir, name: &str, spec: &ModelSpec) -> Result<PathBuf>
         return Ok(p.clone());
     }
     let pre = run.path.join("pretrained").join(name);
-    if !rla_model::weights::is_checkpoint(&pre) {
+    if !rla_lm::is_checkpoint(&pre) {
         anyhow::bail!(
             "no {name} model: set {name}.path in the config or run `rlanything pretrain` into {}",
             run.path.join("pretrained").display()
@@ -58,6 +69,7 @@ fn warm_start_dir(run: &RunDir, name: &str, spec: &ModelSpec) -> Result<PathBuf>
 
 /// Starts or resumes a run of `setting` in `dir`.
 pub fn open<S: Setting>(
+    backend: &dyn Backend,
     setting: S,
     cfg: RunConfig,
     dir: &Path,
@@ -101,29 +113,32 @@ pub fn open<S: Setting>(
             Some(d) => d.clone(),
             None => warm_start_dir(&rd, name, spec)?,
         };
-        let lm = load_model(
+        let opening = Opening {
             spec,
-            &start,
-            spec.lr,
-            &cfg.ppo,
+            lr: spec.lr,
+            ppo: &cfg.ppo,
             seed,
-            from_dir.as_deref(),
-            || warm_start_dir(&rd, name, spec),
-        )?;
-        models.push(lm);
+            resume: from_dir.as_deref(),
+        };
+        let lm = load_model(backend, &start, opening, || warm_start_dir(&rd, name, spec))?;
+        models.push((lm, start));
     }
     let reward = models.pop().expect("two models");
     let policy = models.pop().expect("two models");
-    let boxed = |name: &str, spec: &ModelSpec, lm: Lm| -> Result<Box<dyn rla_lm::Model>> {
+    let boxed = |name: &str,
+                 spec: &ModelSpec,
+                 (lm, from): (Box<dyn Model>, PathBuf)|
+     -> Result<Box<dyn Model>> {
         Ok(match &spec.server {
-            None => Box::new(lm),
+            None => lm,
             Some(sv) => {
                 let dir = sv
                     .weights_dir
                     .clone()
                     .unwrap_or_else(|| rd.path.join("served").join(name));
+                let codec = backend.codec(&from)?;
                 Box::new(
-                    crate::served::Served::new(lm, sv, dir)
+                    crate::served::Served::new(lm, codec, sv, dir)
                         .with_context(|| format!("{name}.server"))?,
                 )
             }

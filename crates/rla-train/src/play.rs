@@ -13,8 +13,7 @@ use crate::setting::{Ctx, Episode, Generation, Group, JudgeQuality, Step};
 use anyhow::Result;
 use indicatif::ProgressBar;
 use rla_core::reward::{Outcome, StepScore};
-use rla_lm::{Message, Sample, SampleParams, Sampler, VisualMessage};
-use rla_model::tok::Tok;
+use rla_lm::{Codec, Message, Sample, SampleParams, Sampler, VisualMessage};
 use serde::{Deserialize, Serialize};
 
 /// One step of an episode.
@@ -22,8 +21,8 @@ use serde::{Deserialize, Serialize};
 pub struct StepRec {
     /// What the policy saw (as the record keeps it).
     pub observation: String,
-    /// The earlier steps as the prompt told them (the desktop's "Previous actions"); empty
-    /// where the prompt carries its own history.
+    /// The earlier steps as the prompt told them (the desktop's "Previous actions", the
+    /// household's notes); empty where the prompt carries its own history.
     pub previous: String,
     /// The policy's prompt (token ids, chat template applied; empty for a prompt with an image,
     /// whose tokens the server keeps).
@@ -111,35 +110,19 @@ pub trait Game {
     fn score(self) -> Result<f64>;
 }
 
-/// Applies the model's chat template to a user message and tokenises it.
-pub fn encode_chat(lm: &dyn Sampler, text: &str) -> Result<Vec<u32>> {
-    let s = lm
+/// Applies the model's chat template (when it has one) to a user message and tokenises it.
+pub fn encode_prompt<C: Codec + ?Sized>(codec: &C, text: &str) -> Result<Vec<u32>> {
+    let s = codec
         .chat_template(&[Message::new("user", text)], true)?
         .unwrap_or_else(|| text.to_string());
-    Ok(lm.encode(&s)?)
-}
-
-/// An answer's tokens as a sampler emits them (see [`encode_response`]).
-pub fn encode_answer(lm: &dyn Sampler, text: &str) -> Result<Vec<u32>> {
-    let mut ids = lm.encode(text)?;
-    ids.extend(lm.eos_ids().first().copied());
-    Ok(ids)
-}
-
-/// [`encode_chat`] with a tokenizer.
-pub fn encode_prompt(tok: &Tok, text: &str) -> Result<Vec<u32>> {
-    let s = match tok.chat_template {
-        Some(_) => tok.apply_chat_template(&[Message::new("user", text)], true)?,
-        None => text.to_string(),
-    };
-    Ok(tok.encode(&s)?)
+    Ok(codec.encode(&s)?)
 }
 
 /// An answer's tokens as the model emits them: the text, then the end-of-sequence token. Warm
 /// starts train on exactly these and constrained decoding allows exactly these.
-pub fn encode_response(tok: &Tok, text: &str) -> Result<Vec<u32>> {
-    let mut ids = tok.encode(text)?;
-    ids.extend(tok.eos_ids.first().copied());
+pub fn encode_response<C: Codec + ?Sized>(codec: &C, text: &str) -> Result<Vec<u32>> {
+    let mut ids = codec.encode(text)?;
+    ids.extend(codec.eos_ids().first().copied());
     Ok(ids)
 }
 
@@ -185,7 +168,7 @@ pub fn play<G: Game>(
         for &i in &active {
             let mut t = live[i].game.turn(policy, constrained)?;
             match std::mem::replace(&mut t.prompt, Prompt::Text(String::new())) {
-                Prompt::Text(text) => prompts.push(encode_chat(policy, &text)?),
+                Prompt::Text(text) => prompts.push(encode_prompt(policy, &text)?),
                 Prompt::Visual(m) => {
                     chats.push(vec![m]);
                     prompts.push(vec![]); // the server's, image tokens included
@@ -195,7 +178,7 @@ pub fn play<G: Game>(
                 allowed.push(
                     t.answers
                         .iter()
-                        .map(|a| encode_answer(policy, a))
+                        .map(|a| encode_response(policy, a))
                         .collect::<Result<Vec<_>>>()?,
                 );
             }
@@ -278,7 +261,7 @@ pub fn judge_steps(
         .map(|t| {
             t.steps
                 .iter()
-                .map(|s| encode_chat(reward, &prompt(t, s)))
+                .map(|s| encode_prompt(reward, &prompt(t, s)))
                 .collect()
         })
         .collect::<Result<Vec<Vec<Vec<u32>>>>>()?;
@@ -428,7 +411,7 @@ impl Played {
 /// What the tests of the step-judged settings share.
 #[cfg(test)]
 pub(crate) mod testing {
-    use rla_lm::{SampleParams, Sampler};
+    use rla_lm::Sampler;
 
     /// A sampler that answers from a script, one answer per call, and keeps the prompts.
     pub(crate) struct Scripted {
@@ -453,12 +436,9 @@ pub(crate) mod testing {
     }
 
     impl Sampler for Scripted {
-        fn generate(
-            &self,
-            prompts: &[Vec<u32>],
-            n: usize,
-            _: &SampleParams,
-        ) -> rla_lm::Result<Vec<Vec<rla_lm::Sample>>> {
+        fn sample(&self, r: &rla_lm::Request) -> rla_lm::Result<Vec<Vec<rla_lm::Sample>>> {
+            assert!(r.allowed.is_none(), "free-form answers are not constrained");
+            let (prompts, n) = (r.prompts, r.n);
             let mut seen = self.prompts.lock().unwrap();
             let text = self.answers[seen.len().min(self.answers.len() - 1)];
             seen.push(rla_lm::Codec::decode(self, &prompts[0])?);
@@ -475,15 +455,6 @@ pub(crate) mod testing {
                         .collect()
                 })
                 .collect())
-        }
-        fn generate_within(
-            &self,
-            _: &[Vec<u32>],
-            _: usize,
-            _: &SampleParams,
-            _: &[Vec<Vec<u32>>],
-        ) -> rla_lm::Result<Vec<Vec<rla_lm::Sample>>> {
-            unreachable!("free-form answers are not constrained")
         }
         fn score(&self, _: &[(Vec<u32>, Vec<u32>)]) -> rla_lm::Result<Vec<Vec<f32>>> {
             unreachable!()

@@ -64,7 +64,7 @@ pub fn write_png(path: &Path, rgb: &[u8]) -> Result<()> {
         let mut w = enc.write_header()?;
         w.write_image_data(rgb)?;
     }
-    Ok(rla_model::weights::write_atomic(path, &bytes)?)
+    Ok(rla_lm::write_atomic(path, &bytes)?)
 }
 
 /// An RGB buffer of [`PLOT_SIZE`] that `draw` has drawn on.

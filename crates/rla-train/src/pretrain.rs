@@ -1,45 +1,25 @@
 //! Tiny models trained from scratch, shared by every setting's warm start: the model shape
 //! from the config, SFT on (prompt, answer) examples with the config's schedule and a training
 //! curve, and the model saved as an HF folder. What each setting demonstrates lives in its own
-//! folder (`household/warm.rs`, …).
+//! folder (`household/warm.rs`, …). Models come from the run's [`Backend`].
 
 use crate::config::{ModelSpec, RunConfig};
 use crate::play::{encode_prompt, encode_response};
 use anyhow::Result;
-use candle_core::Device;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use rla_model::config::{Arch, ModelConfig};
-use rla_model::tok::Tok;
-use rla_model::train::TrainConfig;
-use rla_model::{Learner, Lm};
-use std::path::Path;
+use rla_lm::{Codec, Model, TrainOptions};
 
-pub use crate::setting::Example;
+pub use crate::setting::{Example, WarmStart};
 
-fn tiny_config(spec: &ModelSpec, vocab: usize) -> Result<ModelConfig> {
-    let arch = match spec.tiny.arch.as_str() {
-        "qwen2" => Arch::Qwen2,
-        "qwen3" => Arch::Qwen3,
-        a => anyhow::bail!("tiny.arch = {a:?}: use qwen2 or qwen3"),
-    };
-    let t = &spec.tiny;
-    let c = ModelConfig::tiny(
-        arch,
-        vocab,
-        t.hidden_size,
-        t.num_hidden_layers,
-        t.num_attention_heads,
-        t.num_key_value_heads,
-    );
-    c.validate().map_err(anyhow::Error::msg)?;
-    Ok(c)
-}
-
-fn encode_pairs(tok: &Tok, ex: &[Example]) -> Result<Vec<(Vec<u32>, Vec<u32>)>> {
+/// Tokenises (prompt, answer) examples as the model reads and writes them.
+pub fn encode_pairs<C: Codec + ?Sized>(
+    codec: &C,
+    ex: &[Example],
+) -> Result<Vec<(Vec<u32>, Vec<u32>)>> {
     ex.iter()
-        .map(|(p, a)| Ok((encode_prompt(tok, p)?, encode_response(tok, a)?)))
+        .map(|(p, a)| Ok((encode_prompt(codec, p)?, encode_response(codec, a)?)))
         .collect()
 }
 
@@ -63,7 +43,10 @@ pub type CurvePoint = serde_json::Map<String, serde_json::Value>;
 
 /// What measures a model during SFT: called every `every` steps (and after the last), it returns
 /// the curve point's figures.
-pub type Probe<'a> = Box<dyn FnMut(&Lm) -> Result<CurvePoint> + 'a>;
+pub type Probe<'a> = Box<dyn FnMut(&dyn Model) -> Result<CurvePoint> + 'a>;
+
+/// What sees the model and the curve so far after each point of a curve.
+pub type OnPoint<'a> = dyn FnMut(&dyn Model, &[CurvePoint]) -> Result<()> + 'a;
 
 /// SFT for `cfg.pretrain`'s schedule over `steps` minibatches; returns the loss of the first and
 /// last step and the training curve (one point every `every` steps and after the last, when a
@@ -72,14 +55,14 @@ pub type Probe<'a> = Box<dyn FnMut(&Lm) -> Result<CurvePoint> + 'a>;
 /// them as they grow).
 #[allow(clippy::too_many_arguments)]
 pub fn sft(
-    lm: &mut Lm,
+    lm: &mut dyn Model,
     cfg: &RunConfig,
     data: &[(Vec<u32>, Vec<u32>)],
     steps: usize,
     seed: u64,
     bar: Option<&indicatif::ProgressBar>,
     mut probe: Option<(usize, Probe<'_>)>,
-    on_point: &mut dyn FnMut(&Lm, &[CurvePoint]) -> Result<()>,
+    on_point: &mut OnPoint<'_>,
 ) -> Result<((f64, f64), Vec<CurvePoint>)> {
     let batch = cfg.pretrain.batch;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -92,7 +75,7 @@ pub fn sft(
             .cloned()
             .collect();
         let lr = cfg.pretrain.lr_at(i, steps);
-        lm.train_cfg.lr = lr;
+        lm.set_lr(lr);
         let s = lm.sft_update(&b)?;
         if i == 0 {
             first = s.loss;
@@ -130,14 +113,14 @@ pub fn sft(
     Ok(((first, last), curve))
 }
 
-/// What [`fit_tiny_with`] fits.
+/// What [`fit_tiny`] fits.
 pub struct Fit<'a> {
     /// The model's name: its folder under `out`.
     pub name: &'a str,
     /// Its config table.
     pub spec: &'a ModelSpec,
-    /// The tokenizer.
-    pub tok: &'a Tok,
+    /// Every text the model will read or write: its word-level vocabulary.
+    pub corpus: &'a str,
     /// The examples.
     pub data: &'a [Example],
     /// SFT steps.
@@ -148,87 +131,57 @@ pub struct Fit<'a> {
     pub probe: Option<(usize, Probe<'a>)>,
 }
 
-/// Initialises a tiny model with the tokenizer, fits it by SFT on `data` for `steps` steps, and
-/// saves it as `out/name` with `files` (name, content) beside it. Returns a line describing what
-/// was done.
-#[allow(clippy::too_many_arguments)]
-pub fn fit_tiny(
-    cfg: &RunConfig,
-    name: &str,
-    spec: &ModelSpec,
-    tok: &Tok,
-    data: &[Example],
-    steps: usize,
-    out: &Path,
-    files: &[(String, String)],
-    progress: bool,
-) -> Result<String> {
-    fit_tiny_with(
+/// Makes a tiny model of the spec's shape over the corpus's words, fits it by SFT on the
+/// examples for `steps` steps, and saves it as `out/NAME` with `files` beside it. With a probe
+/// the training curve is written to `out/curve-NAME.jsonl` as it grows (the model beside it) and
+/// its last point is part of the returned line, which says what was done.
+pub fn fit_tiny(w: WarmStart, fit: Fit<'_>) -> Result<String> {
+    let WarmStart {
+        backend,
         cfg,
-        Fit {
-            name,
-            spec,
-            tok,
-            data,
-            steps,
-            files: files.to_vec(),
-            probe: None,
-        },
         out,
         progress,
-    )
-}
-
-/// [`fit_tiny`] with a probe: the training curve is written to `out/curve-NAME.jsonl` as it
-/// grows, and its last point is part of the returned line.
-pub fn fit_tiny_with(cfg: &RunConfig, fit: Fit<'_>, out: &Path, progress: bool) -> Result<String> {
+    } = w;
     let Fit {
         name,
         spec,
-        tok,
+        corpus,
         data,
         steps,
         files,
         probe,
     } = fit;
-    let mc = tiny_config(spec, tok.vocab_size())?;
-    let mut lm = Lm::init(
-        &mc,
-        tok.clone(),
-        cfg.seed.wrapping_add(name.len() as u64),
-        candle_core::DType::F32,
-        &Device::Cpu,
-    )?;
-    lm.enable_training(
-        TrainConfig {
-            lr: cfg.pretrain.lr,
-            micro_batch: spec.micro_batch,
-            ..Default::default()
-        },
-        None,
-        cfg.seed,
-        None,
-    )?;
-    let enc = encode_pairs(tok, data)?;
+    let train = TrainOptions {
+        lr: cfg.pretrain.lr,
+        micro_batch: spec.micro_batch,
+        seed: cfg.seed.wrapping_add(name.len() as u64),
+        ..Default::default()
+    };
+    let mut lm = backend
+        .fresh(&spec.tiny, corpus, &train)
+        .map_err(|e| anyhow::anyhow!("{name}.tiny: {e}"))?;
+    let enc = encode_pairs(&*lm, data)?;
     let bar = progress.then(|| crate::bar(steps as u64, &format!("pretrain {name}")));
     std::fs::create_dir_all(out)?;
     let curve_path = out.join(format!("curve-{name}.jsonl"));
-    let save = |lm: &Lm| -> Result<()> {
-        // a whole folder or none: a kill mid-save leaves nothing that looks finished
-        Ok(rla_model::weights::replace_dir_atomic(
-            &out.join(name),
-            |tmp| {
-                lm.save_checkpoint(tmp)?;
-                for (file, text) in &files {
-                    rla_model::weights::write_atomic(&tmp.join(file), text.as_bytes())?;
-                }
-                Ok(())
-            },
-        )?)
+    // a whole folder or none: a kill mid-save leaves nothing that looks finished; `last` saves
+    // the weights alone, without the optimiser state
+    let save = |lm: &dyn Model, last: bool| -> Result<()> {
+        rla_lm::replace_dir_atomic(&out.join(name), |tmp| -> Result<()> {
+            if last {
+                lm.export(tmp, None)?;
+            } else {
+                lm.save(tmp)?;
+            }
+            for (file, text) in &files {
+                rla_lm::write_atomic(&tmp.join(file), text.as_bytes())?;
+            }
+            Ok(())
+        })
     };
     // the model as it stands at each point of the curve, beside the curve so far
-    let mut write_curve = |lm: &Lm, c: &[CurvePoint]| -> Result<()> {
-        save(lm)?;
+    let mut write_curve = |lm: &dyn Model, c: &[CurvePoint]| -> Result<()> {
+        save(lm, false)?;
         let text: String = c
             .iter()
             .map(|p| serde_json::Value::Object(p.clone()).to_string() + "\n")
@@ -237,7 +190,7 @@ pub fn fit_tiny_with(cfg: &RunConfig, fit: Fit<'_>, out: &Path, progress: bool) 
     };
 
     let ((a, b), curve) = sft(
-        &mut lm,
+        &mut *lm,
         cfg,
         &enc,
         steps,
@@ -249,8 +202,7 @@ pub fn fit_tiny_with(cfg: &RunConfig, fit: Fit<'_>, out: &Path, progress: bool) 
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    lm.opt = None;
-    save(&lm)?;
+    save(&*lm, true)?;
 
     let last = curve
         .last()
@@ -261,17 +213,71 @@ pub fn fit_tiny_with(cfg: &RunConfig, fit: Fit<'_>, out: &Path, progress: bool) 
             )
         })
         .unwrap_or_default();
+    let params = lm
+        .parameter_count()
+        .map_or_else(|| "?".to_string(), |n| n.to_string());
     Ok(format!(
-        "{name}: {} parameters, {} examples, SFT loss {a:.3} → {b:.3}{last}",
-        mc.num_params(),
+        "{name}: {params} parameters, {} examples, SFT loss {a:.3} → {b:.3}{last}",
         enc.len()
     ))
 }
 
-/// A household config with the smallest models (unlisted, constrained, with notes), for tests.
+/// Fits both tiny models of a run on the corpus's words, without probes: the policy on
+/// `policy` for `pretrain.policy_steps` steps and the judge on `reward` for
+/// `pretrain.reward_steps`, saved as `out/policy` and `out/reward`; a line each.
+pub fn fit_both(
+    w: WarmStart,
+    corpus: &str,
+    (policy, reward): (&[Example], &[Example]),
+) -> Result<Vec<String>> {
+    let cfg = w.cfg;
+    [
+        ("policy", &cfg.policy, policy, cfg.pretrain.policy_steps),
+        ("reward", &cfg.reward, reward, cfg.pretrain.reward_steps),
+    ]
+    .into_iter()
+    .map(|(name, spec, data, steps)| {
+        let fit = Fit {
+            name,
+            spec,
+            corpus,
+            data,
+            steps,
+            files: vec![],
+            probe: None,
+        };
+        fit_tiny(w, fit)
+    })
+    .collect()
+}
+
+/// A warm start through the candle back end, quiet, for tests.
+#[cfg(test)]
+pub(crate) fn candle_warm_start<'a>(cfg: &'a RunConfig, out: &'a std::path::Path) -> WarmStart<'a> {
+    WarmStart {
+        backend: &rla_model::Candle,
+        cfg,
+        out,
+        progress: false,
+    }
+}
+
+/// A household config with the smallest models (unlisted, constrained, with notes) and the
+/// shortest warm start (4 tasks, a few cosine steps), for tests.
 #[cfg(test)]
 pub(crate) fn tiny_test_config() -> RunConfig {
-    let mut cfg = RunConfig::default();
+    let mut cfg = RunConfig {
+        pretrain: crate::config::PretrainConfig {
+            tasks: 4,
+            policy_steps: 2,
+            reward_steps: 1,
+            batch: 4,
+            schedule: crate::config::LrSchedule::Cosine,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    cfg.household.eval_step_limit = 3;
     cfg.household.prompt_style = crate::household::PromptStyle::Unlisted;
     cfg.household.constrain_actions = true;
     cfg.household.notes = true;

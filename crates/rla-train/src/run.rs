@@ -130,7 +130,7 @@ struct StateHead {
 
 /// Writes through a temporary file and a rename.
 pub fn write_atomic(path: &Path, text: &str) -> Result<()> {
-    Ok(rla_model::weights::write_atomic(path, text.as_bytes())?)
+    Ok(rla_lm::write_atomic(path, text.as_bytes())?)
 }
 
 /// Whether two metric records are the same, NaN equal to NaN (a diverged run's losses).

@@ -10,17 +10,15 @@
 
 use crate::config::{Push, ServerSpec};
 use anyhow::{Context, Result};
-use rla_lm::{Learner, Message, PpoSample, Sample, SampleParams, Sampler, StepStats};
-use rla_model::tok::Tok;
-use rla_model::Lm;
+use rla_lm::{Codec, Learner, Model, PpoSample, Sample, SampleParams, Sampler, StepStats};
 use rla_remote::client::{Endpoints, RemoteSampler};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The in-process learner and its servers.
 pub struct Served {
-    lm: Lm,
-    remote: RemoteSampler<Tok>,
+    lm: Box<dyn Model>,
+    remote: RemoteSampler<Box<dyn Codec>>,
     dir: PathBuf,
     version: u64,
     push: Push,
@@ -29,8 +27,14 @@ pub struct Served {
 }
 
 impl Served {
-    /// The learner `lm` with generation on `spec`'s servers; new weights go to `dir`.
-    pub fn new(lm: Lm, spec: &ServerSpec, dir: PathBuf) -> Result<Served> {
+    /// The learner `lm` with generation on `spec`'s servers, which tokenise with `codec` (the
+    /// model's own tokenizer); new weights go to `dir`.
+    pub fn new(
+        lm: Box<dyn Model>,
+        codec: Box<dyn Codec>,
+        spec: &ServerSpec,
+        dir: PathBuf,
+    ) -> Result<Served> {
         let api_key = match &spec.api_key_env {
             Some(v) => Some(std::env::var(v).with_context(|| {
                 format!("server.api_key_env: the environment variable {v} is not set")
@@ -47,10 +51,7 @@ impl Served {
             cooldown: Duration::from_secs(5),
             lora_api: spec.lora_api,
         };
-        if spec.push == Push::Lora && lm.lora.is_none() {
-            anyhow::bail!("push = \"lora\" but the model trains without LoRA adapters");
-        }
-        let remote = RemoteSampler::new(lm.tok.clone(), cfg)?;
+        let remote = RemoteSampler::new(codec, cfg)?;
         let mut s = Served {
             lm,
             remote,
@@ -72,13 +73,10 @@ impl Served {
         let path = self.dir.join(format!("v{:06}", self.version));
         std::fs::create_dir_all(&self.dir)
             .with_context(|| format!("creating {}", self.dir.display()))?;
-        let lm = &self.lm;
-        match (self.push, &lm.lora) {
-            (Push::Lora, Some(lc)) => rla_model::weights::replace_dir_atomic(&path, |tmp| {
-                rla_model::lora::save_peft(&lm.model, lc, tmp, &self.model)
-            })?,
-            _ => rla_model::weights::replace_dir_atomic(&path, |tmp| lm.save_checkpoint(tmp))?,
-        }
+        let adapter_for = (self.push == Push::Lora).then_some(self.model.as_str());
+        rla_lm::replace_dir_atomic(&path, |tmp| self.lm.export(tmp, adapter_for)).with_context(
+            || format!("writing the weights for the servers to {}", path.display()),
+        )?;
         let abs = path.canonicalize().unwrap_or(path.clone());
         let shown = abs.to_string_lossy().into_owned();
         match self.push {
@@ -130,42 +128,11 @@ fn run_reload(cmd: &str) -> Result<()> {
     Ok(())
 }
 
-impl rla_lm::Codec for Served {
-    fn encode(&self, text: &str) -> rla_lm::Result<Vec<u32>> {
-        self.remote.encode(text)
-    }
-    fn decode(&self, ids: &[u32]) -> rla_lm::Result<String> {
-        self.remote.decode(ids)
-    }
-    fn eos_ids(&self) -> &[u32] {
-        self.remote.eos_ids()
-    }
-    fn chat_template(
-        &self,
-        messages: &[Message],
-        add_generation_prompt: bool,
-    ) -> rla_lm::Result<Option<String>> {
-        self.remote.chat_template(messages, add_generation_prompt)
-    }
-}
+rla_lm::codec_by_field!([] Served, remote);
 
 impl Sampler for Served {
-    fn generate(
-        &self,
-        prompts: &[Vec<u32>],
-        n: usize,
-        p: &SampleParams,
-    ) -> rla_lm::Result<Vec<Vec<Sample>>> {
-        self.remote.generate(prompts, n, p)
-    }
-    fn generate_within(
-        &self,
-        prompts: &[Vec<u32>],
-        n: usize,
-        p: &SampleParams,
-        allowed: &[Vec<Vec<u32>>],
-    ) -> rla_lm::Result<Vec<Vec<Sample>>> {
-        self.remote.generate_within(prompts, n, p, allowed)
+    fn sample(&self, r: &rla_lm::Request) -> rla_lm::Result<Vec<Vec<Sample>>> {
+        self.remote.sample(r)
     }
     fn score(&self, pairs: &[(Vec<u32>, Vec<u32>)]) -> rla_lm::Result<Vec<Vec<f32>>> {
         self.remote.score(pairs)
@@ -190,8 +157,17 @@ impl Learner for Served {
     fn reference_logprobs(&self, pairs: &[(Vec<u32>, Vec<u32>)]) -> rla_lm::Result<Vec<Vec<f32>>> {
         self.lm.reference_logprobs(pairs)
     }
+    fn sft_loss(&self, pairs: &[(Vec<u32>, Vec<u32>)]) -> rla_lm::Result<f64> {
+        self.lm.sft_loss(pairs)
+    }
+    fn set_lr(&mut self, lr: f64) {
+        self.lm.set_lr(lr);
+    }
     fn save(&self, dir: &Path) -> rla_lm::Result<()> {
         self.lm.save(dir)
+    }
+    fn export(&self, dir: &Path, adapter_for: Option<&str>) -> rla_lm::Result<()> {
+        self.lm.export(dir, adapter_for)
     }
     fn sync_weights(&mut self) -> rla_lm::Result<()> {
         self.push()
@@ -233,24 +209,19 @@ mod tests {
         assert!(toml::from_str::<RunConfig>("[policy.server]\nendpoint = []\n").is_err());
     }
 
-    fn tiny_lm() -> Lm {
+    /// A tiny model and its tokenizer.
+    fn tiny_lm() -> (Box<dyn Model>, Box<dyn Codec>) {
+        let shape = rla_lm::TinyShape {
+            hidden_size: 8,
+            num_hidden_layers: 1,
+            num_attention_heads: 2,
+            num_key_value_heads: 1,
+            ..Default::default()
+        };
+        let lm = rla_lm::Backend::fresh(&rla_model::Candle, &shape, "a b\n", &Default::default())
+            .unwrap();
         let tok = rla_model::tok::build_word_level("a b\n", 1).unwrap();
-        let cfg = rla_model::config::ModelConfig::tiny(
-            rla_model::config::Arch::Qwen3,
-            tok.vocab_size(),
-            8,
-            1,
-            2,
-            1,
-        );
-        Lm::init(
-            &cfg,
-            tok,
-            0,
-            candle_core::DType::F32,
-            &candle_core::Device::Cpu,
-        )
-        .unwrap()
+        (lm, Box::new(tok))
     }
 
     #[test]
@@ -262,7 +233,7 @@ mod tests {
             ..Default::default()
         });
         assert!(c.validate().unwrap_err().contains("[policy.lora]"));
-        c.policy.lora = Some(rla_model::lora::LoraConfig::default());
+        c.policy.lora = Some(rla_lm::LoraConfig::default());
         c.validate().unwrap();
         let sv = c.policy.server.as_mut().unwrap();
         sv.push = Push::Command;
@@ -295,7 +266,8 @@ mod tests {
             reload_command: Some(format!("echo {{path}} >> {}", log.display())),
             ..Default::default()
         };
-        let mut s = Served::new(tiny_lm(), &spec, dir.path().join("w")).unwrap();
+        let (lm, tok) = tiny_lm();
+        let mut s = Served::new(lm, tok, &spec, dir.path().join("w")).unwrap();
         s.sync_weights().unwrap();
         let lines: Vec<String> = std::fs::read_to_string(&log)
             .unwrap()
@@ -305,14 +277,15 @@ mod tests {
         assert_eq!(lines.len(), 2, "{lines:?}");
         assert!(lines[0].ends_with("v000001") && lines[1].ends_with("v000002"));
         for l in &lines {
-            assert!(rla_model::weights::is_checkpoint(Path::new(l)), "{l}");
+            assert!(rla_lm::is_checkpoint(Path::new(l)), "{l}");
         }
         // a failing command stops the run with what it said
         let spec = ServerSpec {
             reload_command: Some("echo no such server >&2; exit 3".into()),
             ..spec
         };
-        let e = Served::new(tiny_lm(), &spec, dir.path().join("w2"))
+        let (lm, tok) = tiny_lm();
+        let e = Served::new(lm, tok, &spec, dir.path().join("w2"))
             .err()
             .unwrap();
         let e = format!("{e:#}");
@@ -321,14 +294,16 @@ mod tests {
 
     #[test]
     fn a_missing_api_key_variable_is_named() {
-        let lm = tiny_lm();
+        let (lm, tok) = tiny_lm();
         let spec = ServerSpec {
             endpoints: vec!["http://127.0.0.1:9".into()],
             api_key_env: Some("RLA_TEST_NO_SUCH_KEY".into()),
             ..Default::default()
         };
         let dir = tempfile::tempdir().unwrap();
-        let e = Served::new(lm, &spec, dir.path().join("w")).err().unwrap();
+        let e = Served::new(lm, tok, &spec, dir.path().join("w"))
+            .err()
+            .unwrap();
         assert!(format!("{e:#}").contains("RLA_TEST_NO_SUCH_KEY"), "{e:#}");
     }
 }

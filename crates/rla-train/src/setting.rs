@@ -115,6 +115,20 @@ pub struct JudgeQuality {
     pub extra: Option<serde_json::Value>,
 }
 
+/// What a warm start is given: the back end its models come from, the run's configuration, the
+/// folder the models go to (`out/policy`, `out/reward`), and whether to show progress bars.
+#[derive(Clone, Copy)]
+pub struct WarmStart<'a> {
+    /// Where models come from.
+    pub backend: &'a dyn rla_lm::Backend,
+    /// The run's configuration.
+    pub cfg: &'a RunConfig,
+    /// The folder the models are saved in.
+    pub out: &'a Path,
+    /// Progress bars on stderr.
+    pub progress: bool,
+}
+
 /// What a setting is told of the iteration it plays in.
 #[derive(Debug, Clone, Copy)]
 pub struct Ctx<'a> {
@@ -251,7 +265,7 @@ pub trait Setting {
 
     /// Warm-starts tiny policy and reward models into `out/policy` and `out/reward`; a line per
     /// model says what was done.
-    fn warm_start(&self, cfg: &RunConfig, out: &Path, progress: bool) -> Result<Vec<String>>;
+    fn warm_start(&self, w: WarmStart) -> Result<Vec<String>>;
 
     /// Files recorded beside the policy in every checkpoint (name, content), such as how it
     /// plays, so that evaluation later uses the same prompts.

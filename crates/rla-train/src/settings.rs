@@ -3,8 +3,10 @@
 //! with the run's.
 
 use crate::config::{RunConfig, SettingName};
-use crate::setting::Setting;
+use crate::setting::{Setting, WarmStart};
 use anyhow::Result;
+use rla_lm::Backend;
+use std::path::Path;
 
 /// Something to do with a setting, whichever it is.
 pub trait WithSetting {
@@ -24,29 +26,46 @@ pub fn with_setting<W: WithSetting>(cfg: &RunConfig, w: W) -> Result<W::Output> 
 }
 
 /// Warm-starts the run's tiny models into `out/policy` and `out/reward`.
-pub fn warm_start(cfg: &RunConfig, out: &std::path::Path, progress: bool) -> Result<Vec<String>> {
-    struct W<'a>(&'a RunConfig, &'a std::path::Path, bool);
+pub fn warm_start(
+    backend: &dyn Backend,
+    cfg: &RunConfig,
+    out: &Path,
+    progress: bool,
+) -> Result<Vec<String>> {
+    struct W<'a>(WarmStart<'a>);
     impl WithSetting for W<'_> {
         type Output = Vec<String>;
         fn with<S: Setting>(self, s: S) -> Result<Vec<String>> {
-            s.warm_start(self.0, self.1, self.2)
+            s.warm_start(self.0)
         }
     }
-    with_setting(cfg, W(cfg, out, progress))
+    let w = WarmStart {
+        backend,
+        cfg,
+        out,
+        progress,
+    };
+    with_setting(cfg, W(w))
 }
 
 /// Starts (or with `resume`, continues) the run in `dir` and trains it to its last iteration.
-pub fn train(cfg: RunConfig, dir: &std::path::Path, resume: bool, progress: bool) -> Result<()> {
-    struct T<'a>(RunConfig, &'a std::path::Path, bool, bool);
+pub fn train(
+    backend: &dyn Backend,
+    cfg: RunConfig,
+    dir: &Path,
+    resume: bool,
+    progress: bool,
+) -> Result<()> {
+    struct T<'a>(&'a dyn Backend, RunConfig, &'a Path, bool, bool);
     impl WithSetting for T<'_> {
         type Output = ();
         fn with<S: Setting>(self, s: S) -> Result<()> {
-            let mut t = crate::open::open(s, self.0, self.1, self.2, self.3)?;
+            let mut t = crate::open::open(self.0, s, self.1, self.2, self.3, self.4)?;
             t.run()
         }
     }
     let c = cfg.clone();
-    with_setting(&c, T(cfg, dir, resume, progress))
+    with_setting(&c, T(backend, cfg, dir, resume, progress))
 }
 
 /// The names of the ablation table's two judge-quality columns in the run's setting.

@@ -10,16 +10,12 @@ use rla_core::filter::Band;
 use rla_core::ppo::KlReference;
 use rla_core::reward::StepScore;
 use rla_core::theory::Calibration;
-use rla_lm::{SampleParams, Sampler};
-use rla_model::config::{Arch, ModelConfig};
-use rla_model::tok::build_word_level;
-use rla_model::train::TrainConfig;
-use rla_model::Lm;
+use rla_lm::{Backend, Model, SampleParams, Sampler, TinyShape, TrainOptions};
 use rla_train::pool::PoolTask;
 use rla_train::run::{RunDir, RunState};
 use rla_train::setting::{
     Ctx, Episode, Generation, Group, JudgeQuality, JudgeReward, Judgement, Scored, Setting, Split,
-    Step,
+    Step, WarmStart,
 };
 use rla_train::{RunConfig, Trainer};
 use serde::{Deserialize, Serialize};
@@ -245,36 +241,29 @@ impl Setting for Numbers {
         dir.save_json(&format!("samples/iter-{k:04}.json"), texts)
     }
 
-    fn warm_start(&self, _: &RunConfig, _: &Path, _: bool) -> Result<Vec<String>> {
+    fn warm_start(&self, _: WarmStart) -> Result<Vec<String>> {
         Ok(vec![])
     }
 }
 
-fn tiny_lm(seed: u64, cfg: &RunConfig) -> Lm {
-    let corpus = "say 0 1 2 3 4 5 6 7 8 9\n";
-    let tok = build_word_level(corpus, 1).unwrap();
-    let mc = ModelConfig::tiny(Arch::Qwen3, tok.vocab_size(), 16, 1, 2, 1);
-    let mut lm = Lm::init(
-        &mc,
-        tok,
+fn tiny_lm(seed: u64, cfg: &RunConfig) -> Box<dyn Model> {
+    let shape = TinyShape {
+        hidden_size: 16,
+        num_hidden_layers: 1,
+        num_attention_heads: 2,
+        num_key_value_heads: 1,
+        ..Default::default()
+    };
+    let train = TrainOptions {
+        lr: 3e-2,
+        micro_batch: 8,
+        ppo: cfg.ppo,
+        lora: None,
         seed,
-        candle_core::DType::F32,
-        &candle_core::Device::Cpu,
-    )
-    .unwrap();
-    lm.enable_training(
-        TrainConfig {
-            lr: 3e-2,
-            micro_batch: 8,
-            ppo: cfg.ppo,
-            ..Default::default()
-        },
-        None,
-        seed,
-        None,
-    )
-    .unwrap();
-    lm
+    };
+    rla_model::Candle
+        .fresh(&shape, "say 0 1 2 3 4 5 6 7 8 9\n", &train)
+        .unwrap()
 }
 
 fn config(kl_beta: f64) -> RunConfig {
@@ -300,8 +289,8 @@ fn trainer(dir: &Path, cfg: RunConfig) -> Trainer<Numbers> {
     let setting = Numbers::default();
     let state = RunState::new(setting.name(), setting.initial_pool(&cfg));
     Trainer {
-        policy: Box::new(tiny_lm(1, &cfg)),
-        reward: Box::new(tiny_lm(2, &cfg)),
+        policy: tiny_lm(1, &cfg),
+        reward: tiny_lm(2, &cfg),
         dir: RunDir::create(dir, &cfg, false).unwrap(),
         cfg,
         setting,

@@ -217,14 +217,13 @@ pub fn run(c: CodeCmd) -> Result<()> {
             limits,
         } => {
             let problems = rla_env::code::load_jsonl(&problems)?;
-            let lm =
-                rla_model::Lm::load(&model, candle_core::DType::F32, &candle_core::Device::Cpu)?;
+            let lm = crate::backend::open_sampler(&model)?;
             let sb = Sandbox::with_limits(limits.limits())?;
             let bar = rla_train::bar(problems.len() as u64, "code eval");
             let mut ok = 0;
             // a few problems per generation call keeps memory bounded for real models
             for chunk in problems.chunks(16) {
-                let passes = rla_train::coding::greedy_passes(&lm, &sb, chunk, max_tokens)?;
+                let passes = rla_train::coding::greedy_passes(&*lm, &sb, chunk, max_tokens)?;
                 for (p, pass) in chunk.iter().zip(passes) {
                     ok += pass as usize;
                     bar.suspend(|| println!("{}: {}", p.id, if pass { "pass" } else { "fail" }));

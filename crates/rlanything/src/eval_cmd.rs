@@ -57,6 +57,10 @@ pub struct EvalArgs {
     /// Most tokens of each verdict.
     #[arg(long, default_value_t = 128)]
     pub judge_tokens: usize,
+    /// Show the judge the agent's notes above each step, as in training with
+    /// `household.judge_notes` (default: the run's config, else off).
+    #[arg(long)]
+    pub judge_notes: bool,
     /// A run folder or a run config (any setting): evaluates its policy as the run does
     /// (the setting's own evaluation, its prompts and step limit); the household's flags above
     /// override the config's.
@@ -121,7 +125,7 @@ pub fn run_eval(mut a: EvalArgs) -> Result<()> {
     let model = a.model.clone().ok_or_else(|| {
         anyhow::anyhow!("name the policy: --model DIR, or --config RUN_OR_CONFIG")
     })?;
-    let lm = rla_model::Lm::load(&model, candle_core::DType::F32, &candle_core::Device::Cpu)?;
+    let lm = crate::backend::open_sampler(&model)?;
     // the run's config, else the settings the checkpoint records, else the reference's
     // numbered prompt; explicit flags override either
     let recorded = match &run_cfg {
@@ -160,12 +164,12 @@ pub fn run_eval(mut a: EvalArgs) -> Result<()> {
         bail!("--max-tokens 0: an answer needs at least one token");
     }
     if let Some(dir) = &a.games {
-        return eval_games(&a, &lm, dir, ep);
+        return eval_games(&a, &*lm, dir, ep);
     }
     let bar = rla_train::bar((n * ep.step_limit) as u64, "eval");
     let started = std::time::Instant::now();
     let trajs =
-        rla_train::household::evaluate_episodes(&lm, &tasks[..n], ep, a.max_tokens, Some(&bar))?;
+        rla_train::household::evaluate_episodes(&*lm, &tasks[..n], ep, a.max_tokens, Some(&bar))?;
     bar.finish_and_clear();
     let played = started.elapsed().as_secs_f64();
     for (t, task) in trajs.iter().zip(&tasks[..n]).take(a.show) {
@@ -179,7 +183,8 @@ pub fn run_eval(mut a: EvalArgs) -> Result<()> {
         a.split
     );
     if a.judge > 0 {
-        judge_steps(&a, &lm, &tasks[..n], &trajs)?;
+        let notes = a.judge_notes || run_cfg.as_ref().is_some_and(|c| c.household.judge_notes);
+        judge_steps(&a, &*lm, (&tasks[..n], notes), &trajs)?;
     }
     Ok(())
 }
@@ -240,10 +245,10 @@ fn eval_setting(a: &EvalArgs, mut cfg: RunConfig) -> Result<()> {
         .model
         .clone()
         .ok_or_else(|| anyhow::anyhow!("name the policy: --model DIR"))?;
-    let lm = rla_model::Lm::load(&model, candle_core::DType::F32, &candle_core::Device::Cpu)?;
+    let lm = crate::backend::open_sampler(&model)?;
     struct E<'a> {
         cfg: &'a RunConfig,
-        lm: &'a rla_model::Lm,
+        lm: &'a dyn rla_lm::Sampler,
         split: S,
         n: Option<usize>,
     }
@@ -273,7 +278,7 @@ fn eval_setting(a: &EvalArgs, mut cfg: RunConfig) -> Result<()> {
         &cfg,
         E {
             cfg: &cfg,
-            lm: &lm,
+            lm: &*lm,
             split,
             n: a.n,
         },
@@ -319,7 +324,7 @@ fn game_folders(dir: &Path) -> Result<Vec<PathBuf>> {
 /// `eval --games DIR`: every game folder under DIR, played greedily; the success rate last.
 fn eval_games(
     a: &EvalArgs,
-    lm: &rla_model::Lm,
+    lm: &dyn rla_lm::Sampler,
     dir: &Path,
     ep: rla_train::household::Episodes,
 ) -> Result<()> {
@@ -382,15 +387,15 @@ fn eval_games(
 /// The judge's verdicts on the steps of `trajs`, and its quality against the expert's labels.
 fn judge_steps(
     a: &EvalArgs,
-    policy: &rla_model::Lm,
-    tasks: &[rla_env::household::task::TaskSpec],
+    policy: &dyn rla_lm::Sampler,
+    tasks: (&[rla_env::household::task::TaskSpec], bool),
     trajs: &[rla_train::play::Trajectory],
 ) -> Result<()> {
     let own;
     let judge = match &a.judge_model {
         Some(d) => {
-            own = rla_model::Lm::load(d, candle_core::DType::F32, &candle_core::Device::Cpu)?;
-            &own
+            own = crate::backend::open_sampler(d)?;
+            &*own
         }
         None => policy,
     };

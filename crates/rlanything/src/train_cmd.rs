@@ -1,5 +1,6 @@
 //! `rlanything pretrain | train | eval | report | ablate` and the quickstart's run.
 
+use crate::backend::backend;
 use anyhow::{bail, Context, Result};
 use rla_train::config::{Mode, RunConfig};
 use rla_train::report::write_report;
@@ -102,12 +103,10 @@ pub fn ensure_pretrained(cfg: &RunConfig, dir: &Path, progress: bool) -> Result<
         return Ok(());
     }
     let pre = dir.join("pretrained");
-    if rla_model::weights::is_checkpoint(&pre.join("policy"))
-        && rla_model::weights::is_checkpoint(&pre.join("reward"))
-    {
+    if rla_lm::is_checkpoint(&pre.join("policy")) && rla_lm::is_checkpoint(&pre.join("reward")) {
         return Ok(());
     }
-    for line in warm_start(cfg, &pre, progress)? {
+    for line in warm_start(backend(), cfg, &pre, progress)? {
         println!("pretrain {line}");
     }
     Ok(())
@@ -116,7 +115,7 @@ pub fn ensure_pretrained(cfg: &RunConfig, dir: &Path, progress: bool) -> Result<
 pub fn run_pretrain(a: PretrainArgs) -> Result<()> {
     let cfg = RunConfig::load(&a.config)?;
     let start = std::time::Instant::now();
-    let lines = warm_start(&cfg, &a.out, true)?;
+    let lines = warm_start(backend(), &cfg, &a.out, true)?;
     for line in &lines {
         println!("{line}");
     }
@@ -127,6 +126,7 @@ pub fn run_pretrain(a: PretrainArgs) -> Result<()> {
         a.out.display()
     );
     rla_train::manifest::write_manifest(
+        backend(),
         &cfg,
         &a.out,
         &rla_train::manifest::Made {
@@ -185,7 +185,7 @@ pub fn train_run_metrics(
     if !resume || !dir.join("checkpoint/state.json").exists() {
         ensure_pretrained(&cfg, dir, progress)?;
     }
-    rla_train::settings::train(cfg, dir, resume, progress)?;
+    rla_train::settings::train(backend(), cfg, dir, resume, progress)?;
     let rd = RunDir {
         path: dir.to_path_buf(),
     };
@@ -311,7 +311,8 @@ pub fn run_ablate(a: AblateArgs) -> Result<()> {
                 cfg.policy.path = Some(out.join("pretrained/policy"));
             }
             let budget = training_seconds(&run.metrics);
-            let r = rla_train::control::sft_control(&cfg, &out.join("sft"), budget, !a.quiet)?;
+            let sft = out.join("sft");
+            let r = rla_train::control::sft_control(backend(), &cfg, &sft, budget, !a.quiet)?;
             controls.push((r, run.before));
         }
     }

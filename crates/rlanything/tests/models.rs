@@ -41,7 +41,7 @@ fn models_household() {
     let manifest = std::fs::read_to_string(base.join("MANIFEST.md")).unwrap();
     let (won, n) = read_check(&manifest).expect("MANIFEST.md states its check figure");
     let cfg = RunConfig::load(&root().join("configs/household-base.toml")).unwrap();
-    let again = validation_wins(&cfg, &base.join("policy"), n).unwrap();
+    let again = validation_wins(&rla_model::Candle, &cfg, &base.join("policy"), n).unwrap();
     // Greedy play is deterministic on one machine; another CPU's matrix kernels round
     // differently and may turn a near tie, so one task either way is allowed.
     assert!(

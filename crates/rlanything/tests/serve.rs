@@ -827,7 +827,10 @@ fn an_api_key_is_asked_for_and_sent() {
         ..Default::default()
     };
     let dir = tempfile::tempdir().unwrap();
-    let served = rla_train::served::Served::new(lm(), &spec, dir.path().join("w")).unwrap();
+    let l = lm();
+    let tok = Box::new(l.tok.clone());
+    let served =
+        rla_train::served::Served::new(Box::new(l), tok, &spec, dir.path().join("w")).unwrap();
     let local = lm();
     let p = SampleParams::greedy(6);
     assert_eq!(

@@ -41,21 +41,7 @@ impl rla_lm::Codec for ScreenReader {
 }
 
 impl Sampler for ScreenReader {
-    fn generate(
-        &self,
-        _: &[Vec<u32>],
-        _: usize,
-        _: &SampleParams,
-    ) -> rla_lm::Result<Vec<Vec<Sample>>> {
-        unsupported()
-    }
-    fn generate_within(
-        &self,
-        _: &[Vec<u32>],
-        _: usize,
-        _: &SampleParams,
-        _: &[Vec<Vec<u32>>],
-    ) -> rla_lm::Result<Vec<Vec<Sample>>> {
+    fn sample(&self, _: &rla_lm::Request) -> rla_lm::Result<Vec<Vec<Sample>>> {
         unsupported()
     }
     fn score(&self, _: &[(Vec<u32>, Vec<u32>)]) -> rla_lm::Result<Vec<Vec<f32>>> {

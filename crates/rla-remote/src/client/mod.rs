@@ -492,27 +492,7 @@ fn excerpt(text: &str) -> String {
     }
 }
 
-impl<C: Codec> Codec for RemoteSampler<C> {
-    fn encode(&self, text: &str) -> rla_lm::Result<Vec<u32>> {
-        self.codec.encode(text)
-    }
-
-    fn decode(&self, ids: &[u32]) -> rla_lm::Result<String> {
-        self.codec.decode(ids)
-    }
-
-    fn eos_ids(&self) -> &[u32] {
-        self.codec.eos_ids()
-    }
-
-    fn chat_template(
-        &self,
-        messages: &[Message],
-        add_generation_prompt: bool,
-    ) -> rla_lm::Result<Option<String>> {
-        self.codec.chat_template(messages, add_generation_prompt)
-    }
-}
+rla_lm::codec_by_field!([C: Codec] RemoteSampler<C>, codec);
 
 impl<C: Codec> Sampler for RemoteSampler<C> {
     fn generate_visual(
@@ -531,7 +511,57 @@ impl<C: Codec> Sampler for RemoteSampler<C> {
         .map_err(lm)
     }
 
-    fn generate(
+    fn sample(&self, r: &rla_lm::Request) -> rla_lm::Result<Vec<Vec<Sample>>> {
+        match r.allowed {
+            None => self.completions(r.prompts, r.n, r.params),
+            Some(allowed) => self.guided(r.prompts, r.n, r.params, allowed),
+        }
+    }
+    fn score(&self, pairs: &[(Vec<u32>, Vec<u32>)]) -> rla_lm::Result<Vec<Vec<f32>>> {
+        let to = self.route(&pairs.iter().map(|(q, _)| q.as_slice()).collect::<Vec<_>>());
+        let out = self
+            .concurrently(pairs.len(), |i| {
+                let (q, r) = &pairs[i];
+                let mut all = q.clone();
+                all.extend(r);
+                let mut req = self.request(vec![all.clone()], 1, &SampleParams::greedy(0));
+                req.echo = true;
+                req.sampling.max_tokens = Some(0);
+                let (resp, url) = self.completion(&req, Some(to[i]))?;
+                let bad = |message: String| RemoteError::Reply {
+                    url: url.clone(),
+                    message,
+                };
+                let c = resp
+                    .choices
+                    .into_iter()
+                    .next()
+                    .ok_or_else(|| bad("no choice".into()))?;
+                let lp = c.logprobs.ok_or_else(|| bad("no logprobs".into()))?;
+                let ids: Vec<Option<u32>> = lp.tokens.iter().map(|t| token_id(t)).collect();
+                if ids.len() != all.len()
+                    || lp.token_logprobs.len() != all.len()
+                    || ids.iter().zip(&all).any(|(a, b)| *a != Some(*b))
+                {
+                    return Err(bad(format!(
+                        "the echoed prompt has {} tokens, not the {} sent",
+                        ids.len(),
+                        all.len()
+                    )));
+                }
+                lp.token_logprobs[q.len()..]
+                    .iter()
+                    .map(|l| l.ok_or_else(|| bad("a response token has no log-probability".into())))
+                    .collect()
+            })
+            .map_err(lm)?;
+        Ok(out)
+    }
+}
+
+impl<C: Codec> RemoteSampler<C> {
+    /// Free completions: one request per endpoint with the prompts routed to it, all at once.
+    fn completions(
         &self,
         prompts: &[Vec<u32>],
         n: usize,
@@ -568,7 +598,8 @@ impl<C: Codec> Sampler for RemoteSampler<C> {
         Ok(out)
     }
 
-    fn generate_within(
+    /// Completions among allowed answers (`guided_choice`), one request per prompt.
+    fn guided(
         &self,
         prompts: &[Vec<u32>],
         n: usize,
@@ -617,47 +648,6 @@ impl<C: Codec> Sampler for RemoteSampler<C> {
                     }
                 }
                 Ok(group)
-            })
-            .map_err(lm)?;
-        Ok(out)
-    }
-
-    fn score(&self, pairs: &[(Vec<u32>, Vec<u32>)]) -> rla_lm::Result<Vec<Vec<f32>>> {
-        let to = self.route(&pairs.iter().map(|(q, _)| q.as_slice()).collect::<Vec<_>>());
-        let out = self
-            .concurrently(pairs.len(), |i| {
-                let (q, r) = &pairs[i];
-                let mut all = q.clone();
-                all.extend(r);
-                let mut req = self.request(vec![all.clone()], 1, &SampleParams::greedy(0));
-                req.echo = true;
-                req.sampling.max_tokens = Some(0);
-                let (resp, url) = self.completion(&req, Some(to[i]))?;
-                let bad = |message: String| RemoteError::Reply {
-                    url: url.clone(),
-                    message,
-                };
-                let c = resp
-                    .choices
-                    .into_iter()
-                    .next()
-                    .ok_or_else(|| bad("no choice".into()))?;
-                let lp = c.logprobs.ok_or_else(|| bad("no logprobs".into()))?;
-                let ids: Vec<Option<u32>> = lp.tokens.iter().map(|t| token_id(t)).collect();
-                if ids.len() != all.len()
-                    || lp.token_logprobs.len() != all.len()
-                    || ids.iter().zip(&all).any(|(a, b)| *a != Some(*b))
-                {
-                    return Err(bad(format!(
-                        "the echoed prompt has {} tokens, not the {} sent",
-                        ids.len(),
-                        all.len()
-                    )));
-                }
-                lp.token_logprobs[q.len()..]
-                    .iter()
-                    .map(|l| l.ok_or_else(|| bad("a response token has no log-probability".into())))
-                    .collect()
             })
             .map_err(lm)?;
         Ok(out)

@@ -8,7 +8,7 @@ pub mod config;
 pub mod warm;
 
 use crate::config::RunConfig;
-use crate::play::encode_chat;
+use crate::play::encode_prompt;
 use crate::pool::PoolTask;
 use crate::run::RunDir;
 use crate::setting::{
@@ -30,7 +30,6 @@ use rla_env::code::{
 };
 use rla_lm::{Sample, SampleParams, Sampler};
 use serde::{Deserialize, Serialize};
-use std::path::Path;
 
 /// The coder's filter: problems whose share of all-passing programs lies in [0.2, 0.8] train it.
 pub const CODER_BAND: Band = Band {
@@ -76,7 +75,7 @@ pub fn eval_problems(cfg: &RunConfig, split: Split, n: usize) -> Vec<ArithSpec> 
 }
 
 fn prompts(lm: &dyn Sampler, texts: &[String]) -> Result<Vec<Vec<u32>>> {
-    texts.iter().map(|t| encode_chat(lm, t)).collect()
+    texts.iter().map(|t| encode_prompt(lm, t)).collect()
 }
 
 /// The programs of a coder's samples (an answer without a program runs as an empty file).
@@ -455,8 +454,8 @@ impl Setting for Coding {
         dir.save_json(&format!("samples/iter-{k:04}.json"), &picked)
     }
 
-    fn warm_start(&self, cfg: &RunConfig, out: &Path, progress: bool) -> Result<Vec<String>> {
-        warm::pretrain(cfg, out, progress)
+    fn warm_start(&self, w: crate::setting::WarmStart) -> Result<Vec<String>> {
+        warm::pretrain(w)
     }
 
     fn judge_columns(&self) -> (&'static str, &'static str) {

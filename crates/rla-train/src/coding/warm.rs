@@ -2,16 +2,13 @@
 //! on tests, both tiny models trained from scratch.
 
 use super::eval_problems;
-use crate::config::RunConfig;
-use crate::pretrain::{example_corpus, fit_tiny, Example, CHAT_MARKERS};
+use crate::pretrain::{example_corpus, fit_both, Example, WarmStart, CHAT_MARKERS};
 use crate::setting::Split;
 use anyhow::Result;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rla_env::code::family::{generate, ArithSpec};
 use rla_env::code::{coder_prompt, format_tests, tester_prompt, TestCase};
-use rla_model::tok::build_word_level;
-use std::path::Path;
 
 /// The test writer's target for one test: its input, and (with probability `noise`) a wrong
 /// output, so the warm-started writer is imperfect.
@@ -31,7 +28,8 @@ fn noisy_test(t: &TestCase, noise: f64, rng: &mut ChaCha8Rng) -> TestCase {
 /// integer the tests can print included), the coder fitted on reference solutions (a `noise`
 /// share of them with one operation dropped) and the test writer on one test per answer (a
 /// `noise` share with a wrong output).
-pub fn pretrain(cfg: &RunConfig, out: &Path, progress: bool) -> Result<Vec<String>> {
+pub fn pretrain(w: WarmStart) -> Result<Vec<String>> {
+    let cfg = w.cfg;
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed.wrapping_add(31));
     let specs = generate(
         cfg.pretrain.tasks,
@@ -75,29 +73,5 @@ pub fn pretrain(cfg: &RunConfig, out: &Path, progress: bool) -> Result<Vec<Strin
         corpus.push_str(&format!("{v}\n {v}\n"));
     }
     corpus.push_str(CHAT_MARKERS);
-    let tok = build_word_level(&corpus, 1)?;
-    Ok(vec![
-        fit_tiny(
-            cfg,
-            "policy",
-            &cfg.policy,
-            &tok,
-            &coder,
-            cfg.pretrain.policy_steps,
-            out,
-            &[],
-            progress,
-        )?,
-        fit_tiny(
-            cfg,
-            "reward",
-            &cfg.reward,
-            &tok,
-            &tester,
-            cfg.pretrain.reward_steps,
-            out,
-            &[],
-            progress,
-        )?,
-    ])
+    fit_both(w, &corpus, (&coder, &tester))
 }

@@ -27,7 +27,6 @@ use rla_core::adapt::Direction;
 use rla_desktop::family::{self, Spec};
 use rla_lm::Sampler;
 use serde::{Deserialize, Serialize};
-use std::path::Path;
 
 /// A task of the pool: a generated task's spec with its lineage.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -236,8 +235,8 @@ impl Setting for Gui {
         )
     }
 
-    fn warm_start(&self, cfg: &RunConfig, out: &Path, progress: bool) -> Result<Vec<String>> {
-        warm::warm_start(cfg, out, progress)
+    fn warm_start(&self, w: crate::setting::WarmStart) -> Result<Vec<String>> {
+        warm::warm_start(w)
     }
 }
 

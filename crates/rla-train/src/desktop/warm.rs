@@ -5,7 +5,6 @@
 use super::play::{open, split_tasks};
 use super::prompts::{judge_answer, judge_prompt, policy_answer, policy_prompt, previous_actions};
 use crate::config::RunConfig;
-use crate::play::{encode_prompt, encode_response};
 use crate::pretrain::Example;
 use crate::setting::Split;
 use anyhow::Result;
@@ -13,7 +12,6 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rla_desktop::family::{self, Spec};
 use rla_desktop::{expert, tiny};
-use std::path::Path;
 
 /// Demonstrations: the expert's actions in states of noisy expert episodes (policy examples),
 /// and every executed step labelled with its episode's outcome (judge examples: weak labels,
@@ -78,7 +76,8 @@ pub fn demonstrations(
 
 /// Builds the tokenizer and both tiny models, warm-starts them on demonstrations, and saves
 /// them under `out`.
-pub fn warm_start(cfg: &RunConfig, out: &Path, progress: bool) -> Result<Vec<String>> {
+pub fn warm_start(w: crate::setting::WarmStart) -> Result<Vec<String>> {
+    let cfg = w.cfg;
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(cfg.seed.wrapping_add(29));
     // training-distribution tasks at every difficulty the adaptation reaches
     let tasks: Vec<Spec> = family::split(family::Split::Train, cfg.pretrain.tasks + 1000)
@@ -113,28 +112,5 @@ pub fn warm_start(cfg: &RunConfig, out: &Path, progress: bool) -> Result<Vec<Str
         }
     }
     corpus.push_str(crate::pretrain::CHAT_MARKERS);
-    let tok = rla_model::tok::build_word_level(&corpus, 1)?;
-    // make sure every example encodes
-    for (p, a) in pol.iter().take(1) {
-        encode_prompt(&tok, p)?;
-        encode_response(&tok, a)?;
-    }
-    let mut lines = Vec::new();
-    for (name, spec, data, steps) in [
-        ("policy", &cfg.policy, &pol, cfg.pretrain.policy_steps),
-        ("reward", &cfg.reward, &jud, cfg.pretrain.reward_steps),
-    ] {
-        lines.push(crate::pretrain::fit_tiny(
-            cfg,
-            name,
-            spec,
-            &tok,
-            data,
-            steps,
-            out,
-            &[],
-            progress,
-        )?);
-    }
-    Ok(lines)
+    crate::pretrain::fit_both(w, &corpus, (&pol, &jud))
 }

@@ -33,6 +33,9 @@ pub struct HouseholdConfig {
     /// into, what it saw in the others, what it holds and has done, kept from the game's text.
     /// With a short history window this is its memory of the episode.
     pub notes: bool,
+    /// Give the judge the agent's notes too, above the step it judges (needs `notes`): whether a
+    /// step searched a new place or went back to a known one shows only there.
+    pub judge_notes: bool,
     /// Who rewrites tasks and summarises critiques.
     pub rewriter: RewriterKind,
 }
@@ -46,6 +49,7 @@ impl Default for HouseholdConfig {
             prompt_style: crate::household::PromptStyle::Numbered,
             constrain_actions: false,
             notes: false,
+            judge_notes: false,
             rewriter: RewriterKind::Structured,
         }
     }
@@ -59,6 +63,9 @@ impl HouseholdConfig {
                 "household.prompt_style = \"unlisted\" needs household.constrain_actions = true (the constraint carries the admissible commands)".into(),
             );
         }
+        if self.judge_notes && !self.notes {
+            return Err("household.judge_notes = true needs household.notes = true".into());
+        }
         for (name, v) in [
             ("household.train_step_limit", self.train_step_limit),
             ("household.eval_step_limit", self.eval_step_limit),
@@ -68,5 +75,21 @@ impl HouseholdConfig {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_judge_reads_notes_only_where_the_policy_keeps_them() {
+        let mut h = HouseholdConfig {
+            judge_notes: true,
+            ..Default::default()
+        };
+        assert!(h.validate().unwrap_err().contains("household.notes = true"));
+        h.notes = true;
+        h.validate().unwrap();
     }
 }

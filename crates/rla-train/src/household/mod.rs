@@ -24,7 +24,6 @@ use rla_core::adapt::Direction;
 use rla_env::household::splits::{eval_tasks, train_tasks};
 use rla_env::household::TaskSpec;
 use rla_lm::{SampleParams, Sampler};
-use std::path::Path;
 
 impl PoolTask for TaskSpec {
     fn id(&self) -> &str {
@@ -118,7 +117,7 @@ impl Setting for Household {
         played: &mut Played,
     ) -> Result<()> {
         played.judge(ctx, reward, groups, |t, s| {
-            play::step_judge_prompt(&tasks[t.task], s)
+            play::step_judge_prompt(&tasks[t.task], s, ctx.cfg.household.judge_notes)
         })
     }
 
@@ -202,8 +201,8 @@ impl Setting for Household {
         )
     }
 
-    fn warm_start(&self, cfg: &RunConfig, out: &Path, progress: bool) -> Result<Vec<String>> {
-        warm::household_warm_start(cfg, out, progress)
+    fn warm_start(&self, w: crate::setting::WarmStart) -> Result<Vec<String>> {
+        warm::household_warm_start(w)
     }
 
     fn policy_files(&self, cfg: &RunConfig) -> Result<Vec<(String, String)>> {

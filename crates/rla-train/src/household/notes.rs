@@ -223,9 +223,18 @@ mod tests {
         use crate::household::prompts::PromptStyle;
         let tasks = rla_env::household::splits::train_tasks(3, 5);
         let demo = |notes| {
-            crate::household::warm::demonstrations(&tasks, 0.0, 1, PromptStyle::Unlisted, notes, 0)
+            let mut cfg = crate::config::RunConfig::default();
+            cfg.pretrain.noise = 0.0;
+            cfg.household.history_window = 1;
+            cfg.household.prompt_style = PromptStyle::Unlisted;
+            cfg.household.notes = notes;
+            let steps = crate::household::warm::demonstration_steps(&tasks, &cfg, 0)
                 .unwrap()
-                .0
+                .0;
+            steps
+                .into_iter()
+                .map(|d| (d.prompt, d.answer))
+                .collect::<Vec<_>>()
         };
         let (with, without) = (demo(true), demo(false));
         assert_eq!(with.len(), without.len(), "the same episodes");

@@ -7,7 +7,7 @@ use super::prompts::{
     judge_prompt, parse_choice, policy_answer_styled, policy_prompt_styled, PromptStyle,
 };
 use crate::judge::Verdicts;
-use crate::play::{encode_answer, play, Applied, Game, Prompt, Trajectory, Turn};
+use crate::play::{encode_response, play, Applied, Game, Prompt, Trajectory, Turn};
 use anyhow::Result;
 use indicatif::ProgressBar;
 use rla_env::household::expert::{progress_label, GoalSpec};
@@ -25,7 +25,7 @@ pub fn answer_tokens(
     admissible
         .iter()
         .enumerate()
-        .map(|(i, a)| encode_answer(lm, &policy_answer_styled(a, i, style)))
+        .map(|(i, a)| encode_response(lm, &policy_answer_styled(a, i, style)))
         .collect()
 }
 
@@ -68,7 +68,8 @@ impl Game for HouseGame {
             prompt: Prompt::Text(text),
             answers,
             observation: self.obs.clone(),
-            previous: String::new(),
+            // the episode so far as the prompt told it: the notes
+            previous: self.notes.as_ref().map(Notes::render).unwrap_or_default(),
         })
     }
 
@@ -213,24 +214,27 @@ pub fn rollout_games(
     play(policy, live, ep.step_limit, sp, ep.constrained, bar)
 }
 
-/// The judge's m verdicts on every step of the household's episodes.
+/// The judge's m verdicts on every step of the household's episodes (with the agent's notes
+/// when `notes`).
 pub fn judge(
     reward: &dyn Sampler,
-    tasks: &[TaskSpec],
+    (tasks, notes): (&[TaskSpec], bool),
     trajs: &[Trajectory],
     m: usize,
     sp: &SampleParams,
     bar: Option<&ProgressBar>,
 ) -> Result<Vec<Vec<Verdicts>>> {
     crate::play::judge_steps(reward, trajs, m, sp, bar, |t, s| {
-        step_judge_prompt(&tasks[t.task], s)
+        step_judge_prompt(&tasks[t.task], s, notes)
     })
 }
 
-/// The judge's prompt on one step of a task's episode.
-pub fn step_judge_prompt(task: &TaskSpec, s: &crate::play::StepRec) -> String {
+/// The judge's prompt on one step of a task's episode; with `notes`, the agent's notes before
+/// the step (its record's `previous`) go above it.
+pub fn step_judge_prompt(task: &TaskSpec, s: &crate::play::StepRec, notes: bool) -> String {
     judge_prompt(
         &task.sentence(),
+        if notes { &s.previous } else { "" },
         &s.observation,
         &s.answer,
         &s.action,

@@ -141,16 +141,18 @@ pub fn parse_action(text: &str, n: usize) -> (usize, bool) {
     }
 }
 
-/// The judge's prompt for one step.
+/// The judge's prompt for one step; `notes` (the agent's notes before the step, a line each, or
+/// nothing) go above it.
 pub fn judge_prompt(
     task: &str,
+    notes: &str,
     observation: &str,
     answer: &str,
     action: &str,
     next_observation: &str,
 ) -> String {
     format!(
-        "Your task is to judge one step of an agent whose task is to: {task}.\nobservation: {observation}\nthe agent answered: {answer}\nso it took action: {action}\nnext observation: {next_observation}\nScore 1 only if the action suits the task, the reasoning is relevant and consistent, and the next observation shows progress. Reason briefly, then answer \\boxed{{1}} or \\boxed{{-1}}."
+        "Your task is to judge one step of an agent whose task is to: {task}.\n{notes}observation: {observation}\nthe agent answered: {answer}\nso it took action: {action}\nnext observation: {next_observation}\nScore 1 only if the action suits the task, the reasoning is relevant and consistent, and the next observation shows progress. Reason briefly, then answer \\boxed{{1}} or \\boxed{{-1}}."
     )
 }
 
@@ -232,6 +234,29 @@ mod tests {
             parse_action(&policy_answer("go to fridge 1", 1), 2),
             (1, true)
         );
+    }
+
+    #[test]
+    fn the_judge_reads_the_notes_above_the_step_only_when_given() {
+        let bare = judge_prompt(
+            "put a mug in desk",
+            "",
+            "you see a desk",
+            "a",
+            "go to desk 1",
+            "ok",
+        );
+        let with = judge_prompt(
+            "put a mug in desk",
+            "unseen: shelf 1\nholding: mug 1\n",
+            "you see a desk",
+            "a",
+            "go to desk 1",
+            "ok",
+        );
+        assert!(bare.contains("to: put a mug in desk.\nobservation: you see a desk\n"));
+        assert!(with.contains("desk.\nunseen: shelf 1\nholding: mug 1\nobservation: you see"));
+        assert_eq!(with.replace("unseen: shelf 1\nholding: mug 1\n", ""), bare);
     }
 
     #[test]

@@ -6,12 +6,12 @@
 use super::notes::Notes;
 use super::prompts::{
     judge_answer, judge_prompt, parse_choice, policy_answer_styled, policy_prompt_styled,
-    PromptStyle,
 };
 use crate::config::RunConfig;
-use crate::play::{encode_prompt, encode_response};
+use crate::play::Trajectory;
 use crate::pretrain::{
-    example_corpus, fit_tiny, fit_tiny_with, CurvePoint, Example, Fit, Probe, CHAT_MARKERS,
+    encode_pairs, example_corpus, fit_tiny, CurvePoint, Example, Fit, Probe, WarmStart,
+    CHAT_MARKERS,
 };
 use anyhow::{Context, Result};
 use rand::seq::SliceRandom;
@@ -21,10 +21,7 @@ use rla_env::household::expert::{GoalSpec, SearchExpert};
 use rla_env::household::splits::{eval_tasks, train_tasks, Split};
 use rla_env::household::{Household, TaskSpec};
 use rla_env::Environment;
-use rla_lm::{SampleParams, Sampler};
-use rla_model::tok::build_word_level;
-use rla_model::Lm;
-use std::path::Path;
+use rla_lm::{Model, SampleParams, Sampler};
 
 /// One policy demonstration step: the prompt, the expert's answer, the commands admissible
 /// there, and the index of its task.
@@ -40,28 +37,20 @@ pub struct Demo {
     pub task: usize,
 }
 
-/// Demonstrations: policy examples and judge examples from noisy expert episodes.
-pub fn demonstrations(
-    tasks: &[TaskSpec],
-    noise: f64,
-    window: usize,
-    style: PromptStyle,
-    notes: bool,
-    seed: u64,
-) -> Result<(Vec<Example>, Vec<Example>)> {
-    let (pol, jud) = demonstration_steps(tasks, noise, window, style, notes, seed)?;
-    Ok((pol.into_iter().map(|d| (d.prompt, d.answer)).collect(), jud))
-}
-
-/// [`demonstrations`] with each policy step's admissible commands and task.
+/// Demonstrations of the tasks: policy steps (with each step's admissible commands and task)
+/// and judge examples from noisy expert episodes, prompted as `cfg.household` plays and at
+/// `cfg.pretrain.noise`, seeded by `seed`.
 pub fn demonstration_steps(
     tasks: &[TaskSpec],
-    noise: f64,
-    window: usize,
-    style: PromptStyle,
-    notes: bool,
+    cfg: &RunConfig,
     seed: u64,
 ) -> Result<(Vec<Demo>, Vec<Example>)> {
+    let (noise, h) = (cfg.pretrain.noise, &cfg.household);
+    let (window, style, notes) = (h.history_window, h.prompt_style, h.notes);
+    let judge_notes = |m: &Option<Notes>| match (m, h.judge_notes) {
+        (Some(n), true) => n.render(),
+        _ => String::new(),
+    };
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let (mut pol, mut jud) = (Vec::new(), Vec::new());
     for (ti, t) in tasks.iter().enumerate() {
@@ -72,7 +61,8 @@ pub fn demonstration_steps(
             let mut obs = env.reset();
             let mut memo = notes.then(|| Notes::from_intro(&obs));
             let mut hist: Vec<(String, String)> = Vec::new();
-            let mut steps: Vec<(String, String, String)> = Vec::new(); // (obs, answer, action)
+            // (notes the judge reads, obs, answer, action)
+            let mut steps: Vec<(String, String, String, String)> = Vec::new();
             let mut won = false;
             let mut searcher = SearchExpert::new(env.world());
             for _ in 0..t.step_limit {
@@ -110,12 +100,14 @@ pub fn demonstration_steps(
                     (expert_cmd, expert_idx)
                 };
                 let act = env.parse(&cmd).context("admissible command")?;
+                let known = judge_notes(&memo);
                 let r = env.step(&cmd);
                 searcher.observe(env.world(), env.state(), act);
                 if let Some(n) = &mut memo {
                     n.observe(&r.feedback);
                 }
                 steps.push((
+                    known,
                     obs.clone(),
                     policy_answer_styled(&cmd, idx, style),
                     cmd.clone(),
@@ -130,12 +122,12 @@ pub fn demonstration_steps(
             let mut next = steps
                 .iter()
                 .skip(1)
-                .map(|s| s.0.clone())
+                .map(|s| s.1.clone())
                 .collect::<Vec<_>>();
             next.push(obs.clone());
-            for ((o, ans, act), nx) in steps.iter().zip(next) {
+            for ((known, o, ans, act), nx) in steps.iter().zip(next) {
                 jud.push((
-                    judge_prompt(&t.sentence(), o, ans, act, &nx),
+                    judge_prompt(&t.sentence(), known, o, ans, act, &nx),
                     judge_answer(act, won),
                 ));
             }
@@ -183,21 +175,17 @@ pub fn household_probe<'a>(
     validation: usize,
     mistakes: Option<std::path::PathBuf>,
 ) -> Probe<'a> {
-    Box::new(move |lm: &Lm| {
+    Box::new(move |lm: &dyn Model| {
         let mut wrong: Vec<String> = Vec::new();
         let mut point = CurvePoint::new();
         let style = cfg.household.prompt_style;
         if !held_out.is_empty() {
-            let pairs: Vec<(Vec<u32>, Vec<u32>)> = held_out
+            let examples: Vec<Example> = held_out
                 .iter()
-                .map(|d| {
-                    Ok((
-                        encode_prompt(&lm.tok, &d.prompt)?,
-                        encode_response(&lm.tok, &d.answer)?,
-                    ))
-                })
-                .collect::<Result<_>>()?;
-            let loss = rla_model::train::sft_eval(&lm.model, &pairs, lm.tok.pad_id)?;
+                .map(|d| (d.prompt.clone(), d.answer.clone()))
+                .collect();
+            let pairs = encode_pairs(lm, &examples)?;
+            let loss = lm.sft_loss(&pairs)?;
             point.insert("held_out_loss".into(), loss.into());
             // greedy answers among the admissible commands
             let mut right = 0usize;
@@ -237,11 +225,9 @@ pub fn household_probe<'a>(
             let (mut named, mut first) = (0usize, 0usize);
             for ((_, resp), alts) in pairs.iter().zip(&top) {
                 for (t, alt) in resp.iter().zip(alts) {
-                    let word = lm.tok.decode(&[*t]).unwrap_or_default();
+                    let word = lm.decode(&[*t]).unwrap_or_default();
                     let word = word.trim();
-                    if word.is_empty()
-                        || lm.tok.eos_ids.contains(t)
-                        || COMMAND_WORDS.contains(&word)
+                    if word.is_empty() || lm.eos_ids().contains(t) || COMMAND_WORDS.contains(&word)
                     {
                         continue;
                     }
@@ -270,16 +256,10 @@ pub fn household_probe<'a>(
 /// Builds the tokenizer and both tiny models, warm-starts them, and saves them under `out`
 /// (`out/policy`, `out/reward`, and the policy's training curve `out/curve-policy.jsonl`).
 /// Returns a line per model describing what was done.
-pub fn household_warm_start(cfg: &RunConfig, out: &Path, progress: bool) -> Result<Vec<String>> {
+pub fn household_warm_start(w: WarmStart) -> Result<Vec<String>> {
+    let (cfg, out) = (w.cfg, w.out);
     let tasks = household_train_tasks(cfg);
-    let (pol, jud) = demonstration_steps(
-        &tasks,
-        cfg.pretrain.noise,
-        cfg.household.history_window,
-        cfg.household.prompt_style,
-        cfg.household.notes,
-        cfg.seed,
-    )?;
+    let (pol, jud) = demonstration_steps(&tasks, cfg, cfg.seed)?;
     // the last `held_out` tasks' steps measure the policy and are never trained on
     let cut = tasks.len() - cfg.pretrain.held_out;
     let (train, held): (Vec<Demo>, Vec<Demo>) = pol.into_iter().partition(|d| d.task < cut);
@@ -303,7 +283,6 @@ pub fn household_warm_start(cfg: &RunConfig, out: &Path, progress: bool) -> Resu
         corpus.push('\n');
     }
     corpus.push_str(CHAT_MARKERS);
-    let tok = build_word_level(&corpus, 1)?;
     let mut lines = Vec::new();
     let probe = (!held.is_empty() || cfg.pretrain.validation > 0).then(|| {
         (
@@ -316,33 +295,146 @@ pub fn household_warm_start(cfg: &RunConfig, out: &Path, progress: bool) -> Resu
             ),
         )
     });
-    lines.push(fit_tiny_with(
-        cfg,
+    lines.push(fit_tiny(
+        w,
         Fit {
             name: "policy",
             spec: &cfg.policy,
-            tok: &tok,
+            corpus: &corpus,
             data: &pol,
             steps: cfg.pretrain.policy_steps,
             // the policy records how it plays, for `eval`
             files: vec![super::Episodes::evaluation(cfg).record()?],
             probe,
         },
-        out,
-        progress,
     )?);
+    // the judge learns from the policy's own episodes, or from the expert's
+    let mut held_out = None;
+    let jud = if cfg.pretrain.judge_tasks > 0 {
+        let policy = w.backend.open(&out.join("policy"), &Default::default())?;
+        let (own, tasks, trajs) = own_episodes(&*policy, cfg, w.progress)?;
+        corpus.push_str(&example_corpus(own.iter()));
+        held_out = Some((tasks, trajs));
+        own
+    } else {
+        jud
+    };
     lines.push(fit_tiny(
-        cfg,
-        "reward",
-        &cfg.reward,
-        &tok,
-        &jud,
-        cfg.pretrain.reward_steps,
-        out,
-        &[],
-        progress,
+        w,
+        Fit {
+            name: "reward",
+            spec: &cfg.reward,
+            corpus: &corpus,
+            data: &jud,
+            steps: cfg.pretrain.reward_steps,
+            files: vec![],
+            probe: None,
+        },
     )?);
+    if let Some((tasks, trajs)) = held_out {
+        let reward = w.backend.open(&out.join("reward"), &Default::default())?;
+        let q = judge_quality_on(&*reward, cfg, &tasks, &trajs)?;
+        let pct = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{:.1}%", 100.0 * x));
+        lines.push(format!(
+            "reward, greedy on the {} steps of the policy's {} held-out episodes: process \
+             accuracy {} (against the oracle's labels), outcome accuracy {}",
+            trajs.iter().map(|t| t.steps.len()).sum::<usize>(),
+            trajs.len(),
+            pct(q.process_acc),
+            pct(q.outcome_acc)
+        ));
+    }
     Ok(lines)
+}
+
+/// The judge's examples from the policy's own episodes: `pretrain.judge_tasks` fresh training
+/// tasks (other than the demonstrations'), each played `rollouts_per_task` times as RL plays
+/// them, every step labelled with its episode's outcome (weak labels: neither the oracle nor
+/// the expert), and as many steps of won episodes as of lost ones (a seeded sample of the larger
+/// side). The last tenth of the tasks, with their episodes, are held out to measure the judge.
+fn own_episodes(
+    policy: &dyn Sampler,
+    cfg: &RunConfig,
+    progress: bool,
+) -> Result<(Vec<Example>, Vec<TaskSpec>, Vec<Trajectory>)> {
+    let mut c = cfg.clone();
+    c.seed = cfg.seed.wrapping_add(7_919);
+    c.pretrain.tasks = cfg.pretrain.judge_tasks;
+    let tasks = household_train_tasks(&c);
+    let ep = super::Episodes {
+        rollouts: cfg.rollouts_per_task,
+        step_limit: cfg.household.train_step_limit,
+        ..super::Episodes::evaluation(cfg)
+    };
+    let bar = progress.then(|| {
+        let steps = tasks.len() * ep.rollouts * ep.step_limit;
+        crate::bar(steps as u64, "the policy's episodes for the judge")
+    });
+    let sp = cfg.policy.sampling(c.seed);
+    let trajs = super::rollout(policy, &tasks, ep, &sp, bar.as_ref())?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let cut = tasks.len() - tasks.len() / 10;
+    let (mut won, mut lost, mut held) = (vec![], vec![], vec![]);
+    for mut t in trajs {
+        if t.task >= cut {
+            t.task -= cut;
+            held.push(t);
+            continue;
+        }
+        for s in &t.steps {
+            let prompt =
+                super::play::step_judge_prompt(&tasks[t.task], s, cfg.household.judge_notes);
+            let ex = (prompt, judge_answer(&s.action, t.won()));
+            if t.won() {
+                won.push(ex);
+            } else {
+                lost.push(ex);
+            }
+        }
+    }
+    anyhow::ensure!(
+        !won.is_empty() && !lost.is_empty(),
+        "pretrain.judge_tasks: the policy's episodes on {cut} tasks gave {} steps of won \
+         episodes and {} of lost ones; the judge needs both",
+        won.len(),
+        lost.len()
+    );
+    Ok((balanced(won, lost, c.seed), tasks[cut..].to_vec(), held))
+}
+
+/// As many examples of each side as the smaller side has (a seeded sample of the larger), in a
+/// seeded order.
+fn balanced(mut won: Vec<Example>, mut lost: Vec<Example>, seed: u64) -> Vec<Example> {
+    let n = won.len().min(lost.len());
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    won.shuffle(&mut rng);
+    lost.shuffle(&mut rng);
+    won.truncate(n);
+    lost.truncate(n);
+    won.append(&mut lost);
+    won.shuffle(&mut rng);
+    won
+}
+
+/// The judge's quality, one greedy verdict per step, on the steps of the episodes.
+fn judge_quality_on(
+    reward: &dyn Sampler,
+    cfg: &RunConfig,
+    tasks: &[TaskSpec],
+    trajs: &[Trajectory],
+) -> Result<crate::setting::JudgeQuality> {
+    let sp = SampleParams::greedy(cfg.reward.max_new_tokens);
+    let notes = cfg.household.judge_notes;
+    let v = super::play::judge(reward, (tasks, notes), trajs, 1, &sp, None)?;
+    let steps = trajs.iter().zip(&v).flat_map(|(t, vs)| {
+        t.steps
+            .iter()
+            .zip(vs)
+            .map(move |(s, v)| (t.won(), s.progress, v))
+    });
+    Ok(crate::judge::step_judge_quality(steps))
 }
 
 /// The generated training tasks a household warm start learns from (a share given a hint):
@@ -379,41 +471,63 @@ pub fn household_control_demonstrations(cfg: &RunConfig, chunk: u64) -> Result<V
     c.seed = seed;
     c.pretrain.tasks = CONTROL_CHUNK;
     let tasks = household_train_tasks(&c);
-    let (pol, _) = demonstration_steps(
-        &tasks,
-        cfg.pretrain.noise,
-        cfg.household.history_window,
-        cfg.household.prompt_style,
-        cfg.household.notes,
-        seed,
-    )?;
+    let (pol, _) = demonstration_steps(&tasks, cfg, seed)?;
     Ok(pol.into_iter().map(|d| (d.prompt, d.answer)).collect())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::LrSchedule;
     use crate::pretrain::tiny_test_config;
+
+    #[test]
+    fn the_judges_examples_balance_won_and_lost_steps() {
+        let ex = |tag: &str, n: usize| -> Vec<Example> {
+            (0..n)
+                .map(|i| (format!("{tag} {i}"), tag.to_string()))
+                .collect()
+        };
+        let b = balanced(ex("won", 3), ex("lost", 10), 1);
+        assert_eq!(b.len(), 6);
+        assert_eq!(b.iter().filter(|e| e.1 == "won").count(), 3);
+        assert_eq!(b, balanced(ex("won", 3), ex("lost", 10), 1), "seeded");
+        assert_ne!(b, balanced(ex("won", 3), ex("lost", 10), 2));
+        assert!(balanced(ex("won", 0), ex("lost", 4), 1).is_empty());
+    }
+
+    #[test]
+    fn a_judge_from_the_policys_own_episodes_needs_won_and_lost_ones() {
+        let mut cfg = tiny_test_config();
+        cfg.household.judge_notes = true;
+        cfg.pretrain.judge_tasks = 4;
+        cfg.rollouts_per_task = 2;
+        // two steps win no task: every one needs at least a walk and a take and a put
+        cfg.household.train_step_limit = 2;
+        cfg.validate().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let e =
+            household_warm_start(crate::pretrain::candle_warm_start(&cfg, dir.path())).unwrap_err();
+        let e = format!("{e:#}");
+        assert!(
+            e.contains("pretrain.judge_tasks") && e.contains("gave 0 steps of won episodes"),
+            "{e}"
+        );
+    }
 
     #[test]
     fn a_household_warm_start_writes_its_curve_held_out_mistakes_and_model() {
         let mut cfg = tiny_test_config();
         cfg.pretrain = crate::config::PretrainConfig {
-            tasks: 4,
             held_out: 1,
             validation: 2,
             eval_every: 2,
             policy_steps: 4,
-            reward_steps: 1,
-            batch: 4,
-            schedule: LrSchedule::Cosine,
-            ..Default::default()
+            ..cfg.pretrain
         };
-        cfg.household.eval_step_limit = 3;
         cfg.validate().unwrap();
         let dir = tempfile::tempdir().unwrap();
-        let lines = household_warm_start(&cfg, dir.path(), false).unwrap();
+        let lines =
+            household_warm_start(crate::pretrain::candle_warm_start(&cfg, dir.path())).unwrap();
         assert!(lines[0].contains("last curve point"), "{lines:?}");
         let curve = std::fs::read_to_string(dir.path().join("curve-policy.jsonl")).unwrap();
         let points: Vec<serde_json::Value> = curve

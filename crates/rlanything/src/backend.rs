@@ -1,0 +1,17 @@
+//! The one function that picks the model back end the commands open and make models with:
+//! runs, warm starts, the SFT control and evaluation all get their models through it.
+//! Candle in this process is the back end today; another (a PyTorch trainer, a remote
+//! learner) plugs in here, chosen from the config.
+
+use rla_lm::{Backend, Model, OpenOptions};
+use std::path::Path;
+
+/// The back end models come from.
+pub fn backend() -> &'static dyn Backend {
+    &rla_model::Candle
+}
+
+/// Opens the model in `dir` to sample from (evaluation), naming the folder on failure.
+pub fn open_sampler(dir: &Path) -> anyhow::Result<Box<dyn Model>> {
+    Ok(backend().open(dir, &OpenOptions::default())?)
+}
