@@ -164,7 +164,7 @@ impl Default for TrainOptions {
 /// How to open a saved model.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct OpenOptions {
-    /// The compute precision by name (empty: the checkpoint's own).
+    /// The compute precision by name (empty: f32).
     pub dtype: String,
     /// On the first CUDA device.
     pub cuda: bool,
