@@ -48,6 +48,12 @@ impl Default for PpoConfig {
 }
 
 impl PpoConfig {
+    /// Whether the KL term compares against a frozen reference policy (β > 0, `kl_reference =
+    /// frozen`): the model as training started must then be kept.
+    pub fn frozen_reference(&self) -> bool {
+        self.kl_beta > 0.0 && self.kl_reference == KlReference::Frozen
+    }
+
     /// Checks `0 < ε < 1`, clamp > 0, β ≥ 0.
     pub fn validate(&self) -> Result<(), String> {
         if !(self.clip_eps > 0.0 && self.clip_eps < 1.0) {

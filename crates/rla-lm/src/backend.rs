@@ -179,9 +179,6 @@ pub struct OpenOptions {
 
 /// A model back end: what opens and makes models for the loop.
 pub trait Backend: Send + Sync {
-    /// The back end's name, for messages.
-    fn name(&self) -> &str;
-
     /// Opens the model saved in `dir` (a checkpoint in Hugging Face's layout).
     fn open(&self, dir: &Path, opts: &OpenOptions) -> Result<Box<dyn Model>>;
 

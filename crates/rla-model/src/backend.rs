@@ -58,9 +58,9 @@ impl Candle {
                 t.seed,
                 opts.resume.as_deref(),
             )?;
-            let frozen =
-                t.ppo.kl_beta > 0.0 && t.ppo.kl_reference == rla_core::ppo::KlReference::Frozen;
-            if let (Some(_), Some(r), true) = (&opts.resume, &opts.reference, frozen) {
+            if let (Some(_), Some(r), true) =
+                (&opts.resume, &opts.reference, t.ppo.frozen_reference())
+            {
                 lm.load_reference(r).map_err(|e| {
                     ModelError::Other(format!("loading the KL reference {}: {e}", r.display()))
                 })?;
@@ -71,10 +71,6 @@ impl Candle {
 }
 
 impl Backend for Candle {
-    fn name(&self) -> &str {
-        "candle"
-    }
-
     fn open(&self, dir: &Path, opts: &OpenOptions) -> rla_lm::Result<Box<dyn Model>> {
         let lm = self
             .open_lm(dir, opts)

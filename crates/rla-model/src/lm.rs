@@ -147,8 +147,7 @@ impl Lm {
                 .check_fits(16, "train with AdamW")
                 .map_err(ModelError::Config)?;
         }
-        let frozen =
-            cfg.ppo.kl_beta > 0.0 && cfg.ppo.kl_reference == rla_core::ppo::KlReference::Frozen;
+        let frozen = cfg.ppo.frozen_reference();
         self.reference = (frozen && resume.is_none()).then(|| self.model.clone());
         let vars = match (&lora_cfg, self.lora.is_some()) {
             (Some(_), true) | (None, true) => {

@@ -13,8 +13,6 @@ use std::path::{Path, PathBuf};
 pub struct Opening<'a> {
     /// The model's config table.
     pub spec: &'a ModelSpec,
-    /// Its learning rate.
-    pub lr: f64,
     /// The PPO objective.
     pub ppo: &'a rla_core::ppo::PpoConfig,
     /// Seeds fresh LoRA adapters.
@@ -31,8 +29,7 @@ pub fn load_model(
     o: Opening<'_>,
     reference: impl FnOnce() -> Result<PathBuf>,
 ) -> Result<Box<dyn Model>> {
-    let frozen = o.ppo.kl_beta > 0.0 && o.ppo.kl_reference == rla_core::ppo::KlReference::Frozen;
-    let reference = match (o.resume, frozen) {
+    let reference = match (o.resume, o.ppo.frozen_reference()) {
         (Some(_), true) => Some(reference()?),
         _ => None,
     };
@@ -40,7 +37,7 @@ pub fn load_model(
         dtype: o.spec.dtype.clone(),
         cuda: o.spec.cuda,
         train: Some(TrainOptions {
-            lr: o.lr,
+            lr: o.spec.lr,
             micro_batch: o.spec.micro_batch,
             ppo: *o.ppo,
             lora: o.spec.lora.clone(),
@@ -115,7 +112,6 @@ pub fn open<S: Setting>(
         };
         let opening = Opening {
             spec,
-            lr: spec.lr,
             ppo: &cfg.ppo,
             seed,
             resume: from_dir.as_deref(),

@@ -12,7 +12,7 @@ use rla_core::adapt::{accept_rewrite, adaptation_direction, Direction};
 use rla_core::advantage::policy_advantages;
 use rla_core::consistency::consistency_advantages;
 use rla_core::filter::task_accuracy;
-use rla_core::ppo::{k3_kl, KlReference};
+use rla_core::ppo::k3_kl;
 use rla_core::reward::{step_reward_value, StepScore};
 use rla_core::stats::standardize;
 use rla_core::theory::{imbalance, theorem1_lower_bound, IMBALANCE_MARGIN};
@@ -268,7 +268,7 @@ impl<S: Setting> Trainer<S> {
         model: &dyn Model,
     ) -> Result<Option<f64>> {
         let ppo = &self.cfg.ppo;
-        if samples.is_empty() || ppo.kl_beta <= 0.0 || ppo.kl_reference != KlReference::Frozen {
+        if samples.is_empty() || !ppo.frozen_reference() {
             return Ok(None);
         }
         let pairs: Vec<(Vec<u32>, Vec<u32>)> = samples
