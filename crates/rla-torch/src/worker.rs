@@ -263,6 +263,11 @@ impl Worker {
         Ok(reply)
     }
 
+    /// The process id of the worker's launcher (the leader of its process group).
+    pub fn pid(&self) -> u32 {
+        self.child.lock().unwrap_or_else(|p| p.into_inner()).id()
+    }
+
     /// Where the worker writes what it prints.
     pub fn log(&self) -> &Path {
         &self.log
@@ -293,14 +298,28 @@ impl Worker {
     }
 }
 
+/// Sends `sig` to the process group the child leads.
+#[cfg(unix)]
+fn signal_group(child: &Child, sig: libc::c_int) {
+    let Ok(pgid) = libc::pid_t::try_from(child.id()) else {
+        return;
+    };
+    if pgid > 1 {
+        // SAFETY: kill(2) with a negative pid signals that process group and touches no memory
+        unsafe {
+            libc::kill(-pgid, sig);
+        }
+    }
+}
+
 /// SIGTERM to the child's process group (torchrun passes it on to its ranks), then SIGKILL.
 fn stop(child: &mut Child) {
+    if let Ok(Some(_)) = child.try_wait() {
+        return; // reaped: its pid may belong to another process by now
+    }
     #[cfg(unix)]
     {
-        let _ = Command::new("kill")
-            .args(["-TERM", &format!("-{}", child.id())])
-            .stderr(Stdio::null())
-            .status();
+        signal_group(child, libc::SIGTERM);
         let t0 = Instant::now();
         while t0.elapsed() < Duration::from_secs(5) {
             if let Ok(Some(_)) = child.try_wait() {
@@ -308,10 +327,7 @@ fn stop(child: &mut Child) {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        let _ = Command::new("kill")
-            .args(["-KILL", &format!("-{}", child.id())])
-            .stderr(Stdio::null())
-            .status();
+        signal_group(child, libc::SIGKILL);
     }
     let _ = child.kill();
     let _ = child.wait();

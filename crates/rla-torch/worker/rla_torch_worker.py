@@ -434,6 +434,14 @@ class Worker:
         if not os.path.exists(os.path.join(d, ".metadata")):
             raise CallError(f"{d}: no saved learner state (.metadata missing)")
         msd, osd = get_state_dict(self.model, self.opt)
+        saved = dcp.FileSystemReader(d).read_metadata().state_dict_metadata
+        for k, v in msd.items():
+            have = saved.get(f"model.{k}")
+            if have is None:
+                raise CallError(f"{d}: the saved learner state has no weight {k}: it is another model's")
+            if hasattr(have, "size") and tuple(have.size) != tuple(v.shape):
+                raise CallError(f"{d}: the saved learner state is another model's: {k} is "
+                                f"{list(have.size)} there and {list(v.shape)} here")
         state = {"model": msd, "optim": osd}
         dcp.load(state, checkpoint_id=d)
         set_state_dict(self.model, self.opt, model_state_dict=state["model"], optim_state_dict=state["optim"])
@@ -507,7 +515,7 @@ def serve(worker, args):
         sock.settimeout(None)
         import torch
         send_msg(sock, {"v": PROTOCOL, "op": "hello", "token": os.environ.get("RLA_WORKER_TOKEN", ""),
-                        "world": worker.world, "torch": torch.__version__})
+                        "world": worker.world, "torch": torch.__version__, "pid": os.getpid()})
     while True:
         box = [None]
         if worker.rank == 0:
