@@ -197,7 +197,6 @@ class Worker:
         state = {}
         for name in files:
             state.update(load_file(os.path.join(folder, name)))
-        self.saved_dtype = next(iter(state.values())).dtype if state else dtype
         state = {k: v.to(dtype) for k, v in state.items()}
         missing, unexpected = model.load_state_dict(state, strict=False)
         tied = getattr(config, "tie_word_embeddings", False)
@@ -484,7 +483,8 @@ class Worker:
             full = base
         if getattr(self.config, "tie_word_embeddings", False):
             full.pop("lm_head.weight", None)
-        save_file({k: v.to(self.saved_dtype).contiguous() for k, v in full.items()},
+        # in the compute dtype, as the candle learner saves
+        save_file({k: v.to(self.compute).contiguous() for k, v in full.items()},
                   os.path.join(d, "model.safetensors"), metadata={"format": "pt"})
         for name in os.listdir(self.folder):
             src = os.path.join(self.folder, name)

@@ -89,6 +89,10 @@ pub struct ModelSpec {
     /// Generate on inference servers instead of in process (`[policy.server]`); the model
     /// still learns here, and its new weights go to the servers after every update.
     pub server: Option<ServerSpec>,
+    /// Which learner updates the model (`[policy.learner]`): the candle learner in this
+    /// process (the default), or a PyTorch FSDP2 worker launched with torchrun
+    /// (`backend = "torch"`; see [`rla_torch::LearnerSpec`]).
+    pub learner: rla_torch::LearnerSpec,
 }
 
 /// Inference servers for a model (`[policy.server]`, `[reward.server]`): OpenAI-compatible
@@ -227,6 +231,7 @@ impl Default for ModelSpec {
             temperature: 1.0,
             max_new_tokens: 16,
             server: None,
+            learner: rla_torch::LearnerSpec::default(),
         }
     }
 }
@@ -545,6 +550,13 @@ impl RunConfig {
                 None => m.tiny.validate().map_err(|e| format!("{n}.tiny: {e}"))?,
             }
             rla_lm::Precision::parse(&m.dtype).map_err(|e| format!("{n}.dtype: {e}"))?;
+            m.learner.validate(&format!("{n}.learner"))?;
+            if m.learner.backend == rla_torch::LearnerKind::Torch && m.cuda {
+                return Err(format!(
+                    "{n}.cuda is the candle learner's device; the torch learner finds its GPUs \
+                     itself (set {n}.learner.cpu = true to keep it off them)"
+                ));
+            }
             if let Some(sv) = &m.server {
                 sv.validate(&format!("{n}.server"))?;
                 if sv.push == Push::Lora && m.lora.is_none() {

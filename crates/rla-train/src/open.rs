@@ -7,6 +7,7 @@ use crate::setting::{Setting, Split};
 use crate::trainer::Trainer;
 use anyhow::{Context, Result};
 use rla_lm::{Backend, Model, OpenOptions, TrainOptions};
+use rla_torch::LearnerKind;
 use std::path::{Path, PathBuf};
 
 /// What opening a model of the run for training needs besides its folder.
@@ -19,12 +20,15 @@ pub struct Opening<'a> {
     pub seed: u64,
     /// The checkpoint holding its optimiser state, when resuming.
     pub resume: Option<&'a Path>,
+    /// Where a learner outside this process keeps its files (the torch worker's source and
+    /// log, the weights it hands the sampler).
+    pub scratch: &'a Path,
 }
 
 /// Opens a model of the run for training; `reference` finds the warm start that a resumed run's
 /// KL term compares against (asked only then).
 pub fn load_model(
-    backend: &dyn Backend,
+    backend: &'static dyn Backend,
     dir: &Path,
     o: Opening<'_>,
     reference: impl FnOnce() -> Result<PathBuf>,
@@ -46,7 +50,14 @@ pub fn load_model(
         resume: o.resume.map(Path::to_path_buf),
         reference,
     };
-    Ok(backend.open(dir, &opts)?)
+    Ok(match o.spec.learner.backend {
+        LearnerKind::Candle => backend.open(dir, &opts)?,
+        LearnerKind::Torch => {
+            let here = o.spec.server.is_none();
+            let m = rla_torch::open(backend, dir, &opts, &o.spec.learner, o.scratch, here)?;
+            Box::new(m)
+        }
+    })
 }
 
 /// Where a run's warm-started model lives: the config's path, else the run's `pretrained/`.
@@ -66,7 +77,7 @@ fn warm_start_dir(run: &RunDir, name: &str, spec: &ModelSpec) -> Result<PathBuf>
 
 /// Starts or resumes a run of `setting` in `dir`.
 pub fn open<S: Setting>(
-    backend: &dyn Backend,
+    backend: &'static dyn Backend,
     setting: S,
     cfg: RunConfig,
     dir: &Path,
@@ -110,11 +121,13 @@ pub fn open<S: Setting>(
             Some(d) => d.clone(),
             None => warm_start_dir(&rd, name, spec)?,
         };
+        let scratch = rd.path.join("learner").join(name);
         let opening = Opening {
             spec,
             ppo: &cfg.ppo,
             seed,
             resume: from_dir.as_deref(),
+            scratch: &scratch,
         };
         let lm = load_model(backend, &start, opening, || warm_start_dir(&rd, name, spec))?;
         models.push((lm, start));

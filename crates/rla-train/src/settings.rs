@@ -50,13 +50,13 @@ pub fn warm_start(
 
 /// Starts (or with `resume`, continues) the run in `dir` and trains it to its last iteration.
 pub fn train(
-    backend: &dyn Backend,
+    backend: &'static dyn Backend,
     cfg: RunConfig,
     dir: &Path,
     resume: bool,
     progress: bool,
 ) -> Result<()> {
-    struct T<'a>(&'a dyn Backend, RunConfig, &'a Path, bool, bool);
+    struct T<'a>(&'static dyn Backend, RunConfig, &'a Path, bool, bool);
     impl WithSetting for T<'_> {
         type Output = ();
         fn with<S: Setting>(self, s: S) -> Result<()> {
