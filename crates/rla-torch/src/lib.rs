@@ -226,6 +226,12 @@ impl TorchLearner {
         })
     }
 
+    /// The worker's own report: its world size, torch version, device, and whether it holds
+    /// a model.
+    pub fn health(&self) -> rla_lm::Result<serde_json::Value> {
+        Ok(self.call("health", json!({}), vec![])?.header)
+    }
+
     /// The running worker.
     pub fn worker(&self) -> &Worker {
         &self.worker

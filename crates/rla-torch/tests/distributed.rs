@@ -116,3 +116,32 @@ fn a_saved_learner_resumes_the_next_step_exactly() {
         }
     }
 }
+
+#[test]
+fn activation_checkpointing_and_a_token_budget_change_memory_not_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("base");
+    checkpoint(Arch::Llama, &base, None);
+    let plain = train(&spec(1), &base, &dir.path().join("plain"), 16);
+    let mut s = spec(1);
+    s.activation_checkpointing = true;
+    // at most 12 tokens a micro-batch (longest row × rows): three micro-batches, not one
+    s.token_budget = 12;
+    let other = train(&s, &base, &dir.path().join("other"), 16);
+    same(&plain, &other, "checkpointing and a token budget");
+    let w = |d: &str| dir.path().join(d).join("weights").join("model.safetensors");
+    let d = max_weight_diff(&w("plain"), &w("other"));
+    assert!(d < 1e-6, "the weights moved {d} apart");
+    let log = std::fs::read_to_string(dir.path().join("other/scratch/worker.log")).unwrap();
+    assert!(
+        log.contains("activation checkpointing True") && log.contains("5 sequences in 3 micro-batches"),
+        "{log}"
+    );
+    // CPU offload is for GPUs: on the CPU it is refused, saying why
+    s.offload = true;
+    let e = match TorchLearner::start(&base, &options(1e-3, 16, None), &s, &dir.path().join("x")) {
+        Ok(_) => panic!("offload on the CPU was accepted"),
+        Err(e) => e.to_string(),
+    };
+    assert!(e.contains("offload") && e.contains("CPU"), "{e}");
+}

@@ -76,10 +76,29 @@ fn compare(arch: Arch, lora: Option<LoraConfig>, micro_batch: usize) {
             &wt.join("adapter_model.safetensors"),
         );
         assert!(d0 > 1e-4, "{what}: the adapter did not train ({d0})");
+        // the adapter alone, for a server that has the base
+        let only = dir.path().join("adapter");
+        torch.export(&only, Some("org/base-model")).unwrap();
+        assert!(!only.join("model.safetensors").exists());
+        let c: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(only.join("adapter_config.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(c["base_model_name_or_path"], "org/base-model");
+        assert_eq!(c["r"].as_u64(), lora.as_ref().map(|l| l.r as u64));
+        let d = max_weight_diff(
+            &wt.join("adapter_model.safetensors"),
+            &only.join("adapter_model.safetensors"),
+        );
+        assert_eq!(d, 0.0);
     } else {
         let d0 = max_weight_diff(&base.join("model.safetensors"), &wt.join("model.safetensors"));
         assert!(d0 > 1e-4, "{what}: the weights did not train ({d0})");
+        let e = torch.export(&dir.path().join("none"), Some("org/base-model")).unwrap_err();
+        assert!(e.to_string().contains("no LoRA adapter"), "{e}");
     }
+    let h = torch.health().unwrap();
+    assert_eq!((h["world"].as_u64(), h["ready"].as_bool()), (Some(1), Some(true)));
     // the exported folder is a checkpoint candle opens and samples from
     let back = rla_model::Lm::load(&wt, candle_core::DType::F32, &candle_core::Device::Cpu).unwrap();
     let (x, y) = (back.score(&p).unwrap(), candle.score(&p).unwrap());

@@ -245,6 +245,9 @@ class Worker:
             raise CallError(f"dtype {c.get('dtype')!r}: use f32, bf16 or f16")
         self.compute = names[c.get("dtype", "f32")]
         self.offload = bool(c.get("offload", False))
+        if self.offload and not self.cuda:
+            raise CallError("offload keeps the sharded weights in CPU memory while GPUs compute; "
+                            "this worker computes on the CPU, where they already are")
         self.ppo = c["ppo"]
         self.micro_batch = max(1, int(c.get("micro_batch", 16)))
         self.token_budget = int(c.get("token_budget", 0))
@@ -273,7 +276,9 @@ class Worker:
         if c.get("resume"):
             self.op_load_state({"dir": c["resume"]}, {})
         if self.rank == 0:
-            print(f"init: {self.folder} on {self.world} process(es), {self.device}", flush=True)
+            print(f"init: {self.folder} on {self.world} process(es), {self.device}, compute "
+                  f"{self.compute}, offload {self.offload}, activation checkpointing "
+                  f"{bool(c.get('activation_checkpointing'))}", flush=True)
         return {"parameters": sum(p.numel() for p in self.model.parameters()),
                 "trainable": sum(p.numel() for p in self.params), "vocab": self.vocab}, {}
 
@@ -361,6 +366,9 @@ class Worker:
         if batch.n == 0:
             raise CallError("an empty batch")
         mine, count = self.split(batch)
+        if self.rank == 0 and self.token_budget > 0:
+            print(f"forward_backward: {batch.n} sequences in {len(mine)} micro-batches "
+                  f"(token budget {self.token_budget})", flush=True)
         self.model.train()
         total = torch.zeros(2, dtype=torch.float64)
         c, eps, beta = (float(self.ppo[k]) for k in ("log_ratio_clamp", "clip_eps", "kl_beta"))
