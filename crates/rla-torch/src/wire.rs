@@ -101,7 +101,9 @@ pub fn read(r: &mut impl Read) -> std::io::Result<Message> {
     let mut head = [0u8; 16];
     r.read_exact(&mut head)?;
     if &head[..4] != MAGIC {
-        return Err(bad("the worker sent something that is not a protocol message"));
+        return Err(bad(
+            "the worker sent something that is not a protocol message",
+        ));
     }
     let hlen = u32::from_le_bytes(head[4..8].try_into().expect("4 bytes"));
     let plen = u64::from_le_bytes(head[8..16].try_into().expect("8 bytes"));
@@ -127,7 +129,9 @@ pub fn read(r: &mut impl Read) -> std::io::Result<Message> {
     let mut arrays = Vec::new();
     let mut off = 0usize;
     for d in desc {
-        let name = d["name"].as_str().ok_or_else(|| bad("an array without a name"))?;
+        let name = d["name"]
+            .as_str()
+            .ok_or_else(|| bad("an array without a name"))?;
         let shape = d["shape"]
             .as_array()
             .ok_or_else(|| bad(format!("array `{name}` has no shape")))?;
@@ -146,7 +150,9 @@ pub fn read(r: &mut impl Read) -> std::io::Result<Message> {
             .ok_or_else(|| bad(format!("array `{name}` runs past the payload")))?;
         let chunk = &payload[off..off + bytes];
         off += bytes;
-        let words = chunk.chunks_exact(4).map(|c| c.try_into().expect("4 bytes"));
+        let words = chunk
+            .chunks_exact(4)
+            .map(|c| c.try_into().expect("4 bytes"));
         let a = match d["dtype"].as_str() {
             Some("i32") => Array::I32(words.map(i32::from_le_bytes).collect()),
             Some("f32") => Array::F32(words.map(f32::from_le_bytes).collect()),

@@ -255,10 +255,7 @@ impl Worker {
                 .as_str()
                 .unwrap_or("an error without a message")
                 .to_string();
-            return Err(WorkerError::Refused {
-                op: op.into(),
-                msg,
-            });
+            return Err(WorkerError::Refused { op: op.into(), msg });
         }
         Ok(reply)
     }

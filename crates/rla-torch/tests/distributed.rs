@@ -12,8 +12,12 @@ use std::path::Path;
 /// Three PPO steps and one SFT step; returns the losses and the exported weights' folder.
 fn train(spec: &LearnerSpec, base: &Path, out: &Path, mb: usize) -> Vec<f64> {
     let m = rla_model::Lm::load(base, candle_core::DType::F32, &candle_core::Device::Cpu).unwrap();
-    let mut t = TorchLearner::start(base, &options(1e-3, mb, None), spec, &out.join("scratch")).unwrap();
-    assert_eq!(t.worker().hello["world"].as_u64(), Some((spec.nproc * spec.nnodes) as u64));
+    let mut t =
+        TorchLearner::start(base, &options(1e-3, mb, None), spec, &out.join("scratch")).unwrap();
+    assert_eq!(
+        t.worker().hello["world"].as_u64(),
+        Some((spec.nproc * spec.nnodes) as u64)
+    );
     let s = ppo_samples(&m);
     let mut losses: Vec<f64> = (0..3).map(|_| t.ppo_update(&s).unwrap().loss).collect();
     losses.push(t.sft_update(&pairs(&m)).unwrap().loss);
@@ -40,7 +44,10 @@ fn two_processes_and_two_nodes_give_the_weights_of_one_process() {
     same(&l1, &l2, "nproc 2");
     let w = |d: &Path| d.join("weights").join("model.safetensors");
     let d = max_weight_diff(&w(&one), &w(&two));
-    assert!(d < 1e-6, "two processes moved the weights {d} away from one");
+    assert!(
+        d < 1e-6,
+        "two processes moved the weights {d} away from one"
+    );
 
     // two nodes of one process each, the second started by hand as on another machine
     let port = {
@@ -54,7 +61,13 @@ fn two_processes_and_two_nodes_give_the_weights_of_one_process() {
     let script = dir.path().join("rla_torch_worker.py");
     std::fs::write(&script, rla_torch::WORKER_SOURCE).unwrap();
     let mut other = std::process::Command::new(python())
-        .args(["-m", "torch.distributed.run", "--nproc-per-node=1", "--nnodes=2", "--node-rank=1"])
+        .args([
+            "-m",
+            "torch.distributed.run",
+            "--nproc-per-node=1",
+            "--nnodes=2",
+            "--node-rank=1",
+        ])
         .arg("--master-addr=127.0.0.1")
         .arg(format!("--master-port={port}"))
         .arg(&script)
@@ -67,7 +80,10 @@ fn two_processes_and_two_nodes_give_the_weights_of_one_process() {
     let l3 = train(&nodes, &base, &two_nodes, 2);
     same(&l1, &l3, "nnodes 2");
     let d = max_weight_diff(&w(&one), &w(&two_nodes));
-    assert!(d < 1e-6, "two nodes moved the weights {d} away from one process");
+    assert!(
+        d < 1e-6,
+        "two nodes moved the weights {d} away from one process"
+    );
     // the learner's shutdown stops the other node's rank too
     let t0 = std::time::Instant::now();
     while other.try_wait().unwrap().is_none() {
@@ -85,7 +101,13 @@ fn a_saved_learner_resumes_the_next_step_exactly() {
     for nproc in [1, 2] {
         let ck = dir.path().join(format!("ck{nproc}"));
         let (next, after) = {
-            let mut t = TorchLearner::start(&base, &options(1e-3, 2, None), &spec(nproc), &dir.path().join("a")).unwrap();
+            let mut t = TorchLearner::start(
+                &base,
+                &options(1e-3, 2, None),
+                &spec(nproc),
+                &dir.path().join("a"),
+            )
+            .unwrap();
             t.ppo_update(&s).unwrap();
             t.sft_update(&pairs(&m)).unwrap();
             t.save(&ck).unwrap();
@@ -102,15 +124,30 @@ fn a_saved_learner_resumes_the_next_step_exactly() {
         };
         let mut t = TorchLearner::start(&ck, &opts, &spec(nproc), &dir.path().join("b")).unwrap();
         let again = t.ppo_update(&s).unwrap();
-        assert_eq!(next.loss, again.loss, "nproc {nproc}: the loss after resuming");
-        assert_eq!(next.grad_norm, again.grad_norm, "nproc {nproc}: the gradient norm after resuming");
+        assert_eq!(
+            next.loss, again.loss,
+            "nproc {nproc}: the loss after resuming"
+        );
+        assert_eq!(
+            next.grad_norm, again.grad_norm,
+            "nproc {nproc}: the gradient norm after resuming"
+        );
         let resumed = dir.path().join(format!("resumed{nproc}"));
         t.export(&resumed, None).unwrap();
-        let d = max_weight_diff(&after.join("model.safetensors"), &resumed.join("model.safetensors"));
-        assert_eq!(d, 0.0, "nproc {nproc}: the weights after resuming differ by {d}");
+        let d = max_weight_diff(
+            &after.join("model.safetensors"),
+            &resumed.join("model.safetensors"),
+        );
+        assert_eq!(
+            d, 0.0,
+            "nproc {nproc}: the weights after resuming differ by {d}"
+        );
         // the KL reference is the warm start, not the checkpoint
         let p = pairs(&m);
-        let (r, w) = (t.reference_logprobs(&p).unwrap(), rla_lm::Sampler::score(&m, &p).unwrap());
+        let (r, w) = (
+            t.reference_logprobs(&p).unwrap(),
+            rla_lm::Sampler::score(&m, &p).unwrap(),
+        );
         for (a, b) in r.iter().flatten().zip(w.iter().flatten()) {
             close(*a as f64, *b as f64, 1e-4, "the reference after resuming");
         }
@@ -134,7 +171,8 @@ fn activation_checkpointing_and_a_token_budget_change_memory_not_results() {
     assert!(d < 1e-6, "the weights moved {d} apart");
     let log = std::fs::read_to_string(dir.path().join("other/scratch/worker.log")).unwrap();
     assert!(
-        log.contains("activation checkpointing True") && log.contains("5 sequences in 3 micro-batches"),
+        log.contains("activation checkpointing True")
+            && log.contains("5 sequences in 3 micro-batches"),
         "{log}"
     );
     // CPU offload is for GPUs: on the CPU it is refused, saying why

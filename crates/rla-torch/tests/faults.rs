@@ -24,7 +24,10 @@ fn an_interpreter_without_torch_or_no_interpreter_is_named() {
     let mut s = spec(1);
     s.python = "/nonexistent/python3".into();
     let e = start(&base, &s, &dir.path().join("a"));
-    assert!(e.contains("could not be started") && e.contains("/nonexistent/python3"), "{e}");
+    assert!(
+        e.contains("could not be started") && e.contains("/nonexistent/python3"),
+        "{e}"
+    );
     // an interpreter without PyTorch (a fresh virtual environment's)
     let venv = dir.path().join("venv");
     let ok = std::process::Command::new("python3")
@@ -35,7 +38,10 @@ fn an_interpreter_without_torch_or_no_interpreter_is_named() {
     assert!(ok.success());
     s.python = venv.join("bin/python").to_string_lossy().into_owned();
     let e = start(&base, &s, &dir.path().join("b"));
-    assert!(e.contains("exited before connecting") && e.contains("No module named"), "{e}");
+    assert!(
+        e.contains("exited before connecting") && e.contains("No module named"),
+        "{e}"
+    );
 }
 
 /// A stand-in for the interpreter that connects as the worker and then misbehaves as `mode`
@@ -61,7 +67,11 @@ time.sleep(30)
     )
     .unwrap();
     let sh = dir.join(format!("fake-{mode}"));
-    std::fs::write(&sh, format!("#!/bin/sh\nexec python3 {} \"$@\"\n", py.display())).unwrap();
+    std::fs::write(
+        &sh,
+        format!("#!/bin/sh\nexec python3 {} \"$@\"\n", py.display()),
+    )
+    .unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&sh, std::fs::Permissions::from_mode(0o755)).unwrap();
     sh.to_string_lossy().into_owned()
@@ -75,13 +85,20 @@ fn a_worker_that_answers_garbage_or_nothing_is_an_error_not_a_hang() {
     let mut s = spec(1);
     s.python = fake(dir.path(), "garbage");
     let e = start(&base, &s, &dir.path().join("a"));
-    assert!(e.contains("answered init with garbage") && e.contains("not a protocol message"), "{e}");
+    assert!(
+        e.contains("answered init with garbage") && e.contains("not a protocol message"),
+        "{e}"
+    );
     s.python = fake(dir.path(), "silent");
     s.timeout_s = 2.0;
     let t0 = std::time::Instant::now();
     let e = start(&base, &s, &dir.path().join("b"));
     assert!(e.contains("did not answer init within 2 s"), "{e}");
-    assert!(t0.elapsed().as_secs() < 25, "the silent worker held the learner {:?}", t0.elapsed());
+    assert!(
+        t0.elapsed().as_secs() < 25,
+        "the silent worker held the learner {:?}",
+        t0.elapsed()
+    );
 }
 
 #[test]
@@ -89,11 +106,23 @@ fn a_crashed_worker_bad_tokens_and_a_checkpoint_of_another_shape_are_named() {
     let dir = tempfile::tempdir().unwrap();
     let base = dir.path().join("base");
     let m = checkpoint(Arch::Qwen3, &base, None);
-    let mut t = TorchLearner::start(&base, &options(1e-3, 2, None), &spec(1), &dir.path().join("a")).unwrap();
+    let mut t = TorchLearner::start(
+        &base,
+        &options(1e-3, 2, None),
+        &spec(1),
+        &dir.path().join("a"),
+    )
+    .unwrap();
     // token ids outside the vocabulary: refused, and the worker goes on
     let vocab = m.model.cfg.vocab_size as u32;
-    let e = t.sft_update(&[(vec![1, 2], vec![vocab + 5])]).unwrap_err().to_string();
-    assert!(e.contains(&format!("token id {}", vocab + 5)) && e.contains("vocabulary"), "{e}");
+    let e = t
+        .sft_update(&[(vec![1, 2], vec![vocab + 5])])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains(&format!("token id {}", vocab + 5)) && e.contains("vocabulary"),
+        "{e}"
+    );
     let ok = t.sft_update(&pairs(&m)).unwrap();
     assert!(ok.loss.is_finite());
     // a checkpoint of another shape to resume from
@@ -102,10 +131,16 @@ fn a_crashed_worker_bad_tokens_and_a_checkpoint_of_another_shape_are_named() {
     let other = dir.path().join("other");
     let tok = rla_model::tok::build_word_level(CORPUS, 1).unwrap();
     let cfg = rla_model::config::ModelConfig::tiny(Arch::Qwen3, tok.vocab_size(), 64, 2, 4, 2);
-    rla_model::Lm::init(&cfg, tok, 1, candle_core::DType::F32, &candle_core::Device::Cpu)
-        .unwrap()
-        .save_weights(&other)
-        .unwrap();
+    rla_model::Lm::init(
+        &cfg,
+        tok,
+        1,
+        candle_core::DType::F32,
+        &candle_core::Device::Cpu,
+    )
+    .unwrap()
+    .save_weights(&other)
+    .unwrap();
     let opts = OpenOptions {
         resume: Some(ck.clone()),
         ..options(1e-3, 2, None)
@@ -114,14 +149,29 @@ fn a_crashed_worker_bad_tokens_and_a_checkpoint_of_another_shape_are_named() {
         Ok(_) => panic!("resumed a state of another shape"),
         Err(e) => e.to_string(),
     };
-    assert!(e.contains("loading") && e.contains("refused init") && e.contains("another model's: model.embed_tokens.weight is [30, 32] there and [30, 64] here"), "{e}");
+    assert!(
+        e.contains("loading")
+            && e.contains("refused init")
+            && e.contains(
+                "another model's: model.embed_tokens.weight is [30, 32] there and [30, 64] here"
+            ),
+        "{e}"
+    );
     // weights that do not fit the config
     std::fs::copy(other.join("config.json"), dir.path().join("ck/config.json")).unwrap();
-    let e = match TorchLearner::start(&ck, &options(1e-3, 2, None), &spec(1), &dir.path().join("c")) {
+    let e = match TorchLearner::start(
+        &ck,
+        &options(1e-3, 2, None),
+        &spec(1),
+        &dir.path().join("c"),
+    ) {
         Ok(_) => panic!("loaded weights of another shape"),
         Err(e) => e.to_string(),
     };
-    assert!(e.contains("size mismatch") || e.contains("do not fit"), "{e}");
+    assert!(
+        e.contains("size mismatch") || e.contains("do not fit"),
+        "{e}"
+    );
     // the worker killed between two calls: the next call says so, with the end of its log
     // rank 0 itself, as a crash would
     let pid = t.worker().hello["pid"].as_i64().unwrap();
@@ -132,7 +182,11 @@ fn a_crashed_worker_bad_tokens_and_a_checkpoint_of_another_shape_are_named() {
     }
     std::thread::sleep(std::time::Duration::from_millis(500));
     let e = t.sft_update(&pairs(&m)).unwrap_err().to_string();
-    assert!(e.contains("torch learner worker") && (e.contains("exited during") || e.contains("dropped the connection")), "{e}");
+    assert!(
+        e.contains("torch learner worker")
+            && (e.contains("exited during") || e.contains("dropped the connection")),
+        "{e}"
+    );
     assert!(e.contains("worker.log"), "{e}");
     // and every later call too, without waiting
     let e = t.sft_update(&pairs(&m)).unwrap_err().to_string();

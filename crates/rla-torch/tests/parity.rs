@@ -33,7 +33,12 @@ fn compare(arch: Arch, lora: Option<LoraConfig>, micro_batch: usize) {
         torch.reference_logprobs(&p).unwrap(),
     );
     for (a, b) in rc.iter().flatten().zip(rt.iter().flatten()) {
-        close(*a as f64, *b as f64, 1e-4, &format!("{what}: reference log-prob"));
+        close(
+            *a as f64,
+            *b as f64,
+            1e-4,
+            &format!("{what}: reference log-prob"),
+        );
     }
     let samples = ppo_samples(&candle);
     for step in 0..3 {
@@ -41,8 +46,18 @@ fn compare(arch: Arch, lora: Option<LoraConfig>, micro_batch: usize) {
             candle.ppo_update(&samples).unwrap(),
             torch.ppo_update(&samples).unwrap(),
         );
-        close(a.loss, b.loss, 1e-4, &format!("{what}: PPO loss of step {step}"));
-        close(a.grad_norm, b.grad_norm, 1e-3, &format!("{what}: gradient norm of step {step}"));
+        close(
+            a.loss,
+            b.loss,
+            1e-4,
+            &format!("{what}: PPO loss of step {step}"),
+        );
+        close(
+            a.grad_norm,
+            b.grad_norm,
+            1e-3,
+            &format!("{what}: gradient norm of step {step}"),
+        );
         assert_eq!((a.sequences, a.tokens), (b.sequences, b.tokens));
     }
     for step in 0..2 {
@@ -50,8 +65,18 @@ fn compare(arch: Arch, lora: Option<LoraConfig>, micro_batch: usize) {
             candle.sft_update(&p).unwrap(),
             torch.sft_update(&p).unwrap(),
         );
-        close(a.loss, b.loss, 1e-4, &format!("{what}: SFT loss of step {step}"));
-        close(a.grad_norm, b.grad_norm, 1e-3, &format!("{what}: SFT gradient norm of step {step}"));
+        close(
+            a.loss,
+            b.loss,
+            1e-4,
+            &format!("{what}: SFT loss of step {step}"),
+        );
+        close(
+            a.grad_norm,
+            b.grad_norm,
+            1e-3,
+            &format!("{what}: SFT gradient norm of step {step}"),
+        );
     }
     close(
         candle.sft_loss(&p).unwrap(),
@@ -92,18 +117,32 @@ fn compare(arch: Arch, lora: Option<LoraConfig>, micro_batch: usize) {
         );
         assert_eq!(d, 0.0);
     } else {
-        let d0 = max_weight_diff(&base.join("model.safetensors"), &wt.join("model.safetensors"));
+        let d0 = max_weight_diff(
+            &base.join("model.safetensors"),
+            &wt.join("model.safetensors"),
+        );
         assert!(d0 > 1e-4, "{what}: the weights did not train ({d0})");
-        let e = torch.export(&dir.path().join("none"), Some("org/base-model")).unwrap_err();
+        let e = torch
+            .export(&dir.path().join("none"), Some("org/base-model"))
+            .unwrap_err();
         assert!(e.to_string().contains("no LoRA adapter"), "{e}");
     }
     let h = torch.health().unwrap();
-    assert_eq!((h["world"].as_u64(), h["ready"].as_bool()), (Some(1), Some(true)));
+    assert_eq!(
+        (h["world"].as_u64(), h["ready"].as_bool()),
+        (Some(1), Some(true))
+    );
     // the exported folder is a checkpoint candle opens and samples from
-    let back = rla_model::Lm::load(&wt, candle_core::DType::F32, &candle_core::Device::Cpu).unwrap();
+    let back =
+        rla_model::Lm::load(&wt, candle_core::DType::F32, &candle_core::Device::Cpu).unwrap();
     let (x, y) = (back.score(&p).unwrap(), candle.score(&p).unwrap());
     for (a, b) in x.iter().flatten().zip(y.iter().flatten()) {
-        close(*a as f64, *b as f64, 1e-3, &format!("{what}: log-prob after export"));
+        close(
+            *a as f64,
+            *b as f64,
+            1e-3,
+            &format!("{what}: log-prob after export"),
+        );
     }
 }
 

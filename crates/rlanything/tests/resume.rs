@@ -195,6 +195,20 @@ fn config_errors_name_the_key() {
         ("[pretrain]\nbatch = 0\n", "pretrain.batch"),
         ("[reward]\ntemperature = nan\n", "reward.temperature"),
         ("[policy]\npath = \"/nonexistent/model\"\n", "policy.path"),
+        (
+            "[policy.learner]\nbackend = \"torch\"\nnproc = 0\n",
+            "policy.learner.nproc",
+        ),
+        (
+            "[reward.learner]\nbackend = \"torch\"\nnnodes = 2\n",
+            "reward.learner.rdzv_endpoint",
+        ),
+        (
+            "[policy.learner]\nbackend = \"torch\"\nnnodes = 2\nrdzv_endpoint = \"host\"\n",
+            "use HOST:PORT",
+        ),
+        ("[policy.learner]\nbackend = \"jax\"\n", "jax"),
+        ("[policy.learner]\nnproc = 4\n", "backend = \"candle\""),
     ] {
         let cfg = dir.path().join("bad.toml");
         std::fs::write(&cfg, text).unwrap();

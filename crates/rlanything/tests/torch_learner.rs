@@ -10,7 +10,11 @@ use common::{bin, metrics};
 
 fn python() -> String {
     std::env::var("RLA_PEFT_PYTHON").unwrap_or_else(|_| {
-        concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/peft-venv/bin/python").to_string()
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../target/peft-venv/bin/python"
+        )
+        .to_string()
     })
 }
 
@@ -87,14 +91,23 @@ fn a_run_with_the_torch_learner_matches_candle_then_resumes_after_a_kill() {
     let (c, t) = (metrics(&candle), metrics(&torch));
     assert_eq!(c.len(), t.len());
     // line 0 is the evaluation before training; line 1 the first iteration
-    let (a, b) = (c[1]["policy_loss"].as_f64().unwrap(), t[1]["policy_loss"].as_f64().unwrap());
+    let (a, b) = (
+        c[1]["policy_loss"].as_f64().unwrap(),
+        t[1]["policy_loss"].as_f64().unwrap(),
+    );
     assert!(a.abs() > 1e-6, "a policy loss of {a} compares nothing");
     assert!(
         (a - b).abs() <= 1e-4 * a.abs().max(1e-3),
         "the first iteration's policy loss: candle {a}, torch {b}"
     );
-    assert_eq!(c[1]["train_success"], t[1]["train_success"], "the same rollouts");
-    assert_eq!(c[1]["policy_samples"], t[1]["policy_samples"], "the same rollouts");
+    assert_eq!(
+        c[1]["train_success"], t[1]["train_success"],
+        "the same rollouts"
+    );
+    assert_eq!(
+        c[1]["policy_samples"], t[1]["policy_samples"],
+        "the same rollouts"
+    );
     // the checkpoint holds the worker's state beside the weights
     let ck = torch.join("checkpoint/policy");
     assert!(ck.join("learner_state/.metadata").is_file());
@@ -117,14 +130,21 @@ fn a_run_with_the_torch_learner_matches_candle_then_resumes_after_a_kill() {
             break;
         }
         assert!(t0.elapsed() < Duration::from_secs(300), "no checkpoint");
-        assert!(child.try_wait().unwrap().is_none(), "finished before it could be killed");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "finished before it could be killed"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     std::thread::sleep(Duration::from_millis(150));
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(metrics(&cut).len() < t.len(), "killed before the end");
-    let o = bin().args(["train", "--quiet", "--resume"]).arg(&cut).output().unwrap();
+    let o = bin()
+        .args(["train", "--quiet", "--resume"])
+        .arg(&cut)
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let resumed = metrics(&cut);
     assert_eq!(resumed.len(), t.len());

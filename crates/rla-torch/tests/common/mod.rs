@@ -37,7 +37,8 @@ pub fn spec(nproc: usize) -> LearnerSpec {
     }
 }
 
-pub const CORPUS: &str = "go to the fridge 1 open close take apple from in on put cabinet 2 3 look \
+pub const CORPUS: &str =
+    "go to the fridge 1 open close take apple from in on put cabinet 2 3 look \
                           heat cool clean with sinkbasin microwave drawer desk lamp";
 
 /// A tiny checkpoint of `arch` (untied head for Llama, so both kinds of head are covered),
