@@ -183,3 +183,45 @@ fn activation_checkpointing_and_a_token_budget_change_memory_not_results() {
     };
     assert!(e.contains("offload") && e.contains("CPU"), "{e}");
 }
+
+#[test]
+fn bf16_compute_stays_near_f32_and_exports_bf16() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("base");
+    checkpoint(Arch::Qwen3, &base, None);
+    let m = rla_model::Lm::load(&base, candle_core::DType::F32, &candle_core::Device::Cpu).unwrap();
+    let s = ppo_samples(&m);
+    let mut losses = vec![];
+    for dtype in ["f32", "bf16"] {
+        let opts = OpenOptions {
+            dtype: dtype.into(),
+            ..options(1e-3, 2, None)
+        };
+        let mut t = TorchLearner::start(&base, &opts, &spec(1), &dir.path().join(dtype)).unwrap();
+        let l: Vec<f64> = (0..3)
+            .map(|_| t.sft_update(&pairs(&m)).unwrap().loss)
+            .collect();
+        t.ppo_update(&s).unwrap();
+        let out = dir.path().join(format!("w-{dtype}"));
+        t.export(&out, None).unwrap();
+        losses.push(l);
+        let w = tensors(&out.join("model.safetensors"));
+        let want = if dtype == "f32" {
+            candle_core::DType::F32
+        } else {
+            candle_core::DType::BF16
+        };
+        assert!(
+            w.values().all(|x| x.dtype() == want),
+            "{dtype}: exported in the compute dtype"
+        );
+    }
+    for (a, b) in losses[0].iter().zip(&losses[1]) {
+        // bf16 keeps 8 bits of mantissa: the losses agree to about 1%, not to float precision
+        assert!((a - b).abs() < 0.03 * a.abs(), "f32 {a} against bf16 {b}");
+        assert!(
+            a != b,
+            "bf16 computed exactly as f32: the dtype did nothing"
+        );
+    }
+}
