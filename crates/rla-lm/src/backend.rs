@@ -166,8 +166,6 @@ impl Default for TrainOptions {
 pub struct OpenOptions {
     /// The compute precision by name (empty: f32).
     pub dtype: String,
-    /// On the first CUDA device.
-    pub cuda: bool,
     /// Train it (else it only samples).
     pub train: Option<TrainOptions>,
     /// A checkpoint of the same run whose optimiser state training continues from.

@@ -1,8 +1,9 @@
 //! The candle back end behind [`rla_lm::Backend`]: models opened from Hugging Face folders and
-//! fresh tiny models, trained in this process on the CPU or a CUDA device.
+//! fresh tiny models, trained in this process on the CPU (GPUs train through the PyTorch
+//! learner, `rla-torch`).
 
 use crate::config::{Arch, ModelConfig};
-use crate::lm::{device, Lm};
+use crate::lm::Lm;
 use crate::tok::{build_word_level, Tok};
 use crate::train::TrainConfig;
 use crate::weights::parse_dtype;
@@ -50,7 +51,7 @@ impl Candle {
             "" => DType::F32,
             d => parse_dtype(d).map_err(ModelError::Config)?,
         };
-        let mut lm = Lm::load(dir, dtype, &device(opts.cuda)?)?;
+        let mut lm = Lm::load(dir, dtype, &Device::Cpu)?;
         if let Some(t) = &opts.train {
             lm.enable_training(
                 train_config(t),

@@ -14,19 +14,6 @@ use candle_core::{DType, Device};
 use rla_lm::{Learner, LmError, Sampler};
 use std::path::Path;
 
-/// Picks the device: CUDA device 0 when asked for and compiled with the `cuda` feature.
-pub fn device(cuda: bool) -> Result<Device, ModelError> {
-    if cuda {
-        Device::new_cuda(0).map_err(|e| {
-            ModelError::Other(format!(
-                "CUDA unavailable ({e}); build with --features cuda on a machine with a GPU"
-            ))
-        })
-    } else {
-        Ok(Device::Cpu)
-    }
-}
-
 /// A model, its tokenizer and its optimiser.
 pub struct Lm {
     /// The transformer.

@@ -419,7 +419,6 @@ pub fn open(
     let learner = TorchLearner::start(dir, opts, spec, scratch)?;
     let sample_opts = OpenOptions {
         dtype: opts.dtype.clone(),
-        cuda: opts.cuda,
         ..Default::default()
     };
     let sampler = match sample_here {

@@ -9,7 +9,8 @@ use rla_model::config::Arch;
 use rla_torch::{LearnerSpec, TorchLearner};
 use std::path::Path;
 
-/// Three PPO steps and one SFT step; returns the losses and the exported weights' folder.
+/// Three PPO steps and one SFT step, the weights exported to `out/weights`; returns each step's
+/// loss and gradient norm.
 fn train(spec: &LearnerSpec, base: &Path, out: &Path, mb: usize) -> Vec<f64> {
     let m = rla_model::Lm::load(base, candle_core::DType::F32, &candle_core::Device::Cpu).unwrap();
     let mut t =
@@ -19,15 +20,16 @@ fn train(spec: &LearnerSpec, base: &Path, out: &Path, mb: usize) -> Vec<f64> {
         Some((spec.nproc * spec.nnodes) as u64)
     );
     let s = ppo_samples(&m);
-    let mut losses: Vec<f64> = (0..3).map(|_| t.ppo_update(&s).unwrap().loss).collect();
-    losses.push(t.sft_update(&pairs(&m)).unwrap().loss);
+    let mut steps: Vec<_> = (0..3).map(|_| t.ppo_update(&s).unwrap()).collect();
+    steps.push(t.sft_update(&pairs(&m)).unwrap());
     t.export(&out.join("weights"), None).unwrap();
-    losses
+    steps.iter().flat_map(|s| [s.loss, s.grad_norm]).collect()
 }
 
 fn same(a: &[f64], b: &[f64], what: &str) {
     for (i, (x, y)) in a.iter().zip(b).enumerate() {
-        close(*x, *y, 1e-5, &format!("{what}: loss of step {i}"));
+        let name = ["loss", "gradient norm"][i % 2];
+        close(*x, *y, 1e-5, &format!("{what}: {name} of step {}", i / 2));
     }
 }
 

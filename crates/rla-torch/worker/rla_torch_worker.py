@@ -181,12 +181,19 @@ class Worker:
 
     # --- setup -------------------------------------------------------------------------------
 
-    def load(self, folder, dtype):
-        """The causal LM saved in `folder` (weights, and a PEFT adapter beside them, if any)."""
+    def load(self, folder, dtype, random_init=False):
+        """The causal LM saved in `folder` (weights, and a PEFT adapter beside them, if any);
+        with `random_init`, one of its config's shape with fresh random weights (benchmarks)."""
         import torch
         from safetensors.torch import load_file
         from transformers import AutoConfig, AutoModelForCausalLM
         config = AutoConfig.from_pretrained(folder)
+        self.vocab = config.vocab_size
+        self.config = config
+        if random_init:
+            torch.manual_seed(0)
+            with torch.device(self.device):
+                return AutoModelForCausalLM.from_config(config, torch_dtype=dtype)
         model = AutoModelForCausalLM.from_config(config, torch_dtype=dtype)
         index = os.path.join(folder, "model.safetensors.index.json")
         if os.path.exists(index):
@@ -210,8 +217,6 @@ class Worker:
         if os.path.exists(os.path.join(folder, "adapter_config.json")):
             from peft import PeftModel
             model = PeftModel.from_pretrained(model, folder, is_trainable=True)
-        self.vocab = config.vocab_size
-        self.config = config
         return model
 
     def shard(self, model, trainable):
@@ -230,6 +235,11 @@ class Worker:
             if type(m).__name__.endswith("DecoderLayer"):
                 fully_shard(m, **kw)
         fully_shard(model, **kw)
+        # gradients are summed over ranks, never averaged: each rank's loss is its share of the
+        # whole batch's mean already (and backends differ in how they average)
+        for m in model.modules():
+            if hasattr(m, "set_gradient_divide_factor"):
+                m.set_gradient_divide_factor(1.0)
         if not trainable:
             for p in model.parameters():
                 p.requires_grad_(False)
@@ -254,7 +264,8 @@ class Worker:
         self.max_grad_norm = float(c.get("max_grad_norm", 1.0))
         self.folder = c["model_dir"]
         # master weights in f32; compute in `dtype` (FSDP2's mixed precision)
-        model = self.load(self.folder, torch.float32)
+        random_init = bool(c.get("random_init", False))
+        model = self.load(self.folder, torch.float32, random_init)
         lora = c.get("lora")
         if lora is not None and not hasattr(model, "peft_config"):
             from peft import LoraConfig, get_peft_model
@@ -272,11 +283,12 @@ class Worker:
         self.reference = None
         if c.get("frozen_reference"):
             ref_dir = c.get("reference_dir") or self.folder
-            self.reference = self.shard(self.load(ref_dir, torch.float32), trainable=False)
+            self.reference = self.shard(self.load(ref_dir, torch.float32, random_init), trainable=False)
         if c.get("resume"):
             self.op_load_state({"dir": c["resume"]}, {})
         if self.rank == 0:
-            print(f"init: {self.folder} on {self.world} process(es), {self.device}, compute "
+            print(f"init: {self.folder} on {self.world} process(es), rank 0 pid {os.getpid()}, "
+                  f"{self.device}, compute "
                   f"{self.compute}, offload {self.offload}, activation checkpointing "
                   f"{bool(c.get('activation_checkpointing'))}", flush=True)
         return {"parameters": sum(p.numel() for p in self.model.parameters()),
@@ -392,8 +404,8 @@ class Worker:
                     q = ref - lp
                     per = per + beta * (torch.exp(q) - q - 1)
             seq = (per * mask).sum(1) / mask.sum(1).clamp(min=1.0)
-            # FSDP averages gradients over ranks: each rank's share is scaled back up
-            (seq.sum() * (self.world / batch.n)).backward()
+            # this rank's share of the mean over the batch's sequences (summed over ranks)
+            (seq.sum() / batch.n).backward()
             total[0] += float(seq.detach().sum())
             total[1] += float(mask.sum())
         dist.all_reduce(total)

@@ -80,8 +80,6 @@ pub struct ModelSpec {
     pub lora: Option<LoraConfig>,
     /// Compute dtype (`f32`, `bf16`, `f16`).
     pub dtype: String,
-    /// Run on CUDA device 0 (needs the `cuda` feature).
-    pub cuda: bool,
     /// Sampling temperature.
     pub temperature: f64,
     /// Most new tokens per answer.
@@ -227,7 +225,6 @@ impl Default for ModelSpec {
             mini_batch: 0,
             lora: None,
             dtype: "f32".into(),
-            cuda: false,
             temperature: 1.0,
             max_new_tokens: 16,
             server: None,
@@ -551,12 +548,6 @@ impl RunConfig {
             }
             rla_lm::Precision::parse(&m.dtype).map_err(|e| format!("{n}.dtype: {e}"))?;
             m.learner.validate(&format!("{n}.learner"))?;
-            if m.learner.backend == rla_torch::LearnerKind::Torch && m.cuda {
-                return Err(format!(
-                    "{n}.cuda is the candle learner's device; the torch learner finds its GPUs \
-                     itself (set {n}.learner.cpu = true to keep it off them)"
-                ));
-            }
             if let Some(sv) = &m.server {
                 sv.validate(&format!("{n}.server"))?;
                 if sv.push == Push::Lora && m.lora.is_none() {

@@ -82,7 +82,6 @@ fn control_with<S: Setting>(
     let lr = cfg.pretrain.lr_at(steps - 1, steps);
     let opts = OpenOptions {
         dtype: cfg.policy.dtype.clone(),
-        cuda: cfg.policy.cuda,
         train: Some(TrainOptions {
             lr,
             micro_batch: cfg.policy.micro_batch,

@@ -39,7 +39,6 @@ pub fn load_model(
     };
     let opts = OpenOptions {
         dtype: o.spec.dtype.clone(),
-        cuda: o.spec.cuda,
         train: Some(TrainOptions {
             lr: o.spec.lr,
             micro_batch: o.spec.micro_batch,

@@ -53,6 +53,43 @@ fn prompts(m: &Lm) -> Vec<Vec<u32>> {
 }
 
 #[test]
+fn the_same_prompt_sent_twice_among_allowed_answers_draws_its_own_sample() {
+    // the rollouts of a task send the same prompt at the same step: each must be a draw of its
+    // own, as in process
+    let (s, local) = served();
+    let r = remote(vec![s.url()]);
+    let eos = local.tok.eos_ids[0];
+    let answers: Vec<Vec<u32>> = ["go", "open", "look", "take", "the", "cabinet"]
+        .iter()
+        .map(|t| {
+            let mut a = local.encode(t).unwrap();
+            a.push(eos);
+            a
+        })
+        .collect();
+    let prompt = local.encode("go to the fridge 1").unwrap();
+    let prompts = vec![prompt; 12];
+    let allowed = vec![answers; 12];
+    let mut p = SampleParams::default();
+    p.temperature = 1.5;
+    p.max_new_tokens = 4;
+    for (name, out) in [
+        (
+            "remote",
+            r.generate_within(&prompts, 1, &p, &allowed).unwrap(),
+        ),
+        (
+            "in process",
+            local.generate_within(&prompts, 1, &p, &allowed).unwrap(),
+        ),
+    ] {
+        let distinct: std::collections::BTreeSet<&str> =
+            out.iter().map(|g| g[0].text.as_str()).collect();
+        assert!(distinct.len() > 1, "{name}: 12 draws all gave {distinct:?}");
+    }
+}
+
+#[test]
 fn remote_generation_equals_in_process() {
     let (s, local) = served();
     let r = remote(vec![s.url()]);

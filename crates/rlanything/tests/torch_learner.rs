@@ -150,3 +150,129 @@ fn a_run_with_the_torch_learner_matches_candle_then_resumes_after_a_kill() {
     assert_eq!(resumed.len(), t.len());
     assert_eq!(resumed[..2], t[..2], "the iterations before the kill");
 }
+
+/// `rlanything serve` on a free port; returns the child and its URL.
+fn serve(model: &Path, name: &str, log: &Path) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let mut child = bin()
+        .args(["serve", "--port", "0", "--name", name, "--model"])
+        .arg(model)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(log).unwrap())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    while !line.starts_with("serving") {
+        line.clear();
+        assert!(out.read_line(&mut line).unwrap() > 0, "serve ended early");
+    }
+    (child, line.trim().rsplit(' ').next().unwrap().to_string())
+}
+
+/// The pid of the worker's rank 0, from the line its `init` prints.
+fn rank0_pid(log: &Path) -> i32 {
+    let text = std::fs::read_to_string(log).unwrap();
+    let at = text
+        .rfind("rank 0 pid ")
+        .expect("the worker printed its pid")
+        + "rank 0 pid ".len();
+    text[at..]
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn torch_learners_sample_on_servers_push_every_update_and_resume_after_a_worker_dies() {
+    let dir = tempfile::tempdir().unwrap();
+    let models = concat!(env!("CARGO_MANIFEST_DIR"), "/../../models/household");
+    let logs: Vec<_> = (0..2)
+        .map(|i| dir.path().join(format!("server{i}.log")))
+        .collect();
+    let (mut a, ua) = serve(&Path::new(models).join("policy"), "policy", &logs[0]);
+    let (mut b, ub) = serve(&Path::new(models).join("reward"), "reward", &logs[1]);
+    let learner = |n: usize| {
+        format!(
+            "backend = \"torch\"\npython = {:?}\nnproc = {n}\ncpu = true\n",
+            python()
+        )
+    };
+    // the policy trains a LoRA adapter sent with vLLM's call; the judge every weight, sent as
+    // a checkpoint with SGLang's
+    let cfg_text = format!(
+        "{}\n[policy.lora]\nr = 4\n[policy.learner]\n{}[policy.server]\nendpoints = [\"{ua}\"]\nmodel = \"policy\"\npush = \"lora\"\n\
+         [reward.learner]\n{}[reward.server]\nendpoints = [\"{ub}\"]\nmodel = \"reward\"\npush = \"disk\"\n",
+        config()
+            .replace("iterations = 2", "iterations = 3")
+            .replace("train_step_limit = 8", "train_step_limit = 15"),
+        learner(2),
+        learner(1)
+    );
+    let cfg = dir.path().join("served.toml");
+    std::fs::write(&cfg, &cfg_text).unwrap();
+    let run_dir = dir.path().join("run");
+    let mut train = bin()
+        .args(["train", "--quiet", "--config"])
+        .arg(&cfg)
+        .arg("--run")
+        .arg(&run_dir)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // the policy's worker dies once the first iteration is checkpointed
+    let t0 = Instant::now();
+    loop {
+        let state =
+            std::fs::read_to_string(run_dir.join("checkpoint/state.json")).unwrap_or_default();
+        if state.contains("\"completed\":1") {
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(300), "no checkpoint");
+        assert!(train.try_wait().unwrap().is_none(), "the run ended early");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = rank0_pid(&run_dir.join("learner/policy/worker.log"));
+    // SAFETY: kill(2) on the worker's rank 0, a process this test's run started
+    unsafe {
+        libc::kill(pid, libc::SIGKILL);
+    }
+    let out = train.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    // the next update needs the dead worker: the run stops, naming it
+    assert!(
+        metrics(&run_dir).len() < 4,
+        "the run finished without its worker"
+    );
+    assert!(!out.status.success());
+    assert!(err.contains("torch learner worker"), "{err}");
+    let o = bin()
+        .args(["train", "--quiet", "--resume"])
+        .arg(&run_dir)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let m = metrics(&run_dir);
+    assert_eq!(m.len(), 4, "the evaluation and three iterations");
+    // both models learned: some iterations trained each
+    for k in ["policy_samples", "reward_samples"] {
+        let n: u64 = m.iter().map(|x| x[k].as_u64().unwrap()).sum();
+        assert!(n > 0, "{k}: {m:?}");
+    }
+    a.kill().unwrap();
+    b.kill().unwrap();
+    let _ = (a.wait(), b.wait());
+    let (pl, rl) = (
+        std::fs::read_to_string(&logs[0]).unwrap(),
+        std::fs::read_to_string(&logs[1]).unwrap(),
+    );
+    // an adapter per update reached the policy's server, whole checkpoints the judge's
+    assert!(pl.matches("adapter loaded").count() >= 4, "{pl}");
+    assert!(rl.matches("weights updated").count() >= 4, "{rl}");
+    let ck = run_dir.join("checkpoint");
+    assert!(ck.join("policy/adapter_model.safetensors").is_file());
+    assert!(ck.join("policy/learner_state/.metadata").is_file());
+    assert!(ck.join("reward/learner_state/.metadata").is_file());
+}

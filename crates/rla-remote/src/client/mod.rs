@@ -630,7 +630,15 @@ impl<C: Codec> RemoteSampler<C> {
         let to = self.route(&prompts.iter().map(Vec::as_slice).collect::<Vec<_>>());
         let out = self
             .concurrently(prompts.len(), |i| {
-                let mut req = self.request(vec![prompts[i].clone()], n, p);
+                // each prompt its own stream of random numbers: the rollouts of a task send the
+                // same prompt, and must not all draw the same answer
+                let q = SampleParams {
+                    seed: p
+                        .seed
+                        .wrapping_add((i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)),
+                    ..p.clone()
+                };
+                let mut req = self.request(vec![prompts[i].clone()], n, &q);
                 req.guided_choice = Some(choices[i].clone());
                 let resp = self.completion(&req, Some(to[i]))?;
                 let url = resp.1.clone();
