@@ -70,6 +70,10 @@ pub struct LearnerSpec {
     pub timeout_s: f64,
     /// Stay on the CPU (gloo) even where CUDA is present.
     pub cpu: bool,
+    /// The GPUs of this machine the worker uses, one a process (`"0,1,2,3"`, its
+    /// `CUDA_VISIBLE_DEVICES`), so the policy's and the judge's learners, and servers, can
+    /// share a machine; unset, it inherits the run's.
+    pub devices: Option<String>,
 }
 
 impl Default for LearnerSpec {
@@ -85,6 +89,7 @@ impl Default for LearnerSpec {
             token_budget: 0,
             timeout_s: 600.0,
             cpu: false,
+            devices: None,
         }
     }
 }
@@ -101,6 +106,21 @@ impl LearnerSpec {
             return Err(format!(
                 "{table}.timeout_s must be a positive number of seconds"
             ));
+        }
+        if let Some(d) = &self.devices {
+            let ids: Vec<&str> = d.split(',').map(str::trim).collect();
+            if ids.iter().any(|i| i.parse::<u32>().is_err()) {
+                return Err(format!(
+                    "{table}.devices = {d:?}: list GPU numbers separated by commas, as \"0,1,2,3\""
+                ));
+            }
+            if ids.len() != self.nproc {
+                return Err(format!(
+                    "{table}.devices lists {} GPUs for nproc = {} processes: one each",
+                    ids.len(),
+                    self.nproc
+                ));
+            }
         }
         match (&self.rdzv_endpoint, self.nnodes > 1) {
             (None, true) => Err(format!(

@@ -121,6 +121,9 @@ impl Worker {
         if spec.cpu {
             cmd.arg("--cpu");
         }
+        if let Some(d) = &spec.devices {
+            cmd.env("CUDA_VISIBLE_DEVICES", d.replace(' ', ""));
+        }
         cmd.env("RLA_WORKER_TOKEN", &secret)
             .env("PYTHONUNBUFFERED", "1")
             .stdin(Stdio::null())

@@ -42,7 +42,13 @@ fn two_processes_and_two_nodes_give_the_weights_of_one_process() {
     // five sequences over two ranks: one rank has a micro-batch fewer than the other
     let l1 = train(&spec(1), &base, &one, 2);
     let two = dir.path().join("two");
-    let l2 = train(&spec(2), &base, &two, 2);
+    let mut s2 = spec(2);
+    // the GPUs a worker may use reach its ranks (this machine has none: they stay on the CPU)
+    s2.devices = Some("3, 5".into());
+    s2.validate("policy.learner").unwrap();
+    let l2 = train(&s2, &base, &two, 2);
+    let log = std::fs::read_to_string(two.join("scratch/worker.log")).unwrap();
+    assert!(log.contains("CUDA_VISIBLE_DEVICES 3,5"), "{log}");
     same(&l1, &l2, "nproc 2");
     let w = |d: &Path| d.join("weights").join("model.safetensors");
     let d = max_weight_diff(&w(&one), &w(&two));

@@ -132,6 +132,7 @@ fn compare(arch: Arch, lora: Option<LoraConfig>, micro_batch: usize) {
         (h["world"].as_u64(), h["ready"].as_bool()),
         (Some(1), Some(true))
     );
+    assert_eq!(h["visible_devices"], serde_json::Value::Null);
     // the exported folder is a checkpoint candle opens and samples from
     let back =
         rla_model::Lm::load(&wt, candle_core::DType::F32, &candle_core::Device::Cpu).unwrap();

@@ -288,6 +288,7 @@ class Worker:
             self.op_load_state({"dir": c["resume"]}, {})
         if self.rank == 0:
             print(f"init: {self.folder} on {self.world} process(es), rank 0 pid {os.getpid()}, "
+                  f"CUDA_VISIBLE_DEVICES {os.environ.get('CUDA_VISIBLE_DEVICES', '(all)')}, "
                   f"{self.device}, compute "
                   f"{self.compute}, offload {self.offload}, activation checkpointing "
                   f"{bool(c.get('activation_checkpointing'))}", flush=True)
@@ -515,6 +516,7 @@ class Worker:
     def op_health(self, _h, _arrays):
         import torch
         return {"world": self.world, "torch": torch.__version__, "device": str(self.device),
+                "visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
                 "ready": self.model is not None}, {}
 
 

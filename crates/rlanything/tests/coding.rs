@@ -4,59 +4,7 @@
 use std::path::Path;
 use std::process::Command;
 mod common;
-use common::bin;
-
-const CONFIG: &str = r#"
-seed = 5
-setting = "coding"
-mode = "full"
-iterations = 2
-pool_size = 8
-tasks_per_iteration = 4
-rollouts_per_task = 4
-judge_samples = 3
-update_epochs = 1
-
-[adapt]
-acc_low = 0.2
-acc_high = 0.5
-
-[policy]
-lr = 1e-3
-micro_batch = 8
-max_new_tokens = 40
-[policy.tiny]
-hidden_size = 48
-num_hidden_layers = 1
-num_attention_heads = 2
-num_key_value_heads = 1
-
-[reward]
-lr = 1e-3
-micro_batch = 8
-max_new_tokens = 40
-[reward.tiny]
-hidden_size = 48
-num_hidden_layers = 1
-num_attention_heads = 2
-num_key_value_heads = 1
-
-[pretrain]
-tasks = 200
-policy_steps = 200
-reward_steps = 100
-batch = 32
-lr = 5e-3
-
-[eval]
-in_domain = 8
-ood = 8
-every = 2
-
-[coding]
-max_ops = 2
-tests = 4
-"#;
+use common::{bin, TINY_CODING as CONFIG};
 
 fn run(dir: &Path, name: &str) -> Vec<serde_json::Value> {
     let cfg = dir.join("coding.toml");

@@ -208,6 +208,10 @@ fn config_errors_name_the_key() {
             "use HOST:PORT",
         ),
         ("[policy.learner]\nbackend = \"jax\"\n", "jax"),
+        (
+            "[policy.learner]\nbackend = \"torch\"\nnproc = 2\ndevices = \"0\"\n",
+            "policy.learner.devices lists 1 GPUs for nproc = 2",
+        ),
         ("[policy.learner]\nnproc = 4\n", "backend = \"candle\""),
     ] {
         let cfg = dir.path().join("bad.toml");

@@ -70,9 +70,11 @@ fn the_same_prompt_sent_twice_among_allowed_answers_draws_its_own_sample() {
     let prompt = local.encode("go to the fridge 1").unwrap();
     let prompts = vec![prompt; 12];
     let allowed = vec![answers; 12];
-    let mut p = SampleParams::default();
-    p.temperature = 1.5;
-    p.max_new_tokens = 4;
+    let p = SampleParams {
+        temperature: 1.5,
+        max_new_tokens: 4,
+        ..Default::default()
+    };
     for (name, out) in [
         (
             "remote",

@@ -276,3 +276,63 @@ fn torch_learners_sample_on_servers_push_every_update_and_resume_after_a_worker_
     assert!(ck.join("policy/learner_state/.metadata").is_file());
     assert!(ck.join("reward/learner_state/.metadata").is_file());
 }
+
+#[test]
+fn a_coding_run_learns_in_torch_workers_and_samples_on_servers() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("plain.toml");
+    std::fs::write(&plain, common::TINY_CODING).unwrap();
+    let pre = dir.path().join("pre");
+    let o = bin()
+        .args(["pretrain", "--config"])
+        .arg(&plain)
+        .arg("--out")
+        .arg(&pre)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let logs: Vec<_> = (0..2)
+        .map(|i| dir.path().join(format!("server{i}.log")))
+        .collect();
+    let (mut a, ua) = serve(&pre.join("policy"), "coder", &logs[0]);
+    let (mut b, ub) = serve(&pre.join("reward"), "tester", &logs[1]);
+    let learner = format!("backend = \"torch\"\npython = {:?}\ncpu = true\n", python());
+    let text = common::TINY_CODING
+        .replace(
+            "[policy]\n",
+            &format!("[policy]\npath = {:?}\n", pre.join("policy")),
+        )
+        .replace(
+            "[reward]\n",
+            &format!("[reward]\npath = {:?}\n", pre.join("reward")),
+        );
+    let cfg = dir.path().join("served.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "{text}\n[policy.learner]\n{learner}[policy.server]\nendpoints = [\"{ua}\"]\nmodel = \"coder\"\npush = \"disk\"\n\
+             [reward.learner]\n{learner}[reward.server]\nendpoints = [\"{ub}\"]\nmodel = \"tester\"\npush = \"disk\"\n"
+        ),
+    )
+    .unwrap();
+    let run_dir = dir.path().join("run");
+    run(&cfg, &run_dir);
+    a.kill().unwrap();
+    b.kill().unwrap();
+    let _ = (a.wait(), b.wait());
+    let m = metrics(&run_dir);
+    assert_eq!(m.len(), 3, "the evaluation and two iterations");
+    let n: u64 = m
+        .iter()
+        .map(|x| x["policy_samples"].as_u64().unwrap())
+        .sum();
+    assert!(n > 0, "the coder never trained: {m:?}");
+    for log in &logs {
+        let l = std::fs::read_to_string(log).unwrap();
+        // the starting weights and one update per iteration
+        assert!(l.matches("weights updated").count() >= 3, "{l}");
+    }
+    assert!(run_dir
+        .join("checkpoint/policy/learner_state/.metadata")
+        .is_file());
+}
