@@ -1,7 +1,6 @@
 //! A run killed mid-iteration resumes to the same result as an uninterrupted run.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
 mod common;
 use common::{bin, golden, metrics, TINY_HOUSEHOLD as CONFIG};
 
@@ -99,29 +98,7 @@ fn kill_and_resume(dir: &Path, extra: &str) {
 
     // the same run, killed once iteration 1 is checkpointed and iteration 2 has started
     let cut = dir.join("cut");
-    let mut child = bin()
-        .args(["train", "--quiet", "--config"])
-        .arg(&cfg)
-        .arg("--run")
-        .arg(&cut)
-        .spawn()
-        .unwrap();
-    let t = Instant::now();
-    loop {
-        let state = std::fs::read_to_string(cut.join("checkpoint/state.json")).unwrap_or_default();
-        if state.contains("\"completed\":1") {
-            break;
-        }
-        assert!(t.elapsed() < Duration::from_secs(300), "no checkpoint");
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "finished before it could be killed"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    std::thread::sleep(Duration::from_millis(150));
-    child.kill().unwrap();
-    child.wait().unwrap();
+    common::kill_after_first_checkpoint(&cfg, &cut);
     let partial = metrics(&cut);
     assert!(
         partial.len() < metrics(&full).len(),

@@ -4,7 +4,6 @@
 //! killed mid-iteration, resumes and finishes.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
 mod common;
 use common::{bin, metrics};
 
@@ -116,29 +115,7 @@ fn a_run_with_the_torch_learner_matches_candle_then_resumes_after_a_kill() {
 
     // killed once iteration 1 is checkpointed, then resumed
     let cut = dir.path().join("cut");
-    let mut child = bin()
-        .args(["train", "--quiet", "--config"])
-        .arg(&torch_cfg)
-        .arg("--run")
-        .arg(&cut)
-        .spawn()
-        .unwrap();
-    let t0 = Instant::now();
-    loop {
-        let state = std::fs::read_to_string(cut.join("checkpoint/state.json")).unwrap_or_default();
-        if state.contains("\"completed\":1") {
-            break;
-        }
-        assert!(t0.elapsed() < Duration::from_secs(300), "no checkpoint");
-        assert!(
-            child.try_wait().unwrap().is_none(),
-            "finished before it could be killed"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    std::thread::sleep(Duration::from_millis(150));
-    child.kill().unwrap();
-    child.wait().unwrap();
+    common::kill_after_first_checkpoint(&torch_cfg, &cut);
     assert!(metrics(&cut).len() < t.len(), "killed before the end");
     let o = bin()
         .args(["train", "--quiet", "--resume"])
@@ -223,17 +200,7 @@ fn torch_learners_sample_on_servers_push_every_update_and_resume_after_a_worker_
         .spawn()
         .unwrap();
     // the policy's worker dies once the first iteration is checkpointed
-    let t0 = Instant::now();
-    loop {
-        let state =
-            std::fs::read_to_string(run_dir.join("checkpoint/state.json")).unwrap_or_default();
-        if state.contains("\"completed\":1") {
-            break;
-        }
-        assert!(t0.elapsed() < Duration::from_secs(300), "no checkpoint");
-        assert!(train.try_wait().unwrap().is_none(), "the run ended early");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    common::wait_for_first_checkpoint(&mut train, &run_dir);
     let pid = rank0_pid(&run_dir.join("learner/policy/worker.log"));
     // SAFETY: kill(2) on the worker's rank 0, a process this test's run started
     unsafe {

@@ -206,3 +206,39 @@ pub fn golden(name: &str, metrics: &[serde_json::Value]) {
         );
     }
 }
+
+/// Waits until the run in `run` has checkpointed its first iteration (the `train` process
+/// `child` still going), as a test that kills it mid-run needs.
+#[allow(dead_code)]
+pub fn wait_for_first_checkpoint(child: &mut std::process::Child, run: &std::path::Path) {
+    let t = std::time::Instant::now();
+    loop {
+        let state = std::fs::read_to_string(run.join("checkpoint/state.json")).unwrap_or_default();
+        if state.contains("\"completed\":1") {
+            return;
+        }
+        assert!(t.elapsed().as_secs() < 300, "no checkpoint");
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "finished before it could be killed"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Starts `train --config CFG --run RUN`, waits for its first checkpoint and kills it as the
+/// second iteration starts.
+#[allow(dead_code)]
+pub fn kill_after_first_checkpoint(cfg: &std::path::Path, run: &std::path::Path) {
+    let mut child = bin()
+        .args(["train", "--quiet", "--config"])
+        .arg(cfg)
+        .arg("--run")
+        .arg(run)
+        .spawn()
+        .unwrap();
+    wait_for_first_checkpoint(&mut child, run);
+    std::thread::sleep(std::time::Duration::from_millis(150));
+    child.kill().unwrap();
+    child.wait().unwrap();
+}
