@@ -157,6 +157,34 @@ pub struct PpoSample {
     pub ref_logprobs: Option<Vec<f32>>,
 }
 
+impl PpoSample {
+    /// Checks that every sample has one old (and, when given, one reference) log-probability
+    /// per response token; the error says so. Every learner checks its batch with this.
+    pub fn check_all(samples: &[PpoSample]) -> std::result::Result<(), String> {
+        let fits = |s: &PpoSample| {
+            s.old_logprobs.len() == s.response.len()
+                && s.ref_logprobs
+                    .as_ref()
+                    .is_none_or(|r| r.len() == s.response.len())
+        };
+        if samples.iter().all(fits) {
+            Ok(())
+        } else {
+            Err("a PPO sample needs one old (and reference) log-prob per response token".into())
+        }
+    }
+}
+
+/// Checks that every (prompt, response) pair a learner trains on has a prompt and a response.
+pub fn check_training_pairs<'a>(
+    mut pairs: impl Iterator<Item = (&'a [u32], &'a [u32])>,
+) -> std::result::Result<(), String> {
+    if pairs.any(|(p, r)| p.is_empty() || r.is_empty()) {
+        return Err("a training pair needs a non-empty prompt and response".into());
+    }
+    Ok(())
+}
+
 /// What one update did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct StepStats {
@@ -403,3 +431,36 @@ pub trait Learner {
 pub trait Model: Sampler + Learner {}
 
 impl<T: Sampler + Learner> Model for T {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn learners_refuse_samples_whose_lengths_disagree_and_empty_pairs() {
+        let good = PpoSample {
+            prompt: vec![1],
+            response: vec![2, 3],
+            advantage: 1.0,
+            old_logprobs: vec![-1.0, -2.0],
+            ref_logprobs: Some(vec![-1.0, -2.0]),
+        };
+        assert!(PpoSample::check_all(std::slice::from_ref(&good)).is_ok());
+        let short_old = PpoSample {
+            old_logprobs: vec![-1.0],
+            ..good.clone()
+        };
+        let short_ref = PpoSample {
+            ref_logprobs: Some(vec![-1.0]),
+            ..good.clone()
+        };
+        for bad in [short_old, short_ref] {
+            let e = PpoSample::check_all(&[good.clone(), bad]).unwrap_err();
+            assert!(e.contains("one old (and reference) log-prob"), "{e}");
+        }
+        let pairs: [(&[u32], &[u32]); 2] = [(&[1], &[2]), (&[1], &[])];
+        assert!(check_training_pairs(pairs[..1].iter().copied()).is_ok());
+        let e = check_training_pairs(pairs.iter().copied()).unwrap_err();
+        assert!(e.contains("non-empty prompt and response"), "{e}");
+    }
+}

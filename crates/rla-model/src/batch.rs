@@ -28,11 +28,7 @@ impl Batch {
         dev: &Device,
     ) -> Result<Batch, ModelError> {
         let pairs: Vec<(&[u32], &[u32])> = pairs.collect();
-        if pairs.iter().any(|(p, r)| p.is_empty() || r.is_empty()) {
-            return Err(ModelError::Other(
-                "a training pair needs a non-empty prompt and response".into(),
-            ));
-        }
+        rla_lm::check_training_pairs(pairs.iter().copied()).map_err(ModelError::Other)?;
         let l = pairs
             .iter()
             .map(|(p, r)| p.len() + r.len() - 1)

@@ -258,17 +258,7 @@ pub fn ppo_step(
     samples: &[PpoSample],
     pad: u32,
 ) -> Result<StepStats, ModelError> {
-    for s in samples {
-        if s.old_logprobs.len() != s.response.len()
-            || s.ref_logprobs
-                .as_ref()
-                .is_some_and(|r| r.len() != s.response.len())
-        {
-            return Err(ModelError::Other(
-                "a PPO sample needs one old (and reference) log-prob per response token".into(),
-            ));
-        }
-    }
+    PpoSample::check_all(samples).map_err(ModelError::Other)?;
     let acc = acc_dtype(model.dtype);
     let samples: Vec<&PpoSample> = by_length(samples, |s| s.prompt.len() + s.response.len());
     accumulate_and_step(&model.device, opt, cfg, samples.len(), |r| {

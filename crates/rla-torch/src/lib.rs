@@ -169,13 +169,8 @@ fn batch<'a>(pairs: impl Iterator<Item = (&'a [u32], &'a [u32])>) -> Vec<(String
     ]
 }
 
-fn check_pairs<'a>(mut pairs: impl Iterator<Item = (&'a [u32], &'a [u32])>) -> rla_lm::Result<()> {
-    if pairs.any(|(p, r)| p.is_empty() || r.is_empty()) {
-        return Err(LmError::Unsupported(
-            "a training pair needs a non-empty prompt and response".into(),
-        ));
-    }
-    Ok(())
+fn check_pairs<'a>(pairs: impl Iterator<Item = (&'a [u32], &'a [u32])>) -> rla_lm::Result<()> {
+    rla_lm::check_training_pairs(pairs).map_err(LmError::Unsupported)
 }
 
 /// Splits a flat list of per-token values by the responses' lengths.
@@ -316,17 +311,7 @@ pub const STATE_DIR: &str = "learner_state";
 
 impl Learner for TorchLearner {
     fn ppo_update(&mut self, samples: &[PpoSample]) -> rla_lm::Result<StepStats> {
-        for s in samples {
-            if s.old_logprobs.len() != s.response.len()
-                || s.ref_logprobs
-                    .as_ref()
-                    .is_some_and(|r| r.len() != s.response.len())
-            {
-                return Err(LmError::Unsupported(
-                    "a PPO sample needs one old (and reference) log-prob per response token".into(),
-                ));
-            }
-        }
+        PpoSample::check_all(samples).map_err(LmError::Unsupported)?;
         check_pairs(
             samples
                 .iter()
