@@ -4,18 +4,13 @@
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
+mod common;
 
 fn gguf() -> PathBuf {
     if let Ok(p) = std::env::var("RLA_SMOLLM2_GGUF") {
         return PathBuf::from(p);
     }
-    let py = std::env::var("RLA_PEFT_PYTHON").unwrap_or_else(|_| {
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../target/peft-venv/bin/python"
-        )
-        .to_string()
-    });
+    let py = common::peft_python();
     let out = Command::new(&py)
         .args([
             "-c",

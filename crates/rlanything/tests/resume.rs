@@ -54,32 +54,9 @@ fn a_lora_run_checkpoints_its_adapters_and_resumes_to_the_same_result() {
 /// Trains a run to the end, and the same run killed once iteration 1 is checkpointed and
 /// resumed; checks they agree. `extra` is appended to the config.
 fn kill_and_resume(dir: &Path, extra: &str) {
-    let pre = dir.join("pre");
-    let cfg_text = format!("{CONFIG}\n{extra}");
     let cfg = dir.join("run.toml");
-    std::fs::write(&cfg, &cfg_text).unwrap();
-    let out = bin()
-        .args(["pretrain", "--config"])
-        .arg(&cfg)
-        .arg("--out")
-        .arg(&pre)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     // both runs start from the same warm-started models
-    let with_paths = cfg_text
-        .replace(
-            "[policy]\n",
-            &format!("[policy]\npath = {:?}\n", pre.join("policy")),
-        )
-        .replace(
-            "[reward]\n",
-            &format!("[reward]\npath = {:?}\n", pre.join("reward")),
-        );
+    let with_paths = common::pretrained(&format!("{CONFIG}\n{extra}"), &cfg, dir);
     std::fs::write(&cfg, &with_paths).unwrap();
 
     let full: PathBuf = dir.join("full");

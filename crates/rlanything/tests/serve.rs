@@ -11,7 +11,7 @@ use rla_remote::server::{self, Options};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::time::Duration;
 mod common;
-use common::TINY_HOUSEHOLD as RUN;
+use common::{serve, serve_with, TINY_HOUSEHOLD as RUN};
 use rla_lm::Codec;
 
 const CORPUS: &str =
@@ -556,48 +556,6 @@ fn the_serve_command_serves_a_checkpoint() {
     assert!(out.iter().flatten().all(|s| s.finish != Finish::Stop));
     child.kill().unwrap();
     let _ = child.wait();
-}
-
-/// `rlanything serve` on a free port; returns the child and its URL.
-fn serve(
-    model: &std::path::Path,
-    name: &str,
-    log: &std::path::Path,
-) -> (std::process::Child, String) {
-    serve_with(model, name, log, &[])
-}
-
-/// [`serve`] with more arguments.
-fn serve_with(
-    model: &std::path::Path,
-    name: &str,
-    log: &std::path::Path,
-    more: &[&str],
-) -> (std::process::Child, String) {
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_rlanything"))
-        .args([
-            "serve",
-            "--model",
-            model.to_str().unwrap(),
-            "--port",
-            "0",
-            "--name",
-            name,
-        ])
-        .args(more)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::fs::File::create(log).unwrap())
-        .spawn()
-        .unwrap();
-    // the address is on the line that says it is serving (adapters are listed before it)
-    let mut out = BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    while !line.starts_with("serving") {
-        line.clear();
-        assert!(out.read_line(&mut line).unwrap() > 0, "serve ended early");
-    }
-    let url = line.trim().rsplit(' ').next().unwrap().to_string();
-    (child, url)
 }
 
 #[test]

@@ -5,17 +5,7 @@
 
 use std::path::Path;
 mod common;
-use common::{bin, metrics};
-
-fn python() -> String {
-    std::env::var("RLA_PEFT_PYTHON").unwrap_or_else(|_| {
-        concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../target/peft-venv/bin/python"
-        )
-        .to_string()
-    })
-}
+use common::{bin, metrics, peft_python as python, serve};
 
 fn run(cfg: &Path, out: &Path) {
     let o = bin()
@@ -128,25 +118,6 @@ fn a_run_with_the_torch_learner_matches_candle_then_resumes_after_a_kill() {
     assert_eq!(resumed[..2], t[..2], "the iterations before the kill");
 }
 
-/// `rlanything serve` on a free port; returns the child and its URL.
-fn serve(model: &Path, name: &str, log: &Path) -> (std::process::Child, String) {
-    use std::io::BufRead;
-    let mut child = bin()
-        .args(["serve", "--port", "0", "--name", name, "--model"])
-        .arg(model)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::fs::File::create(log).unwrap())
-        .spawn()
-        .unwrap();
-    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
-    let mut line = String::new();
-    while !line.starts_with("serving") {
-        line.clear();
-        assert!(out.read_line(&mut line).unwrap() > 0, "serve ended early");
-    }
-    (child, line.trim().rsplit(' ').next().unwrap().to_string())
-}
-
 /// The pid of the worker's rank 0, from the line its `init` prints.
 fn rank0_pid(log: &Path) -> i32 {
     let text = std::fs::read_to_string(log).unwrap();
@@ -247,32 +218,18 @@ fn torch_learners_sample_on_servers_push_every_update_and_resume_after_a_worker_
 #[test]
 fn a_coding_run_learns_in_torch_workers_and_samples_on_servers() {
     let dir = tempfile::tempdir().unwrap();
-    let plain = dir.path().join("plain.toml");
-    std::fs::write(&plain, common::TINY_CODING).unwrap();
+    let text = common::pretrained(
+        common::TINY_CODING,
+        &dir.path().join("plain.toml"),
+        dir.path(),
+    );
     let pre = dir.path().join("pre");
-    let o = bin()
-        .args(["pretrain", "--config"])
-        .arg(&plain)
-        .arg("--out")
-        .arg(&pre)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let logs: Vec<_> = (0..2)
         .map(|i| dir.path().join(format!("server{i}.log")))
         .collect();
     let (mut a, ua) = serve(&pre.join("policy"), "coder", &logs[0]);
     let (mut b, ub) = serve(&pre.join("reward"), "tester", &logs[1]);
     let learner = format!("backend = \"torch\"\npython = {:?}\ncpu = true\n", python());
-    let text = common::TINY_CODING
-        .replace(
-            "[policy]\n",
-            &format!("[policy]\npath = {:?}\n", pre.join("policy")),
-        )
-        .replace(
-            "[reward]\n",
-            &format!("[reward]\npath = {:?}\n", pre.join("reward")),
-        );
     let cfg = dir.path().join("served.toml");
     std::fs::write(
         &cfg,

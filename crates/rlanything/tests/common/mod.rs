@@ -242,3 +242,91 @@ pub fn kill_after_first_checkpoint(cfg: &std::path::Path, run: &std::path::Path)
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+/// `rlanything serve` on a free port; returns the child and its URL.
+#[allow(dead_code)]
+pub fn serve(
+    model: &std::path::Path,
+    name: &str,
+    log: &std::path::Path,
+) -> (std::process::Child, String) {
+    serve_with(model, name, log, &[])
+}
+
+/// [`serve`] with more arguments.
+#[allow(dead_code)]
+pub fn serve_with(
+    model: &std::path::Path,
+    name: &str,
+    log: &std::path::Path,
+    more: &[&str],
+) -> (std::process::Child, String) {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_rlanything"))
+        .args([
+            "serve",
+            "--model",
+            model.to_str().unwrap(),
+            "--port",
+            "0",
+            "--name",
+            name,
+        ])
+        .args(more)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(log).unwrap())
+        .spawn()
+        .unwrap();
+    // the address is on the line that says it is serving (adapters are listed before it)
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    while !line.starts_with("serving") {
+        line.clear();
+        assert!(
+            std::io::BufRead::read_line(&mut out, &mut line).unwrap() > 0,
+            "serve ended early"
+        );
+    }
+    let url = line.trim().rsplit(' ').next().unwrap().to_string();
+    (child, url)
+}
+
+/// The interpreter with torch, transformers and peft: `$RLA_PEFT_PYTHON`, else the one
+/// `scripts/peft.sh` installs.
+#[allow(dead_code)]
+pub fn peft_python() -> String {
+    std::env::var("RLA_PEFT_PYTHON").unwrap_or_else(|_| {
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../target/peft-venv/bin/python"
+        )
+        .to_string()
+    })
+}
+
+/// Warm-starts the models of the run config `text` into `dir/pre` (`rlanything pretrain`, the
+/// config written to `cfg`) and returns the config with `policy.path` and `reward.path` at them.
+#[allow(dead_code)]
+pub fn pretrained(text: &str, cfg: &std::path::Path, dir: &std::path::Path) -> String {
+    let pre = dir.join("pre");
+    std::fs::write(cfg, text).unwrap();
+    let out = bin()
+        .args(["pretrain", "--config"])
+        .arg(cfg)
+        .arg("--out")
+        .arg(&pre)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text.replace(
+        "[policy]\n",
+        &format!("[policy]\npath = {:?}\n", pre.join("policy")),
+    )
+    .replace(
+        "[reward]\n",
+        &format!("[reward]\npath = {:?}\n", pre.join("reward")),
+    )
+}
