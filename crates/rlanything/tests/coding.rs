@@ -10,18 +10,7 @@ fn run(dir: &Path, name: &str) -> Vec<serde_json::Value> {
     let cfg = dir.join("coding.toml");
     std::fs::write(&cfg, CONFIG).unwrap();
     let run = dir.join(name);
-    let out = bin()
-        .args(["train", "--quiet", "--config"])
-        .arg(&cfg)
-        .arg("--run")
-        .arg(&run)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::train(&cfg, &run);
     assert!(run.join("report.md").exists());
     assert!(run.join("samples/iter-0002.json").exists());
     common::metrics(&run)

@@ -60,18 +60,7 @@ fn kill_and_resume(dir: &Path, extra: &str) {
     std::fs::write(&cfg, &with_paths).unwrap();
 
     let full: PathBuf = dir.join("full");
-    let out = bin()
-        .args(["train", "--quiet", "--config"])
-        .arg(&cfg)
-        .arg("--run")
-        .arg(&full)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::train(&cfg, &full);
 
     // the same run, killed once iteration 1 is checkpointed and iteration 2 has started
     let cut = dir.join("cut");

@@ -5,18 +5,7 @@
 
 use std::path::Path;
 mod common;
-use common::{bin, metrics, peft_python as python, serve};
-
-fn run(cfg: &Path, out: &Path) {
-    let o = bin()
-        .args(["train", "--quiet", "--config"])
-        .arg(cfg)
-        .arg("--run")
-        .arg(out)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-}
+use common::{bin, metrics, peft_python as python, serve, train as run};
 
 /// The quickstart's household on the shipped base, cut to two short iterations.
 fn config() -> String {

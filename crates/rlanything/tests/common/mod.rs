@@ -330,3 +330,20 @@ pub fn pretrained(text: &str, cfg: &std::path::Path, dir: &std::path::Path) -> S
         &format!("[reward]\npath = {:?}\n", pre.join("reward")),
     )
 }
+
+/// `rlanything train --quiet --config CFG --run RUN`, which must succeed.
+#[allow(dead_code)]
+pub fn train(cfg: &std::path::Path, run: &std::path::Path) {
+    let out = bin()
+        .args(["train", "--quiet", "--config"])
+        .arg(cfg)
+        .arg("--run")
+        .arg(run)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
