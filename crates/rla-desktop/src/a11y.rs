@@ -7,18 +7,19 @@
 use crate::addr::{col_name, Addr, Range};
 use crate::app::{Desktop, DialogKind, Place, Popup, CELL_MENU, MENUS, TAB_MENU};
 use crate::layout::Rect;
+use std::borrow::Cow;
 
 /// One node.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Node {
     /// Its role, as AT-SPI names roles (`menu`, `table-cell`, `push-button`, …).
-    pub tag: &'static str,
+    pub tag: Cow<'static, str>,
     /// Its name.
     pub name: String,
     /// Its text.
     pub text: String,
     /// The application's class of the widget.
-    pub class: &'static str,
+    pub class: Cow<'static, str>,
     /// Its description (states such as `selected`, `focused`).
     pub description: String,
     /// Where it is.
@@ -44,10 +45,10 @@ fn node(
     rect: Rect,
 ) -> Node {
     Node {
-        tag,
+        tag: Cow::Borrowed(tag),
         name: name.into(),
         text: text.into(),
-        class,
+        class: Cow::Borrowed(class),
         description: String::new(),
         rect,
         interactive: true,

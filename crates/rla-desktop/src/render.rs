@@ -154,7 +154,7 @@ pub fn draw(d: &Desktop, nodes: &[Node], marks: bool) -> Image {
         let r = n.rect;
         let selected = n.description.contains("selected");
         let focused = n.description.contains("focused");
-        match n.tag {
+        match &*n.tag {
             "frame" => img.text(r.x + 8, r.y + 10, &n.name, WHITE, r.w - 16),
             "menu" | "menu-item" => {
                 if n.tag == "menu-item" {

@@ -91,7 +91,7 @@ impl Names {
 
 /// The label of a node an action can name (`Units 3`, `column Revenue`, `tab Sheet2`, …).
 pub fn label(names: &Names, n: &Node) -> String {
-    match n.tag {
+    match &*n.tag {
         "table-cell" => Addr::parse(&n.name)
             .map(|a| names.cell(a))
             .unwrap_or_else(|| n.name.clone()),
@@ -155,7 +155,7 @@ fn all_candidates(d: &Desktop, nodes: &[Node], instruction: &str, names: &Names)
     for n in a11y::marks(nodes) {
         let l = label(names, n);
         out.push(format!("click {l}"));
-        match n.tag {
+        match &*n.tag {
             "table-cell" | "page-tab" => {
                 out.push(format!("double-click {l}"));
                 out.push(format!("right-click {l}"));
@@ -432,7 +432,7 @@ pub fn observation(d: &Desktop, nodes: &[Node]) -> String {
         }
     }
     for n in nodes {
-        match n.tag {
+        match &*n.tag {
             "page-tab" => s.push_str(&format!(" | tab {}", n.name)),
             "menu-item" => s.push_str(&format!(" | item {}", n.name)),
             _ => {}

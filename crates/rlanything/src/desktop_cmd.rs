@@ -80,16 +80,25 @@ pub enum DesktopCmd {
         #[arg(long)]
         marks: bool,
     },
-    /// Play an evaluation split with a vision-language model on an inference server: each step
-    /// sends the screenshot (PNG, as a data URI) with the prompt to `/v1/chat/completions`, and
-    /// runs the answer (a `computer_use` tool call or pyautogui code) on the desktop.
+    /// Play an evaluation split greedily: a vision-language model on an inference server
+    /// (`--url`, `--model`: each step sends the screenshot, PNG as a data URI, with the prompt to
+    /// `/v1/chat/completions`, and runs the answer, a `computer_use` tool call or pyautogui code),
+    /// or the expert (`--expert`); on the native desktop, or on a real one (`--desktop URL`, a
+    /// server speaking OSWorld's protocol: `desktop serve-real`, or an OSWorld VM). The success
+    /// rate is the last line.
     Eval {
-        /// The server's base URL (repeat for more servers).
-        #[arg(long = "url", required = true)]
+        /// The model server's base URL (repeat for more servers).
+        #[arg(long = "url")]
         urls: Vec<String>,
         /// The model's name on it.
         #[arg(long)]
-        model: String,
+        model: Option<String>,
+        /// Play the expert instead of a model.
+        #[arg(long)]
+        expert: bool,
+        /// A real desktop's address (`http://HOST:PORT`); default: the native desktop.
+        #[arg(long)]
+        desktop: Option<String>,
         /// Send `Authorization: Bearer <KEY>`, the key read from this environment variable.
         #[arg(long)]
         api_key_env: Option<String>,
@@ -99,7 +108,7 @@ pub enum DesktopCmd {
         /// How many (at most the split's size).
         #[arg(long, default_value_t = 20)]
         n: usize,
-        /// Screen size (the screenshot's too).
+        /// Screen size (the screenshot's too) of the native desktop.
         #[arg(long, default_value = "1920x1080")]
         screen: String,
         /// Most steps per episode.
@@ -115,12 +124,38 @@ pub enum DesktopCmd {
         #[arg(long, default_value_t = 0)]
         show: usize,
     },
+    /// Serve a real desktop over OSWorld's controller protocol: Xvfb, openbox, a D-Bus session
+    /// with the accessibility bus, and LibreOffice Calc with a seeded profile (install them with
+    /// `scripts/desktop-real.sh`). It binds to 127.0.0.1 and runs only pyautogui calls unless told
+    /// otherwise; SIGTERM or Ctrl-C stops it and every process it started.
+    ServeReal {
+        /// Port (0: any free one; the address is printed).
+        #[arg(long, default_value_t = 5000)]
+        port: u16,
+        /// Address to bind (anything but loopback lets others run pyautogui on this machine).
+        #[arg(long, default_value = "127.0.0.1")]
+        host: String,
+        /// Screen size.
+        #[arg(long, default_value = "1920x1080")]
+        screen: String,
+        /// Run any Python and any command sent, as OSWorld's own server does.
+        #[arg(long)]
+        allow_any_code: bool,
+        /// The Python with pyautogui and pyatspi (default: $RLA_DESKTOP_PYTHON, else
+        /// target/desktop-venv/bin/python, else /usr/bin/python3).
+        #[arg(long)]
+        python: Option<PathBuf>,
+    },
     /// Step the desktop with random valid actions, the accessibility tree computed every step;
     /// prints steps per second on one core.
     Bench {
-        /// Steps.
-        #[arg(long, default_value_t = 200_000)]
-        steps: usize,
+        /// Steps (default: 200000 natively, 100 on a real desktop).
+        #[arg(long)]
+        steps: Option<usize>,
+        /// A real desktop's address: each step is an action, a screenshot and the tree, as an
+        /// agent's step is.
+        #[arg(long)]
+        desktop: Option<String>,
         /// Seed of the actions.
         #[arg(long, default_value_t = 0)]
         seed: u64,
@@ -187,10 +222,28 @@ pub fn run(cmd: DesktopCmd) -> Result<()> {
             println!("wrote {} ({}×{})", out.display(), img.width, img.height);
             Ok(())
         }
-        DesktopCmd::Bench { steps, seed } => bench(steps, seed),
+        DesktopCmd::Bench {
+            steps,
+            seed,
+            desktop: None,
+        } => bench(steps.unwrap_or(200_000), seed),
+        DesktopCmd::Bench {
+            steps,
+            seed,
+            desktop: Some(url),
+        } => crate::desktop_real::bench(&url, steps.unwrap_or(100), seed),
+        DesktopCmd::ServeReal {
+            port,
+            host,
+            screen: sc,
+            allow_any_code,
+            python,
+        } => crate::desktop_real::serve(port, &host, &sc, allow_any_code, python),
         DesktopCmd::Eval {
             urls,
             model,
+            expert,
+            desktop,
             api_key_env,
             split,
             n,
@@ -207,16 +260,40 @@ pub fn run(cmd: DesktopCmd) -> Result<()> {
                 bail!("--timeout-s must be positive");
             }
             let (w, h) = screen(&sc)?;
-            let mut ends = rla_remote::client::Endpoints::one(&urls[0], &model);
-            ends.urls = urls
-                .iter()
-                .map(|u| u.trim_end_matches('/').to_string())
-                .collect();
-            ends.api_key = crate::serve_cmd::api_key(api_key_env.as_deref())?;
-            ends.timeout = std::time::Duration::from_secs_f64(timeout_s);
-            let vlm =
-                rla_remote::client::RemoteSampler::new(rla_remote::client::ServerTokenizer, ends)?;
-            vision_eval(&vlm, split, n, (w, h), step_limit, max_tokens, show)
+            let vlm = match (expert, urls.is_empty(), model) {
+                (true, true, None) => None,
+                (true, _, _) => bail!("--expert plays the expert; --url and --model play a served model: give one or the other"),
+                (false, false, Some(model)) => {
+                    let mut ends = rla_remote::client::Endpoints::one(&urls[0], &model);
+                    ends.urls = urls
+                        .iter()
+                        .map(|u| u.trim_end_matches('/').to_string())
+                        .collect();
+                    ends.api_key = crate::serve_cmd::api_key(api_key_env.as_deref())?;
+                    ends.timeout = std::time::Duration::from_secs_f64(timeout_s);
+                    Some(rla_remote::client::RemoteSampler::new(
+                        rla_remote::client::ServerTokenizer,
+                        ends,
+                    )?)
+                }
+                (false, _, _) => bail!("give --url and --model (a vision-language model on an inference server), or --expert"),
+            };
+            match (desktop, vlm) {
+                (None, Some(vlm)) => {
+                    vision_eval(&vlm, split, n, (w, h), step_limit, max_tokens, show)
+                }
+                (desktop, vlm) => crate::desktop_real::eval(
+                    desktop.as_deref(),
+                    vlm.as_ref().map(|v| v as &dyn rla_lm::Sampler),
+                    split.into(),
+                    n,
+                    (w, h),
+                    step_limit,
+                    max_tokens,
+                    timeout_s,
+                    show,
+                ),
+            }
         }
     }
 }

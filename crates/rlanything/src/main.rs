@@ -4,6 +4,7 @@ mod backend;
 mod bench_cmd;
 mod code_cmd;
 mod desktop_cmd;
+mod desktop_real;
 mod env_cmd;
 mod eval_cmd;
 mod lm_cmd;

@@ -1,0 +1,951 @@
+"""A real desktop for the GUI setting: LibreOffice Calc under Xvfb, served over OSWorld's
+controller protocol (the endpoints of OSWorld's VM-side server, `desktop_env/server/main.py`).
+
+Started by `rlanything desktop serve-real`; it runs on a Linux machine without a VM:
+
+- an X server (Xvfb) of the configured size, the openbox window manager (every window
+  maximised), a D-Bus session with the accessibility bus, and LibreOffice Calc with a profile of
+  its own, seeded so that xlsx is saved without the "Keep current format" question and no tip of
+  the day, first-start bar or recovery dialog covers the sheet;
+- actions (`POST /execute`, `/setup/execute`) run as pyautogui code in this one long-lived
+  interpreter, not a new one per action;
+- `GET /screenshot` is a PNG of the X screen with the cursor drawn in; `GET /accessibility` is the
+  AT-SPI tree as OSWorld's XML (`{"AT": xml}`), Calc's table walked over its showing cells;
+- `POST /setup/upload|open_file|launch|activate_window|execute`, `POST /file`, `GET
+  /screen_size|platform|cursor_position` as OSWorld's server has them, and one extension,
+  `POST /setup/reset`: LibreOffice closed, its profile restored, the uploaded files removed.
+
+Safety: the server binds to 127.0.0.1 unless told otherwise, and by default runs only pyautogui
+calls with literal arguments (and `time.sleep`), checked on the code's syntax tree before it
+runs; `--allow-any-code` runs any Python and any command, as OSWorld's server does, for a
+machine whose network is trusted.
+
+Stopping it (SIGTERM, SIGINT) ends every process it started: Xvfb, openbox, D-Bus, the
+accessibility bus and LibreOffice.
+"""
+
+import argparse
+import ast
+import email.parser
+import email.policy
+import io
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+import urllib.parse
+import uuid
+import xml.etree.ElementTree as ET
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+MAX_BODY = 64 << 20
+NS = {
+    "st": "https://accessibility.ubuntu.example.org/ns/state",
+    "attr": "https://accessibility.ubuntu.example.org/ns/attributes",
+    "cp": "https://accessibility.ubuntu.example.org/ns/component",
+    "doc": "https://accessibility.ubuntu.example.org/ns/document",
+    "docattr": "https://accessibility.ubuntu.example.org/ns/document/attributes",
+    "txt": "https://accessibility.ubuntu.example.org/ns/text",
+    "val": "https://accessibility.ubuntu.example.org/ns/value",
+    "act": "https://accessibility.ubuntu.example.org/ns/action",
+}
+for _p, _u in NS.items():
+    ET.register_namespace(_p, _u)
+
+# pyautogui functions an action may call when any code is not allowed
+PYAUTOGUI_CALLS = {
+    "click", "doubleClick", "rightClick", "middleClick", "tripleClick", "moveTo", "moveRel",
+    "move", "dragTo", "dragRel", "drag", "scroll", "hscroll", "vscroll", "mouseDown", "mouseUp",
+    "press", "keyDown", "keyUp", "hotkey", "write", "typewrite", "position", "size", "sleep",
+}
+
+# LibreOffice's settings, as its registrymodifications.xcu writes them: (path, property, type, value)
+PROFILE_ITEMS = [
+    # save xlsx without asking whether to keep the format (OSWorld's image sets the same)
+    ("/org.openoffice.Office.Common/Save/Document", "WarnAlienFormat", "boolean", "false"),
+    ("/org.openoffice.Office.Common/Misc", "ShowTipOfTheDay", "boolean", "false"),
+    ("/org.openoffice.Office.Common/Misc", "FirstRun", "boolean", "false"),
+    ("/org.openoffice.Office.Common/Misc", "UseLocking", "boolean", "false"),
+    ("/org.openoffice.Setup/Office", "ooSetupInstCompleted", "boolean", "true"),
+    ("/org.openoffice.Setup/Product", "ooSetupLastVersion", "string", "{version}"),
+    ("/org.openoffice.Setup/Product", "LastTimeGetInvolvedShown", "long", "9999999999"),
+    ("/org.openoffice.Setup/Product", "LastTimeDonateShown", "long", "9999999999"),
+    ("/org.openoffice.Office.Recovery/AutoSave", "Enabled", "boolean", "false"),
+    ("/org.openoffice.Office.Recovery/RecoveryInfo", "Enabled", "boolean", "false"),
+    # typed text arrives as typed: no completion from the column above, no autocorrection
+    ("/org.openoffice.Office.Calc/Input", "AutoInput", "boolean", "false"),
+    ("/org.openoffice.Office.Common/AutoCorrect", "CapitalAtStartSentence", "boolean", "false"),
+    ("/org.openoffice.Office.Common/AutoCorrect", "TwoCapitalsAtStart", "boolean", "false"),
+    ("/org.openoffice.Office.Common/AutoCorrect", "ChangeToBold", "boolean", "false"),
+    ("/org.openoffice.Office.Common/AutoCorrect", "ChangeUnderlineWeight", "boolean", "false"),
+    ("/org.openoffice.Office.Common/AutoCorrect", "SetInetAttr", "boolean", "false"),
+    ("/org.openoffice.Office.Common/AutoCorrect", "ChangeOrdinalNumber", "boolean", "false"),
+    ("/org.openoffice.Office.Common/AutoCorrect", "ChangeDash", "boolean", "false"),
+    ("/org.openoffice.Office.Common/AutoCorrect", "ReplaceSingleQuote", "boolean", "false"),
+    ("/org.openoffice.Office.Common/AutoCorrect", "ReplaceDoubleQuote", "boolean", "false"),
+    ("/org.openoffice.Office.Common/AutoCorrect", "UseReplacementTable", "boolean", "false"),
+]
+
+OPENBOX_RC = """<?xml version="1.0" encoding="UTF-8"?>
+<openbox_config xmlns="http://openbox.org/3.4/rc">
+  <focus><focusNew>yes</focusNew><followMouse>no</followMouse></focus>
+  <placement><policy>Smart</policy></placement>
+  <desktops><number>1</number></desktops>
+  <applications>
+    <application class="*" type="normal"><maximized>yes</maximized><decor>no</decor><focus>yes</focus></application>
+  </applications>
+</openbox_config>
+"""
+
+
+class Refused(Exception):
+    """A request the server will not run (HTTP 403)."""
+
+
+class BadRequest(Exception):
+    """A malformed request (HTTP 400)."""
+
+
+def log(msg):
+    sys.stderr.write(f"desktop: {msg}\n")
+    sys.stderr.flush()
+
+
+class Session:
+    """The X server, window manager, D-Bus, accessibility bus and LibreOffice of one desktop."""
+
+    def __init__(self, width, height, root, allow_any_code):
+        self.width, self.height = width, height
+        self.root = root
+        self.allow_any_code = allow_any_code
+        self.marker = uuid.uuid4().hex
+        self.procs = []
+        self.office = None
+        self.uploaded = set()
+        self.lock = threading.Lock()
+        self.home = os.path.join(root, "home")
+        self.files = os.path.join(root, "files")
+        os.makedirs(self.home, exist_ok=True)
+        os.makedirs(self.files, exist_ok=True)
+        self.profile = os.path.join(root, "profile")
+        self.pristine = os.path.join(root, "profile-pristine")
+        self.env = dict(os.environ)
+        self.env.update(
+            {
+                "RLA_DESKTOP_SESSION": self.marker,
+                "HOME": self.home,
+                "XAUTHORITY": os.path.join(root, "Xauthority"),
+                "GTK_MODULES": "gail:atk-bridge",
+                "NO_AT_BRIDGE": "0",
+                "SAL_USE_VCLPLUGIN": "gtk3",
+                "LANG": "C.UTF-8",
+                "LC_ALL": "C.UTF-8",
+            }
+        )
+        open(self.env["XAUTHORITY"], "a").close()
+
+    # processes --------------------------------------------------------------------------
+    def spawn(self, args, **kw):
+        p = subprocess.Popen(
+            args,
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            stdout=kw.pop("stdout", subprocess.DEVNULL),
+            stderr=kw.pop("stderr", subprocess.DEVNULL),
+            start_new_session=True,
+            **kw,
+        )
+        self.procs.append(p)
+        return p
+
+    def start(self):
+        for tool in ("Xvfb", "openbox", "dbus-daemon", "soffice", "wmctrl"):
+            if shutil.which(tool) is None:
+                raise SystemExit(
+                    f"desktop: {tool} is not installed (apt-get install xvfb openbox dbus-x11 "
+                    "at-spi2-core libreoffice-calc libreoffice-gtk3 wmctrl python3-pyatspi python3-tk)"
+                )
+        r, w = os.pipe()
+        self.spawn(
+            ["Xvfb", "-displayfd", str(w), "-screen", "0", f"{self.width}x{self.height}x24",
+             "-nolisten", "tcp", "-noreset"],
+            pass_fds=(w,),
+        )
+        os.close(w)
+        num = b""
+        deadline = time.time() + 30
+        while not num.endswith(b"\n"):
+            if time.time() > deadline:
+                raise SystemExit("desktop: Xvfb did not start in 30 s")
+            chunk = os.read(r, 16)
+            if not chunk:
+                raise SystemExit("desktop: Xvfb exited at start")
+            num += chunk
+        os.close(r)
+        self.env["DISPLAY"] = f":{num.decode().strip()}"
+        os.environ["DISPLAY"] = self.env["DISPLAY"]
+        os.environ["XAUTHORITY"] = self.env["XAUTHORITY"]
+        bus = self.spawn(
+            ["dbus-daemon", "--session", "--nofork", "--print-address=1"],
+            stdout=subprocess.PIPE,
+        )
+        addr = bus.stdout.readline().decode().strip()
+        if not addr:
+            raise SystemExit("desktop: the D-Bus session did not start")
+        self.env["DBUS_SESSION_BUS_ADDRESS"] = addr
+        os.environ["DBUS_SESSION_BUS_ADDRESS"] = addr
+        launcher = "/usr/libexec/at-spi-bus-launcher"
+        if os.path.exists(launcher):
+            self.spawn([launcher, "--launch-immediately"])
+        rc = os.path.join(self.root, "openbox-rc.xml")
+        with open(rc, "w") as f:
+            f.write(OPENBOX_RC)
+        self.spawn(["openbox", "--config-file", rc])
+        self.seed_profile()
+        time.sleep(0.5)
+        log(f"X display {self.env['DISPLAY']}, {self.width}x{self.height}")
+
+    def seed_profile(self):
+        version = "7.4"
+        try:
+            out = subprocess.run(["soffice", "--version"], capture_output=True, text=True,
+                                 timeout=30, env=self.env).stdout.split()
+            version = ".".join(out[1].split(".")[:2])
+        except Exception:
+            pass
+        user = os.path.join(self.pristine, "user")
+        os.makedirs(user, exist_ok=True)
+        items = "\n".join(
+            f'<item oor:path="{p}"><prop oor:name="{n}" oor:op="fuse"><value>{v.format(version=version)}</value></prop></item>'
+            for p, n, _t, v in PROFILE_ITEMS
+        )
+        xcu = (
+            '<?xml version="1.0" encoding="UTF-8"?>\n'
+            '<oor:items xmlns:oor="http://openoffice.org/2001/registry" '
+            'xmlns:xs="http://www.w3.org/2001/XMLSchema" '
+            'xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">\n'
+            f"{items}\n</oor:items>\n"
+        )
+        with open(os.path.join(user, "registrymodifications.xcu"), "w") as f:
+            f.write(xcu)
+        self.restore_profile()
+
+    def restore_profile(self):
+        shutil.rmtree(self.profile, ignore_errors=True)
+        shutil.copytree(self.pristine, self.profile)
+
+    def close_office(self):
+        if self.office is not None:
+            kill_group(self.office)
+            self.office = None
+        kill_marked(self.marker, only=("soffice", "oosplash"))
+
+    def open_office(self, path=None):
+        """LibreOffice with this desktop's profile; Calc's start centre, or the file."""
+        if self.office is not None and self.office.poll() is not None:
+            self.office = None
+        args = ["soffice", f"-env:UserInstallation=file://{self.profile}", "--norestore",
+                "--nologo", "--nodefault" if path is None else "--calc"]
+        if path is not None:
+            args.append(path)
+        p = subprocess.Popen(args, env=self.env, stdin=subprocess.DEVNULL,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             start_new_session=self.office is None)
+        if self.office is None:
+            self.office = p
+        else:
+            # a second soffice hands the file to the running one and exits
+            try:
+                p.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                kill_group(p)
+
+    def stop(self):
+        self.close_office()
+        for p in reversed(self.procs):
+            kill_group(p)
+        kill_marked(self.marker)
+
+    # windows --------------------------------------------------------------------------
+    def windows(self):
+        out = subprocess.run(["wmctrl", "-l", "-x"], capture_output=True, text=True,
+                             env=self.env, timeout=10).stdout
+        wins = []
+        for line in out.splitlines():
+            parts = line.split(None, 4)
+            if len(parts) >= 4:
+                title = parts[4] if len(parts) == 5 else ""
+                wins.append((parts[0], parts[2], title))
+        return wins
+
+    def wait_window(self, name, timeout):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            for wid, cls, title in self.windows():
+                if name in title:
+                    return wid, title
+            time.sleep(0.1)
+        return None
+
+
+def kill_group(p):
+    try:
+        os.killpg(p.pid, signal.SIGTERM)
+    except (ProcessLookupError, PermissionError):
+        return
+    try:
+        p.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        p.wait(timeout=5)
+
+
+def kill_marked(marker, only=None):
+    """Every process whose environment holds this session's marker (those D-Bus started too)."""
+    needle = f"RLA_DESKTOP_SESSION={marker}".encode()
+    me = os.getpid()
+    for _ in range(2):
+        found = []
+        for d in os.listdir("/proc"):
+            if not d.isdigit() or int(d) == me:
+                continue
+            try:
+                with open(f"/proc/{d}/environ", "rb") as f:
+                    if needle not in f.read().split(b"\0"):
+                        continue
+                if only is not None:
+                    with open(f"/proc/{d}/comm") as f:
+                        comm = f.read().strip()
+                    if not any(comm.startswith(o) for o in only):
+                        continue
+                os.kill(int(d), signal.SIGKILL)
+                found.append(d)
+            except (OSError, ProcessLookupError):
+                pass
+        if not found:
+            return
+        time.sleep(0.2)
+
+
+# actions --------------------------------------------------------------------------------
+def literal(node):
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return all(literal(e) for e in node.elts)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        return literal(node.operand)
+    return False
+
+
+def check_code(code):
+    """Only pyautogui calls and time.sleep with literal arguments (and the imports and FAILSAFE
+    setting OSWorld's controller puts first); anything else is refused."""
+    try:
+        tree = ast.parse(code, mode="exec")
+    except SyntaxError as e:
+        raise BadRequest(f"the code does not parse: {e.msg} (line {e.lineno})")
+    for st in tree.body:
+        if isinstance(st, ast.Import) and all(a.name in ("pyautogui", "time") and a.asname is None for a in st.names):
+            continue
+        if (isinstance(st, ast.Assign) and len(st.targets) == 1
+                and isinstance(st.targets[0], ast.Attribute)
+                and isinstance(st.targets[0].value, ast.Name) and st.targets[0].value.id == "pyautogui"
+                and st.targets[0].attr in ("FAILSAFE", "PAUSE") and literal(st.value)):
+            continue
+        if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call):
+            f = st.value.func
+            if (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name)
+                    and ((f.value.id == "pyautogui" and f.attr in PYAUTOGUI_CALLS)
+                         or (f.value.id == "time" and f.attr == "sleep"))
+                    and all(literal(a) for a in st.value.args)
+                    and all(literal(k.value) and k.arg is not None for k in st.value.keywords)):
+                continue
+        line = ast.get_source_segment(code, st) or type(st).__name__
+        raise Refused(
+            f"only pyautogui calls with literal arguments run here, not {line[:120]!r} "
+            "(start the server with --allow-any-code to run any Python)"
+        )
+
+
+class Actions:
+    """pyautogui, imported once; `write` types `<` with shift and comma (pyautogui's own keysym
+    for it types `>` on this keyboard map, the fault OSWorld's controller works around), and
+    each mouse button is held down 40 ms."""
+
+    def __init__(self):
+        import pyautogui
+
+        pyautogui.FAILSAFE = False
+        pyautogui.PAUSE = 0.0
+        self.pg = pyautogui
+        orig = pyautogui.write
+
+        def write(message, interval=0.0, *a, **kw):
+            if not isinstance(message, str):
+                return orig(message, interval, *a, **kw)
+            parts = message.split("<")
+            for i, part in enumerate(parts):
+                if i > 0:
+                    pyautogui.hotkey("shift", ",")
+                if part:
+                    orig(part, interval, *a, **kw)
+
+        pyautogui.write = write
+        # a press shorter than a few milliseconds is lost on some of Calc's buttons (the sheet
+        # tab bar's): each button is held 40 ms, as a hand (or a VM's latency) holds it
+        pm = pyautogui.platformModule
+        down, up = pm._mouseDown, pm._mouseUp
+        pressed = {}
+
+        def mouse_down(x, y, button):
+            down(x, y, button)
+            pressed[button] = time.monotonic()
+
+        def mouse_up(x, y, button):
+            wait = 0.04 - (time.monotonic() - pressed.pop(button, 0.0))
+            if wait > 0:
+                time.sleep(wait)
+            up(x, y, button)
+
+        pm._mouseDown, pm._mouseUp = mouse_down, mouse_up
+        pyautogui.typewrite = write
+        self.ns = {"pyautogui": pyautogui, "time": time, "__name__": "__action__"}
+
+    def run(self, code, allow_any):
+        if not allow_any:
+            check_code(code)
+        out = io.StringIO()
+        old = sys.stdout
+        sys.stdout = out
+        try:
+            exec(compile(code, "<action>", "exec"), self.ns)
+        except Exception as e:
+            return {"status": "error", "output": out.getvalue(),
+                    "error": f"{type(e).__name__}: {e}", "returncode": 1}
+        finally:
+            sys.stdout = old
+        # the application draws what the action did before the next observation
+        time.sleep(0.05)
+        return {"status": "success", "output": out.getvalue(), "error": "", "returncode": 0}
+
+
+def python_code(command):
+    """The code of `["python", "-c", CODE]` (or the same as one shell string), else None."""
+    if isinstance(command, str):
+        import shlex
+
+        try:
+            command = shlex.split(command)
+        except ValueError:
+            return None
+    if (isinstance(command, list) and len(command) == 3 and isinstance(command[0], str)
+            and os.path.basename(command[0]).startswith("python") and command[1] == "-c"
+            and isinstance(command[2], str)):
+        return command[2]
+    return None
+
+
+# observations ---------------------------------------------------------------------------
+def screenshot_png(session):
+    from PIL import ImageDraw, ImageGrab
+
+    img = ImageGrab.grab(xdisplay=session.env["DISPLAY"])
+    try:
+        x, y = Actions_singleton.pg.position()
+        d = ImageDraw.Draw(img)
+        arrow = [(x, y), (x, y + 16), (x + 4, y + 12), (x + 7, y + 19), (x + 9, y + 18),
+                 (x + 6, y + 11), (x + 11, y + 11)]
+        d.polygon(arrow, fill=(255, 255, 255), outline=(0, 0, 0))
+    except Exception:
+        pass
+    buf = io.BytesIO()
+    img.save(buf, format="PNG", compress_level=1)
+    return buf.getvalue()
+
+
+def col_name(c):
+    s = ""
+    c += 1
+    while c:
+        c, r = divmod(c - 1, 26)
+        s = chr(65 + r) + s
+    return s
+
+
+def a11y_xml():
+    """The AT-SPI tree as OSWorld's XML: every showing node (closed menus are not opened), with
+    its states, attributes, screen position and size and text; Calc's table as its showing
+    cells, row by row."""
+    import gi
+
+    gi.require_version("Atspi", "2.0")
+    from gi.repository import Atspi
+
+    A = Atspi.Accessible
+    SHOWING, VISIBLE = Atspi.StateType.SHOWING, Atspi.StateType.VISIBLE
+    st_ns, cp_ns, attr_ns = "{%s}" % NS["st"], "{%s}" % NS["cp"], "{%s}" % NS["attr"]
+
+    def state_names(ss):
+        out = []
+        for s in ss.get_states():
+            n = s.value_name
+            if n.startswith("ATSPI_STATE_"):
+                out.append(n[len("ATSPI_STATE_"):].lower())
+        return out
+
+    def element(node, role, ss, off):
+        """The node's XML element, and whether GTK draws it (else LibreOffice's own toolkit
+        does) and where it truly is: LibreOffice reports its own widgets' positions from the
+        top-left of its root pane, not of the screen, so `off` (the root pane's true origin)
+        is added to them; GTK's widgets report screen positions."""
+        attrs = {"name": A.get_name(node) or ""}
+        for n in state_names(ss):
+            attrs[st_ns + n] = "true"
+        gtk = False
+        try:
+            for k, v in (A.get_attributes(node) or {}).items():
+                if k:
+                    attrs[attr_ns + k] = v
+                    gtk |= k == "toolkit"
+        except Exception:
+            pass
+        origin = None
+        ifaces = A.get_interfaces(node)
+        if "Component" in ifaces:
+            try:
+                r = Atspi.Component.get_extents(node, Atspi.CoordType.SCREEN)
+                dx, dy = (0, 0) if gtk else off
+                origin = (r.x + dx, r.y + dy, r.x, r.y)
+                if ss.contains(VISIBLE) and ss.contains(SHOWING):
+                    attrs[cp_ns + "screencoord"] = f"({r.x + dx}, {r.y + dy})"
+                    attrs[cp_ns + "size"] = f"({r.width}, {r.height})"
+            except Exception:
+                pass
+        el = ET.Element(role.replace(" ", "-") or "unknown", attrs)
+        if "Text" in ifaces:
+            try:
+                text = Atspi.Text.get_text(node, 0, -1).replace("\ufffc", "").replace("\ufffd", "")
+                if text:
+                    el.text = text
+            except Exception:
+                pass
+        return el, gtk, origin
+
+    def table(node, el, off):
+        """Calc's table: its showing cells, row by row (positions from the first row and column)."""
+        r = Atspi.Component.get_extents(node, Atspi.CoordType.SCREEN)
+        if r.width <= 0 or r.height <= 0:
+            return
+        a = Atspi.Component.get_accessible_at_point(node, r.x + 1, r.y + 1, Atspi.CoordType.SCREEN)
+        b = Atspi.Component.get_accessible_at_point(node, r.x + r.width - 2, r.y + r.height - 2, Atspi.CoordType.SCREEN)
+        if a is None or b is None:
+            return
+        ia, ib = A.get_index_in_parent(a), A.get_index_in_parent(b)
+        r0, c0 = Atspi.Table.get_row_at_index(node, ia), Atspi.Table.get_column_at_index(node, ia)
+        r1, c1 = Atspi.Table.get_row_at_index(node, ib), Atspi.Table.get_column_at_index(node, ib)
+        ext = lambda x: Atspi.Component.get_extents(x, Atspi.CoordType.SCREEN)
+        cols = [ext(Atspi.Table.get_accessible_at(node, r0, c)) for c in range(c0, c1 + 1)]
+        rows = [ext(Atspi.Table.get_accessible_at(node, rr, c0)) for rr in range(r0, r1 + 1)]
+        common = {st_ns + n: "true" for n in state_names(A.get_state_set(a)) if n not in ("focused", "selected", "active")}
+        for i, rr in enumerate(range(r0, r1 + 1)):
+            for j, c in enumerate(range(c0, c1 + 1)):
+                cell = Atspi.Table.get_accessible_at(node, rr, c)
+                attrs = {"name": f"{col_name(c)}{rr + 1}"}
+                attrs.update(common)
+                attrs[cp_ns + "screencoord"] = f"({cols[j].x + off[0]}, {rows[i].y + off[1]})"
+                attrs[cp_ns + "size"] = f"({cols[j].width}, {rows[i].height})"
+                ce = ET.SubElement(el, "table-cell", attrs)
+                try:
+                    text = Atspi.Text.get_text(cell, 0, -1)
+                    if text:
+                        ce.text = text
+                except Exception:
+                    pass
+
+    def walk(node, role, ss, depth, off, parent):
+        """`parent`: the parent's (true x, true y, drawn by GTK)."""
+        el, gtk, origin = element(node, role, ss, off)
+        if depth >= 50:
+            return el
+        if not gtk and role == "root pane" and parent is not None and parent[2] and origin is not None:
+            # LibreOffice's root inside a GTK container: its own widgets are placed from here
+            off = (parent[0] - origin[2], parent[1] - origin[3])
+            el.set(cp_ns + "screencoord", f"({parent[0]}, {parent[1]})")
+        if role == "table" and A.get_child_count(node) > 100000:
+            table(node, el, off)
+            return el
+        # a closed menu's items are not showing: not walked one by one
+        if role == "menu" and A.get_child_count(node) > 0:
+            first = A.get_child_at_index(node, 0)
+            if first is not None and not A.get_state_set(first).contains(SHOWING):
+                return el
+        here = (origin[0], origin[1], gtk) if origin is not None else parent
+        for i in range(min(A.get_child_count(node), 1024)):
+            ch = A.get_child_at_index(node, i)
+            if ch is None:
+                continue
+            try:
+                css = A.get_state_set(ch)
+                if not css.contains(SHOWING):
+                    continue
+                el.append(walk(ch, A.get_role_name(ch), css, depth + 1, off, here))
+            except Exception:
+                continue
+        return el
+
+    desktop = Atspi.get_desktop(0)
+    root = ET.Element("desktop-frame", {"name": "main"})
+    for i in range(A.get_child_count(desktop)):
+        app = A.get_child_at_index(desktop, i)
+        if app is None:
+            continue
+        try:
+            el = ET.SubElement(root, "application", {"name": A.get_name(app) or ""})
+            for j in range(A.get_child_count(app)):
+                w = A.get_child_at_index(app, j)
+                if w is None:
+                    continue
+                ss = A.get_state_set(w)
+                if ss.contains(SHOWING):
+                    el.append(walk(w, A.get_role_name(w), ss, 2, (0, 0), None))
+        except Exception as e:
+            log(f"accessibility: an application's tree could not be read: {e}")
+    return ET.tostring(root, encoding="unicode")
+
+
+Actions_singleton = None
+
+
+# HTTP -----------------------------------------------------------------------------------
+class Handler(BaseHTTPRequestHandler):
+    server_version = "rlanything-desktop/1"
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, fmt, *args):
+        if os.environ.get("RLA_DESKTOP_LOG"):
+            log(fmt % args)
+
+    def reply(self, code, body, ctype="application/json"):
+        if not isinstance(body, (bytes, bytearray)):
+            body = json.dumps(body).encode() if ctype == "application/json" else str(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def body(self):
+        n = self.headers.get("Content-Length")
+        if n is None:
+            if self.headers.get("Transfer-Encoding"):
+                raise BadRequest("send a Content-Length (chunked bodies are not read)")
+            return b""
+        try:
+            n = int(n)
+        except ValueError:
+            raise BadRequest("Content-Length is not a number")
+        if n < 0 or n > MAX_BODY:
+            self.close_connection = True
+            raise TooLarge(f"the body is {n} bytes; at most {MAX_BODY} are read")
+        return self.rfile.read(n)
+
+    def json_body(self):
+        raw = self.body()
+        try:
+            v = json.loads(raw or b"{}")
+        except (ValueError, UnicodeDecodeError) as e:
+            raise BadRequest(f"the body is not JSON: {e}")
+        if not isinstance(v, dict):
+            raise BadRequest("the body must be a JSON object")
+        return v
+
+    def form_body(self):
+        raw = self.body()
+        ctype = self.headers.get("Content-Type", "")
+        if ctype.startswith("multipart/form-data"):
+            msg = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(
+                b"Content-Type: " + ctype.encode() + b"\r\n\r\n" + raw
+            )
+            if not msg.is_multipart():
+                raise BadRequest("the multipart body could not be read")
+            fields = {}
+            for part in msg.iter_parts():
+                name = part.get_param("name", header="content-disposition")
+                if name:
+                    fields[name] = part.get_payload(decode=True) or b""
+            return fields
+        if ctype.startswith("application/json"):
+            return {k: (v if isinstance(v, bytes) else str(v).encode()) for k, v in json.loads(raw or b"{}").items()}
+        return {k: v[0].encode() for k, v in urllib.parse.parse_qs(raw.decode("utf-8", "replace")).items()}
+
+    def do_GET(self):
+        self.handle_any("GET")
+
+    def do_POST(self):
+        self.handle_any("POST")
+
+    def handle_any(self, method):
+        path = urllib.parse.urlparse(self.path).path.rstrip("/") or "/"
+        route = ROUTES.get((method, path))
+        if route is None:
+            known = sorted(p for (m, p) in ROUTES if m == method)
+            other = "POST" if method == "GET" else "GET"
+            if (other, path) in ROUTES:
+                return self.reply(405, {"status": "error", "message": f"{path} takes {other}, not {method}"})
+            return self.reply(404, {"status": "error", "message": f"no endpoint {method} {path}; {method} serves {', '.join(known)}"})
+        s = self.server.session
+        if not s.lock.acquire(timeout=120):
+            return self.reply(503, {"status": "error", "message": "the desktop is busy with another request"})
+        try:
+            route(self, s)
+        except BadRequest as e:
+            self.reply(400, {"status": "error", "message": str(e)})
+        except Refused as e:
+            self.reply(403, {"status": "error", "message": str(e)})
+        except TooLarge as e:
+            self.reply(413, {"status": "error", "message": str(e)})
+        except Exception as e:
+            log(traceback.format_exc())
+            self.reply(500, {"status": "error", "message": f"{type(e).__name__}: {e}"})
+        finally:
+            s.lock.release()
+
+
+class TooLarge(Exception):
+    pass
+
+
+def r_platform(h, s):
+    h.reply(200, "Linux", "text/plain")
+
+
+def r_screen_size(h, s):
+    h.reply(200, {"width": s.width, "height": s.height})
+
+
+def r_cursor(h, s):
+    x, y = Actions_singleton.pg.position()
+    h.reply(200, [int(x), int(y)])
+
+
+def r_screenshot(h, s):
+    h.reply(200, screenshot_png(s), "image/png")
+
+
+def r_accessibility(h, s):
+    h.reply(200, {"AT": a11y_xml()})
+
+
+def r_execute(h, s):
+    body = h.json_body()
+    command = body.get("command")
+    if command is None:
+        raise BadRequest("`command` is missing")
+    code = python_code(command)
+    if code is not None:
+        return h.reply(200, Actions_singleton.run(code, s.allow_any_code))
+    argv = command
+    if isinstance(command, str):
+        import shlex
+
+        argv = shlex.split(command)
+    if not (isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv)):
+        raise BadRequest("`command` must be a list of strings or a string")
+    convert = os.path.basename(argv[0]) in ("libreoffice", "soffice") and "--convert-to" in argv
+    if not (s.allow_any_code or convert):
+        raise Refused(
+            f"{argv[0]!r} does not run here: only `python -c <pyautogui code>` and "
+            "`libreoffice --convert-to …` do (start the server with --allow-any-code to run any command)"
+        )
+    if convert and not s.allow_any_code:
+        argv = [argv[0], "--headless", f"-env:UserInstallation=file://{s.root}/convert-profile"] + argv[1:]
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=s.env,
+                           shell=bool(body.get("shell")) and s.allow_any_code, cwd=s.home)
+    except FileNotFoundError:
+        return h.reply(200, {"status": "error", "output": "", "error": f"{argv[0]}: not found", "returncode": 127})
+    except subprocess.TimeoutExpired:
+        return h.reply(200, {"status": "error", "output": "", "error": "timed out after 120 s", "returncode": -1})
+    h.reply(200, {"status": "success" if p.returncode == 0 else "error", "output": p.stdout,
+                  "error": p.stderr, "returncode": p.returncode})
+
+
+def vm_path(s, path):
+    """Where a path of the VM's file system lives here: its own path when under this desktop's
+    home or files folder, else the same name under the files folder."""
+    if not path:
+        raise BadRequest("`file_path` is missing")
+    p = os.path.abspath(os.path.join(s.home, path))
+    for base in (s.home, s.files):
+        if p.startswith(base + os.sep):
+            return p
+    return os.path.join(s.files, os.path.basename(p))
+
+
+def r_upload(h, s):
+    form = h.form_body()
+    path, data = form.get("file_path"), form.get("file_data")
+    if path is None or data is None:
+        raise BadRequest("the form needs `file_path` and `file_data`")
+    dest = vm_path(s, path.decode())
+    os.makedirs(os.path.dirname(dest), exist_ok=True)
+    tmp = dest + ".part"
+    with open(tmp, "wb") as f:
+        f.write(data)
+    os.replace(tmp, dest)
+    s.uploaded.add(dest)
+    h.reply(200, "File uploaded", "text/plain")
+
+
+def r_file(h, s):
+    form = h.form_body()
+    path = form.get("file_path")
+    if path is None:
+        raise BadRequest("the form needs `file_path`")
+    p = vm_path(s, path.decode())
+    if not os.path.isfile(p):
+        return h.reply(404, {"status": "error", "message": f"{path.decode()}: no such file"})
+    with open(p, "rb") as f:
+        h.reply(200, f.read(), "application/octet-stream")
+
+
+def r_open_file(h, s):
+    body = h.json_body()
+    path = body.get("path")
+    if not isinstance(path, str) or not path:
+        raise BadRequest("`path` is missing")
+    p = vm_path(s, path)
+    if not os.path.exists(p):
+        return h.reply(404, {"status": "error", "message": f"{path}: no such file"})
+    s.open_office(p)
+    name = os.path.basename(p)
+    found = s.wait_window(name, float(body.get("timeout", 60)))
+    if found is None:
+        return h.reply(500, {"status": "error", "message": f"no window named {name} appeared in time"})
+    # the window shows the file; wait until its sheet is in the accessibility tree
+    h.reply(200, f"{path} opened successfully", "text/plain")
+
+
+def r_launch(h, s):
+    body = h.json_body()
+    command = body.get("command")
+    import shlex
+
+    argv = shlex.split(command) if isinstance(command, str) else command
+    if not (isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv)):
+        raise BadRequest("`command` must be a list of strings or a string")
+    prog = os.path.basename(argv[0])
+    if prog in ("libreoffice", "soffice") and not s.allow_any_code:
+        files = [a for a in argv[1:] if not a.startswith("-")]
+        s.open_office(vm_path(s, files[0]) if files else None)
+        return h.reply(200, f"{prog} launched successfully", "text/plain")
+    if not s.allow_any_code:
+        raise Refused(f"{argv[0]!r} is not launched here: only libreoffice is (start the server with --allow-any-code to launch anything)")
+    s.spawn(argv)
+    h.reply(200, f"{prog} launched successfully", "text/plain")
+
+
+def r_activate(h, s):
+    body = h.json_body()
+    name = body.get("window_name")
+    if not isinstance(name, str) or not name:
+        raise BadRequest("`window_name` is missing")
+    strict = bool(body.get("strict", False))
+    by_class = bool(body.get("by_class", False))
+    for wid, cls, title in s.windows():
+        hay = cls if by_class else title
+        if (hay == name) if strict else (name in hay):
+            subprocess.run(["wmctrl", "-i", "-a", wid], env=s.env, timeout=10)
+            time.sleep(0.1)
+            return h.reply(200, "Window activated successfully", "text/plain")
+    h.reply(404, {"status": "error", "message": f"no window named {name!r}"})
+
+
+def r_reset(h, s):
+    """The extension: LibreOffice closed, its profile restored, uploaded files removed; with
+    `path`, that file reopened."""
+    body = h.json_body()
+    s.close_office()
+    s.restore_profile()
+    for f in list(s.uploaded):
+        try:
+            os.remove(f)
+        except OSError:
+            pass
+    s.uploaded.clear()
+    Actions_singleton.pg.moveTo(s.width // 2, s.height // 2)
+    h.reply(200, {"status": "success"})
+
+
+ROUTES = {
+    ("GET", "/platform"): r_platform,
+    ("GET", "/screen_size"): r_screen_size,
+    ("POST", "/screen_size"): r_screen_size,
+    ("GET", "/cursor_position"): r_cursor,
+    ("GET", "/screenshot"): r_screenshot,
+    ("GET", "/accessibility"): r_accessibility,
+    ("POST", "/execute"): r_execute,
+    ("POST", "/setup/execute"): r_execute,
+    ("POST", "/setup/upload"): r_upload,
+    ("POST", "/setup/open_file"): r_open_file,
+    ("POST", "/setup/launch"): r_launch,
+    ("POST", "/setup/activate_window"): r_activate,
+    ("POST", "/setup/reset"): r_reset,
+    ("POST", "/file"): r_file,
+}
+
+
+def main():
+    global Actions_singleton
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--port", type=int, default=5000)
+    ap.add_argument("--screen", default="1920x1080")
+    ap.add_argument("--allow-any-code", action="store_true")
+    ap.add_argument("--root", help="the session's folder (default: a new temporary one)")
+    a = ap.parse_args()
+    try:
+        w, hgt = (int(x) for x in a.screen.lower().split("x"))
+    except ValueError:
+        raise SystemExit(f"desktop: --screen {a.screen!r}: expected WIDTHxHEIGHT")
+    root = a.root or tempfile.mkdtemp(prefix="rla-desktop-")
+    session = Session(w, hgt, root, a.allow_any_code)
+
+    stopping = threading.Event()
+
+    def on_signal(sig, frame):
+        stopping.set()
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        session.start()
+        Actions_singleton = Actions()
+        httpd = ThreadingHTTPServer((a.host, a.port), Handler)
+        httpd.daemon_threads = True
+        httpd.session = session
+        log(f"serving on http://{a.host}:{httpd.server_address[1]}")
+        print(f"listening on http://{a.host}:{httpd.server_address[1]}", flush=True)
+        httpd.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        session.stop()
+        if a.root is None:
+            shutil.rmtree(root, ignore_errors=True)
+        log("stopped; every process it started has ended")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,250 @@
+//! The expert on a real desktop. The expert ([`crate::expert`]) plans on the native desktop, so
+//! it plays a native mirror of the task in lockstep: each of its steps is read for what it
+//! touches there (a cell, a column header, a menu and its item, a sheet tab, the add-sheet
+//! button; keys and text as they are) and placed on the real screen from the real window's
+//! accessibility tree — the cell named `B7`, the menu item named `Sort Ascending`, the page tab
+//! named `Profit` — one real step per element, each placed on a fresh tree.
+
+use super::code;
+use super::tree::Element;
+use crate::action::{parse_code, Action, Button, Point};
+use crate::addr::Addr;
+use crate::app::{Desktop, Popup, Target, MENUS};
+use crate::episode::Episode;
+use crate::family::Generated;
+use std::collections::VecDeque;
+
+/// How an element is clicked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum How {
+    /// One left click.
+    Left,
+    /// A left double-click.
+    Double,
+    /// One right click.
+    Right,
+}
+
+/// One real step, still to be placed on the screen.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Sub {
+    /// Keys or text, as they are.
+    Code(String),
+    /// A click on a cell.
+    Cell(Addr, How),
+    /// A drag from one cell to another.
+    Drag(Addr, Addr),
+    /// A click on a column's header.
+    ColHeader(u32),
+    /// A click on an element by role and name.
+    Node(&'static str, String, How),
+    /// A click on a sheet's tab.
+    Tab(String, How),
+}
+
+fn how(button: Button, clicks: u32) -> Result<How, String> {
+    match (button, clicks) {
+        (Button::Left, 1) => Ok(How::Left),
+        (Button::Left, 2) => Ok(How::Double),
+        (Button::Right, 1) => Ok(How::Right),
+        _ => Err(format!("{clicks} {button:?} clicks are not mapped")),
+    }
+}
+
+/// What a native step does, as real steps; `d` is the native desktop before it.
+pub fn map(d: &Desktop, step: &str) -> Result<Vec<Sub>, String> {
+    let acts = parse_code(step).map_err(|e| format!("{step:?}: {e}"))?;
+    let mut out: Vec<Sub> = Vec::new();
+    let mut drag_from: Option<Addr> = None;
+    for a in &acts {
+        match a {
+            Action::Click {
+                at: Point::At(x, y),
+                button,
+                clicks,
+            } => {
+                let h = how(*button, *clicks)?;
+                out.push(match d.hit(*x, *y) {
+                    Target::Cell(a) => Sub::Cell(a, h),
+                    Target::ColHeader(c) if h == How::Left => Sub::ColHeader(c),
+                    Target::Menu(i) => Sub::Node("menu", MENUS[i].0.to_string(), h),
+                    Target::Item(cmd) => {
+                        let items: Vec<(&str, crate::app::Cmd)> = match &d.popup {
+                            Some(Popup::Menu(i, _)) => MENUS[*i].1.to_vec(),
+                            Some(Popup::Context(_, _, items, _)) => items.clone(),
+                            None => vec![],
+                        };
+                        let name = items
+                            .iter()
+                            .find(|(_, c)| *c == cmd)
+                            .map(|(n, _)| n.to_string())
+                            .ok_or_else(|| format!("{step:?}: no open menu has {cmd:?}"))?;
+                        Sub::Node("menu-item", name, h)
+                    }
+                    Target::Tab(i) => Sub::Tab(d.book.names()[i].to_string(), h),
+                    Target::AddSheet => Sub::Node("push-button", "Add".into(), h),
+                    t => {
+                        return Err(format!(
+                            "{step:?}: a click on {t:?} is not mapped to the real window"
+                        ))
+                    }
+                });
+            }
+            Action::MoveTo(Point::At(x, y)) => match d.hit(*x, *y) {
+                Target::Cell(a) => drag_from = Some(a),
+                t => return Err(format!("{step:?}: a move to {t:?} is not mapped")),
+            },
+            Action::DragTo(Point::At(x, y), Button::Left) => {
+                let (Some(from), Target::Cell(to)) = (drag_from.take(), d.hit(*x, *y)) else {
+                    return Err(format!("{step:?}: only drags from cell to cell are mapped"));
+                };
+                out.push(Sub::Drag(from, to));
+            }
+            a => {
+                let Some(c) = code::action(a, &[])? else {
+                    continue;
+                };
+                match out.last_mut() {
+                    Some(Sub::Code(prev)) => {
+                        prev.push_str("; ");
+                        prev.push_str(&c);
+                    }
+                    _ => out.push(Sub::Code(c)),
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn centre(e: &Element) -> (i32, i32) {
+    e.node.rect.center()
+}
+
+fn click(how: How, (x, y): (i32, i32)) -> String {
+    match how {
+        How::Left => format!("pyautogui.click({x}, {y})"),
+        How::Double => format!("pyautogui.doubleClick({x}, {y})"),
+        How::Right => format!("pyautogui.rightClick({x}, {y})"),
+    }
+}
+
+fn cell<'a>(els: &'a [Element], a: Addr) -> Result<&'a Element, String> {
+    let name = a.to_string();
+    els.iter()
+        .find(|e| e.showing && e.node.tag == "table-cell" && e.node.name == name)
+        .ok_or_else(|| format!("cell {name} is not on the real screen"))
+}
+
+/// A real step's code, placed on the screen whose elements are `els`.
+pub fn place(sub: &Sub, els: &[Element]) -> Result<String, String> {
+    Ok(match sub {
+        Sub::Code(c) => c.clone(),
+        Sub::Cell(a, h) => click(*h, centre(cell(els, *a)?)),
+        Sub::Drag(a, b) => {
+            let ((x0, y0), (x1, y1)) = (centre(cell(els, *a)?), centre(cell(els, *b)?));
+            format!("pyautogui.moveTo({x0}, {y0}); pyautogui.dragTo({x1}, {y1}, duration=0.2)")
+        }
+        Sub::ColHeader(c) => {
+            // the header strip lies just above the column's topmost showing cell
+            let col = crate::addr::col_name(*c);
+            let top =
+                els.iter()
+                    .filter(|e| {
+                        e.showing
+                            && e.node.tag == "table-cell"
+                            && e.node.name.strip_prefix(col.as_str()).is_some_and(|r| {
+                                !r.is_empty() && r.bytes().all(|b| b.is_ascii_digit())
+                            })
+                    })
+                    .min_by_key(|e| e.node.rect.y)
+                    .ok_or_else(|| format!("column {col} is not on the real screen"))?;
+            let (x, _) = centre(top);
+            format!("pyautogui.click({x}, {})", top.node.rect.y - 9)
+        }
+        Sub::Node(tag, name, h) => {
+            let e = els
+                .iter()
+                .find(|e| e.showing && e.node.tag == *tag && e.node.name == *name)
+                .ok_or_else(|| format!("no {tag} named {name:?} on the real screen"))?;
+            click(*h, centre(e))
+        }
+        Sub::Tab(name, h) => {
+            let e = els
+                .iter()
+                .find(|e| e.showing && e.node.tag == "page-tab" && e.node.name == *name)
+                .ok_or_else(|| format!("no sheet tab named {name:?} on the real screen"))?;
+            // Calc reports its tabs' row a little off at times; its navigation buttons sit on
+            // the same row, reported right
+            let y = els
+                .iter()
+                .find(|e| e.showing && e.node.tag == "push-button" && e.node.name == "Move To Home")
+                .map(|b| centre(b).1)
+                .unwrap_or(centre(e).1);
+            click(*h, (centre(e).0, y))
+        }
+    })
+}
+
+/// The expert of a generated task, on a real desktop.
+pub struct RealExpert {
+    /// The native mirror.
+    pub mirror: Episode,
+    queue: VecDeque<Sub>,
+    waited: usize,
+}
+
+/// Steps the expert waits for an element that is not on the real screen yet (the application
+/// shows it a moment after the action that opens it).
+pub const PATIENCE: usize = 3;
+
+impl RealExpert {
+    /// The expert of `task`, its mirror on a `width × height` native screen.
+    pub fn new(task: Generated, width: u32, height: u32) -> Result<RealExpert, String> {
+        Ok(RealExpert {
+            mirror: Episode::new(task, width, height)?,
+            queue: VecDeque::new(),
+            waited: 0,
+        })
+    }
+
+    /// The next real step on the screen whose elements are `els`: pyautogui code, `WAIT` (for
+    /// an element not shown yet), or `DONE`.
+    pub fn next(&mut self, els: &[Element]) -> Result<String, String> {
+        loop {
+            if let Some(sub) = self.queue.pop_front() {
+                return match place(&sub, els) {
+                    Ok(code) => {
+                        self.waited = 0;
+                        Ok(code)
+                    }
+                    Err(_) if self.waited < PATIENCE => {
+                        self.waited += 1;
+                        self.queue.push_front(sub);
+                        Ok("WAIT".into())
+                    }
+                    Err(e) => Err(format!("{e} (after {PATIENCE} waits)")),
+                };
+            }
+            if self.mirror.steps >= crate::expert::MAX_PLAN {
+                return Err(format!(
+                    "the expert did not finish {} in {} steps",
+                    self.mirror.task.task.id,
+                    crate::expert::MAX_PLAN
+                ));
+            }
+            let step = crate::expert::next(&self.mirror);
+            if step == "DONE" {
+                return Ok(step);
+            }
+            let subs = map(&self.mirror.desktop, &step)?;
+            let nodes = self.mirror.tree(crate::a11y::TreeOptions::default());
+            if let Some(e) = self.mirror.step_code(&step, &nodes).error {
+                return Err(format!(
+                    "the expert's step {step:?} failed on its mirror: {e}"
+                ));
+            }
+            self.queue.extend(subs);
+        }
+    }
+}

@@ -1,0 +1,343 @@
+//! `rlanything desktop serve-real`, and `desktop eval`/`bench` over the one task runner
+//! (`rla_desktop::runner`): the native desktop or a real one behind OSWorld's protocol.
+
+use anyhow::{bail, Context, Result};
+use rand::{Rng, SeedableRng};
+use rla_desktop::family::{self, Split};
+use rla_desktop::remote::{tree, RemoteDesktop};
+use rla_desktop::runner::{self, Agent, ExpertAgent, Native, Observation, Real, Screen};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// The Python that runs the server: `--python`, `$RLA_DESKTOP_PYTHON`, the venv that
+/// `scripts/desktop-real.sh` makes, or the system's.
+fn server_python(python: Option<PathBuf>) -> PathBuf {
+    if let Some(p) = python {
+        return p;
+    }
+    if let Some(p) = std::env::var_os("RLA_DESKTOP_PYTHON") {
+        return PathBuf::from(p);
+    }
+    for base in [
+        std::env::current_dir().ok(),
+        Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        let p = base.join("target/desktop-venv/bin/python");
+        if p.exists() {
+            return p;
+        }
+    }
+    PathBuf::from("/usr/bin/python3")
+}
+
+/// Runs the desktop server in place of this process (its signals reach it directly).
+pub fn serve(
+    port: u16,
+    host: &str,
+    screen: &str,
+    allow_any_code: bool,
+    python: Option<PathBuf>,
+) -> Result<()> {
+    use std::os::unix::process::CommandExt;
+    let python = server_python(python);
+    let check = std::process::Command::new(&python)
+        .args(["-c", "import pyatspi, tkinter, PIL, pyautogui"])
+        .env("DISPLAY", ":0")
+        .output();
+    match check {
+        Err(e) => bail!(
+            "{}: {e}: the desktop server needs a Python with pyautogui and pyatspi (scripts/desktop-real.sh installs them; --python names another)",
+            python.display()
+        ),
+        Ok(o) if !o.status.success() && !String::from_utf8_lossy(&o.stderr).contains("Xlib") => {
+            let err = String::from_utf8_lossy(&o.stderr);
+            bail!(
+                "{} lacks what the desktop server imports ({}); scripts/desktop-real.sh installs it, --python names another",
+                python.display(),
+                err.lines().last().unwrap_or("").trim()
+            )
+        }
+        Ok(_) => {}
+    }
+    let digest = {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        rla_desktop::remote::SERVER_PY.hash(&mut h);
+        h.finish()
+    };
+    let script = std::env::temp_dir().join(format!("rlanything-desktop-server-{digest:016x}.py"));
+    if !script.exists() {
+        rla_desktop::xlsx::write_atomic(&script, rla_desktop::remote::SERVER_PY.as_bytes())?;
+    }
+    let mut cmd = std::process::Command::new(&python);
+    cmd.arg(&script).args([
+        "--port",
+        &port.to_string(),
+        "--host",
+        host,
+        "--screen",
+        screen,
+    ]);
+    if allow_any_code {
+        cmd.arg("--allow-any-code");
+    }
+    let err = cmd.exec();
+    Err(err).with_context(|| format!("starting {}", python.display()))
+}
+
+/// A model on an inference server as an agent of the runner: the screenshot and the prompt in,
+/// its answer (a `computer_use` call or pyautogui code) out as code.
+struct ModelAgent<'a> {
+    vlm: &'a dyn rla_lm::Sampler,
+    instruction: String,
+    previous: Vec<String>,
+    size: (u32, u32),
+    max_tokens: usize,
+}
+
+impl Agent for ModelAgent<'_> {
+    fn wants_screenshot(&self) -> bool {
+        true
+    }
+
+    fn next(&mut self, obs: &Observation) -> Result<String, String> {
+        use rla_train::desktop::prompts;
+        let (w, h) = self.size;
+        let text = prompts::screenshot_prompt(
+            &self.instruction,
+            &prompts::previous_actions(&self.previous, 3),
+            w,
+            h,
+        );
+        let msg = rla_lm::VisualMessage {
+            role: "user".into(),
+            text,
+            png: obs.screenshot.clone(),
+        };
+        let out = self
+            .vlm
+            .generate_visual(
+                &[vec![msg]],
+                1,
+                &rla_lm::SampleParams::greedy(self.max_tokens),
+            )
+            .map_err(|e| e.to_string())?;
+        let answer = out
+            .into_iter()
+            .next()
+            .and_then(|v| v.into_iter().next())
+            .map(|s| s.text)
+            .unwrap_or_default();
+        self.previous.push(prompts::step_summary(&answer));
+        let acts = match prompts::free_form_actions(&answer, w, h) {
+            Ok(a) => a,
+            // an answer that is no action is the step's error on the desktop
+            Err(_) => return Ok(answer),
+        };
+        if acts
+            .iter()
+            .any(|a| matches!(a, rla_desktop::action::Action::Done))
+        {
+            return Ok("DONE".into());
+        }
+        if acts
+            .iter()
+            .any(|a| matches!(a, rla_desktop::action::Action::Fail))
+        {
+            return Ok("FAIL".into());
+        }
+        let marks = rla_desktop::a11y::mark_centres(&obs.nodes);
+        Ok(rla_desktop::remote::code::actions(&acts, &marks)?.unwrap_or_else(|| "WAIT".into()))
+    }
+}
+
+fn screen_for(desktop: Option<&str>, size: (u32, u32), timeout_s: f64) -> Result<Box<dyn Screen>> {
+    Ok(match desktop {
+        None => Box::new(Native::new(size.0, size.1)),
+        Some(url) => Box::new(Real {
+            remote: RemoteDesktop::new(url, Duration::from_secs_f64(timeout_s))?,
+            reset: true,
+        }),
+    })
+}
+
+/// Plays `n` tasks of a split with the expert or a model, on the native desktop or a real one.
+#[allow(clippy::too_many_arguments)]
+pub fn eval(
+    desktop: Option<&str>,
+    vlm: Option<&dyn rla_lm::Sampler>,
+    split: Split,
+    n: usize,
+    size: (u32, u32),
+    step_limit: usize,
+    max_tokens: usize,
+    timeout_s: f64,
+    show: usize,
+) -> Result<()> {
+    let specs = family::split(split, n);
+    if specs.is_empty() {
+        bail!("no tasks to play (--n {n})");
+    }
+    let mut screen = screen_for(desktop, size, timeout_s)?;
+    let tmp = tempfile::tempdir()?;
+    let bar = rla_train::bar(specs.len() as u64, "eval");
+    let (mut solved, mut failed) = (0usize, 0usize);
+    let t0 = Instant::now();
+    for (i, spec) in specs.iter().enumerate() {
+        let g = family::generate(spec);
+        let dir = tmp.path().join(format!("{i}"));
+        let path = rla_desktop::local::export(&g, &dir)?;
+        let (id, instruction) = (g.task.id.clone(), g.task.instruction.clone());
+        let mut agent: Box<dyn Agent> = match vlm {
+            None => {
+                Box::new(ExpertAgent::new(g, desktop.is_some(), size).map_err(anyhow::Error::msg)?)
+            }
+            Some(v) => Box::new(ModelAgent {
+                vlm: v,
+                instruction: instruction.clone(),
+                previous: vec![],
+                size,
+                max_tokens,
+            }),
+        };
+        match runner::play(screen.as_mut(), &path, agent.as_mut(), step_limit, &dir) {
+            Ok(p) => {
+                if p.score >= 1.0 {
+                    solved += 1;
+                }
+                if i < show {
+                    bar.suspend(|| {
+                        println!(
+                            "task {id} ({}): {instruction} (score {})",
+                            spec.family.name(),
+                            p.score
+                        );
+                        for (k, (code, err)) in p.steps.iter().enumerate() {
+                            let err = err
+                                .as_deref()
+                                .map(|e| format!(" — failed: {e}"))
+                                .unwrap_or_default();
+                            println!("  {:>2}. {code}{err}", k + 1);
+                        }
+                    });
+                }
+            }
+            Err(e) => {
+                failed += 1;
+                bar.suspend(|| eprintln!("task {id} ({}): {e}", spec.family.name()));
+            }
+        }
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    let who = if vlm.is_some() {
+        "the model"
+    } else {
+        "the expert"
+    };
+    let on = desktop
+        .map(|u| format!("the desktop at {u}"))
+        .unwrap_or_else(|| "the native desktop".into());
+    if failed > 0 {
+        println!("{failed} episodes could not be played (above); they count as failures");
+    }
+    println!(
+        "{who} on {on}: {} tasks in {:.1} s",
+        specs.len(),
+        t0.elapsed().as_secs_f64()
+    );
+    println!(
+        "success on {} {split:?} tasks: {:.3} ({solved} solved)",
+        specs.len(),
+        solved as f64 / specs.len() as f64
+    );
+    Ok(())
+}
+
+/// Steps a real desktop: each step one random action (a click on a showing cell, text typed
+/// into a cell, a key), then the screenshot and the tree, as an agent's step has them.
+pub fn bench(url: &str, steps: usize, seed: u64) -> Result<()> {
+    if steps == 0 {
+        bail!("--steps must be at least 1");
+    }
+    let remote = RemoteDesktop::new(url, Duration::from_secs(120))?;
+    let mut real = Real {
+        remote,
+        reset: true,
+    };
+    let tmp = tempfile::tempdir()?;
+    let g = family::generate(&family::split(Split::Train, 1)[0]);
+    let path = rla_desktop::local::export(&g, tmp.path())?;
+    let task = rla_desktop::task::DesktopTask::load(&path)?;
+    let t = Instant::now();
+    real.set_up(&task, &path).map_err(anyhow::Error::msg)?;
+    let reset_s = t.elapsed().as_secs_f64();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let words = ["Profit", "12", "=B2-C2", "Total", "=SUM(B2:B4)"];
+    let (mut t_act, mut t_shot, mut t_tree, mut bytes, mut errors) =
+        (0.0, 0.0, 0.0, 0usize, 0usize);
+    let mut obs = real.observe().map_err(anyhow::Error::msg)?;
+    let bar = rla_train::bar(steps as u64, "bench");
+    let t0 = Instant::now();
+    for _ in 0..steps {
+        let cells: Vec<&tree::Element> = obs
+            .elements
+            .iter()
+            .filter(|e| e.showing && e.node.tag == "table-cell")
+            .take(200)
+            .collect();
+        let code = match rng.gen_range(0..6) {
+            0..=2 if !cells.is_empty() => {
+                let (x, y) = cells[rng.gen_range(0..cells.len())].node.rect.center();
+                format!("pyautogui.click({x}, {y})")
+            }
+            3 => format!(
+                "pyautogui.write({})",
+                rla_desktop::remote::code::py_str(&format!(
+                    "{}\n",
+                    words[rng.gen_range(0..words.len())]
+                ))
+            ),
+            4 => "pyautogui.press('esc')".into(),
+            _ => [
+                "pyautogui.press('down')",
+                "pyautogui.press('right')",
+                "pyautogui.hotkey('ctrl', 'z')",
+            ][rng.gen_range(0..3)]
+            .into(),
+        };
+        let a = Instant::now();
+        if real.act(&code, &obs).map_err(anyhow::Error::msg)?.is_some() {
+            errors += 1;
+        }
+        let b = Instant::now();
+        let png = real.screenshot().map_err(anyhow::Error::msg)?;
+        let c = Instant::now();
+        obs = real.observe().map_err(anyhow::Error::msg)?;
+        let d = Instant::now();
+        bytes += png.len();
+        t_act += (b - a).as_secs_f64();
+        t_shot += (c - b).as_secs_f64();
+        t_tree += (d - c).as_secs_f64();
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    let secs = t0.elapsed().as_secs_f64();
+    let per = |t: f64| 1000.0 * t / steps as f64;
+    println!(
+        "reset and set-up (reset, upload, open the file): {reset_s:.2} s; per step: action {:.0} ms, screenshot {:.0} ms ({:.0} KB), tree {:.0} ms ({} elements); {errors} failed actions",
+        per(t_act),
+        per(t_shot),
+        bytes as f64 / steps as f64 / 1024.0,
+        per(t_tree),
+        obs.elements.len()
+    );
+    println!(
+        "{steps} steps on {url} in {secs:.1} s: {:.2} steps/s",
+        steps as f64 / secs
+    );
+    Ok(())
+}
