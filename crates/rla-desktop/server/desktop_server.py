@@ -644,20 +644,27 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
-    def body(self):
+    def read_body(self):
+        """The request's body, read whole before the request is handled (so that a handler
+        that does not read it leaves nothing on a kept-alive connection)."""
         n = self.headers.get("Content-Length")
         if n is None:
             if self.headers.get("Transfer-Encoding"):
+                self.close_connection = True
                 raise BadRequest("send a Content-Length (chunked bodies are not read)")
             return b""
         try:
             n = int(n)
         except ValueError:
+            self.close_connection = True
             raise BadRequest("Content-Length is not a number")
         if n < 0 or n > MAX_BODY:
             self.close_connection = True
             raise TooLarge(f"the body is {n} bytes; at most {MAX_BODY} are read")
         return self.rfile.read(n)
+
+    def body(self):
+        return self.raw_body
 
     def json_body(self):
         raw = self.body()
@@ -695,6 +702,12 @@ class Handler(BaseHTTPRequestHandler):
         self.handle_any("POST")
 
     def handle_any(self, method):
+        try:
+            self.raw_body = self.read_body()
+        except BadRequest as e:
+            return self.reply(400, {"status": "error", "message": str(e)})
+        except TooLarge as e:
+            return self.reply(413, {"status": "error", "message": str(e)})
         path = urllib.parse.urlparse(self.path).path.rstrip("/") or "/"
         route = ROUTES.get((method, path))
         if route is None:
@@ -832,8 +845,46 @@ def r_open_file(h, s):
     found = s.wait_window(name, float(body.get("timeout", 60)))
     if found is None:
         return h.reply(500, {"status": "error", "message": f"no window named {name} appeared in time"})
-    # the window shows the file; wait until its sheet is in the accessibility tree
+    # the window is there; the document takes input once its sheet is in the accessibility tree
+    deadline = time.time() + 20
+    while not document_ready(found[1]) and time.time() < deadline:
+        time.sleep(0.1)
+    time.sleep(0.2)
     h.reply(200, f"{path} opened successfully", "text/plain")
+
+
+def document_ready(title):
+    """Whether the window titled `title` shows a document (a spreadsheet's table, a text)."""
+    import gi
+
+    gi.require_version("Atspi", "2.0")
+    from gi.repository import Atspi
+
+    A = Atspi.Accessible
+
+    def find(node, depth):
+        role = A.get_role_name(node)
+        if role in ("table", "document spreadsheet", "document text", "document presentation"):
+            return True
+        if depth > 8:
+            return False
+        for i in range(min(A.get_child_count(node), 64)):
+            ch = A.get_child_at_index(node, i)
+            if ch is not None and A.get_state_set(ch).contains(Atspi.StateType.SHOWING) and find(ch, depth + 1):
+                return True
+        return False
+
+    try:
+        desktop = Atspi.get_desktop(0)
+        for i in range(A.get_child_count(desktop)):
+            app = A.get_child_at_index(desktop, i)
+            for j in range(A.get_child_count(app) if app is not None else 0):
+                w = A.get_child_at_index(app, j)
+                if w is not None and A.get_name(w) == title and find(w, 0):
+                    return True
+    except Exception:
+        return False
+    return False
 
 
 def r_launch(h, s):

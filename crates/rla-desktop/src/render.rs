@@ -121,6 +121,42 @@ impl Image {
         Ok(out)
     }
 
+    /// An 8-bit RGB or RGBA PNG (a real desktop's screenshot) as an image.
+    pub fn from_png(bytes: &[u8]) -> Result<Image, String> {
+        let mut r = png::Decoder::new(std::io::Cursor::new(bytes))
+            .read_info()
+            .map_err(|e| format!("not a PNG: {e}"))?;
+        let (w, h) = (r.info().width, r.info().height);
+        if w > Self::MAX_SIDE || h > Self::MAX_SIDE {
+            return Err(format!(
+                "a PNG of {w}×{h} is over {} a side",
+                Self::MAX_SIDE
+            ));
+        }
+        let mut buf = vec![0; r.output_buffer_size()];
+        let info = r
+            .next_frame(&mut buf)
+            .map_err(|e| format!("the PNG does not decode: {e}"))?;
+        let ch = match (info.color_type, info.bit_depth) {
+            (png::ColorType::Rgb, png::BitDepth::Eight) => 3,
+            (png::ColorType::Rgba, png::BitDepth::Eight) => 4,
+            (c, d) => {
+                return Err(format!(
+                    "a {c:?} PNG of depth {d:?} (8-bit RGB or RGBA are read)"
+                ))
+            }
+        };
+        let rgb = buf[..info.buffer_size()]
+            .chunks(ch)
+            .flat_map(|p| [p[0], p[1], p[2]])
+            .collect();
+        Ok(Image {
+            width: info.width,
+            height: info.height,
+            rgb,
+        })
+    }
+
     /// PNG bytes.
     pub fn png(&self) -> Vec<u8> {
         let mut out = Vec::new();

@@ -273,7 +273,16 @@ impl Real {
 impl Screen for Real {
     fn set_up(&mut self, task: &DesktopTask, task_path: &Path) -> Result<(), String> {
         if self.reset {
-            self.remote.reset().map_err(|e| e.to_string())?;
+            match self.remote.reset() {
+                Ok(()) => {}
+                Err(crate::remote::RemoteError::Status { status: 404, .. }) => {
+                    return Err(format!(
+                        "{} has no /setup/reset (an OSWorld VM reverts to a snapshot instead): revert it between tasks and do not ask for a reset (--no-reset)",
+                        self.remote.url()
+                    ))
+                }
+                Err(e) => return Err(e.to_string()),
+            }
         }
         self.run_steps(
             task.config.as_deref().unwrap_or(&[]),
@@ -339,6 +348,11 @@ pub trait Agent {
     fn wants_screenshot(&self) -> bool {
         false
     }
+    /// Whether its next step reads the screen (else the step is given an empty observation,
+    /// and the screen is not read).
+    fn wants_screen(&mut self) -> bool {
+        true
+    }
 }
 
 /// How an episode went.
@@ -361,12 +375,41 @@ pub fn play(
     step_limit: usize,
     dir: &Path,
 ) -> Result<Played, String> {
+    play_recorded(screen, task_path, agent, step_limit, dir, None)
+}
+
+/// [`play`], with the screen recorded before each step and at the end as
+/// `record.0/step-NN.png`, scaled to `record.1` pixels wide.
+pub fn play_recorded(
+    screen: &mut dyn Screen,
+    task_path: &Path,
+    agent: &mut dyn Agent,
+    step_limit: usize,
+    dir: &Path,
+    record: Option<(&Path, u32)>,
+) -> Result<Played, String> {
     let task = DesktopTask::load(task_path).map_err(|e| e.to_string())?;
     task.check()?;
     screen.set_up(&task, task_path)?;
+    let snap = |screen: &mut dyn Screen, k: usize| -> Result<(), String> {
+        let Some((to, width)) = record else {
+            return Ok(());
+        };
+        let img = crate::render::Image::from_png(&screen.screenshot()?)?;
+        let h = (img.height as u64 * width as u64 / img.width.max(1) as u64).max(1) as u32;
+        let png = img.scaled(width, h)?.png();
+        std::fs::create_dir_all(to).map_err(|e| format!("{}: {e}", to.display()))?;
+        crate::xlsx::write_atomic(&to.join(format!("step-{k:02}.png")), &png)
+            .map_err(|e| e.to_string())
+    };
     let mut steps = Vec::new();
-    for _ in 0..step_limit {
-        let mut obs = screen.observe()?;
+    for k in 0..step_limit {
+        snap(screen, k)?;
+        let mut obs = if agent.wants_screen() {
+            screen.observe()?
+        } else {
+            Observation::default()
+        };
         if agent.wants_screenshot() {
             obs.screenshot = Some(screen.screenshot()?);
         }
@@ -440,6 +483,10 @@ impl ExpertAgent {
 }
 
 impl Agent for ExpertAgent {
+    fn wants_screen(&mut self) -> bool {
+        !self.real || self.expert.needs_screen()
+    }
+
     fn next(&mut self, obs: &Observation) -> Result<String, String> {
         if self.real {
             return self.expert.next(&obs.elements);

@@ -73,7 +73,7 @@ fn libreoffice_resave(dir: &Path, files: &[&PathBuf]) {
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
-        .expect("LibreOffice (soffice) runs: apt-get install libreoffice-calc-nogui");
+        .expect("LibreOffice (soffice) runs: scripts/desktop-real.sh installs it");
     assert!(status.success());
     for p in files {
         std::fs::rename(lo_dir.join(p.file_name().unwrap()), p).unwrap();

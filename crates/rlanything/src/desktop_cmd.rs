@@ -99,6 +99,10 @@ pub enum DesktopCmd {
         /// A real desktop's address (`http://HOST:PORT`); default: the native desktop.
         #[arg(long)]
         desktop: Option<String>,
+        /// Do not reset the real desktop before each task (OSWorld's VMs have no reset: revert
+        /// the VM to its snapshot instead).
+        #[arg(long)]
+        no_reset: bool,
         /// Send `Authorization: Bearer <KEY>`, the key read from this environment variable.
         #[arg(long)]
         api_key_env: Option<String>,
@@ -123,6 +127,10 @@ pub enum DesktopCmd {
         /// Print the steps of this many episodes.
         #[arg(long, default_value_t = 0)]
         show: usize,
+        /// Write the first episode's screens (before each step and at the end) to this folder
+        /// as PNG, 960 pixels wide.
+        #[arg(long)]
+        record: Option<PathBuf>,
     },
     /// Serve a real desktop over OSWorld's controller protocol: Xvfb, openbox, a D-Bus session
     /// with the accessibility bus, and LibreOffice Calc with a seeded profile (install them with
@@ -244,6 +252,7 @@ pub fn run(cmd: DesktopCmd) -> Result<()> {
             model,
             expert,
             desktop,
+            no_reset,
             api_key_env,
             split,
             n,
@@ -252,6 +261,7 @@ pub fn run(cmd: DesktopCmd) -> Result<()> {
             max_tokens,
             timeout_s,
             show,
+            record,
         } => {
             if step_limit == 0 {
                 bail!("--step-limit 0: an episode needs at least one step");
@@ -284,6 +294,7 @@ pub fn run(cmd: DesktopCmd) -> Result<()> {
                 }
                 (desktop, vlm) => crate::desktop_real::eval(
                     desktop.as_deref(),
+                    !no_reset,
                     vlm.as_ref().map(|v| v as &dyn rla_lm::Sampler),
                     split.into(),
                     n,
@@ -292,6 +303,7 @@ pub fn run(cmd: DesktopCmd) -> Result<()> {
                     max_tokens,
                     timeout_s,
                     show,
+                    record.as_deref(),
                 ),
             }
         }

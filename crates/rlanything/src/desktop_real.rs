@@ -154,12 +154,17 @@ impl Agent for ModelAgent<'_> {
     }
 }
 
-fn screen_for(desktop: Option<&str>, size: (u32, u32), timeout_s: f64) -> Result<Box<dyn Screen>> {
+fn screen_for(
+    desktop: Option<&str>,
+    reset: bool,
+    size: (u32, u32),
+    timeout_s: f64,
+) -> Result<Box<dyn Screen>> {
     Ok(match desktop {
         None => Box::new(Native::new(size.0, size.1)),
         Some(url) => Box::new(Real {
             remote: RemoteDesktop::new(url, Duration::from_secs_f64(timeout_s))?,
-            reset: true,
+            reset,
         }),
     })
 }
@@ -168,6 +173,7 @@ fn screen_for(desktop: Option<&str>, size: (u32, u32), timeout_s: f64) -> Result
 #[allow(clippy::too_many_arguments)]
 pub fn eval(
     desktop: Option<&str>,
+    reset: bool,
     vlm: Option<&dyn rla_lm::Sampler>,
     split: Split,
     n: usize,
@@ -176,12 +182,13 @@ pub fn eval(
     max_tokens: usize,
     timeout_s: f64,
     show: usize,
+    record: Option<&std::path::Path>,
 ) -> Result<()> {
     let specs = family::split(split, n);
     if specs.is_empty() {
         bail!("no tasks to play (--n {n})");
     }
-    let mut screen = screen_for(desktop, size, timeout_s)?;
+    let mut screen = screen_for(desktop, reset, size, timeout_s)?;
     let tmp = tempfile::tempdir()?;
     let bar = rla_train::bar(specs.len() as u64, "eval");
     let (mut solved, mut failed) = (0usize, 0usize);
@@ -203,7 +210,15 @@ pub fn eval(
                 max_tokens,
             }),
         };
-        match runner::play(screen.as_mut(), &path, agent.as_mut(), step_limit, &dir) {
+        let rec = record.filter(|_| i == 0).map(|r| (r, 960));
+        match runner::play_recorded(
+            screen.as_mut(),
+            &path,
+            agent.as_mut(),
+            step_limit,
+            &dir,
+            rec,
+        ) {
             Ok(p) => {
                 if p.score >= 1.0 {
                     solved += 1;

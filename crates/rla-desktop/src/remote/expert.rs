@@ -208,6 +208,42 @@ impl RealExpert {
         })
     }
 
+    /// Whether the next real step is placed on the screen (keys and text are not).
+    pub fn needs_screen(&mut self) -> bool {
+        if self.queue.is_empty() {
+            if let Err(e) = self.plan() {
+                // the step that follows reports it
+                tracing::debug!("{e}");
+                return true;
+            }
+        }
+        !matches!(self.queue.front(), Some(Sub::Code(_)) | None)
+    }
+
+    /// The mirror's next step, mapped into the queue; `Ok(false)` when the expert is done.
+    fn plan(&mut self) -> Result<bool, String> {
+        if self.mirror.steps >= crate::expert::MAX_PLAN {
+            return Err(format!(
+                "the expert did not finish {} in {} steps",
+                self.mirror.task.task.id,
+                crate::expert::MAX_PLAN
+            ));
+        }
+        let step = crate::expert::next(&self.mirror);
+        if step == "DONE" {
+            return Ok(false);
+        }
+        let subs = map(&self.mirror.desktop, &step)?;
+        let nodes = self.mirror.tree(crate::a11y::TreeOptions::default());
+        if let Some(e) = self.mirror.step_code(&step, &nodes).error {
+            return Err(format!(
+                "the expert's step {step:?} failed on its mirror: {e}"
+            ));
+        }
+        self.queue.extend(subs);
+        Ok(true)
+    }
+
     /// The next real step on the screen whose elements are `els`: pyautogui code, `WAIT` (for
     /// an element not shown yet), or `DONE`.
     pub fn next(&mut self, els: &[Element]) -> Result<String, String> {
@@ -226,25 +262,9 @@ impl RealExpert {
                     Err(e) => Err(format!("{e} (after {PATIENCE} waits)")),
                 };
             }
-            if self.mirror.steps >= crate::expert::MAX_PLAN {
-                return Err(format!(
-                    "the expert did not finish {} in {} steps",
-                    self.mirror.task.task.id,
-                    crate::expert::MAX_PLAN
-                ));
+            if !self.plan()? {
+                return Ok("DONE".into());
             }
-            let step = crate::expert::next(&self.mirror);
-            if step == "DONE" {
-                return Ok(step);
-            }
-            let subs = map(&self.mirror.desktop, &step)?;
-            let nodes = self.mirror.tree(crate::a11y::TreeOptions::default());
-            if let Some(e) = self.mirror.step_code(&step, &nodes).error {
-                return Err(format!(
-                    "the expert's step {step:?} failed on its mirror: {e}"
-                ));
-            }
-            self.queue.extend(subs);
         }
     }
 }

@@ -1,0 +1,457 @@
+//! The real desktop: `rlanything desktop serve-real` (Xvfb, openbox, D-Bus and the
+//! accessibility bus, LibreOffice Calc) driven through OSWorld's protocol by the Rust
+//! controller, with the one task runner that also plays the native desktop.
+//!
+//! Needs what `scripts/desktop-real.sh` installs (the README's test command runs it).
+
+use rla_desktop::family::{self, Split};
+use rla_desktop::remote::{RemoteDesktop, RemoteError};
+use rla_desktop::runner::{self, Agent, ExpertAgent, Native, Real, Screen};
+use rla_desktop::xlsx::{self, Stored};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The server, stopped (SIGTERM) when dropped.
+struct Server {
+    child: Child,
+    url: String,
+}
+
+impl Server {
+    fn start() -> Server {
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let python = root.join("target/desktop-venv/bin/python");
+        assert!(
+            python.exists(),
+            "{} is missing: run scripts/desktop-real.sh (scripts/setup-tests.sh runs it)",
+            python.display()
+        );
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rlanything"))
+            .args(["desktop", "serve-real", "--port", "0", "--python"])
+            .arg(&python)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("serve-real starts");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let out = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                if let Some(u) = line.strip_prefix("listening on ") {
+                    let _ = tx.send(u.trim().to_string());
+                }
+            }
+        });
+        let url = rx
+            .recv_timeout(Duration::from_secs(120))
+            .expect("the desktop server says where it listens within 2 minutes");
+        Server { child, url }
+    }
+
+    fn remote(&self) -> RemoteDesktop {
+        RemoteDesktop::new(&self.url, Duration::from_secs(120)).unwrap()
+    }
+
+    fn stop(&mut self) {
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGTERM);
+        }
+        let t = Instant::now();
+        while t.elapsed() < Duration::from_secs(60) {
+            if self.child.try_wait().unwrap().is_some() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        panic!("the desktop server did not stop within 60 s of SIGTERM");
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            unsafe {
+                libc::kill(self.child.id() as i32, libc::SIGTERM);
+            }
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// The processes the server started (each carries its session's marker in its environment).
+fn session_processes() -> Vec<(u32, String)> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(env) = std::fs::read(e.path().join("environ")) else {
+            continue;
+        };
+        if env
+            .split(|b| *b == 0)
+            .any(|v| v.starts_with(b"RLA_DESKTOP_SESSION="))
+        {
+            let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
+            out.push((pid, comm.trim().to_string()));
+        }
+    }
+    out
+}
+
+/// One raw HTTP request; the status line's code and the body.
+fn raw(url: &str, request: &[u8]) -> (u16, String) {
+    let addr = url.trim_start_matches("http://");
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    s.write_all(request).unwrap();
+    let mut text = String::new();
+    let _ = s.read_to_string(&mut text);
+    let code = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    let body = text
+        .split_once("\r\n\r\n")
+        .map(|x| x.1)
+        .unwrap_or("")
+        .to_string();
+    (code, body)
+}
+
+fn same(a: &Stored, b: &Stored) -> bool {
+    match (a, b) {
+        (Stored::Number(x), Stored::Number(y)) => (x - y).abs() <= 1e-9 * x.abs().max(1.0),
+        _ => a == b,
+    }
+}
+
+/// Two result files hold the same sheets and the same cell values.
+fn same_values(a: &Path, b: &Path) -> Result<(), String> {
+    let (x, y) = (
+        xlsx::cached(a).map_err(|e| e.to_string())?,
+        xlsx::cached(b).map_err(|e| e.to_string())?,
+    );
+    let names = |s: &[xlsx::StoredSheet]| s.iter().map(|s| s.name.clone()).collect::<Vec<_>>();
+    if names(&x) != names(&y) {
+        return Err(format!("sheets {:?} against {:?}", names(&x), names(&y)));
+    }
+    for (s, t) in x.iter().zip(&y) {
+        let (p, q): (
+            std::collections::BTreeMap<_, _>,
+            std::collections::BTreeMap<_, _>,
+        ) = (
+            s.cells.iter().cloned().collect(),
+            t.cells.iter().cloned().collect(),
+        );
+        let keys: std::collections::BTreeSet<_> = p.keys().chain(q.keys()).collect();
+        for k in keys {
+            match (p.get(k), q.get(k)) {
+                (Some(p), Some(q)) if same(p, q) => {}
+                (p, q) => return Err(format!("{}!{k}: {p:?} against {q:?}", s.name)),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The tasks of the test: the first ten of each fixed split, every family among them.
+fn tasks() -> Vec<family::Spec> {
+    let mut v = family::split(Split::InDomain, 10);
+    v.extend(family::split(Split::Ood, 10));
+    v
+}
+
+fn real(server: &Server) -> Real {
+    Real {
+        remote: server.remote(),
+        reset: true,
+    }
+}
+
+/// Plays the expert of a generated task's file on a screen; (score, result file).
+fn expert_on(
+    screen: &mut dyn Screen,
+    g: &family::Generated,
+    dir: &Path,
+    real: bool,
+) -> (f64, PathBuf) {
+    std::fs::create_dir_all(dir).unwrap();
+    let task = rla_desktop::local::export(g, dir).unwrap();
+    let mut agent = ExpertAgent::new(g.clone(), real, (1920, 1080)).unwrap();
+    let p = runner::play(screen, &task, &mut agent, 60, dir)
+        .unwrap_or_else(|e| panic!("{} ({}): {e}", g.task.id, g.spec.family.name()));
+    if p.score != 1.0 {
+        eprintln!(
+            "{} ({}) scored {}; its steps:",
+            g.task.id,
+            g.spec.family.name(),
+            p.score
+        );
+        for (code, err) in &p.steps {
+            eprintln!("  {code} {}", err.as_deref().unwrap_or(""));
+        }
+    }
+    (p.score, p.result.expect("a result file"))
+}
+
+#[test]
+fn the_real_desktop_runs_osworld_tasks_through_its_protocol() {
+    let mut server = Server::start();
+    let remote = server.remote();
+    let tmp = tempfile::tempdir().unwrap();
+    assert_eq!(remote.screen_size().unwrap(), (1920, 1080));
+
+    // --- bad input: clear errors, nothing run -------------------------------------------
+    let (code, body) = raw(
+        &server.url,
+        b"GET /nope HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(code, 404, "{body}");
+    assert!(
+        body.contains("/screenshot"),
+        "an unknown endpoint lists the known ones: {body}"
+    );
+    let (code, body) = raw(
+        &server.url,
+        b"GET /execute HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(code, 405, "{body}");
+    let (code, body) = raw(
+        &server.url,
+        b"POST /execute HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 7\r\nConnection: close\r\n\r\n{nope}}",
+    );
+    assert_eq!(code, 400, "{body}");
+    let (code, body) = raw(
+        &server.url,
+        b"POST /setup/upload HTTP/1.1\r\nHost: x\r\nContent-Length: 900000000\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(code, 413, "{body}");
+    let canary = tmp.path().join("canary");
+    for hostile in [
+        format!("import os; os.system('touch {}')", canary.display()),
+        format!("pyautogui.write(open('{}').read())", canary.display()),
+        "__import__('os').system('true')".to_string(),
+    ] {
+        match remote.execute(&hostile) {
+            Err(RemoteError::Status {
+                status: 403,
+                message,
+                ..
+            }) => {
+                assert!(message.contains("pyautogui"), "{message}")
+            }
+            other => panic!("{hostile:?} was not refused: {other:?}"),
+        }
+    }
+    match remote.setup_execute(
+        &serde_json::json!(["bash", "-c", format!("touch {}", canary.display())]),
+        false,
+    ) {
+        Err(RemoteError::Status { status: 403, .. }) => {}
+        other => panic!("a shell command was not refused: {other:?}"),
+    }
+    assert!(!canary.exists(), "refused code ran");
+    assert!(remote
+        .file("/home/user/no-such-file.xlsx")
+        .unwrap()
+        .is_none());
+
+    // --- the expert of every family, on both desktops: the same scores and saved cells ---
+    let specs = tasks();
+    let families: std::collections::BTreeSet<String> =
+        specs.iter().map(|s| s.family.name()).collect();
+    assert!(
+        families.len() >= 9,
+        "every family is in the sample: {families:?}"
+    );
+    let mut real_screen = real(&server);
+    let t = Instant::now();
+    for (i, spec) in specs.iter().enumerate() {
+        let g = family::generate(spec);
+        let (ns, nres) = expert_on(
+            &mut Native::new(1920, 1080),
+            &g,
+            &tmp.path().join(format!("n{i}")),
+            false,
+        );
+        let (rs, rres) = expert_on(
+            &mut real_screen,
+            &g,
+            &tmp.path().join(format!("r{i}")),
+            true,
+        );
+        assert_eq!(ns, 1.0, "{} ({}) natively", g.task.id, spec.family.name());
+        assert_eq!(
+            rs,
+            1.0,
+            "{} ({}) on LibreOffice",
+            g.task.id,
+            spec.family.name()
+        );
+        if let Err(e) = same_values(&nres, &rres) {
+            panic!(
+                "{} ({}): the saved files differ: {e}",
+                g.task.id,
+                spec.family.name()
+            );
+        }
+    }
+    eprintln!(
+        "{} expert episodes on LibreOffice in {:.0} s",
+        specs.len(),
+        t.elapsed().as_secs_f64()
+    );
+
+    // --- the observation: the sheet's cells with their positions, a screenshot of the file ---
+    let g = family::generate(&specs[0]);
+    let dir = tmp.path().join("obs");
+    std::fs::create_dir_all(&dir).unwrap();
+    let task_path = rla_desktop::local::export(&g, &dir).unwrap();
+    let task = rla_desktop::task::DesktopTask::load(&task_path).unwrap();
+    real_screen.set_up(&task, &task_path).unwrap();
+    let obs = real_screen.observe().unwrap();
+    let a1 = obs
+        .nodes
+        .iter()
+        .find(|n| n.tag == "table-cell" && n.name == "A1")
+        .expect("the agent's tree holds cell A1");
+    let want = g.start.sheets[0].cells[&rla_desktop::addr::Addr::new(0, 0)].input_text();
+    assert_eq!(a1.text, want);
+    assert!(
+        a1.rect.w > 0 && a1.rect.h > 0 && a1.rect.y > 50,
+        "{:?}",
+        a1.rect
+    );
+    let cells = obs.nodes.iter().filter(|n| n.tag == "table-cell").count();
+    assert!(cells > 100, "the visible cells are in the tree ({cells})");
+    assert!(
+        obs.elements
+            .iter()
+            .any(|e| e.node.tag == "frame" && e.node.name.contains(&g.file)),
+        "the window is titled with the file"
+    );
+    let png = real_screen.screenshot().unwrap();
+    let img = image_size_and_variety(&png);
+    assert_eq!((img.0, img.1), (1920, 1080));
+    assert!(
+        img.2 > 16,
+        "the screenshot shows more than a blank screen ({} colours)",
+        img.2
+    );
+
+    // --- `<` in a formula arrives as typed ----------------------------------------------
+    let h2 = obs
+        .nodes
+        .iter()
+        .find(|n| n.tag == "table-cell" && n.name == "H2")
+        .unwrap();
+    let (x, y) = h2.rect.center();
+    for step in [
+        format!("pyautogui.click({x}, {y})"),
+        "pyautogui.write('=IF(1<2;\"lt\";\"ge\")\\n')".into(),
+    ] {
+        assert_eq!(real_screen.act(&step, &obs).unwrap(), None, "{step}");
+    }
+    real_screen
+        .post_config(task.evaluator.postconfig.as_deref().unwrap())
+        .unwrap();
+    let saved = dir.join("lt.xlsx");
+    assert!(real_screen
+        .fetch(&format!("/home/user/{}", g.file), &saved)
+        .unwrap());
+    let book = xlsx::open(&saved).unwrap();
+    let h2 = &book.sheets[0].cells[&rla_desktop::addr::Addr::new(1, 7)];
+    assert_eq!(h2.input_text(), "=IF(1<2,\"lt\",\"ge\")");
+    let stored = xlsx::cached(&saved).unwrap();
+    let h2 = stored[0]
+        .cells
+        .iter()
+        .find(|(a, _)| *a == rla_desktop::addr::Addr::new(1, 7));
+    assert_eq!(h2.map(|x| &x.1), Some(&Stored::Text("lt".into())));
+
+    // --- a wrong edit scores 0; an unsaved right one scores 0 -----------------------------
+    real_screen.set_up(&task, &task_path).unwrap();
+    let obs = real_screen.observe().unwrap();
+    let b2 = obs
+        .nodes
+        .iter()
+        .find(|n| n.tag == "table-cell" && n.name == "B2")
+        .unwrap();
+    let (x, y) = b2.rect.center();
+    real_screen
+        .act(
+            &format!("pyautogui.click({x}, {y}); pyautogui.write('oops\\n')"),
+            &obs,
+        )
+        .unwrap();
+    let (score, _) = runner::score_on(&mut real_screen, &task, &task_path, &dir).unwrap();
+    assert_eq!(score, 0.0, "a wrong edit, saved");
+    real_screen.set_up(&task, &task_path).unwrap();
+    let mut agent = ExpertAgent::new(g.clone(), true, (1920, 1080)).unwrap();
+    for _ in 0..60 {
+        let obs = real_screen.observe().unwrap();
+        let step = agent.next(&obs).unwrap();
+        if step == "DONE" {
+            break;
+        }
+        assert_eq!(real_screen.act(&step, &obs).unwrap(), None, "{step}");
+    }
+    let unsaved = dir.join("unsaved.xlsx");
+    assert!(real_screen
+        .fetch(&format!("/home/user/{}", g.file), &unsaved)
+        .unwrap());
+    assert_eq!(
+        rla_desktop::local::score(&task_path, &unsaved, &[]).unwrap(),
+        0.0,
+        "edited, not saved"
+    );
+    let (score, _) = runner::score_on(&mut real_screen, &task, &task_path, &dir).unwrap();
+    assert_eq!(score, 1.0, "the same edits, saved by the postconfig");
+
+    // --- LibreOffice crashes; the next reset recovers --------------------------------------
+    let office: Vec<u32> = session_processes()
+        .into_iter()
+        .filter(|(_, c)| c.starts_with("soffice"))
+        .map(|(p, _)| p)
+        .collect();
+    assert!(!office.is_empty(), "LibreOffice runs in the session");
+    for p in office {
+        unsafe {
+            libc::kill(p as i32, libc::SIGKILL);
+        }
+    }
+    let g = family::generate(&specs[1]);
+    let (s, _) = expert_on(&mut real_screen, &g, &tmp.path().join("after-crash"), true);
+    assert_eq!(s, 1.0, "after LibreOffice was killed");
+
+    // --- stopping leaves nothing behind --------------------------------------------------
+    let before = session_processes();
+    assert!(before.iter().any(|(_, c)| c == "Xvfb"), "{before:?}");
+    server.stop();
+    std::thread::sleep(Duration::from_millis(500));
+    let left = session_processes();
+    assert!(left.is_empty(), "processes left after SIGTERM: {left:?}");
+}
+
+/// A PNG's width, height and number of distinct colours in its top half (8-bit RGB or RGBA).
+fn image_size_and_variety(png_bytes: &[u8]) -> (u32, u32, usize) {
+    let dec = png::Decoder::new(std::io::Cursor::new(png_bytes));
+    let mut r = dec.read_info().unwrap();
+    let mut buf = vec![0; r.output_buffer_size()];
+    let info = r.next_frame(&mut buf).unwrap();
+    let ch = info.color_type.samples();
+    let mut colours = std::collections::HashSet::new();
+    for px in buf[..info.buffer_size() / 2].chunks(ch).step_by(7) {
+        colours.insert(px[..3].to_vec());
+        if colours.len() > 1000 {
+            break;
+        }
+    }
+    (info.width, info.height, colours.len())
+}
