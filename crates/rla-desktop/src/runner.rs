@@ -318,7 +318,7 @@ impl Screen for Real {
             Err(e) => return Ok(Some(e)),
         };
         let out = self.remote.execute(&c).map_err(|e| e.to_string())?;
-        Ok((out.status != "success").then(|| out.error))
+        Ok((out.status != "success").then_some(out.error))
     }
 
     fn post_config(&mut self, steps: &[SetupStep]) -> Result<(), String> {

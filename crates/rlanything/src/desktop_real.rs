@@ -223,7 +223,8 @@ pub fn eval(
                 if p.score >= 1.0 {
                     solved += 1;
                 }
-                if i < show {
+                // the first `show` episodes, and the expert's failures (they are bugs)
+                if i < show || (vlm.is_none() && p.score < 1.0) {
                     bar.suspend(|| {
                         println!(
                             "task {id} ({}): {instruction} (score {})",

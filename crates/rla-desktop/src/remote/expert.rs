@@ -129,7 +129,7 @@ fn click(how: How, (x, y): (i32, i32)) -> String {
     }
 }
 
-fn cell<'a>(els: &'a [Element], a: Addr) -> Result<&'a Element, String> {
+fn cell(els: &[Element], a: Addr) -> Result<&Element, String> {
     let name = a.to_string();
     els.iter()
         .find(|e| e.showing && e.node.tag == "table-cell" && e.node.name == name)

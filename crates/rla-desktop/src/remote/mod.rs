@@ -74,6 +74,14 @@ pub struct Executed {
     pub returncode: i64,
 }
 
+/// A request's method and body.
+enum Body {
+    /// A GET.
+    Get,
+    /// A POST of this content type and body.
+    Post(String, Vec<u8>),
+}
+
 /// A desktop reached over OSWorld's protocol.
 pub struct RemoteDesktop {
     base: String,
@@ -108,21 +116,19 @@ impl RemoteDesktop {
         &self.base
     }
 
-    fn call(
-        &self,
-        path: &str,
-        send: &dyn Fn(ureq::Request) -> Result<ureq::Response, ureq::Error>,
-        post: bool,
-    ) -> Result<Vec<u8>, RemoteError> {
+    fn call(&self, path: &str, body: &Body) -> Result<Vec<u8>, RemoteError> {
         let url = format!("{}{path}", self.base);
         let mut pause = Duration::from_millis(200);
         for attempt in 1..=self.tries.max(1) {
-            let req = if post {
-                self.agent.post(&url)
-            } else {
-                self.agent.get(&url)
+            let sent = match body {
+                Body::Get => self.agent.get(&url).call(),
+                Body::Post(ctype, bytes) => self
+                    .agent
+                    .post(&url)
+                    .set("Content-Type", ctype)
+                    .send_bytes(bytes),
             };
-            match send(req) {
+            match sent {
                 Ok(resp) => {
                     let mut out = Vec::new();
                     resp.into_reader()
@@ -169,11 +175,9 @@ impl RemoteDesktop {
     }
 
     fn post_json(&self, path: &str, body: &serde_json::Value) -> Result<Vec<u8>, RemoteError> {
-        let text = body.to_string();
         self.call(
             path,
-            &|r| r.set("Content-Type", "application/json").send_string(&text),
-            true,
+            &Body::Post("application/json".into(), body.to_string().into_bytes()),
         )
     }
 
@@ -216,7 +220,7 @@ impl RemoteDesktop {
 
     /// The screen as PNG.
     pub fn screenshot(&self) -> Result<Vec<u8>, RemoteError> {
-        let png = self.call("/screenshot", &|r| r.call(), false)?;
+        let png = self.call("/screenshot", &Body::Get)?;
         if !png.starts_with(b"\x89PNG\r\n\x1a\n") {
             return Err(RemoteError::Reply {
                 url: format!("{}/screenshot", self.base),
@@ -233,7 +237,7 @@ impl RemoteDesktop {
             #[serde(rename = "AT")]
             at: Option<String>,
         }
-        let raw = self.call("/accessibility", &|r| r.call(), false)?;
+        let raw = self.call("/accessibility", &Body::Get)?;
         let at: At = self.json("/accessibility", raw)?;
         at.at.ok_or_else(|| RemoteError::Reply {
             url: format!("{}/accessibility", self.base),
@@ -268,11 +272,7 @@ impl RemoteDesktop {
         body.extend_from_slice(data);
         body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
         let ctype = format!("multipart/form-data; boundary={boundary}");
-        self.call(
-            "/setup/upload",
-            &|r| r.set("Content-Type", &ctype).send_bytes(&body),
-            true,
-        )?;
+        self.call("/setup/upload", &Body::Post(ctype, body))?;
         Ok(())
     }
 
@@ -308,14 +308,11 @@ impl RemoteDesktop {
     /// A file of the desktop (`POST /file`, form field `file_path`); `None` when it is not there.
     pub fn file(&self, path: &str) -> Result<Option<Vec<u8>>, RemoteError> {
         let form = format!("file_path={}", form_escape(path));
-        match self.call(
-            "/file",
-            &|r| {
-                r.set("Content-Type", "application/x-www-form-urlencoded")
-                    .send_string(&form)
-            },
-            true,
-        ) {
+        let body = Body::Post(
+            "application/x-www-form-urlencoded".into(),
+            form.into_bytes(),
+        );
+        match self.call("/file", &body) {
             Ok(b) => Ok(Some(b)),
             Err(RemoteError::Status { status: 404, .. }) => Ok(None),
             Err(e) => Err(e),
