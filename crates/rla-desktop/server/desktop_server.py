@@ -191,6 +191,15 @@ class Session:
         self.env["DISPLAY"] = f":{num.decode().strip()}"
         os.environ["DISPLAY"] = self.env["DISPLAY"]
         os.environ["XAUTHORITY"] = self.env["XAUTHORITY"]
+        # no key repeats: a key held past the repeat delay (the machine busy between pyautogui's
+        # press and release) would type its character twice
+        from Xlib import X
+        from Xlib.display import Display
+
+        d = Display(self.env["DISPLAY"])
+        d.change_keyboard_control(auto_repeat_mode=X.AutoRepeatModeOff)
+        d.sync()
+        d.close()
         bus = self.spawn(
             ["dbus-daemon", "--session", "--nofork", "--print-address=1"],
             stdout=subprocess.PIPE,
@@ -408,6 +417,8 @@ class Actions:
         pressed = {}
 
         def mouse_down(x, y, button):
+            # the pointer rests a moment where it moved before the button goes down
+            time.sleep(0.02)
             down(x, y, button)
             pressed[button] = time.monotonic()
 
