@@ -20,20 +20,7 @@ fn click(x: i32, y: i32) -> String {
     format!("pyautogui.click({x}, {y})")
 }
 
-fn py_str(s: &str) -> String {
-    let mut out = String::from("'");
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\'' => out.push_str("\\'"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            c => out.push(c),
-        }
-    }
-    out.push('\'');
-    out
-}
+use crate::remote::code::py_str;
 
 fn same(a: &Value, b: &Value) -> bool {
     match (a, b) {

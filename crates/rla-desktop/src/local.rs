@@ -38,6 +38,48 @@ fn local(base: &Path, p: &str) -> PathBuf {
     }
 }
 
+/// The files a task's `download` steps name: (path on the desktop, file here); relative URLs
+/// and `file://` ones are read from the task file's folder.
+pub fn downloads(
+    steps: &[crate::task::SetupStep],
+    task_path: &Path,
+) -> Result<Vec<(String, PathBuf)>, DesktopError> {
+    let base = task_path.parent().unwrap_or(Path::new("."));
+    let mut files = Vec::new();
+    for (i, step) in steps.iter().enumerate() {
+        if step.kind != "download" {
+            continue;
+        }
+        for f in step
+            .parameters
+            .get("files")
+            .and_then(|f| f.as_array())
+            .into_iter()
+            .flatten()
+        {
+            let (Some(url), Some(path)) = (
+                f.get("url").and_then(|u| u.as_str()),
+                f.get("path").and_then(|u| u.as_str()),
+            ) else {
+                return Err(DesktopError::invalid(
+                    task_path,
+                    format!("config[{i}].parameters.files"),
+                    "each file needs `url` and `path`",
+                ));
+            };
+            if url.starts_with("http://") || url.starts_with("https://") {
+                return Err(DesktopError::invalid(
+                    task_path,
+                    format!("config[{i}]"),
+                    format!("{url} must be downloaded first: this setting reads files from the task's folder"),
+                ));
+            }
+            files.push((path.to_string(), local(base, url)));
+        }
+    }
+    Ok(files)
+}
+
 /// A task opened from its file: the task, and its document on a desktop (in memory, under the
 /// name its `open` step gives).
 pub fn open(
@@ -48,39 +90,12 @@ pub fn open(
     let task = DesktopTask::load(task_path)?;
     task.check()
         .map_err(|m| DesktopError::invalid(task_path, "evaluator", m))?;
-    let base = task_path.parent().unwrap_or(Path::new("."));
-    let mut files: Vec<(String, PathBuf)> = Vec::new();
+    let files = downloads(task.config.as_deref().unwrap_or(&[]), task_path)?;
     let mut opened: Option<String> = None;
     for (i, step) in task.config.iter().flatten().enumerate() {
         let p = &step.parameters;
         match step.kind.as_str() {
-            "download" => {
-                for f in p
-                    .get("files")
-                    .and_then(|f| f.as_array())
-                    .into_iter()
-                    .flatten()
-                {
-                    let (Some(url), Some(path)) = (
-                        f.get("url").and_then(|u| u.as_str()),
-                        f.get("path").and_then(|u| u.as_str()),
-                    ) else {
-                        return Err(DesktopError::invalid(
-                            task_path,
-                            format!("config[{i}].parameters.files"),
-                            "each file needs `url` and `path`",
-                        ));
-                    };
-                    if url.starts_with("http://") || url.starts_with("https://") {
-                        return Err(DesktopError::invalid(
-                            task_path,
-                            format!("config[{i}]"),
-                            format!("{url} must be downloaded first: this setting reads files from the task's folder"),
-                        ));
-                    }
-                    files.push((path.to_string(), local(base, url)));
-                }
-            }
+            "download" => {}
             "open" => opened = p.get("path").and_then(|x| x.as_str()).map(String::from),
             "sleep" | "activate_window" | "launch" | "execute" => {}
             other => {

@@ -145,43 +145,17 @@ fn opened_path(task: &DesktopTask) -> Option<String> {
         .map(String::from)
 }
 
-/// The files a task's `download` steps name: (path on the desktop, file here); relative URLs
-/// are read from the task file's folder.
 fn downloads(steps: &[SetupStep], task_path: &Path) -> Result<Vec<(String, PathBuf)>, String> {
-    let base = task_path.parent().unwrap_or(Path::new("."));
-    let mut out = Vec::new();
-    for (i, s) in steps.iter().enumerate() {
-        if s.kind != "download" {
-            continue;
-        }
-        for f in s
-            .parameters
-            .get("files")
-            .and_then(|f| f.as_array())
-            .into_iter()
-            .flatten()
-        {
-            let (Some(url), Some(path)) = (
-                f.get("url").and_then(|u| u.as_str()),
-                f.get("path").and_then(|u| u.as_str()),
-            ) else {
-                return Err(format!(
-                    "config[{i}].parameters.files: each file needs `url` and `path`"
-                ));
-            };
-            if url.starts_with("http://") || url.starts_with("https://") {
-                return Err(format!("config[{i}]: {url} must be downloaded first: files are read from the task's folder"));
-            }
-            let local = url.strip_prefix("file://").unwrap_or(url);
-            let local = if Path::new(local).is_absolute() {
-                PathBuf::from(local)
-            } else {
-                base.join(local)
-            };
-            out.push((path.to_string(), local));
-        }
-    }
-    Ok(out)
+    crate::local::downloads(steps, task_path).map_err(|e| e.to_string())
+}
+
+/// A setup step's `command` and `shell`.
+fn command(s: &SetupStep) -> (serde_json::Value, bool) {
+    let shell = s.parameters.get("shell").and_then(|v| v.as_bool());
+    (
+        s.parameters.get("command").cloned().unwrap_or_default(),
+        shell.unwrap_or(false),
+    )
 }
 
 fn str_param<'a>(s: &'a SetupStep, key: &str) -> Option<&'a str> {
@@ -227,12 +201,7 @@ impl Real {
                         .map_err(|e| err(i, &e))?;
                 }
                 "execute" | "command" => {
-                    let cmd = s.parameters.get("command").cloned().unwrap_or_default();
-                    let shell = s
-                        .parameters
-                        .get("shell")
-                        .and_then(|v| v.as_bool())
-                        .unwrap_or(false);
+                    let (cmd, shell) = command(s);
                     let out = self
                         .remote
                         .setup_execute(&cmd, shell)
@@ -242,12 +211,7 @@ impl Real {
                     }
                 }
                 "launch" => {
-                    let cmd = s.parameters.get("command").cloned().unwrap_or_default();
-                    let shell = s
-                        .parameters
-                        .get("shell")
-                        .and_then(|v| v.as_bool())
-                        .unwrap_or(false);
+                    let (cmd, shell) = command(s);
                     self.remote.launch(&cmd, shell).map_err(|e| err(i, &e))?;
                 }
                 "sleep" => {

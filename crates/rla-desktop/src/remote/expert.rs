@@ -40,6 +40,9 @@ pub enum Sub {
     Node(&'static str, String, How),
     /// A click on a sheet's tab.
     Tab(String, How),
+    /// Keys or text, once an element of this role and name is on the screen (a dialog that
+    /// an earlier step opens).
+    When(&'static str, String, String),
 }
 
 fn how(button: Button, clicks: u32) -> Result<How, String> {
@@ -82,7 +85,27 @@ pub fn map(d: &Desktop, step: &str) -> Result<Vec<Sub>, String> {
                         Sub::Node("menu-item", name, h)
                     }
                     Target::Tab(i) => Sub::Tab(d.book.names()[i].to_string(), h),
-                    Target::AddSheet => Sub::Node("push-button", "Add".into(), h),
+                    Target::AddSheet => {
+                        // Calc's own add button loses a click now and then on a busy machine;
+                        // its menu does not: Sheet ▸ Insert Sheet at End…, named as the native
+                        // desktop names it
+                        let name = d.book.fresh_name();
+                        out.push(Sub::Node("menu", "Sheet".into(), How::Left));
+                        out.push(Sub::Node(
+                            "menu-item",
+                            "Insert Sheet at End...".into(),
+                            How::Left,
+                        ));
+                        out.push(Sub::When(
+                            "dialog",
+                            "Append Sheet".into(),
+                            format!(
+                                "pyautogui.hotkey('ctrl', 'a'); pyautogui.write({})",
+                                code::py_str(&format!("{name}\n"))
+                            ),
+                        ));
+                        continue;
+                    }
                     t => {
                         return Err(format!(
                             "{step:?}: a click on {t:?} is not mapped to the real window"
@@ -168,6 +191,12 @@ pub fn place(sub: &Sub, els: &[Element]) -> Result<String, String> {
                 .find(|e| e.showing && e.node.tag == *tag && e.node.name == *name)
                 .ok_or_else(|| format!("no {tag} named {name:?} on the real screen"))?;
             click(*h, centre(e))
+        }
+        Sub::When(tag, name, c) => {
+            els.iter()
+                .find(|e| e.showing && e.node.tag == *tag && e.node.name == *name)
+                .ok_or_else(|| format!("no {tag} named {name:?} on the real screen"))?;
+            c.clone()
         }
         Sub::Tab(name, h) => {
             let e = els
