@@ -128,6 +128,24 @@ pub fn metrics(run: &std::path::Path) -> Vec<serde_json::Value> {
 /// float): a golden file holds exact numbers only for machines that share them.
 #[allow(dead_code)]
 fn kernel_features() -> String {
+    format!("{} | {}", simd_features(), cpu_model())
+}
+
+/// The processor's model name: machines with the same features but another model (other cache
+/// sizes, so other kernel blockings; other speeds, so other sandbox time-outs) give other runs.
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, m)| m.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown processor".into())
+}
+
+fn simd_features() -> String {
     #[cfg(target_arch = "x86_64")]
     {
         let mut f = vec!["x86_64"];
@@ -151,8 +169,9 @@ fn kernel_features() -> String {
 /// Checks a seeded run's metrics (timings left out) against `tests/golden/NAME.jsonl`, the
 /// numbers the code gave when the file was written: a change that should not change what a run
 /// does (a refactor) must reproduce them exactly. `RLA_BLESS=1` rewrites the file. The file's
-/// first line names the processor features it was written with; on a machine with other ones
-/// (other numeric kernels, so other last bits) only the shape is compared, and the test says so.
+/// first line names the processor it was written on (its vector features and model); on another
+/// (other numeric kernels or cache blockings, so other last bits; other speeds, so other sandbox
+/// time-outs) only the shape is compared, and the test says so.
 #[allow(dead_code)]
 pub fn golden(name: &str, metrics: &[serde_json::Value]) {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
