@@ -36,5 +36,6 @@ if [ ! -x "$venv/bin/python" ]; then
   /usr/bin/python3 -m venv --system-site-packages "$venv"
 fi
 "$venv/bin/pip" install -q pyautogui==0.9.54 pillow==11.3.0
-"$venv/bin/python" -c "import pyatspi, pyautogui, PIL" 2>/dev/null || "$venv/bin/python" -c "import pyatspi, PIL; print('pyatspi, Pillow ready')"
+# pyautogui opens the X display when imported: it is looked up here, imported by the server
+"$venv/bin/python" -c "import importlib.util, sys, pyatspi, tkinter, PIL; sys.exit(importlib.util.find_spec('pyautogui') is None)"
 echo "real desktop ready: $venv/bin/python ($(soffice --version | head -1))"

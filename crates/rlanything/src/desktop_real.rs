@@ -43,16 +43,20 @@ pub fn serve(
 ) -> Result<()> {
     use std::os::unix::process::CommandExt;
     let python = server_python(python);
+    // pyautogui is looked up, not imported: importing it opens the X display, which the server
+    // has not started yet
     let check = std::process::Command::new(&python)
-        .args(["-c", "import pyatspi, tkinter, PIL, pyautogui"])
-        .env("DISPLAY", ":0")
+        .args([
+            "-c",
+            "import importlib.util, sys, pyatspi, tkinter, PIL; sys.exit(importlib.util.find_spec('pyautogui') is None and 'No module named pyautogui')",
+        ])
         .output();
     match check {
         Err(e) => bail!(
             "{}: {e}: the desktop server needs a Python with pyautogui and pyatspi (scripts/desktop-real.sh installs them; --python names another)",
             python.display()
         ),
-        Ok(o) if !o.status.success() && !String::from_utf8_lossy(&o.stderr).contains("Xlib") => {
+        Ok(o) if !o.status.success() => {
             let err = String::from_utf8_lossy(&o.stderr);
             bail!(
                 "{} lacks what the desktop server imports ({}); scripts/desktop-real.sh installs it, --python names another",

@@ -71,16 +71,7 @@ fn kill_and_resume(dir: &Path, extra: &str) {
         "killed before the end"
     );
 
-    let out = bin()
-        .args(["train", "--quiet", "--resume"])
-        .arg(&cut)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    common::succeeds(bin().args(["train", "--quiet", "--resume"]).arg(&cut));
     assert_eq!(metrics(&cut), metrics(&full));
     assert!(
         weights(&cut) == weights(&full),

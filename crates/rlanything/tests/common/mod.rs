@@ -328,17 +328,12 @@ pub fn peft_python() -> String {
 pub fn pretrained(text: &str, cfg: &std::path::Path, dir: &std::path::Path) -> String {
     let pre = dir.join("pre");
     std::fs::write(cfg, text).unwrap();
-    let out = bin()
-        .args(["pretrain", "--config"])
-        .arg(cfg)
-        .arg("--out")
-        .arg(&pre)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    succeeds(
+        bin()
+            .args(["pretrain", "--config"])
+            .arg(cfg)
+            .arg("--out")
+            .arg(&pre),
     );
     text.replace(
         "[policy]\n",
@@ -353,16 +348,23 @@ pub fn pretrained(text: &str, cfg: &std::path::Path, dir: &std::path::Path) -> S
 /// `rlanything train --quiet --config CFG --run RUN`, which must succeed.
 #[allow(dead_code)]
 pub fn train(cfg: &std::path::Path, run: &std::path::Path) {
-    let out = bin()
-        .args(["train", "--quiet", "--config"])
-        .arg(cfg)
-        .arg("--run")
-        .arg(run)
-        .output()
-        .unwrap();
+    succeeds(
+        bin()
+            .args(["train", "--quiet", "--config"])
+            .arg(cfg)
+            .arg("--run")
+            .arg(run),
+    );
+}
+
+/// Runs a command that must succeed (its standard error is the failure's message); its output.
+#[allow(dead_code)]
+pub fn succeeds(cmd: &mut std::process::Command) -> std::process::Output {
+    let out = cmd.output().unwrap();
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    out
 }
