@@ -336,6 +336,17 @@ fn the_real_desktop_runs_osworld_tasks_through_its_protocol() {
             .any(|e| e.node.tag == "frame" && e.node.name.contains(&g.file)),
         "the window is titled with the file"
     );
+    // the server asks LibreOffice which cells hold something and reads only their texts over
+    // AT-SPI; read every cell over AT-SPI instead, the tree is the same
+    let (code, body) = raw(
+        &server.url,
+        b"GET /accessibility?cells=atspi HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(code, 200);
+    let every_cell: serde_json::Value = serde_json::from_str(&body).unwrap();
+    let every_cell = every_cell["AT"].as_str().unwrap().to_string();
+    assert!(every_cell.contains(">{want}</table-cell>") || want.is_empty());
+    assert_eq!(remote.accessibility().unwrap(), every_cell);
     let png = real_screen.screenshot().unwrap();
     let img = image_size_and_variety(&png);
     assert_eq!((img.0, img.1), (1920, 1080));
@@ -358,6 +369,17 @@ fn the_real_desktop_runs_osworld_tasks_through_its_protocol() {
     ] {
         assert_eq!(real_screen.act(&step, &obs).unwrap(), None, "{step}");
     }
+    // the tree read ahead after the action (while a client fetches the screenshot) shows what
+    // the action did, and is the tree read afresh
+    let _ = real_screen.screenshot().unwrap();
+    let ahead = remote.accessibility().unwrap();
+    let h2_text = rla_desktop::remote::tree::agent_view(&ahead)
+        .unwrap()
+        .into_iter()
+        .find(|n| n.tag == "table-cell" && n.name == "H2")
+        .map(|n| n.text);
+    assert_eq!(h2_text.as_deref(), Some("lt"));
+    assert_eq!(remote.accessibility().unwrap(), ahead);
     real_screen
         .post_config(task.evaluator.postconfig.as_deref().unwrap())
         .unwrap();
