@@ -124,7 +124,7 @@ class Session:
         self.marker = uuid.uuid4().hex
         # LibreOffice listens here for its own API (UNO): the tree reads cell texts through it
         self.uno_pipe = f"rla-desktop-{self.marker}"
-        self.cells = OfficeCells(self.uno_pipe)
+        self.uno = Office(self.uno_pipe)
         self.atspi = AtspiBus()
         self.ahead = None
         self.procs = []
@@ -322,7 +322,7 @@ class LookAhead:
 
     def run(self, s):
         try:
-            self.xml = a11y_xml(s.atspi, s.cells)
+            self.xml = a11y_xml(s.atspi, s.uno)
         except Exception as e:
             log(f"accessibility: the tree read after the action failed ({e}); it is read again when asked for")
 
@@ -460,6 +460,8 @@ class Actions:
         pm._mouseDown, pm._mouseUp = mouse_down, mouse_up
         pyautogui.typewrite = write
         self.ns = {"pyautogui": pyautogui, "time": time, "__name__": "__action__"}
+        # the session's `Office`, to wait for LibreOffice after an action
+        self.office = None
 
     def run(self, code, allow_any):
         if not allow_any:
@@ -467,15 +469,21 @@ class Actions:
         out = io.StringIO()
         old = sys.stdout
         sys.stdout = out
+        error = None
         try:
             exec(compile(code, "<action>", "exec"), self.ns)
         except Exception as e:
-            return {"status": "error", "output": out.getvalue(),
-                    "error": f"{type(e).__name__}: {e}", "returncode": 1}
+            error = f"{type(e).__name__}: {e}"
         finally:
             sys.stdout = old
-        # the application draws what the action did before the next observation
-        time.sleep(0.05)
+        # LibreOffice handles what the action did (and draws it) before the next observation:
+        # 20 ms for its main loop to take the input up, then until it has nothing left to do
+        # (50 ms in all without LibreOffice's API)
+        time.sleep(0.02)
+        if not (self.office is not None and self.office.settle()):
+            time.sleep(0.03)
+        if error is not None:
+            return {"status": "error", "output": out.getvalue(), "error": error, "returncode": 1}
         return {"status": "success", "output": out.getvalue(), "error": "", "returncode": 0}
 
 
@@ -531,19 +539,23 @@ def png_bytes(img):
             + chunk(b"IDAT", zlib.compress(rows, 1)) + chunk(b"IEND", b""))
 
 
-class OfficeCells:
-    """Which of Calc's cells hold something, asked through LibreOffice's own API (UNO, over the
-    pipe the session's LibreOffice listens on) in two calls for a whole range, so that the tree
-    reads the texts of those cells alone over AT-SPI instead of every showing cell's (two calls
-    a cell, most of them empty). Without python3-uno, or when the document on screen is not
-    the one asked for, `filled` returns None and every cell is read."""
+class Office:
+    """LibreOffice's own API (UNO), over the pipe the session's LibreOffice listens on:
+    - `settle`: waits until LibreOffice has handled every event an action caused (the input,
+      the dialog it closed and what that dialog then did, the repaint), as LibreOffice's own
+      UI tests do, so that the observation after an action shows its effect;
+    - `filled`: which cells of a range hold something, in two calls, so that the tree reads the
+      texts of those cells alone over AT-SPI instead of every showing cell's (two calls a cell,
+      most of them empty).
+    Without python3-uno, or without a LibreOffice to answer, both return None: the server then
+    waits a fixed 50 ms after an action and reads every showing cell."""
 
     # com.sun.star.sheet.CellFlags: VALUE | DATETIME | STRING | FORMULA
     CONTENT = 1 | 2 | 4 | 16
 
     def __init__(self, pipe):
         self.pipe = pipe
-        self.desktop = None
+        self.desktop = self.toolkit = None
         self.missing = False
 
     def connect(self):
@@ -554,34 +566,51 @@ class OfficeCells:
             "com.sun.star.bridge.UnoUrlResolver", local)
         ctx = resolver.resolve(f"uno:pipe,name={self.pipe};urp;StarOffice.ComponentContext")
         self.desktop = ctx.ServiceManager.createInstanceWithContext("com.sun.star.frame.Desktop", ctx)
+        self.toolkit = ctx.ServiceManager.createInstanceWithContext("com.sun.star.awt.Toolkit", ctx)
 
-    def filled(self, sheet, r0, c0, r1, c1):
-        """The (row, column) of the cells with content among rows r0..=r1 and columns c0..=c1
-        of the sheet named `sheet` of the document on screen, or None."""
+    def ask(self, question):
+        """`question()` over a live connection (made again once if LibreOffice restarted: a
+        reset, a crash), or None."""
         if self.missing:
             return None
         for attempt in range(2):
             try:
                 if self.desktop is None:
                     self.connect()
-                doc = self.desktop.getCurrentComponent()
-                if doc is None or not hasattr(doc, "getSheets"):
-                    return None
-                active = doc.getCurrentController().getActiveSheet()
-                if active.getName() != sheet:
-                    return None
-                found = active.getCellRangeByPosition(c0, r0, c1, r1).queryContentCells(self.CONTENT)
-                return {(r, c) for a in found.getRangeAddresses()
-                        for r in range(a.StartRow, a.EndRow + 1)
-                        for c in range(a.StartColumn, a.EndColumn + 1)}
+                return question()
             except ImportError:
-                log("python3-uno is not installed: the tree reads every showing cell's text")
+                log("python3-uno is not installed: the server waits 50 ms after an action, and "
+                    "the tree reads every showing cell's text")
                 self.missing = True
                 return None
             except Exception:
-                # LibreOffice restarted (a reset, a crash): connect again once
-                self.desktop = None
+                self.desktop = self.toolkit = None
         return None
+
+    def settle(self):
+        """True once LibreOffice has no event left to handle; None without an answer."""
+        def idle():
+            self.toolkit.processEventsToIdle()
+            return True
+
+        return self.ask(idle)
+
+    def filled(self, sheet, r0, c0, r1, c1):
+        """The (row, column) of the cells with content among rows r0..=r1 and columns c0..=c1
+        of the sheet named `sheet` of the document on screen, or None."""
+        def cells():
+            doc = self.desktop.getCurrentComponent()
+            if doc is None or not hasattr(doc, "getSheets"):
+                return None
+            active = doc.getCurrentController().getActiveSheet()
+            if active.getName() != sheet:
+                return None
+            found = active.getCellRangeByPosition(c0, r0, c1, r1).queryContentCells(self.CONTENT)
+            return {(r, c) for a in found.getRangeAddresses()
+                    for r in range(a.StartRow, a.EndRow + 1)
+                    for c in range(a.StartColumn, a.EndColumn + 1)}
+
+        return self.ask(cells)
 
 
 def col_name(c):
@@ -780,7 +809,7 @@ class AtspiBus:
 def a11y_xml(bus, office=None):
     """The AT-SPI tree as OSWorld's XML: every showing node (closed menus are not opened), with
     its states, attributes, screen position and size and text; Calc's table as its showing
-    cells, row by row, their texts read through `office` (an `OfficeCells`) where it can.
+    cells, row by row, their texts read where `office` (an `Office`) says a cell holds something.
     `bus`: an `AtspiBus`. The tree is read level by level, each level's calls sent together."""
     import gi
 
@@ -1162,7 +1191,7 @@ def r_accessibility(h, s):
     ahead, s.ahead = s.ahead, None
     x = ahead.result() if ahead is not None and not atspi_only else None
     if x is None:
-        x = a11y_xml(s.atspi, None if atspi_only else s.cells)
+        x = a11y_xml(s.atspi, None if atspi_only else s.uno)
     h.reply(200, {"AT": x})
 
 
@@ -1401,6 +1430,7 @@ def main():
     try:
         session.start()
         Actions_singleton = Actions()
+        Actions_singleton.office = session.uno
         httpd = ThreadingHTTPServer((a.host, a.port), Handler)
         httpd.daemon_threads = True
         httpd.session = session

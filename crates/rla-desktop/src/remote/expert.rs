@@ -43,6 +43,10 @@ pub enum Sub {
     /// Keys or text, once an element of this role and name is on the screen (a dialog that
     /// an earlier step opens).
     When(&'static str, String, String),
+    /// No step: the next one waits until an element of this role and name is on the screen
+    /// (what an earlier step makes, that the application shows a moment later: a new sheet's
+    /// tab after its dialog closes).
+    Await(&'static str, String),
 }
 
 fn how(button: Button, clicks: u32) -> Result<How, String> {
@@ -104,6 +108,7 @@ pub fn map(d: &Desktop, step: &str) -> Result<Vec<Sub>, String> {
                                 code::py_str(&format!("{name}\n"))
                             ),
                         ));
+                        out.push(Sub::Await("page-tab", name));
                         continue;
                     }
                     t => {
@@ -159,7 +164,15 @@ fn cell(els: &[Element], a: Addr) -> Result<&Element, String> {
         .ok_or_else(|| format!("cell {name} is not on the real screen"))
 }
 
-/// A real step's code, placed on the screen whose elements are `els`.
+fn shown(els: &[Element], tag: &str, name: &str) -> Result<(), String> {
+    els.iter()
+        .find(|e| e.showing && e.node.tag == tag && e.node.name == name)
+        .map(|_| ())
+        .ok_or_else(|| format!("no {tag} named {name:?} on the real screen"))
+}
+
+/// A real step's code, placed on the screen whose elements are `els` (empty for
+/// [`Sub::Await`], which makes no step).
 pub fn place(sub: &Sub, els: &[Element]) -> Result<String, String> {
     Ok(match sub {
         Sub::Code(c) => c.clone(),
@@ -193,10 +206,12 @@ pub fn place(sub: &Sub, els: &[Element]) -> Result<String, String> {
             click(*h, centre(e))
         }
         Sub::When(tag, name, c) => {
-            els.iter()
-                .find(|e| e.showing && e.node.tag == *tag && e.node.name == *name)
-                .ok_or_else(|| format!("no {tag} named {name:?} on the real screen"))?;
+            shown(els, tag, name)?;
             c.clone()
+        }
+        Sub::Await(tag, name) => {
+            shown(els, tag, name)?;
+            String::new()
         }
         Sub::Tab(name, h) => {
             let e = els
@@ -279,6 +294,11 @@ impl RealExpert {
         loop {
             if let Some(sub) = self.queue.pop_front() {
                 return match place(&sub, els) {
+                    Ok(code) if code.is_empty() => {
+                        // awaited: on to the next step, on the same screen
+                        self.waited = 0;
+                        continue;
+                    }
                     Ok(code) => {
                         self.waited = 0;
                         Ok(code)
