@@ -1361,9 +1361,9 @@ def r_activate(h, s):
 
 
 def r_reset(h, s):
-    """The extension: LibreOffice closed, its profile restored, uploaded files removed; with
-    `path`, that file reopened."""
-    body = h.json_body()
+    """The extension: LibreOffice closed, its profile restored, uploaded files removed (the
+    controller then uploads and opens the next task's file)."""
+    h.json_body()  # a body that is not JSON is a 400 here too
     s.close_office()
     s.restore_profile()
     for f in list(s.uploaded):
