@@ -327,9 +327,10 @@ class LookAhead:
             log(f"accessibility: the tree read after the action failed ({e}); it is read again when asked for")
 
     def result(self):
-        """The tree, or None when it failed or is too old."""
+        """The tree, or None when it failed or was asked for too long after the action."""
+        asked = time.monotonic()
         self.thread.join()
-        return self.xml if time.monotonic() - self.started < self.FRESH else None
+        return self.xml if asked - self.started < self.FRESH else None
 
 
 def kill_group(p):
