@@ -664,7 +664,7 @@ def to_xml(root):
 
 
 # AT-SPI's replies read straight from their D-Bus values (GLib's `unpack` is several times
-# slower, and the tree reads some 1,800 of them)
+# slower, and the tree reads some 1,400 of them)
 def _unpack(v):
     return v.unpack()[0]
 
@@ -717,7 +717,7 @@ class AtspiBus:
     connection of its own (`GetApplicationBusAddress`, as libatspi uses it), which halves a
     call's cost. Calls are sent many at a time and their replies collected, so the application
     answers them back to back where one call at a time would wait a round trip for each: the
-    tree of LibreOffice's window takes some 1,800 calls."""
+    tree of LibreOffice's window takes some 1,400 calls."""
 
     TIMEOUT_MS = 5000
 

@@ -54,20 +54,22 @@ pub fn validation_wins(
     Ok((rate * n as f64).round() as usize)
 }
 
-/// The processor's name, from `/proc/cpuinfo` where there is one.
+/// The processor's model name from `/proc/cpuinfo`, where there is one.
+pub fn cpu_model() -> Option<String> {
+    std::fs::read_to_string("/proc/cpuinfo").ok().and_then(|t| {
+        t.lines()
+            .find(|l| l.starts_with("model name"))
+            .and_then(|l| l.split_once(':'))
+            .map(|(_, v)| v.trim().to_string())
+    })
+}
+
+/// The processor's name (its model, else the architecture) and how many cores this process sees.
 pub fn cpu_name() -> String {
     let cores = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);
-    let name = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, v)| v.trim().to_string())
-        })
-        .unwrap_or_else(|| std::env::consts::ARCH.to_string());
+    let name = cpu_model().unwrap_or_else(|| std::env::consts::ARCH.to_string());
     format!("{name}, {cores} cores")
 }
 

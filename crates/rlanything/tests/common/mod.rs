@@ -134,15 +134,7 @@ fn kernel_features() -> String {
 /// The processor's model name: machines with the same features but another model (other cache
 /// sizes, so other kernel blockings; other speeds, so other sandbox time-outs) give other runs.
 fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, m)| m.trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown processor".into())
+    rla_train::manifest::cpu_model().unwrap_or_else(|| "unknown processor".into())
 }
 
 fn simd_features() -> String {
