@@ -256,10 +256,10 @@ pub struct PretrainConfig {
     pub schedule: LrSchedule,
     /// Steps over which the learning rate rises linearly to `lr` first (0: none).
     pub warmup: usize,
-    /// Generated training tasks whose demonstrations are held out of SFT to measure it (the
-    /// household): held-out loss and the share of steps whose greedy action is the expert's.
+    /// Generated training tasks whose demonstrations are held out of SFT to measure it: held-out
+    /// loss, and in the household the share of steps whose greedy action is the expert's.
     pub held_out: usize,
-    /// Validation tasks (the household's validation split) played greedily at each point of the
+    /// Validation tasks (the setting's validation split) played greedily at each point of the
     /// training curve (0: none).
     pub validation: usize,
     /// SFT steps between points of the training curve (0: one point, at the end). The curve is
@@ -360,6 +360,17 @@ pub enum SettingName {
     Coding,
     /// The GUI setting: a desktop agent on spreadsheet tasks in OSWorld's formats.
     Desktop,
+}
+
+impl SettingName {
+    /// The name used in configs (`setting = "…"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            SettingName::Household => "household",
+            SettingName::Coding => "coding",
+            SettingName::Desktop => "desktop",
+        }
+    }
 }
 
 /// The keys of the `[household]` table (top-level keys before it existed).
@@ -582,7 +593,7 @@ impl RunConfig {
             );
         }
         let val = rla_env::household::splits::VALIDATION_SIZE;
-        if self.pretrain.validation > val {
+        if self.setting == SettingName::Household && self.pretrain.validation > val {
             return Err(format!(
                 "pretrain.validation = {}: the validation split holds {val} tasks",
                 self.pretrain.validation

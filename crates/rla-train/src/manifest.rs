@@ -110,9 +110,10 @@ pub fn write_manifest(
         "\n## Check\n\n{}\n\n",
         check_line(won, CHECK_TASKS)
     ));
-    md.push_str(
-        "The test `models_household` (crates/rlanything/tests/models.rs) plays them again.\n\n",
-    );
+    md.push_str(&format!(
+        "The test `models_{}` (crates/rlanything/tests/models.rs) plays them again.\n\n",
+        cfg.setting.name()
+    ));
     if !curve.is_empty() {
         md.push_str("## The policy's training curve\n\n");
         md.push_str(&curve_table(&curve));

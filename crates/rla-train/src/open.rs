@@ -105,7 +105,7 @@ pub fn open<S: Setting>(
         None => {
             rd.check_no_lost_state()?;
             (
-                RunState::new(setting.name(), setting.initial_pool(&cfg)),
+                RunState::new(setting.name(), setting.initial_pool(&cfg)?),
                 None,
             )
         }

@@ -188,7 +188,7 @@ pub trait Setting {
     fn name(&self) -> &'static str;
 
     /// The initial pool.
-    fn initial_pool(&self, cfg: &RunConfig) -> Vec<Self::Task>;
+    fn initial_pool(&self, cfg: &RunConfig) -> Result<Vec<Self::Task>>;
 
     /// Plays every task `cfg.rollouts_per_task` times with the policy: one group per task.
     fn play(

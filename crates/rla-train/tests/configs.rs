@@ -9,6 +9,7 @@ fn shipped_configs_are_valid() {
     for name in [
         "quickstart.toml",
         "household-base.toml",
+        "coding-base.toml",
         "alfworld-qwen2.5-7b.toml",
         "alfworld-qwen2.5-7b-vllm.toml",
         "coding-tiny.toml",

@@ -55,14 +55,14 @@ impl Setting for Numbers {
         "numbers"
     }
 
-    fn initial_pool(&self, cfg: &RunConfig) -> Vec<Show> {
-        (0..cfg.pool_size as u32)
+    fn initial_pool(&self, cfg: &RunConfig) -> anyhow::Result<Vec<Show>> {
+        Ok((0..cfg.pool_size as u32)
             .map(|i| Show {
                 id: format!("n{i}"),
                 parent: None,
                 number: i % 10,
             })
-            .collect()
+            .collect())
     }
 
     fn play(
@@ -287,7 +287,7 @@ fn config(kl_beta: f64) -> RunConfig {
 
 fn trainer(dir: &Path, cfg: RunConfig) -> Trainer<Numbers> {
     let setting = Numbers::default();
-    let state = RunState::new(setting.name(), setting.initial_pool(&cfg));
+    let state = RunState::new(setting.name(), setting.initial_pool(&cfg).unwrap());
     Trainer {
         policy: tiny_lm(1, &cfg),
         reward: tiny_lm(2, &cfg),

@@ -24,9 +24,10 @@ fn folder_bytes(dir: &Path) -> u64 {
         .sum()
 }
 
-#[test]
-fn models_household() {
-    let base = root().join("models/household");
+/// A shipped base: both models' HF files present, the folder within 15 MB, and the manifest's
+/// check figure played again from the config that made it.
+fn check_base(folder: &str, config: &str) {
+    let base = root().join(folder);
     for model in ["policy", "reward"] {
         for file in ["config.json", "model.safetensors", "tokenizer.json"] {
             let p = base.join(model).join(file);
@@ -34,13 +35,10 @@ fn models_household() {
         }
     }
     let mb = folder_bytes(&base) as f64 / 1e6;
-    assert!(
-        mb <= 15.0,
-        "models/household holds {mb:.1} MB; the base may hold 15"
-    );
+    assert!(mb <= 15.0, "{folder} holds {mb:.1} MB; a base may hold 15");
     let manifest = std::fs::read_to_string(base.join("MANIFEST.md")).unwrap();
     let (won, n) = read_check(&manifest).expect("MANIFEST.md states its check figure");
-    let cfg = RunConfig::load(&root().join("configs/household-base.toml")).unwrap();
+    let cfg = RunConfig::load(&root().join(config)).unwrap();
     let again = validation_wins(&rla_model::Candle, &cfg, &base.join("policy"), n).unwrap();
     // Greedy play is deterministic on one machine; another CPU's matrix kernels round
     // differently and may turn a near tie, so one task either way is allowed.
@@ -48,6 +46,31 @@ fn models_household() {
         again.abs_diff(won) <= 1,
         "the manifest says {won} of the first {n} validation tasks; played again: {again}"
     );
+}
+
+#[test]
+fn models_household() {
+    check_base("models/household", "configs/household-base.toml");
+}
+
+#[test]
+fn models_coding() {
+    check_base("models/coding", "configs/coding-base.toml");
+}
+
+#[test]
+fn the_coding_run_starts_from_the_shipped_coding_base() {
+    let cfg = RunConfig::load(&root().join("configs/coding-tiny.toml")).unwrap();
+    let base = std::fs::canonicalize(root().join("models/coding")).unwrap();
+    assert_eq!(
+        cfg.policy.path.as_deref(),
+        Some(base.join("policy").as_path())
+    );
+    assert_eq!(
+        cfg.reward.path.as_deref(),
+        Some(base.join("reward").as_path())
+    );
+    cfg.check_paths().unwrap();
 }
 
 #[test]

@@ -37,9 +37,10 @@ impl CodingConfig {
                 self.tests
             ));
         }
-        if !(1..=5).contains(&self.max_ops) {
+        if !(2..=5).contains(&self.max_ops) {
             return Err(format!(
-                "coding.max_ops = {}: must lie in 1..=5",
+                "coding.max_ops = {}: must lie in 2..=5 (the chains of one operation are all \
+                 among the evaluated problems, which training problems never repeat)",
                 self.max_ops
             ));
         }

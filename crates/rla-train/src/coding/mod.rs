@@ -198,8 +198,9 @@ impl Setting for Coding {
         "coding"
     }
 
-    fn initial_pool(&self, cfg: &RunConfig) -> Vec<CodeTask> {
-        generate(cfg.pool_size, cfg.coding.max_ops, cfg.seed)
+    /// Training problems that share no chain of operations with the evaluated ones.
+    fn initial_pool(&self, cfg: &RunConfig) -> Result<Vec<CodeTask>> {
+        Ok(warm::training_problems(cfg, cfg.pool_size, cfg.seed)?
             .into_iter()
             .enumerate()
             .map(|(i, spec)| CodeTask {
@@ -207,7 +208,7 @@ impl Setting for Coding {
                 parent: None,
                 spec,
             })
-            .collect()
+            .collect())
     }
 
     fn play(
@@ -399,6 +400,10 @@ impl Setting for Coding {
             Direction::Easier => task.spec.easier(rng),
         };
         let Some(spec) = spec else { return Ok(None) };
+        // a rewrite never lands on a problem the runs evaluate
+        if warm::evaluation_chains(ctx.cfg).contains(&spec.ops) {
+            return Ok(None);
+        }
         // valid only if its reference solution passes its tests in the sandbox
         let p = spec.problem("", ctx.cfg.coding.tests);
         let sol = vec![p.solution.clone().unwrap_or_default()];
@@ -456,6 +461,21 @@ impl Setting for Coding {
 
     fn warm_start(&self, w: crate::setting::WarmStart) -> Result<Vec<String>> {
         warm::pretrain(w)
+    }
+
+    /// The SFT control's demonstrations: reference solutions of 256 fresh training problems a
+    /// chunk (other seeds than the warm start's, no chain the runs evaluate).
+    fn demonstrations(&self, cfg: &RunConfig, chunk: u64) -> Result<Vec<crate::pretrain::Example>> {
+        let seed = rla_core::seed::mix(cfg.seed, &format!("coding/control/{chunk}"));
+        Ok(warm::training_problems(cfg, 256, seed)?
+            .iter()
+            .map(|s| {
+                (
+                    coder_prompt(&s.statement()),
+                    format!("```python\n{}```", s.solution()),
+                )
+            })
+            .collect())
     }
 
     fn judge_columns(&self) -> (&'static str, &'static str) {

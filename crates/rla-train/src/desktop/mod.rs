@@ -71,17 +71,17 @@ impl Setting for Gui {
         "desktop"
     }
 
-    fn initial_pool(&self, cfg: &RunConfig) -> Vec<DesktopTask> {
+    fn initial_pool(&self, cfg: &RunConfig) -> Result<Vec<DesktopTask>> {
         // the training pool's own seed stream, offset by the run's seed
         let mut specs = family::split(
             family::Split::Train,
             cfg.pool_size + cfg.seed as usize % 997,
         );
         specs.drain(..cfg.seed as usize % 997);
-        specs
+        Ok(specs
             .into_iter()
             .map(|s| DesktopTask::new(s, None))
-            .collect()
+            .collect())
     }
 
     fn play(

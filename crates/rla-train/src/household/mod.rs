@@ -71,14 +71,14 @@ impl Setting for Household {
         "household"
     }
 
-    fn initial_pool(&self, cfg: &RunConfig) -> Vec<TaskSpec> {
-        train_tasks(cfg.pool_size, cfg.seed)
+    fn initial_pool(&self, cfg: &RunConfig) -> Result<Vec<TaskSpec>> {
+        Ok(train_tasks(cfg.pool_size, cfg.seed)
             .into_iter()
             .map(|mut t| {
                 t.step_limit = cfg.household.train_step_limit;
                 t
             })
-            .collect()
+            .collect())
     }
 
     fn play(
