@@ -234,8 +234,10 @@ mod tests {
 
     #[test]
     fn training_problems_share_no_chain_with_the_evaluated_ones() {
-        let mut cfg = RunConfig::default();
-        cfg.setting = crate::config::SettingName::Coding;
+        let mut cfg = RunConfig {
+            setting: crate::config::SettingName::Coding,
+            ..Default::default()
+        };
         cfg.coding.max_ops = 3;
         cfg.eval.in_domain = 200;
         cfg.eval.ood = 100;
