@@ -10,6 +10,7 @@ fn shipped_configs_are_valid() {
         "quickstart.toml",
         "household-base.toml",
         "coding-base.toml",
+        "desktop-base.toml",
         "alfworld-qwen2.5-7b.toml",
         "alfworld-qwen2.5-7b-vllm.toml",
         "coding-tiny.toml",

@@ -59,6 +59,29 @@ fn models_coding() {
 }
 
 #[test]
+fn models_desktop() {
+    check_base("models/desktop", "configs/desktop-base.toml");
+}
+
+#[test]
+fn the_desktop_run_starts_from_the_shipped_desktop_base() {
+    let cfg = RunConfig::load(&root().join("configs/desktop-tiny.toml")).unwrap();
+    let base = std::fs::canonicalize(root().join("models/desktop")).unwrap();
+    assert_eq!(
+        cfg.policy.path.as_deref(),
+        Some(base.join("policy").as_path())
+    );
+    assert_eq!(
+        cfg.reward.path.as_deref(),
+        Some(base.join("reward").as_path())
+    );
+    cfg.check_paths().unwrap();
+    // the run plays as the base learnt: the same history of actions in its prompts
+    let made = RunConfig::load(&root().join("configs/desktop-base.toml")).unwrap();
+    assert_eq!(cfg.desktop.history, made.desktop.history);
+}
+
+#[test]
 fn the_coding_run_starts_from_the_shipped_coding_base() {
     let cfg = RunConfig::load(&root().join("configs/coding-tiny.toml")).unwrap();
     let base = std::fs::canonicalize(root().join("models/coding")).unwrap();

@@ -238,6 +238,10 @@ impl Setting for Gui {
     fn warm_start(&self, w: crate::setting::WarmStart) -> Result<Vec<String>> {
         warm::warm_start(w)
     }
+
+    fn demonstrations(&self, cfg: &RunConfig, chunk: u64) -> Result<Vec<crate::pretrain::Example>> {
+        warm::control_demonstrations(cfg, chunk)
+    }
 }
 
 #[cfg(test)]

@@ -1,17 +1,40 @@
-//! The desktop's warm start: the expert's actions in states of noisy expert episodes (policy
-//! examples) and every executed step labelled with its episode's outcome (judge examples: weak
-//! labels, no oracle), fitted into tiny models.
+//! The desktop's warm start and base: the expert's actions in states of noisy expert episodes
+//! (policy examples) and every executed step labelled with its episode's outcome (judge
+//! examples: weak labels, no oracle), on generated training tasks that share no table with the
+//! evaluated ones, fitted into tiny models; the policy measured as it learns (held-out loss, the
+//! share of held-out steps whose greedy action is the expert's, validation success).
 
-use super::play::{open, split_tasks};
-use super::prompts::{judge_answer, judge_prompt, policy_answer, policy_prompt, previous_actions};
+use super::play::{open, rollout, split_tasks};
+use super::prompts::{
+    judge_answer, judge_prompt, parse_answer, policy_answer, policy_prompt, previous_actions,
+};
 use crate::config::RunConfig;
-use crate::pretrain::Example;
+use crate::play::{encode_prompt, encode_response};
+use crate::pretrain::{
+    encode_pairs, example_corpus, fit_tiny, CurvePoint, Example, Fit, Probe, WarmStart,
+    CHAT_MARKERS,
+};
 use crate::setting::Split;
 use anyhow::Result;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
-use rla_desktop::family::{self, Spec};
+use rand_chacha::ChaCha8Rng;
+use rla_desktop::family::{self, Family, Spec};
 use rla_desktop::{expert, tiny};
+use rla_lm::{Model, SampleParams};
+use std::collections::HashSet;
+
+/// One demonstration step of the policy: its prompt, the expert's answer, and the actions it
+/// could have chosen among (the vocabulary's candidates in that state).
+#[derive(Debug, Clone)]
+pub struct Demo {
+    /// The policy's prompt.
+    pub prompt: String,
+    /// The expert's answer (`Action: …`).
+    pub answer: String,
+    /// The state's candidates.
+    pub candidates: Vec<String>,
+}
 
 /// Demonstrations: the expert's actions in states of noisy expert episodes (policy examples),
 /// and every executed step labelled with its episode's outcome (judge examples: weak labels,
@@ -20,8 +43,8 @@ pub fn demonstrations(
     cfg: &RunConfig,
     tasks: &[Spec],
     seed: u64,
-) -> Result<(Vec<Example>, Vec<Example>)> {
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+) -> Result<(Vec<Demo>, Vec<Example>)> {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let (mut pol, mut jud) = (Vec::new(), Vec::new());
     let noise = cfg.pretrain.noise;
     let window = cfg.desktop.history;
@@ -40,10 +63,11 @@ pub fn demonstrations(
                 let Some(best) = tiny::from_code(&code, &ep.desktop, &nodes, &instruction) else {
                     break; // the expert needs an action the vocabulary does not have
                 };
-                pol.push((
-                    policy_prompt(&instruction, &prev, &obs),
-                    policy_answer(&best),
-                ));
+                pol.push(Demo {
+                    prompt: policy_prompt(&instruction, &prev, &obs),
+                    answer: policy_answer(&best),
+                    candidates: cands.clone(),
+                });
                 let act = if best != "done" && rng.gen::<f64>() < eps {
                     cands.choose(&mut rng).cloned().unwrap_or(best)
                 } else {
@@ -74,16 +98,32 @@ pub fn demonstrations(
     Ok((pol, jud))
 }
 
-/// Builds the tokenizer and both tiny models, warm-starts them on demonstrations, and saves
-/// them under `out`.
-pub fn warm_start(w: crate::setting::WarmStart) -> Result<Vec<String>> {
-    let cfg = w.cfg;
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(cfg.seed.wrapping_add(29));
-    // training-distribution tasks at every difficulty the adaptation reaches
-    let tasks: Vec<Spec> = family::split(family::Split::Train, cfg.pretrain.tasks + 1000)
-        .into_iter()
-        .skip(1000)
-        .map(|s| Spec {
+/// The tables the fixed splits evaluate (their seeds): no training task of a warm start is
+/// generated from one of them.
+pub fn evaluation_seeds() -> HashSet<u64> {
+    [
+        family::Split::InDomain,
+        family::Split::Ood,
+        family::Split::Validation,
+    ]
+    .into_iter()
+    .flat_map(|s| family::split(s, usize::MAX))
+    .map(|s| s.seed)
+    .collect()
+}
+
+/// `n` generated training tasks of the in-domain families, drawn with `seed` at every
+/// difficulty the adaptation reaches (1–3 objects, either evaluator, a `pretrain.hint_fraction`
+/// share with hints), none generated from a table the fixed splits evaluate.
+pub fn training_specs(cfg: &RunConfig, n: usize, seed: u64) -> Vec<Spec> {
+    let held = evaluation_seeds();
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        let family = Family::IN_DOMAIN[out.len() % Family::IN_DOMAIN.len()];
+        let s = Spec {
+            family,
+            seed: rng.gen(),
             objects: rng.gen_range(1..=3),
             variant: rng.gen_range(1..=2),
             hints: if rng.gen::<f64>() < cfg.pretrain.hint_fraction {
@@ -91,11 +131,109 @@ pub fn warm_start(w: crate::setting::WarmStart) -> Result<Vec<String>> {
             } else {
                 0
             },
-            ..s
-        })
-        .collect();
-    let (pol, jud) = demonstrations(cfg, &tasks, cfg.seed)?;
-    let mut corpus = crate::pretrain::example_corpus(pol.iter().chain(jud.iter()));
+        };
+        if !held.contains(&s.seed) {
+            out.push(s);
+        }
+    }
+    out
+}
+
+/// Measures the desktop policy on held-out demonstration steps: the mean SFT loss and the share
+/// of steps whose greedy answer among the state's candidates (as the policy plays) is the
+/// expert's, with the first mistakes written to `mistakes`; and, with `validation > 0`, greedy
+/// success on that many validation tasks.
+pub fn desktop_probe<'a>(
+    cfg: &'a RunConfig,
+    held_out: &'a [Demo],
+    validation: usize,
+    mistakes: Option<std::path::PathBuf>,
+) -> Probe<'a> {
+    Box::new(move |lm: &dyn Model| {
+        let mut point = CurvePoint::new();
+        if !held_out.is_empty() {
+            let examples: Vec<Example> = held_out
+                .iter()
+                .map(|d| (d.prompt.clone(), d.answer.clone()))
+                .collect();
+            let pairs = encode_pairs(lm, &examples)?;
+            point.insert("held_out_loss".into(), lm.sft_loss(&pairs)?.into());
+            let (mut right, mut wrong) = (0usize, Vec::new());
+            let p = SampleParams::greedy(cfg.policy.max_new_tokens);
+            for ds in held_out.chunks(64) {
+                let prompts: Vec<Vec<u32>> = ds
+                    .iter()
+                    .map(|d| encode_prompt(lm, &d.prompt))
+                    .collect::<Result<_>>()?;
+                let allowed: Vec<Vec<Vec<u32>>> = ds
+                    .iter()
+                    .map(|d| {
+                        d.candidates
+                            .iter()
+                            .map(|c| encode_response(lm, &policy_answer(c)))
+                            .collect::<Result<_>>()
+                    })
+                    .collect::<Result<_>>()?;
+                let out = lm.generate_within(&prompts, 1, &p, &allowed)?;
+                for (s, d) in out.iter().zip(ds) {
+                    let got = s.first().and_then(|s| parse_answer(&s.text, &d.candidates));
+                    let want = d.answer.trim_start_matches("Action: ");
+                    if got.map(String::as_str) == Some(want) {
+                        right += 1;
+                    } else if wrong.len() < 50 {
+                        wrong.push(format!(
+                            "{}\nexpert: {want}\nmodel:  {}\n",
+                            d.prompt,
+                            got.map_or("(no candidate)", String::as_str)
+                        ));
+                    }
+                }
+            }
+            point.insert(
+                "held_out_action_acc".into(),
+                (right as f64 / held_out.len() as f64).into(),
+            );
+            if let Some(path) = &mistakes {
+                crate::run::write_atomic(path, &wrong.join("\n"))?;
+            }
+        }
+        if validation > 0 {
+            let tasks = split_tasks(Split::Validation, validation);
+            let sp = SampleParams::greedy(cfg.policy.max_new_tokens);
+            let trajs = rollout(
+                lm,
+                cfg,
+                &tasks,
+                1,
+                cfg.desktop.eval_step_limit,
+                &sp,
+                false,
+                None,
+            )?;
+            point.insert(
+                "validation_success".into(),
+                crate::play::success(&trajs).into(),
+            );
+        }
+        Ok(point)
+    })
+}
+
+/// Builds the tokenizer and both tiny models and fits them on demonstrations of
+/// `pretrain.tasks` generated training tasks, saved under `out`. The demonstrations of the last
+/// `pretrain.held_out` tasks measure the policy as it learns (with `pretrain.validation`
+/// validation tasks, every `pretrain.eval_every` steps; its curve in `out/curve-policy.jsonl`,
+/// its held-out mistakes in `out/mistakes-policy.txt`).
+pub fn warm_start(w: WarmStart) -> Result<Vec<String>> {
+    let cfg = w.cfg;
+    let tasks = training_specs(cfg, cfg.pretrain.tasks, cfg.seed.wrapping_add(29));
+    let cut = tasks.len() - cfg.pretrain.held_out.min(tasks.len());
+    let (pol, jud) = demonstrations(cfg, &tasks[..cut], cfg.seed)?;
+    let (held, _) = demonstrations(cfg, &tasks[cut..], cfg.seed.wrapping_add(1))?;
+    let pol: Vec<Example> = pol.into_iter().map(|d| (d.prompt, d.answer)).collect();
+    let held_examples = held.iter().map(|d| (d.prompt.clone(), d.answer.clone()));
+    let mut corpus = example_corpus(pol.iter().chain(jud.iter()));
+    corpus.push_str(&example_corpus(held_examples.collect::<Vec<_>>().iter()));
     // every word the evaluation tasks can show or ask for
     for split in [Split::InDomain, Split::Ood, Split::Validation] {
         for s in split_tasks(split, usize::MAX) {
@@ -111,6 +249,126 @@ pub fn warm_start(w: crate::setting::WarmStart) -> Result<Vec<String>> {
             }
         }
     }
-    corpus.push_str(crate::pretrain::CHAT_MARKERS);
-    crate::pretrain::fit_both(w, &corpus, (&pol, &jud))
+    corpus.push_str(CHAT_MARKERS);
+    let validation = cfg.pretrain.validation;
+    let probe = (!held.is_empty() || validation > 0).then(|| {
+        (
+            cfg.pretrain.eval_every,
+            desktop_probe(
+                cfg,
+                &held,
+                validation,
+                Some(w.out.join("mistakes-policy.txt")),
+            ),
+        )
+    });
+    let policy = fit_tiny(
+        w,
+        Fit {
+            name: "policy",
+            spec: &cfg.policy,
+            corpus: &corpus,
+            data: &pol,
+            steps: cfg.pretrain.policy_steps,
+            files: vec![],
+            probe,
+        },
+    )?;
+    let reward = fit_tiny(
+        w,
+        Fit {
+            name: "reward",
+            spec: &cfg.reward,
+            corpus: &corpus,
+            data: &jud,
+            steps: cfg.pretrain.reward_steps,
+            files: vec![],
+            probe: None,
+        },
+    )?;
+    Ok(vec![policy, reward])
+}
+
+/// Tasks of the SFT control's demonstrations per chunk.
+const CONTROL_CHUNK: usize = 64;
+
+/// The SFT control's demonstrations: the expert's steps on chunk `chunk` of generated training
+/// tasks, drawn with other seeds than the warm start's own.
+pub fn control_demonstrations(cfg: &RunConfig, chunk: u64) -> Result<Vec<Example>> {
+    let seed = rla_core::seed::mix(cfg.seed, &format!("desktop/control/{chunk}"));
+    let tasks = training_specs(cfg, CONTROL_CHUNK, seed);
+    let (pol, _) = demonstrations(cfg, &tasks, seed)?;
+    Ok(pol.into_iter().map(|d| (d.prompt, d.answer)).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn training_tasks_share_no_table_with_the_evaluated_ones() {
+        let cfg = RunConfig {
+            setting: crate::config::SettingName::Desktop,
+            ..Default::default()
+        };
+        let held = evaluation_seeds();
+        assert_eq!(held.len(), 230 + 139 + 140);
+        let starts: HashSet<String> = [
+            family::Split::InDomain,
+            family::Split::Ood,
+            family::Split::Validation,
+        ]
+        .into_iter()
+        .flat_map(|s| family::split(s, usize::MAX))
+        .map(|s| format!("{:?}", family::generate(&s).start))
+        .collect();
+        let train = training_specs(&cfg, 400, 29);
+        assert_eq!(train.len(), 400);
+        for s in &train {
+            assert!(!held.contains(&s.seed));
+            assert!(Family::IN_DOMAIN.contains(&s.family));
+            assert!(!starts.contains(&format!("{:?}", family::generate(s).start)));
+        }
+        // every difficulty the adaptation reaches is drawn
+        for o in 1..=3 {
+            assert!(train.iter().any(|s| s.objects == o));
+        }
+        assert!(train.iter().any(|s| s.variant == 2));
+        // the control's chunks are other tasks than each other's and the warm start's
+        let a = control_demonstrations(&cfg, 0).unwrap();
+        let b = control_demonstrations(&cfg, 1).unwrap();
+        assert!(!a.is_empty() && a != b);
+    }
+
+    #[test]
+    fn the_probe_measures_held_out_steps_and_validation_success() {
+        let mut cfg = crate::pretrain::tiny_test_config();
+        cfg.setting = crate::config::SettingName::Desktop;
+        cfg.desktop.eval_step_limit = 2;
+        cfg.pretrain.tasks = 3;
+        cfg.pretrain.held_out = 1;
+        cfg.pretrain.validation = 2;
+        cfg.pretrain.eval_every = 1;
+        let dir = tempfile::tempdir().unwrap();
+        let lines = warm_start(crate::pretrain::candle_warm_start(&cfg, dir.path())).unwrap();
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        let curve = std::fs::read_to_string(dir.path().join("curve-policy.jsonl")).unwrap();
+        let points: Vec<serde_json::Value> = curve
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        assert_eq!(points.len(), cfg.pretrain.policy_steps);
+        for p in &points {
+            let acc = p["held_out_action_acc"].as_f64().unwrap();
+            assert!((0.0..=1.0).contains(&acc), "{p}");
+            assert!(p["held_out_loss"].as_f64().unwrap() > 0.0, "{p}");
+            let v = p["validation_success"].as_f64().unwrap();
+            assert!((0.0..=1.0).contains(&v), "{p}");
+        }
+        // two steps of a 16-wide model: most held-out actions are wrong, and written down
+        let mistakes = std::fs::read_to_string(dir.path().join("mistakes-policy.txt")).unwrap();
+        assert!(mistakes.contains("expert: "), "{mistakes}");
+        assert!(dir.path().join("policy/config.json").exists());
+        assert!(dir.path().join("reward/config.json").exists());
+    }
 }
