@@ -72,13 +72,10 @@ impl Setting for Gui {
     }
 
     fn initial_pool(&self, cfg: &RunConfig) -> Result<Vec<DesktopTask>> {
-        // the training pool's own seed stream, offset by the run's seed
-        let mut specs = family::split(
-            family::Split::Train,
-            cfg.pool_size + cfg.seed as usize % 997,
-        );
-        specs.drain(..cfg.seed as usize % 997);
-        Ok(specs
+        // training tasks drawn as the in-domain split's (1-3 objects, either evaluator; a share
+        // with hints), with the run's seed, from tables the fixed splits never use
+        let seed = rla_core::seed::mix(cfg.seed, "desktop/pool");
+        Ok(warm::training_specs(cfg, cfg.pool_size, seed)
             .into_iter()
             .map(|s| DesktopTask::new(s, None))
             .collect())
@@ -278,6 +275,25 @@ mod tests {
         // screenshots are for evaluating a served vision-language model, not for training
         c.desktop.observation = DesktopObservation::Screenshot;
         assert!(c.validate().unwrap_err().contains("desktop eval"));
+    }
+
+    #[test]
+    fn the_pool_is_drawn_as_the_in_domain_split_from_tables_it_never_uses() {
+        let mut cfg = RunConfig {
+            pool_size: 48,
+            ..Default::default()
+        };
+        let pool = Gui.initial_pool(&cfg).unwrap();
+        assert_eq!(pool.len(), 48);
+        let held = warm::evaluation_seeds();
+        assert!(pool.iter().all(|t| !held.contains(&t.spec.seed)));
+        for o in 1..=3 {
+            assert!(pool.iter().any(|t| t.spec.objects == o));
+        }
+        assert!(pool.iter().any(|t| t.spec.variant == 2));
+        // another seed, another pool
+        cfg.seed = 1;
+        assert_ne!(Gui.initial_pool(&cfg).unwrap(), pool);
     }
 
     #[test]
