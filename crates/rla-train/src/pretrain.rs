@@ -113,6 +113,36 @@ pub fn sft(
     Ok(((first, last), curve))
 }
 
+/// The share of held-out prompts whose greedy answer is right, drawn among each prompt's
+/// allowed answers when `allowed` is given (as a constrained policy plays), 64 prompts a call.
+/// `mistake(i, text)` reads prompt `i`'s answer: `None` when it is right, else what to write
+/// down of the mistake; the first 50 mistakes are returned.
+pub fn greedy_accuracy(
+    lm: &dyn Model,
+    prompts: &[Vec<u32>],
+    allowed: Option<&[Vec<Vec<u32>>]>,
+    max_new_tokens: usize,
+    mut mistake: impl FnMut(usize, &str) -> Option<String>,
+) -> Result<(f64, Vec<String>)> {
+    let p = rla_lm::SampleParams::greedy(max_new_tokens);
+    let (mut right, mut wrong) = (0usize, Vec::new());
+    for (c, chunk) in prompts.chunks(64).enumerate() {
+        let out = match allowed {
+            Some(a) => lm.generate_within(chunk, 1, &p, &a[c * 64..c * 64 + chunk.len()])?,
+            None => lm.generate(chunk, 1, &p)?,
+        };
+        for (j, s) in out.iter().enumerate() {
+            let text = s.first().map_or("", |s| s.text.as_str());
+            match mistake(c * 64 + j, text) {
+                None => right += 1,
+                Some(m) if wrong.len() < 50 => wrong.push(m),
+                Some(_) => {}
+            }
+        }
+    }
+    Ok((right as f64 / prompts.len().max(1) as f64, wrong))
+}
+
 /// What [`fit_tiny`] fits.
 pub struct Fit<'a> {
     /// The model's name: its folder under `out`.

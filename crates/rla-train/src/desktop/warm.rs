@@ -9,10 +9,10 @@ use super::prompts::{
     judge_answer, judge_prompt, parse_answer, policy_answer, policy_prompt, previous_actions,
 };
 use crate::config::RunConfig;
-use crate::play::{encode_prompt, encode_response};
+use crate::play::encode_response;
 use crate::pretrain::{
-    encode_pairs, example_corpus, fit_tiny, CurvePoint, Example, Fit, Probe, WarmStart,
-    CHAT_MARKERS,
+    encode_pairs, example_corpus, fit_tiny, greedy_accuracy, CurvePoint, Example, Fit, Probe,
+    WarmStart, CHAT_MARKERS,
 };
 use crate::setting::Split;
 use anyhow::Result;
@@ -158,41 +158,36 @@ pub fn desktop_probe<'a>(
                 .collect();
             let pairs = encode_pairs(lm, &examples)?;
             point.insert("held_out_loss".into(), lm.sft_loss(&pairs)?.into());
-            let (mut right, mut wrong) = (0usize, Vec::new());
-            let p = SampleParams::greedy(cfg.policy.max_new_tokens);
-            for ds in held_out.chunks(64) {
-                let prompts: Vec<Vec<u32>> = ds
-                    .iter()
-                    .map(|d| encode_prompt(lm, &d.prompt))
-                    .collect::<Result<_>>()?;
-                let allowed: Vec<Vec<Vec<u32>>> = ds
-                    .iter()
-                    .map(|d| {
-                        d.candidates
-                            .iter()
-                            .map(|c| encode_response(lm, &policy_answer(c)))
-                            .collect::<Result<_>>()
-                    })
-                    .collect::<Result<_>>()?;
-                let out = lm.generate_within(&prompts, 1, &p, &allowed)?;
-                for (s, d) in out.iter().zip(ds) {
-                    let got = s.first().and_then(|s| parse_answer(&s.text, &d.candidates));
+            // greedy answers among the state's candidates, as the policy plays
+            let prompts: Vec<Vec<u32>> = pairs.iter().map(|p| p.0.clone()).collect();
+            let allowed: Vec<Vec<Vec<u32>>> = held_out
+                .iter()
+                .map(|d| {
+                    d.candidates
+                        .iter()
+                        .map(|c| encode_response(lm, &policy_answer(c)))
+                        .collect::<Result<_>>()
+                })
+                .collect::<Result<_>>()?;
+            let (acc, wrong) = greedy_accuracy(
+                lm,
+                &prompts,
+                Some(&allowed),
+                cfg.policy.max_new_tokens,
+                |i, text| {
+                    let d = &held_out[i];
+                    let got = parse_answer(text, &d.candidates);
                     let want = d.answer.trim_start_matches("Action: ");
-                    if got.map(String::as_str) == Some(want) {
-                        right += 1;
-                    } else if wrong.len() < 50 {
-                        wrong.push(format!(
+                    (got.map(String::as_str) != Some(want)).then(|| {
+                        format!(
                             "{}\nexpert: {want}\nmodel:  {}\n",
                             d.prompt,
                             got.map_or("(no candidate)", String::as_str)
-                        ));
-                    }
-                }
-            }
-            point.insert(
-                "held_out_action_acc".into(),
-                (right as f64 / held_out.len() as f64).into(),
-            );
+                        )
+                    })
+                },
+            )?;
+            point.insert("held_out_action_acc".into(), acc.into());
             if let Some(path) = &mistakes {
                 crate::run::write_atomic(path, &wrong.join("\n"))?;
             }

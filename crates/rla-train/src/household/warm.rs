@@ -10,8 +10,8 @@ use super::prompts::{
 use crate::config::RunConfig;
 use crate::play::Trajectory;
 use crate::pretrain::{
-    encode_pairs, example_corpus, fit_tiny, CurvePoint, Example, Fit, Probe, WarmStart,
-    CHAT_MARKERS,
+    encode_pairs, example_corpus, fit_tiny, greedy_accuracy, CurvePoint, Example, Fit, Probe,
+    WarmStart, CHAT_MARKERS,
 };
 use anyhow::{Context, Result};
 use rand::seq::SliceRandom;
@@ -176,7 +176,6 @@ pub fn household_probe<'a>(
     mistakes: Option<std::path::PathBuf>,
 ) -> Probe<'a> {
     Box::new(move |lm: &dyn Model| {
-        let mut wrong: Vec<String> = Vec::new();
         let mut point = CurvePoint::new();
         let style = cfg.household.prompt_style;
         if !held_out.is_empty() {
@@ -188,35 +187,30 @@ pub fn household_probe<'a>(
             let loss = lm.sft_loss(&pairs)?;
             point.insert("held_out_loss".into(), loss.into());
             // greedy answers among the admissible commands
-            let mut right = 0usize;
-            for (chunk, ds) in pairs.chunks(64).zip(held_out.chunks(64)) {
-                let prompts: Vec<Vec<u32>> = chunk.iter().map(|p| p.0.clone()).collect();
-                let allowed: Vec<Vec<Vec<u32>>> = ds
-                    .iter()
-                    .map(|d| super::play::answer_tokens(lm, &d.admissible, style))
-                    .collect::<Result<_>>()?;
-                let p = SampleParams::greedy(cfg.policy.max_new_tokens);
-                let out = if cfg.household.constrain_actions {
-                    lm.generate_within(&prompts, 1, &p, &allowed)?
-                } else {
-                    lm.generate(&prompts, 1, &p)?
-                };
-                for (s, d) in out.iter().zip(ds) {
-                    let (idx, _) = parse_choice(&s[0].text, &d.admissible);
+            let prompts: Vec<Vec<u32>> = pairs.iter().map(|p| p.0.clone()).collect();
+            let allowed: Vec<Vec<Vec<u32>>> = held_out
+                .iter()
+                .map(|d| super::play::answer_tokens(lm, &d.admissible, style))
+                .collect::<Result<_>>()?;
+            let constrained = cfg.household.constrain_actions.then_some(&allowed[..]);
+            let (acc, wrong) = greedy_accuracy(
+                lm,
+                &prompts,
+                constrained,
+                cfg.policy.max_new_tokens,
+                |i, text| {
+                    let d = &held_out[i];
+                    let (idx, _) = parse_choice(text, &d.admissible);
                     let want = parse_choice(&d.answer, &d.admissible).0;
-                    right += usize::from(idx == want);
-                    if idx != want && wrong.len() < 50 {
-                        wrong.push(format!(
+                    (idx != want).then(|| {
+                        format!(
                             "{}\nexpert: {}\nmodel:  {}\n",
                             d.prompt, d.admissible[want], d.admissible[idx]
-                        ));
-                    }
-                }
-            }
-            point.insert(
-                "held_out_action_acc".into(),
-                (right as f64 / held_out.len() as f64).into(),
-            );
+                        )
+                    })
+                },
+            )?;
+            point.insert("held_out_action_acc".into(), acc.into());
             if let Some(p) = &mistakes {
                 crate::run::write_atomic(p, &wrong.join("\n"))?;
             }
