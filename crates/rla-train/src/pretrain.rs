@@ -23,6 +23,21 @@ pub fn encode_pairs<C: Codec + ?Sized>(
         .collect()
 }
 
+/// One demonstration step of a policy that answers among a state's choices: its prompt, the
+/// expert's answer, the actions it could have chosen among there, and its task's index.
+#[derive(Debug, Clone)]
+pub struct Demo {
+    /// The policy's prompt.
+    pub prompt: String,
+    /// The expert's answer.
+    pub answer: String,
+    /// The actions it could choose among (the household's admissible commands, the desktop's
+    /// candidates).
+    pub choices: Vec<String>,
+    /// Its task's index in the task list.
+    pub task: usize,
+}
+
 /// The chat template's markers, added to every tiny tokenizer's corpus.
 pub const CHAT_MARKERS: &str = "<|im_start|>user\n<|im_end|>\n<|im_start|>assistant\n";
 

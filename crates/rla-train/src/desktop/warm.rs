@@ -11,7 +11,7 @@ use super::prompts::{
 use crate::config::RunConfig;
 use crate::play::encode_response;
 use crate::pretrain::{
-    encode_pairs, example_corpus, fit_tiny, greedy_accuracy, CurvePoint, Example, Fit, Probe,
+    encode_pairs, example_corpus, fit_tiny, greedy_accuracy, CurvePoint, Demo, Example, Fit, Probe,
     WarmStart, CHAT_MARKERS,
 };
 use crate::setting::Split;
@@ -23,18 +23,6 @@ use rla_desktop::family::{self, Family, Spec};
 use rla_desktop::{expert, tiny};
 use rla_lm::{Model, SampleParams};
 use std::collections::HashSet;
-
-/// One demonstration step of the policy: its prompt, the expert's answer, and the actions it
-/// could have chosen among (the vocabulary's candidates in that state).
-#[derive(Debug, Clone)]
-pub struct Demo {
-    /// The policy's prompt.
-    pub prompt: String,
-    /// The expert's answer (`Action: …`).
-    pub answer: String,
-    /// The state's candidates.
-    pub candidates: Vec<String>,
-}
 
 /// Demonstrations: the expert's actions in states of noisy expert episodes (policy examples),
 /// and every executed step labelled with its episode's outcome (judge examples: weak labels,
@@ -48,7 +36,7 @@ pub fn demonstrations(
     let (mut pol, mut jud) = (Vec::new(), Vec::new());
     let noise = cfg.pretrain.noise;
     let window = cfg.desktop.history;
-    for t in tasks {
+    for (ti, t) in tasks.iter().enumerate() {
         for eps in [noise, (noise * 2.0).min(0.9)] {
             let mut ep = open(t, cfg)?;
             let instruction = ep.task.task.instruction.clone();
@@ -66,7 +54,8 @@ pub fn demonstrations(
                 pol.push(Demo {
                     prompt: policy_prompt(&instruction, &prev, &obs),
                     answer: policy_answer(&best),
-                    candidates: cands.clone(),
+                    choices: cands.clone(),
+                    task: ti,
                 });
                 let act = if best != "done" && rng.gen::<f64>() < eps {
                     cands.choose(&mut rng).cloned().unwrap_or(best)
@@ -163,7 +152,7 @@ pub fn desktop_probe<'a>(
             let allowed: Vec<Vec<Vec<u32>>> = held_out
                 .iter()
                 .map(|d| {
-                    d.candidates
+                    d.choices
                         .iter()
                         .map(|c| encode_response(lm, &policy_answer(c)))
                         .collect::<Result<_>>()
@@ -176,7 +165,7 @@ pub fn desktop_probe<'a>(
                 cfg.policy.max_new_tokens,
                 |i, text| {
                     let d = &held_out[i];
-                    let got = parse_answer(text, &d.candidates);
+                    let got = parse_answer(text, &d.choices);
                     let want = d.answer.trim_start_matches("Action: ");
                     (got.map(String::as_str) != Some(want)).then(|| {
                         format!(

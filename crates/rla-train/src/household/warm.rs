@@ -10,7 +10,7 @@ use super::prompts::{
 use crate::config::RunConfig;
 use crate::play::Trajectory;
 use crate::pretrain::{
-    encode_pairs, example_corpus, fit_tiny, greedy_accuracy, CurvePoint, Example, Fit, Probe,
+    encode_pairs, example_corpus, fit_tiny, greedy_accuracy, CurvePoint, Demo, Example, Fit, Probe,
     WarmStart, CHAT_MARKERS,
 };
 use anyhow::{Context, Result};
@@ -22,20 +22,6 @@ use rla_env::household::splits::{eval_tasks, train_tasks, Split};
 use rla_env::household::{Household, TaskSpec};
 use rla_env::Environment;
 use rla_lm::{Model, SampleParams, Sampler};
-
-/// One policy demonstration step: the prompt, the expert's answer, the commands admissible
-/// there, and the index of its task.
-#[derive(Debug, Clone)]
-pub struct Demo {
-    /// The policy's prompt.
-    pub prompt: String,
-    /// The expert's answer.
-    pub answer: String,
-    /// The admissible commands at the step.
-    pub admissible: Vec<String>,
-    /// Its task's index in the task list.
-    pub task: usize,
-}
 
 /// Demonstrations of the tasks: policy steps (with each step's admissible commands and task)
 /// and judge examples from noisy expert episodes, prompted as `cfg.household` plays and at
@@ -90,7 +76,7 @@ pub fn demonstration_steps(
                 pol.push(Demo {
                     prompt,
                     answer: policy_answer_styled(&expert_cmd, expert_idx, style),
-                    admissible: adm.clone(),
+                    choices: adm.clone(),
                     task: ti,
                 });
                 let (cmd, idx) = if rng.gen::<f64>() < eps_noise {
@@ -190,7 +176,7 @@ pub fn household_probe<'a>(
             let prompts: Vec<Vec<u32>> = pairs.iter().map(|p| p.0.clone()).collect();
             let allowed: Vec<Vec<Vec<u32>>> = held_out
                 .iter()
-                .map(|d| super::play::answer_tokens(lm, &d.admissible, style))
+                .map(|d| super::play::answer_tokens(lm, &d.choices, style))
                 .collect::<Result<_>>()?;
             let constrained = cfg.household.constrain_actions.then_some(&allowed[..]);
             let (acc, wrong) = greedy_accuracy(
@@ -200,12 +186,12 @@ pub fn household_probe<'a>(
                 cfg.policy.max_new_tokens,
                 |i, text| {
                     let d = &held_out[i];
-                    let (idx, _) = parse_choice(text, &d.admissible);
-                    let want = parse_choice(&d.answer, &d.admissible).0;
+                    let (idx, _) = parse_choice(text, &d.choices);
+                    let want = parse_choice(&d.answer, &d.choices).0;
                     (idx != want).then(|| {
                         format!(
                             "{}\nexpert: {}\nmodel:  {}\n",
-                            d.prompt, d.admissible[want], d.admissible[idx]
+                            d.prompt, d.choices[want], d.choices[idx]
                         )
                     })
                 },
