@@ -63,10 +63,10 @@ fn models_desktop() {
     check_base("models/desktop", "configs/desktop-base.toml");
 }
 
-#[test]
-fn the_desktop_run_starts_from_the_shipped_desktop_base() {
-    let cfg = RunConfig::load(&root().join("configs/desktop-tiny.toml")).unwrap();
-    let base = std::fs::canonicalize(root().join("models/desktop")).unwrap();
+/// A run config whose policy and judge are a shipped base's, both present.
+fn starts_from(config: &str, folder: &str) -> RunConfig {
+    let cfg = RunConfig::load(&root().join(config)).unwrap();
+    let base = std::fs::canonicalize(root().join(folder)).unwrap();
     assert_eq!(
         cfg.policy.path.as_deref(),
         Some(base.join("policy").as_path())
@@ -76,6 +76,12 @@ fn the_desktop_run_starts_from_the_shipped_desktop_base() {
         Some(base.join("reward").as_path())
     );
     cfg.check_paths().unwrap();
+    cfg
+}
+
+#[test]
+fn the_desktop_run_starts_from_the_shipped_desktop_base() {
+    let cfg = starts_from("configs/desktop-tiny.toml", "models/desktop");
     // the run plays as the base learnt: the same history of actions in its prompts
     let made = RunConfig::load(&root().join("configs/desktop-base.toml")).unwrap();
     assert_eq!(cfg.desktop.history, made.desktop.history);
@@ -83,32 +89,12 @@ fn the_desktop_run_starts_from_the_shipped_desktop_base() {
 
 #[test]
 fn the_coding_run_starts_from_the_shipped_coding_base() {
-    let cfg = RunConfig::load(&root().join("configs/coding-tiny.toml")).unwrap();
-    let base = std::fs::canonicalize(root().join("models/coding")).unwrap();
-    assert_eq!(
-        cfg.policy.path.as_deref(),
-        Some(base.join("policy").as_path())
-    );
-    assert_eq!(
-        cfg.reward.path.as_deref(),
-        Some(base.join("reward").as_path())
-    );
-    cfg.check_paths().unwrap();
+    starts_from("configs/coding-tiny.toml", "models/coding");
 }
 
 #[test]
 fn the_quickstart_starts_from_the_shipped_base_and_a_missing_base_is_named() {
-    let cfg = RunConfig::load(&root().join("configs/quickstart.toml")).unwrap();
-    let base = std::fs::canonicalize(root().join("models/household")).unwrap();
-    assert_eq!(
-        cfg.policy.path.as_deref(),
-        Some(base.join("policy").as_path())
-    );
-    assert_eq!(
-        cfg.reward.path.as_deref(),
-        Some(base.join("reward").as_path())
-    );
-    cfg.check_paths().unwrap();
+    starts_from("configs/quickstart.toml", "models/household");
     // the same file elsewhere: its paths are read from its own folder, where no base is
     let dir = tempfile::tempdir().unwrap();
     let sub = dir.path().join("configs");
