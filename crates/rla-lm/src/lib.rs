@@ -155,6 +155,13 @@ pub struct PpoSample {
     /// `log π_ref` per response token, when the KL reference differs from `π_old`.
     #[serde(default)]
     pub ref_logprobs: Option<Vec<f32>>,
+    /// When the response was drawn among allowed answers (constrained decoding): for each
+    /// response token, the tokens it was drawn among ([`choices_along`]). Every log-probability
+    /// of the sample (old, reference and the learner's own) is then over those tokens only, as
+    /// the policy that played drew them; a token with one choice has log-probability 0 and no
+    /// gradient.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub choices: Option<Vec<Vec<u32>>>,
 }
 
 impl PpoSample {
@@ -167,12 +174,82 @@ impl PpoSample {
                     .as_ref()
                     .is_none_or(|r| r.len() == s.response.len())
         };
-        if samples.iter().all(fits) {
-            Ok(())
-        } else {
-            Err("a PPO sample needs one old (and reference) log-prob per response token".into())
+        if !samples.iter().all(fits) {
+            return Err(
+                "a PPO sample needs one old (and reference) log-prob per response token".into(),
+            );
         }
+        for s in samples {
+            check_choices(&s.response, s.choices.as_deref())?;
+        }
+        Ok(())
     }
+}
+
+/// The tokens that may follow `done` so that a response stays a prefix of one of `allowed`
+/// (complete answers as token sequences), sorted; empty when none does.
+pub fn allowed_next(allowed: &[Vec<u32>], done: &[u32]) -> Vec<u32> {
+    let mut next: Vec<u32> = allowed
+        .iter()
+        .filter(|a| a.len() > done.len() && a.starts_with(done))
+        .map(|a| a[done.len()])
+        .collect();
+    next.sort_unstable();
+    next.dedup();
+    next
+}
+
+/// For each token of `response`, drawn among the answers `allowed`, the tokens it was drawn
+/// among ([`allowed_next`] of the tokens before it). A token the answers do not allow gets an
+/// empty list; [`check_choices`] refuses that.
+pub fn choices_along(allowed: &[Vec<u32>], response: &[u32]) -> Vec<Vec<u32>> {
+    (0..response.len())
+        .map(|t| allowed_next(allowed, &response[..t]))
+        .collect()
+}
+
+/// Checks the per-token choices of a constrained response: one list per token, each holding its
+/// token. The error names the first position that fails.
+pub fn check_choices(
+    response: &[u32],
+    choices: Option<&[Vec<u32>]>,
+) -> std::result::Result<(), String> {
+    let Some(c) = choices else { return Ok(()) };
+    if c.len() != response.len() {
+        return Err(format!(
+            "a constrained sample has choices for {} of its {} response tokens",
+            c.len(),
+            response.len()
+        ));
+    }
+    if let Some(t) = (0..c.len()).find(|&t| !c[t].contains(&response[t])) {
+        return Err(format!(
+            "response token {t} ({}) is not among the tokens it was drawn from ({:?})",
+            response[t], c[t]
+        ));
+    }
+    Ok(())
+}
+
+/// The log-probability of `target` among `choices` (or among all tokens when `choices` is
+/// empty) from a row of log-probabilities over the vocabulary: what a constrained sampler
+/// records and a learner trains on.
+pub fn logprob_within(logprobs: &[f32], target: u32, choices: &[u32]) -> f32 {
+    if choices.is_empty() {
+        return logprobs[target as usize];
+    }
+    let m = choices
+        .iter()
+        .map(|&c| logprobs[c as usize])
+        .fold(f32::NEG_INFINITY, f32::max);
+    if m == f32::NEG_INFINITY {
+        return f32::NEG_INFINITY;
+    }
+    let z: f32 = choices
+        .iter()
+        .map(|&c| (logprobs[c as usize] - m).exp())
+        .sum();
+    logprobs[target as usize] - m - z.ln()
 }
 
 /// Checks that every (prompt, response) pair a learner trains on has a prompt and a response.
@@ -406,6 +483,15 @@ pub trait Learner {
     /// training started; with LoRA, the base weights with the adapter off).
     fn reference_logprobs(&self, pairs: &[(Vec<u32>, Vec<u32>)]) -> Result<Vec<Vec<f32>>>;
 
+    /// [`Learner::reference_logprobs`] of responses drawn among allowed answers: with
+    /// `choices[i]` (the tokens each response token of pair `i` was drawn among, see
+    /// [`PpoSample::choices`]) the log-probabilities are over those tokens only.
+    fn reference_logprobs_within(
+        &self,
+        pairs: &[(Vec<u32>, Vec<u32>)],
+        choices: &[Option<Vec<Vec<u32>>>],
+    ) -> Result<Vec<Vec<f32>>>;
+
     /// The SFT loss of (prompt, response) pairs, without an update (a held-out loss).
     fn sft_loss(&self, pairs: &[(Vec<u32>, Vec<u32>)]) -> Result<f64>;
 
@@ -444,6 +530,7 @@ mod tests {
             advantage: 1.0,
             old_logprobs: vec![-1.0, -2.0],
             ref_logprobs: Some(vec![-1.0, -2.0]),
+            choices: None,
         };
         assert!(PpoSample::check_all(std::slice::from_ref(&good)).is_ok());
         let short_old = PpoSample {
@@ -462,5 +549,45 @@ mod tests {
         assert!(check_training_pairs(pairs[..1].iter().copied()).is_ok());
         let e = check_training_pairs(pairs.iter().copied()).unwrap_err();
         assert!(e.contains("non-empty prompt and response"), "{e}");
+        let constrained = PpoSample {
+            choices: Some(vec![vec![2, 4], vec![3]]),
+            ..good.clone()
+        };
+        assert!(PpoSample::check_all(std::slice::from_ref(&constrained)).is_ok());
+        let outside = PpoSample {
+            choices: Some(vec![vec![4, 5], vec![3]]),
+            ..good.clone()
+        };
+        let e = PpoSample::check_all(&[outside]).unwrap_err();
+        assert!(e.contains("response token 0 (2) is not among"), "{e}");
+        let short = PpoSample {
+            choices: Some(vec![vec![2]]),
+            ..good
+        };
+        let e = PpoSample::check_all(&[short]).unwrap_err();
+        assert!(e.contains("choices for 1 of its 2"), "{e}");
+    }
+
+    #[test]
+    fn choices_follow_the_answers_trie_and_log_probs_renormalise_over_them() {
+        let allowed = vec![vec![5, 6, 9], vec![5, 7, 9], vec![8, 9]];
+        assert_eq!(
+            choices_along(&allowed, &[5, 7, 9]),
+            vec![vec![5, 8], vec![6, 7], vec![9]]
+        );
+        assert_eq!(
+            choices_along(&allowed, &[5, 3]),
+            vec![vec![5, 8], vec![6, 7]]
+        );
+        assert!(check_choices(&[5, 3], Some(&choices_along(&allowed, &[5, 3]))).is_err());
+        // log-softmax over three tokens; among {0, 2} token 0 has log(e^0 / (e^0 + e^-1))
+        let lp: Vec<f32> = [0f32, 1.0, -1.0]
+            .iter()
+            .map(|x| x - (1f32.exp() + 1.0 + (-1f32).exp()).ln())
+            .collect();
+        let want = -(1.0 + (-1f32).exp()).ln();
+        assert!((logprob_within(&lp, 0, &[0, 2]) - want).abs() < 1e-6);
+        assert_eq!(logprob_within(&lp, 2, &[2]), 0.0);
+        assert_eq!(logprob_within(&lp, 1, &[]), lp[1]);
     }
 }

@@ -18,6 +18,9 @@ pub struct Batch {
     pub resp_mask: Tensor,
     /// R.
     pub resp_len: usize,
+    /// With constrained responses, the `B·R` lists of tokens each response position was drawn
+    /// among (empty: any token); their log-probabilities are then over those tokens only.
+    pub resp_choices: Option<Vec<Vec<u32>>>,
 }
 
 impl Batch {
@@ -58,6 +61,34 @@ impl Batch {
             resp_targets: Tensor::from_vec(rt, (b, r), dev)?,
             resp_mask: Tensor::from_vec(rm, (b, r), dev)?,
             resp_len: r,
+            resp_choices: None,
         })
+    }
+
+    /// The batch with its rows' responses drawn among choices: `choices` holds, per row, the
+    /// tokens each response token was drawn among, or `None` for a free row.
+    pub fn within<'a>(
+        mut self,
+        choices: impl Iterator<Item = Option<&'a [Vec<u32>]>>,
+    ) -> Result<Batch, ModelError> {
+        let (b, r) = self.resp_targets.dims2()?;
+        let mut out = vec![Vec::new(); b * r];
+        let mut rows = 0;
+        for (row, c) in choices.enumerate() {
+            rows += 1;
+            if row >= b {
+                continue;
+            }
+            for (j, ch) in c.into_iter().flatten().enumerate().take(r) {
+                out[row * r + j] = ch.clone();
+            }
+        }
+        if rows != b {
+            return Err(ModelError::Other(format!(
+                "{rows} choice lists for a batch of {b} rows"
+            )));
+        }
+        self.resp_choices = out.iter().any(|c| !c.is_empty()).then_some(out);
+        Ok(self)
     }
 }

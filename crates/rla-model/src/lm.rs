@@ -306,6 +306,19 @@ impl Learner for Lm {
         Ok(sample::score(r, pairs)?)
     }
 
+    fn reference_logprobs_within(
+        &self,
+        pairs: &[(Vec<u32>, Vec<u32>)],
+        choices: &[Option<Vec<Vec<u32>>>],
+    ) -> rla_lm::Result<Vec<Vec<f32>>> {
+        let r = self.reference.as_ref().ok_or_else(|| {
+            LmError::Unsupported(
+                "no KL reference: enable training with kl_beta > 0 and a frozen reference".into(),
+            )
+        })?;
+        Ok(sample::score_within(r, pairs, choices)?)
+    }
+
     fn sft_loss(&self, pairs: &[(Vec<u32>, Vec<u32>)]) -> rla_lm::Result<f64> {
         Ok(train::sft_eval(&self.model, pairs, self.tok.pad_id)?)
     }

@@ -36,10 +36,31 @@ pub fn response_logprobs(model: &Transformer, b: &crate::batch::Batch) -> Result
         .index_select(&b.resp_idx, 0)?
         .reshape((n, b.resp_len, hd))?;
     let logits = model.logits(&picked)?;
-    fused::token_logprobs(
-        &logits.to_dtype(acc_dtype(logits.dtype()))?,
-        &b.resp_targets,
-    )
+    let mut logits = logits.to_dtype(acc_dtype(logits.dtype()))?;
+    if let Some(choices) = &b.resp_choices {
+        logits = logits.broadcast_add(&choice_mask(choices, n, b.resp_len, &logits)?)?;
+    }
+    fused::token_logprobs(&logits, &b.resp_targets)
+}
+
+/// An additive mask `[B, R, V]` that leaves each position's choices (every token where it has
+/// none) and pushes the other tokens' logits out of the softmax.
+fn choice_mask(choices: &[Vec<u32>], n: usize, r: usize, logits: &Tensor) -> Result<Tensor> {
+    let v = logits.dim(2)?;
+    let mut m = vec![0f32; n * r * v];
+    for (pos, c) in choices.iter().enumerate() {
+        if c.is_empty() {
+            continue;
+        }
+        let row = &mut m[pos * v..(pos + 1) * v];
+        row.fill(-1e9);
+        for &t in c {
+            if let Some(x) = row.get_mut(t as usize) {
+                *x = 0.0;
+            }
+        }
+    }
+    Tensor::from_vec(m, (n, r, v), logits.device())?.to_dtype(logits.dtype())
 }
 
 fn masked_sequence_mean(x: &Tensor, mask: &Tensor) -> Result<Tensor> {

@@ -92,24 +92,14 @@ pub fn generate(
     generate_within(model, tok, prompts, n, p, None)
 }
 
-/// The tokens that may follow `done` so that the response stays a prefix of one of `allowed`;
-/// empty when none does.
-pub fn allowed_next(allowed: &[Vec<u32>], done: &[u32]) -> Vec<u32> {
-    let mut next: Vec<u32> = allowed
-        .iter()
-        .filter(|a| a.len() > done.len() && a.starts_with(done))
-        .map(|a| a[done.len()])
-        .collect();
-    next.sort_unstable();
-    next.dedup();
-    next
-}
+pub use rla_lm::allowed_next;
 
 /// [`generate`], optionally constrained: with `allowed[prompt]` (complete token sequences, each
 /// normally ending in an end-of-sequence token), every response of that prompt is drawn only among
 /// tokens that keep it a prefix of one of them (constrained decoding over a token trie). The
-/// recorded log-probabilities stay the model's own, unmasked ones, so that scoring the response
-/// later gives the same numbers. A prompt with an empty list is unconstrained.
+/// recorded log-probability of a constrained token is over the tokens it was drawn among
+/// ([`rla_lm::logprob_within`]), the policy that played; [`score_within`] gives the same numbers
+/// later. A prompt with an empty list is unconstrained.
 pub fn generate_within(
     model: &Transformer,
     tok: &Tok,
@@ -213,7 +203,8 @@ fn generate_inner(
             };
             let o = &mut out[s];
             o.tokens.push(t);
-            o.logprobs.push(lp[row][t as usize]);
+            o.logprobs
+                .push(rla_lm::logprob_within(&lp[row], t, &choices));
             if tok.eos_ids.contains(&t) {
                 o.finish = Finish::Eos;
                 continue;
@@ -274,17 +265,49 @@ pub fn score(
     model.device.with_context(|| score_inner(&model, pairs))
 }
 
+/// [`score`] of responses drawn among allowed answers: with `choices[i]` (the tokens each response
+/// token of pair `i` was drawn among) the log-probabilities are over those tokens only.
+pub fn score_within(
+    model: &Transformer,
+    pairs: &[(Vec<u32>, Vec<u32>)],
+    choices: &[Option<Vec<Vec<u32>>>],
+) -> Result<Vec<Vec<f32>>, ModelError> {
+    if choices.len() != pairs.len() {
+        return Err(ModelError::Other(format!(
+            "{} choice lists for {} pairs",
+            choices.len(),
+            pairs.len()
+        )));
+    }
+    let model = model.detached();
+    model
+        .device
+        .with_context(|| score_inner_within(&model, pairs, Some(choices)))
+}
+
 fn score_inner(
     model: &Transformer,
     pairs: &[(Vec<u32>, Vec<u32>)],
 ) -> Result<Vec<Vec<f32>>, ModelError> {
+    score_inner_within(model, pairs, None)
+}
+
+fn score_inner_within(
+    model: &Transformer,
+    pairs: &[(Vec<u32>, Vec<u32>)],
+    choices: Option<&[Option<Vec<Vec<u32>>>]>,
+) -> Result<Vec<Vec<f32>>, ModelError> {
     let mut out = Vec::with_capacity(pairs.len());
-    for chunk in pairs.chunks(16) {
-        let b = crate::batch::Batch::new(
+    for (c, chunk) in pairs.chunks(16).enumerate() {
+        let mut b = crate::batch::Batch::new(
             chunk.iter().map(|(p, r)| (p.as_slice(), r.as_slice())),
             0,
             &model.device,
         )?;
+        if let Some(ch) = choices {
+            let part = &ch[c * 16..c * 16 + chunk.len()];
+            b = b.within(part.iter().map(Option::as_deref))?;
+        }
         let lp = crate::loss::response_logprobs(model, &b)?
             .to_dtype(DType::F32)?
             .to_vec2::<f32>()?;

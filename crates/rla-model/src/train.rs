@@ -268,7 +268,8 @@ pub fn ppo_step(
                 .map(|s| (s.prompt.as_slice(), s.response.as_slice())),
             pad,
             &model.device,
-        )?;
+        )?
+        .within(part.iter().map(|s| s.choices.as_deref()))?;
         let old_rows: Vec<&[f32]> = part.iter().map(|s| s.old_logprobs.as_slice()).collect();
         let old = pad_rows(&old_rows, &b, acc)?;
         let refp = match (

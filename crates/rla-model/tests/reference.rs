@@ -47,6 +47,7 @@ fn train(m: &mut Lm, steps: usize) {
         advantage: 1.0,
         old_logprobs: old[0].clone(),
         ref_logprobs: None,
+        choices: None,
     }];
     for _ in 0..steps {
         m.ppo_update(&s).unwrap();

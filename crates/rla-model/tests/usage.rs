@@ -4,7 +4,9 @@ use candle_core::{DType, Device, Tensor};
 use rla_model::config::{Arch, ModelConfig};
 use rla_model::lora::{self, LoraConfig};
 use rla_model::model::Transformer;
-use rla_model::sample::{allowed_next, generate, generate_within, score, Finish, SampleParams};
+use rla_model::sample::{
+    allowed_next, generate, generate_within, score, score_within, Finish, SampleParams,
+};
 use rla_model::tok::{build_word_level, Tok};
 use rla_model::train::{ppo_step, sft_eval, sft_step, AdamW, PpoSample, TrainConfig};
 use rla_model::weights::{init_tensors, load_model, save_model, save_tensors};
@@ -123,13 +125,29 @@ fn constrained_generation_stays_within_the_allowed_responses() {
         }
     }
     assert!(seen.len() >= 3, "sampling explores the allowed set");
-    // The recorded log-probabilities are the model's own, unmasked ones.
+    // The recorded log-probabilities are over the tokens each token was drawn among: scoring
+    // within the same choices gives them again, a token with one choice has 0, and the model's
+    // free log-probability of a token is never above its constrained one.
     let pairs: Vec<(Vec<u32>, Vec<u32>)> = out[0]
         .iter()
         .map(|s| (prompts[0].clone(), s.tokens.clone()))
         .collect();
-    for (s, lp) in out[0].iter().zip(score(&m, &pairs).unwrap()) {
-        assert!(max_diff(&s.logprobs, &lp) < 1e-4);
+    let choices: Vec<Option<Vec<Vec<u32>>>> = out[0]
+        .iter()
+        .map(|s| Some(rla_lm::choices_along(&allowed[0], &s.tokens)))
+        .collect();
+    let free = score(&m, &pairs).unwrap();
+    let within = score_within(&m, &pairs, &choices).unwrap();
+    for ((s, lp), (f, c)) in out[0].iter().zip(&within).zip(free.iter().zip(&choices)) {
+        assert!(max_diff(&s.logprobs, lp) < 1e-4, "{:?} {lp:?}", s.logprobs);
+        for (t, ch) in c.as_ref().unwrap().iter().enumerate() {
+            assert!(f[t] <= lp[t] + 1e-5);
+            if ch.len() == 1 {
+                assert_eq!(s.logprobs[t], 0.0);
+            } else {
+                assert!(s.logprobs[t] < 0.0);
+            }
+        }
     }
     // An untrained model left free almost never writes an allowed response.
     let free = generate(&m, &tok, &prompts, 8, &p).unwrap();
@@ -296,6 +314,7 @@ fn ppo_clip_measurably_raises_the_reward() {
                 advantage: if std > 1e-6 { (x - mean) / std } else { 0.0 },
                 old_logprobs: s.logprobs.clone(),
                 ref_logprobs: None,
+                choices: None,
             })
             .collect();
         for _ in 0..2 {
@@ -306,6 +325,92 @@ fn ppo_clip_measurably_raises_the_reward() {
     assert!(
         end > start + 0.4 && end > 0.6,
         "reward {start:.2} → {end:.2}"
+    );
+}
+
+/// Answers drawn among allowed ones learn among them: a token that had one choice gets no
+/// gradient, and PPO raises the rewarded answer's share of constrained samples.
+#[test]
+fn constrained_ppo_learns_among_the_allowed_answers_only() {
+    let (mut m, tok) = setup(Arch::Qwen3, 9);
+    let vars = m.make_trainable().unwrap();
+    let mut opt = AdamW::new(vars).unwrap();
+    let cfg = TrainConfig {
+        lr: 2e-3,
+        micro_batch: 8,
+        ..Default::default()
+    };
+    let eos = tok.eos_ids[0];
+    let answer = |t: &str| {
+        let mut v = tok.encode(t).unwrap();
+        v.push(eos);
+        v
+    };
+    let prompt = tok.encode("the fridge 1 is closed .").unwrap();
+    let sample = |m: &Transformer, allowed: &[Vec<u32>], n: usize, seed: u64| {
+        let p = SampleParams {
+            max_new_tokens: 8,
+            seed,
+            ..Default::default()
+        };
+        generate_within(
+            m,
+            &tok,
+            std::slice::from_ref(&prompt),
+            n,
+            &p,
+            Some(&[allowed.to_vec()]),
+        )
+        .unwrap()
+        .remove(0)
+    };
+    let to_ppo = |s: &rla_model::sample::Sample, allowed: &[Vec<u32>], advantage: f32| PpoSample {
+        prompt: prompt.clone(),
+        response: s.tokens.clone(),
+        advantage,
+        old_logprobs: s.logprobs.clone(),
+        ref_logprobs: None,
+        choices: Some(rla_lm::choices_along(allowed, &s.tokens)),
+    };
+    // one allowed answer: every token forced, nothing to learn
+    let only = vec![answer(" go to cabinet 2")];
+    let forced: Vec<PpoSample> = sample(&m, &only, 4, 1)
+        .iter()
+        .map(|s| to_ppo(s, &only, 1.0))
+        .collect();
+    assert!(forced
+        .iter()
+        .all(|s| s.old_logprobs.iter().all(|&x| x == 0.0)));
+    let st = ppo_step(&m, &mut opt, &cfg, &forced, tok.pad_id).unwrap();
+    assert_eq!(st.grad_norm, 0.0, "forced tokens carry no gradient");
+    // two answers sharing their first token: reward " go to cabinet 2"
+    let two = vec![answer(" go to cabinet 2"), answer(" go to fridge 1")];
+    let good = two[0].clone();
+    let share = |m: &Transformer, seed: u64| {
+        let v = sample(m, &two, 64, seed);
+        v.iter().filter(|s| s.tokens == good).count() as f64 / 64.0
+    };
+    let start = share(&m, 1000);
+    for it in 0..30 {
+        let v = sample(&m, &two, 16, it);
+        let r: Vec<f32> = v.iter().map(|s| (s.tokens == good) as i32 as f32).collect();
+        let mean = r.iter().sum::<f32>() / r.len() as f32;
+        let std = (r.iter().map(|x| (x - mean).powi(2)).sum::<f32>() / r.len() as f32).sqrt();
+        if std < 1e-6 {
+            continue;
+        }
+        let batch: Vec<PpoSample> = v
+            .iter()
+            .zip(&r)
+            .map(|(s, x)| to_ppo(s, &two, (x - mean) / std))
+            .collect();
+        let st = ppo_step(&m, &mut opt, &cfg, &batch, tok.pad_id).unwrap();
+        assert!(st.grad_norm > 0.0);
+    }
+    let end = share(&m, 1000);
+    assert!(
+        end > start + 0.3 && end > 0.8,
+        "share {start:.2} → {end:.2}"
     );
 }
 

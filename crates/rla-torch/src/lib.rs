@@ -169,6 +169,26 @@ fn batch<'a>(pairs: impl Iterator<Item = (&'a [u32], &'a [u32])>) -> Vec<(String
     ]
 }
 
+/// The per-token choices of constrained responses as two flat arrays: `choice_counts` (one per
+/// response token, 0 for a free one) and `choice_tokens` (the choices, in order).
+fn choice_arrays(choices: &[Option<&[Vec<u32>]>], lens: &[usize]) -> Vec<(String, Array)> {
+    if choices.iter().all(Option::is_none) {
+        return vec![];
+    }
+    let (mut counts, mut tokens) = (vec![], vec![]);
+    for (c, &n) in choices.iter().zip(lens) {
+        for t in 0..n {
+            let here = c.and_then(|c| c.get(t)).map(Vec::as_slice).unwrap_or(&[]);
+            counts.push(here.len() as i32);
+            tokens.extend(here.iter().map(|&x| x as i32));
+        }
+    }
+    vec![
+        ("choice_counts".into(), Array::I32(counts)),
+        ("choice_tokens".into(), Array::I32(tokens)),
+    ]
+}
+
 fn check_pairs<'a>(pairs: impl Iterator<Item = (&'a [u32], &'a [u32])>) -> rla_lm::Result<()> {
     rla_lm::check_training_pairs(pairs).map_err(LmError::Unsupported)
 }
@@ -275,12 +295,15 @@ impl TorchLearner {
         &self,
         which: &str,
         pairs: &[(Vec<u32>, Vec<u32>)],
+        choices: &[Option<&[Vec<u32>]>],
     ) -> rla_lm::Result<Vec<Vec<f32>>> {
         if pairs.is_empty() {
             return Ok(vec![]);
         }
         check_pairs(pairs.iter().map(|(p, r)| (p.as_slice(), r.as_slice())))?;
-        let arrays = batch(pairs.iter().map(|(p, r)| (p.as_slice(), r.as_slice())));
+        let mut arrays = batch(pairs.iter().map(|(p, r)| (p.as_slice(), r.as_slice())));
+        let lens: Vec<usize> = pairs.iter().map(|(_, r)| r.len()).collect();
+        arrays.extend(choice_arrays(choices, &lens));
         let mut m = self.call("logprobs", json!({ "which": which }), arrays)?;
         let flat = m
             .take("logprobs")
@@ -339,6 +362,10 @@ impl Learner for TorchLearner {
             "advantages".into(),
             Array::F32(samples.iter().map(|s| s.advantage).collect()),
         ));
+        let choices: Vec<Option<&[Vec<u32>]>> =
+            samples.iter().map(|s| s.choices.as_deref()).collect();
+        let lens: Vec<usize> = samples.iter().map(|s| s.response.len()).collect();
+        arrays.extend(choice_arrays(&choices, &lens));
         self.step("ppo", arrays)
     }
 
@@ -356,11 +383,35 @@ impl Learner for TorchLearner {
                 "no KL reference: enable training with kl_beta > 0 and a frozen reference".into(),
             ));
         }
-        self.logprobs("reference", pairs)
+        self.reference_logprobs_within(pairs, &vec![None; pairs.len()])
+    }
+
+    fn reference_logprobs_within(
+        &self,
+        pairs: &[(Vec<u32>, Vec<u32>)],
+        choices: &[Option<Vec<Vec<u32>>>],
+    ) -> rla_lm::Result<Vec<Vec<f32>>> {
+        if !self.frozen_reference {
+            return Err(LmError::Unsupported(
+                "no KL reference: enable training with kl_beta > 0 and a frozen reference".into(),
+            ));
+        }
+        if choices.len() != pairs.len() {
+            return Err(LmError::Unsupported(format!(
+                "{} choice lists for {} pairs",
+                choices.len(),
+                pairs.len()
+            )));
+        }
+        for ((_, r), c) in pairs.iter().zip(choices) {
+            rla_lm::check_choices(r, c.as_deref()).map_err(LmError::Unsupported)?;
+        }
+        let c: Vec<Option<&[Vec<u32>]>> = choices.iter().map(Option::as_deref).collect();
+        self.logprobs("reference", pairs, &c)
     }
 
     fn sft_loss(&self, pairs: &[(Vec<u32>, Vec<u32>)]) -> rla_lm::Result<f64> {
-        let lp = self.logprobs("policy", pairs)?;
+        let lp = self.logprobs("policy", pairs, &vec![None; pairs.len()])?;
         let total: f64 = lp
             .iter()
             .map(|r| -r.iter().map(|&x| x as f64).sum::<f64>() / r.len().max(1) as f64)
@@ -489,6 +540,13 @@ impl Learner for TorchModel {
     }
     fn reference_logprobs(&self, pairs: &[(Vec<u32>, Vec<u32>)]) -> rla_lm::Result<Vec<Vec<f32>>> {
         self.learner.reference_logprobs(pairs)
+    }
+    fn reference_logprobs_within(
+        &self,
+        pairs: &[(Vec<u32>, Vec<u32>)],
+        choices: &[Option<Vec<Vec<u32>>>],
+    ) -> rla_lm::Result<Vec<Vec<f32>>> {
+        self.learner.reference_logprobs_within(pairs, choices)
     }
     fn sft_loss(&self, pairs: &[(Vec<u32>, Vec<u32>)]) -> rla_lm::Result<f64> {
         self.learner.sft_loss(pairs)

@@ -41,6 +41,24 @@ fn compare(arch: Arch, lora: Option<LoraConfig>, micro_batch: usize) {
         );
     }
     let samples = ppo_samples(&candle);
+    // and within choices, as constrained answers are scored
+    let within: Vec<Option<Vec<Vec<u32>>>> = samples.iter().map(|s| s.choices.clone()).collect();
+    let (rc, rt) = (
+        candle.reference_logprobs_within(&p, &within).unwrap(),
+        torch.reference_logprobs_within(&p, &within).unwrap(),
+    );
+    for (a, b) in rc.iter().flatten().zip(rt.iter().flatten()) {
+        close(
+            *a as f64,
+            *b as f64,
+            1e-4,
+            &format!("{what}: reference log-prob within choices"),
+        );
+    }
+    assert!(
+        rc.iter().flatten().any(|&x| x == 0.0),
+        "forced tokens score 0"
+    );
     for step in 0..3 {
         let (a, b) = (
             candle.ppo_update(&samples).unwrap(),

@@ -23,7 +23,10 @@ and ``shutdown``.
 
 A batch is ``tokens`` (i32, every sequence's prompt and response ids, concatenated), ``lengths``
 and ``prompt_lengths`` (i32, one per sequence) and, per response token, ``old_logprobs``,
-``ref_logprobs`` and ``loss_mask`` (f32), and ``advantages`` (f32, one per sequence).
+``ref_logprobs`` and ``loss_mask`` (f32), and ``advantages`` (f32, one per sequence); for
+constrained answers ``choice_counts`` (i32, one per response token, 0 for a free one) and
+``choice_tokens`` (i32, the tokens each was drawn among, in order), over which its
+log-probability is then taken.
 """
 
 import argparse
@@ -133,6 +136,19 @@ class Batch:
             return a
 
         self.mask = per_token("loss_mask", np.ones(self.rtotal, np.float32))
+        # constrained responses: the tokens each response token was drawn among (none: any)
+        self.choices = None
+        if "choice_counts" in arrays:
+            counts = arrays["choice_counts"].astype(np.int64)
+            flat = arrays.get("choice_tokens", np.zeros(0, np.int32)).astype(np.int64)
+            if counts.shape != (self.rtotal,) or (counts < 0).any():
+                raise CallError(f"`choice_counts` must hold one count per response token ({self.rtotal})")
+            if int(counts.sum()) != flat.shape[0]:
+                raise CallError(f"`choice_counts` add up to {int(counts.sum())}, not the {flat.shape[0]} choice tokens sent")
+            if flat.size and (flat.min() < 0 or flat.max() >= vocab):
+                raise CallError("a choice token is outside the model's vocabulary")
+            at = np.concatenate([[0], np.cumsum(counts)])
+            self.choices = [flat[at[k]:at[k + 1]] for k in range(self.rtotal)]
         self.old = per_token("old_logprobs", None)
         self.ref = per_token("ref_logprobs", None)
         self.adv = None
@@ -342,6 +358,19 @@ class Worker:
         x, pos, tgt = x.to(self.device), pos.to(self.device), tgt.to(self.device)
         logits = model(input_ids=x, use_cache=False).logits
         picked = torch.gather(logits, 1, pos.unsqueeze(-1).expand(-1, -1, logits.shape[-1])).float()
+        if batch.choices is not None:
+            # constrained responses: log-probabilities over the tokens each one was drawn among
+            keep = torch.zeros((len(idx), r, picked.shape[-1]), dtype=torch.bool)
+            free = torch.ones((len(idx), r), dtype=torch.bool)
+            for j, i in enumerate(idx):
+                s0 = int(batch.rstarts[i])
+                for t in range(int(batch.rlens[i])):
+                    c = batch.choices[s0 + t]
+                    if len(c):
+                        keep[j, t, torch.from_numpy(c)] = True
+                        free[j, t] = False
+            keep |= free.unsqueeze(-1)
+            picked = picked.masked_fill(~keep.to(picked.device), -1e9)
         return torch.log_softmax(picked, dim=-1).gather(-1, tgt.unsqueeze(-1)).squeeze(-1)
 
     def op_logprobs(self, h, arrays):

@@ -141,6 +141,7 @@ pub fn push_step_judgements<'a>(
                             prompt: v.prompt_ids.clone(),
                             response: r.clone(),
                             logprobs: l.clone(),
+                            choices: None,
                         },
                         score,
                     })

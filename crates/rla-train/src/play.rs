@@ -31,6 +31,10 @@ pub struct StepRec {
     pub response_ids: Vec<u32>,
     /// `log π_old` of the answer's tokens.
     pub logprobs: Vec<f32>,
+    /// With constrained answers, the tokens each answer token was drawn among (`logprobs` are
+    /// over these only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub choices: Option<Vec<Vec<u32>>>,
     /// The answer's text.
     pub answer: String,
     /// The action it was taken as.
@@ -203,11 +207,19 @@ pub fn play<G: Game>(
         } else {
             policy.generate(&prompts, 1, &p)?
         };
-        for (((&i, s), turn), prompt_ids) in active.iter().zip(out).zip(turns).zip(prompts) {
+        for (k, (((&i, s), turn), prompt_ids)) in
+            active.iter().zip(out).zip(turns).zip(prompts).enumerate()
+        {
             let s = s
                 .into_iter()
                 .next()
                 .ok_or_else(|| anyhow::anyhow!("the policy returned no answer to a prompt"))?;
+            let choices = allowed.get(k).map(|a| rla_lm::choices_along(a, &s.tokens));
+            if let Some(c) = &choices {
+                rla_lm::check_choices(&s.tokens, Some(c)).map_err(|e| {
+                    anyhow::anyhow!("the policy answered outside the allowed answers: {e}")
+                })?;
+            }
             let l = &mut live[i];
             let a = l.game.apply(policy, &s)?;
             l.traj.steps.push(StepRec {
@@ -216,6 +228,7 @@ pub fn play<G: Game>(
                 prompt_ids,
                 response_ids: s.tokens,
                 logprobs: s.logprobs,
+                choices,
                 answer: s.text,
                 action: a.action,
                 code: a.code,
@@ -303,6 +316,7 @@ impl Played {
                             prompt: s.prompt_ids.clone(),
                             response: s.response_ids.clone(),
                             logprobs: s.logprobs.clone(),
+                            choices: s.choices.clone(),
                         },
                     })
                     .collect(),

@@ -31,6 +31,9 @@ pub struct Generation {
     pub response: Vec<u32>,
     /// `log π_old` per response token.
     pub logprobs: Vec<f32>,
+    /// When the response was drawn among allowed answers, the tokens each of its tokens was
+    /// drawn among ([`rla_lm::PpoSample::choices`]); `logprobs` are then over those only.
+    pub choices: Option<Vec<Vec<u32>>>,
 }
 
 /// One policy step of an episode.

@@ -275,7 +275,9 @@ impl<S: Setting> Trainer<S> {
             .iter()
             .map(|s| (s.prompt.clone(), s.response.clone()))
             .collect();
-        let refs = model.reference_logprobs(&pairs)?;
+        let choices: Vec<Option<Vec<Vec<u32>>>> =
+            samples.iter().map(|s| s.choices.clone()).collect();
+        let refs = model.reference_logprobs_within(&pairs, &choices)?;
         let counts_match = refs.len() == samples.len()
             && refs
                 .iter()
@@ -511,6 +513,7 @@ fn ppo_sample(g: &crate::setting::Generation, advantage: f64) -> PpoSample {
         advantage: advantage as f32,
         old_logprobs: g.logprobs.clone(),
         ref_logprobs: None,
+        choices: g.choices.clone(),
     }
 }
 

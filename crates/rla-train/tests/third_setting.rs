@@ -101,6 +101,7 @@ impl Setting for Numbers {
                                         prompt: p.clone(),
                                         response: s.tokens.clone(),
                                         logprobs: s.logprobs.clone(),
+                                        choices: None,
                                     },
                                 }],
                             }
@@ -139,6 +140,7 @@ impl Setting for Numbers {
                                 prompt: p.clone(),
                                 response: x.tokens.clone(),
                                 logprobs: x.logprobs.clone(),
+                                choices: None,
                             },
                             score: match x.text.trim() {
                                 "1" => StepScore::Positive,

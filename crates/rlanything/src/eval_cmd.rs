@@ -44,6 +44,14 @@ pub struct EvalArgs {
     /// Print the first N episodes step by step.
     #[arg(long, default_value_t = 0)]
     pub show: usize,
+    /// Household: sample the answers at this temperature instead of greedily, `--samples`
+    /// episodes per task, and print the mean success with its standard error (a lower-variance
+    /// view of a policy than one greedy episode a task).
+    #[arg(long)]
+    pub temperature: Option<f64>,
+    /// Episodes per task with `--temperature`.
+    #[arg(long, default_value_t = 4)]
+    pub samples: usize,
     /// Most tokens of each answer (a pretrained model reasons before its `\boxed{}`).
     #[arg(long, default_value_t = 16)]
     pub max_tokens: usize,
@@ -99,13 +107,20 @@ fn step_limit(a: &EvalArgs) -> Result<Option<usize>> {
 }
 
 pub fn run_eval(mut a: EvalArgs) -> Result<()> {
+    if a.temperature.is_some() && (a.games.is_some() || a.judge > 0) {
+        bail!("--temperature samples the household's split tasks; ALFWorld's games (--games) and the judge's view (--judge) play greedily");
+    }
     let mut run_cfg = None;
     if let Some(c) = a.config.clone() {
         let (cfg, model) = eval_config(&c, a.model.as_deref())?;
         a.model = Some(model);
-        // the household's step-by-step views play its episodes here; anything else is the
-        // setting's own evaluation
-        let household_views = a.games.is_some() || a.show > 0 || a.judge > 0;
+        // the household's step-by-step and sampled views play its episodes here; anything else
+        // is the setting's own evaluation
+        let household_views =
+            a.games.is_some() || a.show > 0 || a.judge > 0 || a.temperature.is_some();
+        if a.temperature.is_some() && cfg.setting != rla_train::config::SettingName::Household {
+            bail!("--temperature: sampled evaluation is the household's; this run's setting evaluates greedily");
+        }
         if cfg.setting != rla_train::config::SettingName::Household || !household_views {
             return eval_setting(&a, cfg);
         }
@@ -166,6 +181,9 @@ pub fn run_eval(mut a: EvalArgs) -> Result<()> {
     if let Some(dir) = &a.games {
         return eval_games(&a, &*lm, dir, ep);
     }
+    if let Some(t) = a.temperature {
+        return eval_sampled(&a, &*lm, &tasks[..n], ep, t, &model);
+    }
     let bar = rla_train::bar((n * ep.step_limit) as u64, "eval");
     let started = std::time::Instant::now();
     let trajs =
@@ -186,6 +204,54 @@ pub fn run_eval(mut a: EvalArgs) -> Result<()> {
         let notes = a.judge_notes || run_cfg.as_ref().is_some_and(|c| c.household.judge_notes);
         judge_steps(&a, &*lm, (&tasks[..n], notes), &trajs)?;
     }
+    Ok(())
+}
+
+/// `--temperature T --samples K`: K sampled episodes of every task; the mean success and its
+/// standard error over the tasks (each task's share of won episodes).
+fn eval_sampled(
+    a: &EvalArgs,
+    lm: &dyn rla_lm::Sampler,
+    tasks: &[rla_env::household::TaskSpec],
+    mut ep: rla_train::household::Episodes,
+    temperature: f64,
+    model: &std::path::Path,
+) -> Result<()> {
+    if !(temperature.is_finite() && temperature > 0.0) {
+        bail!("--temperature {temperature}: use a positive temperature (greedy is the default)");
+    }
+    if a.samples == 0 {
+        bail!("--samples 0: sample at least one episode a task");
+    }
+    ep.rollouts = a.samples;
+    let sp = rla_lm::SampleParams {
+        temperature,
+        max_new_tokens: a.max_tokens,
+        seed: 0,
+        ..Default::default()
+    };
+    let n = tasks.len();
+    let bar = rla_train::bar((n * a.samples * ep.step_limit) as u64, "eval");
+    let trajs = rla_train::household::rollout(lm, tasks, ep, &sp, Some(&bar))?;
+    bar.finish_and_clear();
+    for t in trajs.iter().take(a.show) {
+        print_episode(&format!("task: {}", tasks[t.task].sentence()), t);
+    }
+    let mut won = vec![0usize; n];
+    for t in &trajs {
+        won[t.task] += t.won() as usize;
+    }
+    let per: Vec<f64> = won.iter().map(|&w| w as f64 / a.samples as f64).collect();
+    let mean = per.iter().sum::<f64>() / n.max(1) as f64;
+    let var = per.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n.max(2) - 1) as f64;
+    println!(
+        "{} success on {n} {} tasks, {} episodes each at temperature {temperature}: {mean:.3} \
+         (standard error {:.3})",
+        model.display(),
+        a.split,
+        a.samples,
+        (var / n.max(1) as f64).sqrt()
+    );
     Ok(())
 }
 

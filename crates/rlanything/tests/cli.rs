@@ -447,3 +447,50 @@ fn eval_plays_alfworld_game_folders() {
         .unwrap();
     assert!(String::from_utf8_lossy(&out.stderr).contains("holds no game folder"));
 }
+
+#[test]
+fn eval_samples_episodes_at_a_temperature_and_refuses_what_it_cannot_sample() {
+    let dir = tempfile::tempdir().unwrap();
+    let (model, out) = tiny_model(dir.path(), "go to fridge 1\nopen fridge 1\n\\boxed{1}\n");
+    assert!(out.status.success());
+    let eval = |extra: &[&str]| {
+        bin()
+            .args(["eval", "--model"])
+            .arg(&model)
+            .args([
+                "--split",
+                "validation",
+                "--n",
+                "3",
+                "--step-limit",
+                "3",
+                "--constrained",
+                "--prompt-style",
+                "unlisted",
+            ])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let out = eval(&["--temperature", "1", "--samples", "2"]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("success on 3 validation tasks, 2 episodes each at temperature 1")
+            && text.contains("standard error"),
+        "{text}"
+    );
+    for (extra, says) in [
+        (&["--temperature", "0"][..], "positive temperature"),
+        (&["--temperature", "1", "--samples", "0"][..], "--samples 0"),
+        (&["--temperature", "1", "--judge", "1"][..], "play greedily"),
+    ] {
+        let out = eval(extra);
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(!out.status.success() && err.contains(says), "{extra:?}: {err}");
+    }
+}

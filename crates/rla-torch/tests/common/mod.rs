@@ -99,10 +99,12 @@ pub fn pairs(m: &Lm) -> Vec<(Vec<u32>, Vec<u32>)> {
 }
 
 /// PPO samples over `pairs`: old log-probabilities off the model's by varied amounts (so some
-/// ratios are clipped), mixed advantages, and reference log-probabilities.
+/// ratios are clipped), mixed advantages, and reference log-probabilities; two of them drawn
+/// among choices (constrained decoding), some of their tokens forced.
 pub fn ppo_samples(m: &Lm) -> Vec<PpoSample> {
     let p = pairs(m);
     let lp = m.score(&p).unwrap();
+    let vocab = m.vocab_size().unwrap() as u32;
     p.into_iter()
         .zip(lp)
         .enumerate()
@@ -111,10 +113,29 @@ pub fn ppo_samples(m: &Lm) -> Vec<PpoSample> {
             PpoSample {
                 old_logprobs: lp.iter().map(|x| x + shift).collect(),
                 ref_logprobs: Some(lp.iter().map(|x| x - 0.2 * shift).collect()),
+                choices: (i % 2 == 1).then(|| choices(&response, vocab)),
                 advantage: [1.0f32, -0.5, 2.0, -1.5, 0.7][i],
                 prompt,
                 response,
             }
+        })
+        .collect()
+}
+
+/// Choices for each token of a response: the token alone at even positions, the token and two
+/// others at odd ones.
+pub fn choices(response: &[u32], vocab: u32) -> Vec<Vec<u32>> {
+    response
+        .iter()
+        .enumerate()
+        .map(|(t, &x)| {
+            let mut c = vec![x];
+            if t % 2 == 1 {
+                c.extend([(x + 1) % vocab, (x + 7) % vocab]);
+                c.sort_unstable();
+                c.dedup();
+            }
+            c
         })
         .collect()
 }

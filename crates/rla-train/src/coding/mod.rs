@@ -259,6 +259,7 @@ impl Setting for Coding {
                                 prompt: coder_prompts[i].clone(),
                                 response: s.tokens.clone(),
                                 logprobs: s.logprobs.clone(),
+                                choices: None,
                             },
                         }],
                     })
@@ -311,6 +312,7 @@ impl Setting for Coding {
                             prompt: tester_prompts[i].clone(),
                             response: s.tokens.clone(),
                             logprobs: s.logprobs.clone(),
+                            choices: None,
                         },
                         score: if t.is_some() {
                             StepScore::Positive
