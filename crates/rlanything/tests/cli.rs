@@ -491,6 +491,9 @@ fn eval_samples_episodes_at_a_temperature_and_refuses_what_it_cannot_sample() {
     ] {
         let out = eval(extra);
         let err = String::from_utf8_lossy(&out.stderr).to_string();
-        assert!(!out.status.success() && err.contains(says), "{extra:?}: {err}");
+        assert!(
+            !out.status.success() && err.contains(says),
+            "{extra:?}: {err}"
+        );
     }
 }
