@@ -65,6 +65,21 @@ impl Trajectory {
     pub fn won(&self) -> bool {
         self.score >= 1.0
     }
+
+    /// Whether the episode's last `last` actions (at least two) repeat one action or alternate
+    /// between two: the loop a deterministic policy falls into when its prompt comes back to
+    /// what it was. False for an episode shorter than `last`.
+    pub fn ends_in_loop(&self, last: usize) -> bool {
+        let n = self.steps.len();
+        if last < 2 || n < last {
+            return false;
+        }
+        let tail: Vec<&str> = self.steps[n - last..]
+            .iter()
+            .map(|s| s.action.as_str())
+            .collect();
+        tail.iter().enumerate().all(|(i, a)| *a == tail[i % 2])
+    }
 }
 
 /// A policy prompt: a text the loop encodes with the policy's chat template, or a message with
@@ -473,5 +488,55 @@ pub(crate) mod testing {
         fn score(&self, _: &[(Vec<u32>, Vec<u32>)]) -> rla_lm::Result<Vec<Vec<f32>>> {
             unreachable!()
         }
+    }
+}
+
+#[cfg(test)]
+mod loop_tests {
+    use super::*;
+
+    fn traj(actions: &[&str]) -> Trajectory {
+        Trajectory {
+            task: 0,
+            steps: actions
+                .iter()
+                .map(|a| StepRec {
+                    observation: String::new(),
+                    previous: String::new(),
+                    prompt_ids: vec![],
+                    response_ids: vec![],
+                    logprobs: vec![],
+                    choices: None,
+                    answer: String::new(),
+                    action: a.to_string(),
+                    code: String::new(),
+                    error: None,
+                    next_observation: String::new(),
+                    progress: false,
+                })
+                .collect(),
+            score: 0.0,
+        }
+    }
+
+    #[test]
+    fn loops_of_one_or_two_actions_are_found_at_the_end_only() {
+        let (t, m) = (
+            "take apple 1 from countertop 2",
+            "move apple 1 to countertop 2",
+        );
+        let two = traj(&["go to countertop 2", t, m, t, m, t]);
+        assert!(two.ends_in_loop(5));
+        assert!(!two.ends_in_loop(6), "the first step is outside the loop");
+        assert!(
+            traj(&["look", "use desklamp 1", "use desklamp 1", "use desklamp 1"]).ends_in_loop(3)
+        );
+        assert!(!traj(&[t, m, "go to fridge 1", t, m]).ends_in_loop(5));
+        assert!(
+            !traj(&["a", "b", "c", "a", "b", "c"]).ends_in_loop(6),
+            "a cycle of three"
+        );
+        assert!(!traj(&[t, m]).ends_in_loop(3), "shorter than the window");
+        assert!(!traj(&[t, t]).ends_in_loop(1));
     }
 }

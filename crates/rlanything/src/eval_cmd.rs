@@ -200,12 +200,24 @@ pub fn run_eval(mut a: EvalArgs) -> Result<()> {
         model.display(),
         a.split
     );
+    let lost = trajs.iter().filter(|t| !t.won()).count();
+    let looped = trajs
+        .iter()
+        .filter(|t| !t.won() && t.ends_in_loop(LOOP_STEPS))
+        .count();
+    println!(
+        "lost {lost}; {looped} of them end in a loop (their last {LOOP_STEPS} actions repeat one action or alternate between two)"
+    );
     if a.judge > 0 {
         let notes = a.judge_notes || run_cfg.as_ref().is_some_and(|c| c.household.judge_notes);
         judge_steps(&a, &*lm, (&tasks[..n], notes), &trajs)?;
     }
     Ok(())
 }
+
+/// The steps at the end of a lost greedy episode that
+/// [`rla_train::play::Trajectory::ends_in_loop`] reads.
+const LOOP_STEPS: usize = 10;
 
 /// `--temperature T --samples K`: K sampled episodes of every task; the mean success and its
 /// standard error over the tasks (each task's share of won episodes).

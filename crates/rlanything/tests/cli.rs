@@ -472,6 +472,13 @@ fn eval_samples_episodes_at_a_temperature_and_refuses_what_it_cannot_sample() {
             .output()
             .unwrap()
     };
+    // greedy: the success, then how many lost episodes end in a loop
+    let out = eval(&[]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        text.contains("success on 3 validation tasks: ") && text.contains("of them end in a loop"),
+        "{text}"
+    );
     let out = eval(&["--temperature", "1", "--samples", "2"]);
     let text = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(
