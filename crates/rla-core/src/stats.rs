@@ -1,4 +1,5 @@
-//! Small statistics shared by the rules: mean, population standard deviation, z-scores.
+//! Small statistics shared by the rules: mean, population standard deviation, z-scores, and
+//! the standard errors the reports print.
 
 /// Standard deviations at or below this are treated as zero: the group carries no signal.
 pub const STD_EPS: f64 = 1e-8;
@@ -63,9 +64,28 @@ pub fn difference_std_error(p0: f64, p1: f64, n: usize) -> Option<f64> {
     Some((v(p0) + v(p1)).sqrt())
 }
 
+/// The mean of `xs` and its standard error `s/√n`, `s` the sample standard deviation
+/// (`n − 1` in the denominator; 0 for one value). `None` for an empty slice.
+pub fn mean_std_error(xs: &[f64]) -> Option<(f64, f64)> {
+    let m = mean(xs)?;
+    let n = xs.len();
+    let var = xs.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / (n.max(2) - 1) as f64;
+    Some((m, (var / n as f64).sqrt()))
+}
+
 #[cfg(test)]
 mod difference_tests {
     use super::*;
+
+    #[test]
+    fn mean_and_its_standard_error() {
+        // [0, 1, 1, 0]: mean 0.5, sample variance 1/3, standard error sqrt(1/12)
+        let (m, se) = mean_std_error(&[0.0, 1.0, 1.0, 0.0]).unwrap();
+        assert_eq!(m, 0.5);
+        assert!((se - (1.0f64 / 12.0).sqrt()).abs() < 1e-12);
+        assert_eq!(mean_std_error(&[0.25]), Some((0.25, 0.0)));
+        assert_eq!(mean_std_error(&[]), None);
+    }
 
     #[test]
     fn difference_std_error_of_two_rates() {

@@ -231,6 +231,25 @@ pub fn check_choices(
     Ok(())
 }
 
+/// Checks the choice lists of (prompt, response) pairs scored within choices: one list (or
+/// `None`) per pair, each as [`check_choices`] wants it.
+pub fn check_choice_lists(
+    pairs: &[(Vec<u32>, Vec<u32>)],
+    choices: &[Option<&[Vec<u32>]>],
+) -> std::result::Result<(), String> {
+    if choices.len() != pairs.len() {
+        return Err(format!(
+            "{} choice lists for {} pairs",
+            choices.len(),
+            pairs.len()
+        ));
+    }
+    for ((_, r), &c) in pairs.iter().zip(choices) {
+        check_choices(r, c)?;
+    }
+    Ok(())
+}
+
 /// The log-probability of `target` among `choices` (or among all tokens when `choices` is
 /// empty) from a row of log-probabilities over the vocabulary: what a constrained sampler
 /// records and a learner trains on.
@@ -481,15 +500,18 @@ pub trait Learner {
 
     /// `log π_ref(response token)` under the frozen reference policy of the KL term (the model as
     /// training started; with LoRA, the base weights with the adapter off).
-    fn reference_logprobs(&self, pairs: &[(Vec<u32>, Vec<u32>)]) -> Result<Vec<Vec<f32>>>;
+    fn reference_logprobs(&self, pairs: &[(Vec<u32>, Vec<u32>)]) -> Result<Vec<Vec<f32>>> {
+        self.reference_logprobs_within(pairs, &vec![None; pairs.len()])
+    }
 
     /// [`Learner::reference_logprobs`] of responses drawn among allowed answers: with
     /// `choices[i]` (the tokens each response token of pair `i` was drawn among, see
-    /// [`PpoSample::choices`]) the log-probabilities are over those tokens only.
+    /// [`PpoSample::choices`]; `None` for a free response) the log-probabilities are over those
+    /// tokens only. The lists are checked with [`check_choice_lists`].
     fn reference_logprobs_within(
         &self,
         pairs: &[(Vec<u32>, Vec<u32>)],
-        choices: &[Option<Vec<Vec<u32>>>],
+        choices: &[Option<&[Vec<u32>]>],
     ) -> Result<Vec<Vec<f32>>>;
 
     /// The SFT loss of (prompt, response) pairs, without an update (a held-out loss).

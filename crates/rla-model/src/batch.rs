@@ -72,21 +72,18 @@ impl Batch {
         choices: impl Iterator<Item = Option<&'a [Vec<u32>]>>,
     ) -> Result<Batch, ModelError> {
         let (b, r) = self.resp_targets.dims2()?;
+        let rows: Vec<Option<&[Vec<u32>]>> = choices.collect();
+        if rows.len() != b {
+            return Err(ModelError::Other(format!(
+                "{} choice lists for a batch of {b} rows",
+                rows.len()
+            )));
+        }
         let mut out = vec![Vec::new(); b * r];
-        let mut rows = 0;
-        for (row, c) in choices.enumerate() {
-            rows += 1;
-            if row >= b {
-                continue;
-            }
+        for (row, c) in rows.into_iter().enumerate() {
             for (j, ch) in c.into_iter().flatten().enumerate().take(r) {
                 out[row * r + j] = ch.clone();
             }
-        }
-        if rows != b {
-            return Err(ModelError::Other(format!(
-                "{rows} choice lists for a batch of {b} rows"
-            )));
         }
         self.resp_choices = out.iter().any(|c| !c.is_empty()).then_some(out);
         Ok(self)

@@ -297,19 +297,10 @@ impl Learner for Lm {
         Ok(train::sft_step(&model, self.opt()?, &cfg, pairs, pad)?)
     }
 
-    fn reference_logprobs(&self, pairs: &[(Vec<u32>, Vec<u32>)]) -> rla_lm::Result<Vec<Vec<f32>>> {
-        let r = self.reference.as_ref().ok_or_else(|| {
-            LmError::Unsupported(
-                "no KL reference: enable training with kl_beta > 0 and a frozen reference".into(),
-            )
-        })?;
-        Ok(sample::score(r, pairs)?)
-    }
-
     fn reference_logprobs_within(
         &self,
         pairs: &[(Vec<u32>, Vec<u32>)],
-        choices: &[Option<Vec<Vec<u32>>>],
+        choices: &[Option<&[Vec<u32>]>],
     ) -> rla_lm::Result<Vec<Vec<f32>>> {
         let r = self.reference.as_ref().ok_or_else(|| {
             LmError::Unsupported(

@@ -270,15 +270,9 @@ pub fn score(
 pub fn score_within(
     model: &Transformer,
     pairs: &[(Vec<u32>, Vec<u32>)],
-    choices: &[Option<Vec<Vec<u32>>>],
+    choices: &[Option<&[Vec<u32>]>],
 ) -> Result<Vec<Vec<f32>>, ModelError> {
-    if choices.len() != pairs.len() {
-        return Err(ModelError::Other(format!(
-            "{} choice lists for {} pairs",
-            choices.len(),
-            pairs.len()
-        )));
-    }
+    rla_lm::check_choice_lists(pairs, choices).map_err(ModelError::Other)?;
     let model = model.detached();
     model
         .device
@@ -295,7 +289,7 @@ fn score_inner(
 fn score_inner_within(
     model: &Transformer,
     pairs: &[(Vec<u32>, Vec<u32>)],
-    choices: Option<&[Option<Vec<Vec<u32>>>]>,
+    choices: Option<&[Option<&[Vec<u32>]>]>,
 ) -> Result<Vec<Vec<f32>>, ModelError> {
     let mut out = Vec::with_capacity(pairs.len());
     for (c, chunk) in pairs.chunks(16).enumerate() {
@@ -306,7 +300,7 @@ fn score_inner_within(
         )?;
         if let Some(ch) = choices {
             let part = &ch[c * 16..c * 16 + chunk.len()];
-            b = b.within(part.iter().map(Option::as_deref))?;
+            b = b.within(part.iter().copied())?;
         }
         let lp = crate::loss::response_logprobs(model, &b)?
             .to_dtype(DType::F32)?

@@ -137,7 +137,8 @@ fn constrained_generation_stays_within_the_allowed_responses() {
         .map(|s| Some(rla_lm::choices_along(&allowed[0], &s.tokens)))
         .collect();
     let free = score(&m, &pairs).unwrap();
-    let within = score_within(&m, &pairs, &choices).unwrap();
+    let borrowed: Vec<Option<&[Vec<u32>]>> = choices.iter().map(Option::as_deref).collect();
+    let within = score_within(&m, &pairs, &borrowed).unwrap();
     for ((s, lp), (f, c)) in out[0].iter().zip(&within).zip(free.iter().zip(&choices)) {
         assert!(max_diff(&s.logprobs, lp) < 1e-4, "{:?} {lp:?}", s.logprobs);
         for (t, ch) in c.as_ref().unwrap().iter().enumerate() {
@@ -393,16 +394,14 @@ fn constrained_ppo_learns_among_the_allowed_answers_only() {
     let start = share(&m, 1000);
     for it in 0..30 {
         let v = sample(&m, &two, 16, it);
-        let r: Vec<f32> = v.iter().map(|s| (s.tokens == good) as i32 as f32).collect();
-        let mean = r.iter().sum::<f32>() / r.len() as f32;
-        let std = (r.iter().map(|x| (x - mean).powi(2)).sum::<f32>() / r.len() as f32).sqrt();
-        if std < 1e-6 {
+        let r: Vec<f64> = v.iter().map(|s| (s.tokens == good) as i32 as f64).collect();
+        let Some(adv) = rla_core::stats::standardize(&r) else {
             continue;
-        }
+        };
         let batch: Vec<PpoSample> = v
             .iter()
-            .zip(&r)
-            .map(|(s, x)| to_ppo(s, &two, (x - mean) / std))
+            .zip(adv)
+            .map(|(s, a)| to_ppo(s, &two, a as f32))
             .collect();
         let st = ppo_step(&m, &mut opt, &cfg, &batch, tok.pad_id).unwrap();
         assert!(st.grad_norm > 0.0);

@@ -377,37 +377,18 @@ impl Learner for TorchLearner {
         )
     }
 
-    fn reference_logprobs(&self, pairs: &[(Vec<u32>, Vec<u32>)]) -> rla_lm::Result<Vec<Vec<f32>>> {
-        if !self.frozen_reference {
-            return Err(LmError::Unsupported(
-                "no KL reference: enable training with kl_beta > 0 and a frozen reference".into(),
-            ));
-        }
-        self.reference_logprobs_within(pairs, &vec![None; pairs.len()])
-    }
-
     fn reference_logprobs_within(
         &self,
         pairs: &[(Vec<u32>, Vec<u32>)],
-        choices: &[Option<Vec<Vec<u32>>>],
+        choices: &[Option<&[Vec<u32>]>],
     ) -> rla_lm::Result<Vec<Vec<f32>>> {
         if !self.frozen_reference {
             return Err(LmError::Unsupported(
                 "no KL reference: enable training with kl_beta > 0 and a frozen reference".into(),
             ));
         }
-        if choices.len() != pairs.len() {
-            return Err(LmError::Unsupported(format!(
-                "{} choice lists for {} pairs",
-                choices.len(),
-                pairs.len()
-            )));
-        }
-        for ((_, r), c) in pairs.iter().zip(choices) {
-            rla_lm::check_choices(r, c.as_deref()).map_err(LmError::Unsupported)?;
-        }
-        let c: Vec<Option<&[Vec<u32>]>> = choices.iter().map(Option::as_deref).collect();
-        self.logprobs("reference", pairs, &c)
+        rla_lm::check_choice_lists(pairs, choices).map_err(LmError::Unsupported)?;
+        self.logprobs("reference", pairs, choices)
     }
 
     fn sft_loss(&self, pairs: &[(Vec<u32>, Vec<u32>)]) -> rla_lm::Result<f64> {
@@ -538,13 +519,10 @@ impl Learner for TorchModel {
     fn sft_update(&mut self, pairs: &[(Vec<u32>, Vec<u32>)]) -> rla_lm::Result<StepStats> {
         self.learner.sft_update(pairs)
     }
-    fn reference_logprobs(&self, pairs: &[(Vec<u32>, Vec<u32>)]) -> rla_lm::Result<Vec<Vec<f32>>> {
-        self.learner.reference_logprobs(pairs)
-    }
     fn reference_logprobs_within(
         &self,
         pairs: &[(Vec<u32>, Vec<u32>)],
-        choices: &[Option<Vec<Vec<u32>>>],
+        choices: &[Option<&[Vec<u32>]>],
     ) -> rla_lm::Result<Vec<Vec<f32>>> {
         self.learner.reference_logprobs_within(pairs, choices)
     }

@@ -42,7 +42,7 @@ fn compare(arch: Arch, lora: Option<LoraConfig>, micro_batch: usize) {
     }
     let samples = ppo_samples(&candle);
     // and within choices, as constrained answers are scored
-    let within: Vec<Option<Vec<Vec<u32>>>> = samples.iter().map(|s| s.choices.clone()).collect();
+    let within: Vec<Option<&[Vec<u32>]>> = samples.iter().map(|s| s.choices.as_deref()).collect();
     let (rc, rt) = (
         candle.reference_logprobs_within(&p, &within).unwrap(),
         torch.reference_logprobs_within(&p, &within).unwrap(),

@@ -154,13 +154,10 @@ impl Learner for Served {
     fn sft_update(&mut self, pairs: &[(Vec<u32>, Vec<u32>)]) -> rla_lm::Result<StepStats> {
         self.lm.sft_update(pairs)
     }
-    fn reference_logprobs(&self, pairs: &[(Vec<u32>, Vec<u32>)]) -> rla_lm::Result<Vec<Vec<f32>>> {
-        self.lm.reference_logprobs(pairs)
-    }
     fn reference_logprobs_within(
         &self,
         pairs: &[(Vec<u32>, Vec<u32>)],
-        choices: &[Option<Vec<Vec<u32>>>],
+        choices: &[Option<&[Vec<u32>]>],
     ) -> rla_lm::Result<Vec<Vec<f32>>> {
         self.lm.reference_logprobs_within(pairs, choices)
     }

@@ -275,8 +275,8 @@ impl<S: Setting> Trainer<S> {
             .iter()
             .map(|s| (s.prompt.clone(), s.response.clone()))
             .collect();
-        let choices: Vec<Option<Vec<Vec<u32>>>> =
-            samples.iter().map(|s| s.choices.clone()).collect();
+        let choices: Vec<Option<&[Vec<u32>]>> =
+            samples.iter().map(|s| s.choices.as_deref()).collect();
         let refs = model.reference_logprobs_within(&pairs, &choices)?;
         let counts_match = refs.len() == samples.len()
             && refs

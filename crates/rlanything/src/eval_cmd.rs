@@ -254,15 +254,13 @@ fn eval_sampled(
         won[t.task] += t.won() as usize;
     }
     let per: Vec<f64> = won.iter().map(|&w| w as f64 / a.samples as f64).collect();
-    let mean = per.iter().sum::<f64>() / n.max(1) as f64;
-    let var = per.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n.max(2) - 1) as f64;
+    let (mean, se) = rla_core::stats::mean_std_error(&per).unwrap_or((0.0, 0.0));
     println!(
         "{} success on {n} {} tasks, {} episodes each at temperature {temperature}: {mean:.3} \
-         (standard error {:.3})",
+         (standard error {se:.3})",
         model.display(),
         a.split,
         a.samples,
-        (var / n.max(1) as f64).sqrt()
     );
     Ok(())
 }
