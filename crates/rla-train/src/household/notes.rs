@@ -10,8 +10,14 @@
 //! seen: cabinet 2 has candle 2; countertop 1 has apple 1, knife 1
 //! holding: candle 3
 //! did: clean knife 1
+//! repeated: move candle 3 to cabinet 2 (2 times); go to cabinet 2 (3 times)
 //! hint: The apple is in the fridge 1.
 //! ```
+//!
+//! The `repeated` line counts the commands the agent has played more than once. Without it, an
+//! agent that takes an object and puts it back (or walks between two places) sees the same prompt
+//! again and again, and a greedy policy repeats the pair until the step limit; with it, a loop is
+//! a state the policy can see, and RL can learn to leave it.
 
 /// What the agent has learnt about the room so far.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -27,7 +33,12 @@ pub struct Notes {
     did: Vec<String>,
     /// The intro's hint sentence, if it had one.
     hint: Option<String>,
+    /// Every command played, with how often, the most recent last.
+    played: Vec<(String, u32)>,
 }
+
+/// How many repeated commands the `repeated` line shows (the most recent).
+const REPEATS_SHOWN: usize = 3;
 
 /// `a cabinet 1, a cabinet 2, and a drawer 1` → the names, articles dropped; `nothing` → none.
 fn split_list(s: &str) -> Vec<String> {
@@ -91,6 +102,15 @@ impl Notes {
             Some(v) => *v = items,
             None => self.seen.push((place.to_string(), items)),
         }
+    }
+
+    /// Records that the agent played `command` (before its feedback is observed).
+    pub fn played(&mut self, command: &str) {
+        let n = match self.played.iter().position(|(c, _)| c == command) {
+            Some(i) => self.played.remove(i).1,
+            None => 0,
+        };
+        self.played.push((command.to_string(), n + 1));
     }
 
     /// Records what a command's feedback revealed. Feedback it does not recognise (`Nothing
@@ -165,6 +185,17 @@ impl Notes {
         if !self.did.is_empty() {
             s.push_str(&format!("did: {}\n", self.did.join(", ")));
         }
+        let repeated: Vec<String> = self
+            .played
+            .iter()
+            .rev()
+            .filter(|(_, n)| *n > 1)
+            .take(REPEATS_SHOWN)
+            .map(|(c, n)| format!("{c} ({n} times)"))
+            .collect();
+        if !repeated.is_empty() {
+            s.push_str(&format!("repeated: {}\n", repeated.join("; ")));
+        }
         if let Some(h) = &self.hint {
             s.push_str(&format!("hint: {h}\n"));
         }
@@ -215,6 +246,43 @@ mod tests {
         assert!(
             r.contains("did: clean knife 1, turn on desklamp 1\n"),
             "{r}"
+        );
+    }
+
+    #[test]
+    fn a_loop_never_shows_the_same_notes_twice() {
+        let mut n = Notes::from_intro(INTRO);
+        n.observe("You arrive at drawer 1. On the drawer 1, you see a knife 1, and a fork 2.");
+        let mut seen = std::collections::HashSet::new();
+        // take the knife and put it back, again and again
+        for _ in 0..6 {
+            for (cmd, fb) in [
+                ("take knife 1 from drawer 1", "You pick up the knife 1 from the drawer 1."),
+                ("move knife 1 to drawer 1", "You move the knife 1 to the drawer 1."),
+            ] {
+                n.played(cmd);
+                n.observe(fb);
+                assert!(seen.insert(n.render()), "a repeated prompt: {}", n.render());
+            }
+        }
+        let r = n.render();
+        assert!(
+            r.contains("repeated: move knife 1 to drawer 1 (6 times); take knife 1 from drawer 1 (6 times)\n"),
+            "{r}"
+        );
+        // commands played once are not listed; at most three repeated ones are, the most recent first
+        let mut m = Notes::from_intro(INTRO);
+        for c in ["look", "go to cabinet 1", "go to cabinet 2", "look", "inventory"] {
+            m.played(c);
+        }
+        assert!(m.render().contains("repeated: look (2 times)\n"), "{}", m.render());
+        for c in ["go to cabinet 1", "go to cabinet 2", "inventory", "go to cabinet 1"] {
+            m.played(c);
+        }
+        assert!(
+            m.render().contains("repeated: go to cabinet 1 (3 times); inventory (2 times); go to cabinet 2 (2 times)\n"),
+            "{}",
+            m.render()
         );
     }
 

@@ -80,6 +80,7 @@ impl Game for HouseGame {
         let r = self.env.step(&action);
         let progress = progress_label(self.env.world(), &before, self.env.state(), &self.goal);
         if let Some(n) = &mut self.notes {
+            n.played(&action);
             n.observe(&r.feedback);
         }
         self.history.push((

@@ -90,6 +90,7 @@ pub fn demonstration_steps(
                 let r = env.step(&cmd);
                 searcher.observe(env.world(), env.state(), act);
                 if let Some(n) = &mut memo {
+                    n.played(&cmd);
                     n.observe(&r.feedback);
                 }
                 steps.push((
