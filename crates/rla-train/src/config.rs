@@ -270,6 +270,16 @@ pub struct PretrainConfig {
     /// labelled with its episode's outcome and the steps of won and lost episodes balanced
     /// (0: from the expert's noisy demonstrations, labelled the same way).
     pub judge_tasks: usize,
+    /// The household's policy, once fitted, learns from its own mistakes (DAgger) this many
+    /// rounds: each round it plays `dagger_tasks` fresh training tasks greedily, as it is
+    /// evaluated; the searching expert, following its moves and seeing what it sees, names the
+    /// right action at every state it reached; and `dagger_steps` SFT steps (at the schedule's
+    /// last rate) train on the demonstrations and every round's labels together (0: none).
+    pub dagger_rounds: usize,
+    /// Fresh training tasks played each DAgger round.
+    pub dagger_tasks: usize,
+    /// SFT steps each DAgger round.
+    pub dagger_steps: usize,
 }
 
 /// How the SFT learning rate changes over the steps.
@@ -319,6 +329,9 @@ impl Default for PretrainConfig {
             validation: 0,
             eval_every: 0,
             judge_tasks: 0,
+            dagger_rounds: 0,
+            dagger_tasks: 200,
+            dagger_steps: 500,
         }
     }
 }
@@ -604,6 +617,17 @@ impl RunConfig {
         }
         if !(0.0..=1.0).contains(&self.pretrain.noise) {
             return Err("pretrain.noise must lie in [0, 1]".into());
+        }
+        if self.pretrain.dagger_rounds > 0 {
+            if self.setting != SettingName::Household {
+                return Err(format!(
+                    "pretrain.dagger_rounds: only the household's policy learns from its own \
+                     mistakes (this config's setting is {})",
+                    format!("{:?}", self.setting).to_lowercase()
+                ));
+            }
+            pos("pretrain.dagger_tasks", self.pretrain.dagger_tasks)?;
+            pos("pretrain.dagger_steps", self.pretrain.dagger_steps)?;
         }
         Ok(())
     }

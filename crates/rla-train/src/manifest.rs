@@ -126,7 +126,7 @@ pub fn write_manifest(
     crate::run::write_atomic(&out.join("MANIFEST.md"), &md)
 }
 
-fn read_curve(path: &Path) -> Result<Vec<CurvePoint>> {
+pub(crate) fn read_curve(path: &Path) -> Result<Vec<CurvePoint>> {
     if !path.exists() {
         return Ok(vec![]);
     }
