@@ -257,8 +257,14 @@ mod tests {
         // take the knife and put it back, again and again
         for _ in 0..6 {
             for (cmd, fb) in [
-                ("take knife 1 from drawer 1", "You pick up the knife 1 from the drawer 1."),
-                ("move knife 1 to drawer 1", "You move the knife 1 to the drawer 1."),
+                (
+                    "take knife 1 from drawer 1",
+                    "You pick up the knife 1 from the drawer 1.",
+                ),
+                (
+                    "move knife 1 to drawer 1",
+                    "You move the knife 1 to the drawer 1.",
+                ),
             ] {
                 n.played(cmd);
                 n.observe(fb);
@@ -272,11 +278,26 @@ mod tests {
         );
         // commands played once are not listed; at most three repeated ones are, the most recent first
         let mut m = Notes::from_intro(INTRO);
-        for c in ["look", "go to cabinet 1", "go to cabinet 2", "look", "inventory"] {
+        for c in [
+            "look",
+            "go to cabinet 1",
+            "go to cabinet 2",
+            "look",
+            "inventory",
+        ] {
             m.played(c);
         }
-        assert!(m.render().contains("repeated: look (2 times)\n"), "{}", m.render());
-        for c in ["go to cabinet 1", "go to cabinet 2", "inventory", "go to cabinet 1"] {
+        assert!(
+            m.render().contains("repeated: look (2 times)\n"),
+            "{}",
+            m.render()
+        );
+        for c in [
+            "go to cabinet 1",
+            "go to cabinet 2",
+            "inventory",
+            "go to cabinet 1",
+        ] {
             m.played(c);
         }
         assert!(

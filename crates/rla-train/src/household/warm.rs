@@ -533,7 +533,10 @@ fn dagger(w: WarmStart, demos: &[Example], held: &[Demo]) -> Result<String> {
         let tasks = household_train_tasks(&c);
         let bar = w.progress.then(|| {
             let n = tasks.len() * ep.step_limit;
-            crate::bar(n as u64, &format!("DAgger round {}: the policy plays", round + 1))
+            crate::bar(
+                n as u64,
+                &format!("DAgger round {}: the policy plays", round + 1),
+            )
         });
         let trajs = super::rollout(&*lm, &tasks, ep, &sp, bar.as_ref())?;
         if let Some(b) = bar {
@@ -548,10 +551,18 @@ fn dagger(w: WarmStart, demos: &[Example], held: &[Demo]) -> Result<String> {
                 crate::play::encode_response(&*lm, &d.answer)?,
             ));
         }
-        let bar = w
-            .progress
-            .then(|| crate::bar(p.dagger_steps as u64, &format!("DAgger round {}: SFT", round + 1)));
-        let probe = household_probe(cfg, held, p.validation, Some(out.join("mistakes-policy.txt")));
+        let bar = w.progress.then(|| {
+            crate::bar(
+                p.dagger_steps as u64,
+                &format!("DAgger round {}: SFT", round + 1),
+            )
+        });
+        let probe = household_probe(
+            cfg,
+            held,
+            p.validation,
+            Some(out.join("mistakes-policy.txt")),
+        );
         let (_, points) = crate::pretrain::sft(
             &mut *lm,
             &flat,
@@ -755,9 +766,15 @@ mod tests {
         let mut coding = cfg.clone();
         coding.setting = crate::config::SettingName::Coding;
         let e = coding.validate().unwrap_err();
-        assert!(e.contains("pretrain.dagger_rounds") && e.contains("coding"), "{e}");
+        assert!(
+            e.contains("pretrain.dagger_rounds") && e.contains("coding"),
+            "{e}"
+        );
         cfg.pretrain.dagger_steps = 0;
-        assert!(cfg.validate().unwrap_err().contains("pretrain.dagger_steps"));
+        assert!(cfg
+            .validate()
+            .unwrap_err()
+            .contains("pretrain.dagger_steps"));
     }
 
     #[test]
