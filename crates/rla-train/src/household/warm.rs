@@ -23,6 +23,107 @@ use rla_env::household::{Household, TaskSpec};
 use rla_env::Environment;
 use rla_lm::{Model, SampleParams, Sampler};
 
+/// One household episode walked with the searching expert beside the agent: the game, the
+/// prompt's state as the play loop keeps it (history, notes) and the expert following every
+/// command played, seeing only what the agent sees. The demonstrations and DAgger's labels both
+/// walk their episodes with it.
+struct ExpertWalk {
+    env: Household,
+    goal: GoalSpec,
+    obs: String,
+    memo: Option<Notes>,
+    hist: Vec<(String, String)>,
+    searcher: SearchExpert,
+}
+
+/// What the expert would do at a state, and the policy's prompt there.
+struct Labelled {
+    /// The admissible commands.
+    adm: Vec<String>,
+    /// The expert's command and its index among them.
+    cmd: String,
+    idx: usize,
+    /// The policy's prompt.
+    prompt: String,
+}
+
+impl ExpertWalk {
+    fn start(t: &TaskSpec, notes: bool) -> Result<ExpertWalk> {
+        let mut env = Household::from_task(t)?;
+        let goal = GoalSpec::from_task(env.world(), t).map_err(anyhow::Error::msg)?;
+        let obs = env.reset();
+        let searcher = SearchExpert::new(env.world());
+        Ok(ExpertWalk {
+            memo: notes.then(|| Notes::from_intro(&obs)),
+            env,
+            goal,
+            obs,
+            hist: Vec::new(),
+            searcher,
+        })
+    }
+
+    /// The expert's command at this state with the policy's prompt (as `h` prompts it), or
+    /// `None` when the expert has nothing to do (an agent that has spoilt its task).
+    fn label(&mut self, h: &super::config::HouseholdConfig) -> Result<Option<Labelled>> {
+        let adm = self.env.admissible().to_vec();
+        let Some(a) = self
+            .searcher
+            .next(self.env.world(), self.env.state(), &self.goal)
+        else {
+            return Ok(None);
+        };
+        let cmd = self
+            .env
+            .world()
+            .command(self.env.state(), a)
+            .context("the expert's action is admissible")?;
+        let idx = adm
+            .iter()
+            .position(|c| *c == cmd)
+            .context("the expert's command is listed")?;
+        let prompt = policy_prompt_styled(
+            &self.env.world().task,
+            &self.hist,
+            h.history_window,
+            &self.obs,
+            &adm,
+            h.prompt_style,
+            &self.notes(),
+        );
+        Ok(Some(Labelled {
+            adm,
+            cmd,
+            idx,
+            prompt,
+        }))
+    }
+
+    /// The notes as the prompt shows them (empty without notes).
+    fn notes(&self) -> String {
+        self.memo.as_ref().map(Notes::render).unwrap_or_default()
+    }
+
+    /// Plays `cmd`: the game, the expert, the notes and the history follow it. Returns the
+    /// observation it was played in and the game's reply.
+    fn play(&mut self, cmd: &str) -> Result<(String, rla_env::Step)> {
+        let act = self
+            .env
+            .parse(cmd)
+            .with_context(|| format!("the command played, {cmd:?}"))?;
+        let r = self.env.step(cmd);
+        self.searcher
+            .observe(self.env.world(), self.env.state(), act);
+        if let Some(n) = &mut self.memo {
+            n.played(cmd);
+            n.observe(&r.feedback);
+        }
+        let before = std::mem::replace(&mut self.obs, r.feedback.clone());
+        self.hist.push((before.clone(), cmd.to_string()));
+        Ok((before, r))
+    }
+}
+
 /// Demonstrations of the tasks: policy steps (with each step's admissible commands and task)
 /// and judge examples from noisy expert episodes, prompted as `cfg.household` plays and at
 /// `cfg.pretrain.noise`, seeded by `seed`.
@@ -32,74 +133,42 @@ pub fn demonstration_steps(
     seed: u64,
 ) -> Result<(Vec<Demo>, Vec<Example>)> {
     let (noise, h) = (cfg.pretrain.noise, &cfg.household);
-    let (window, style, notes) = (h.history_window, h.prompt_style, h.notes);
-    let judge_notes = |m: &Option<Notes>| match (m, h.judge_notes) {
-        (Some(n), true) => n.render(),
-        _ => String::new(),
+    let style = h.prompt_style;
+    let judge_notes = |w: &ExpertWalk| {
+        if h.judge_notes {
+            w.notes()
+        } else {
+            String::new()
+        }
     };
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let (mut pol, mut jud) = (Vec::new(), Vec::new());
     for (ti, t) in tasks.iter().enumerate() {
         // two episodes per task: one at the given noise, one noisier, so the judge sees failures
         for eps_noise in [noise, (noise * 2.0).min(0.9)] {
-            let mut env = Household::from_task(t)?;
-            let goal = GoalSpec::from_task(env.world(), t).map_err(anyhow::Error::msg)?;
-            let mut obs = env.reset();
-            let mut memo = notes.then(|| Notes::from_intro(&obs));
-            let mut hist: Vec<(String, String)> = Vec::new();
+            let mut walk = ExpertWalk::start(t, h.notes)?;
             // (notes the judge reads, obs, answer, action)
             let mut steps: Vec<(String, String, String, String)> = Vec::new();
             let mut won = false;
-            let mut searcher = SearchExpert::new(env.world());
             for _ in 0..t.step_limit {
-                let adm = env.admissible().to_vec();
-                let Some(a) = searcher.next(env.world(), env.state(), &goal) else {
+                let Some(l) = walk.label(h)? else {
                     break;
                 };
-                let expert_cmd = env
-                    .world()
-                    .command(env.state(), a)
-                    .context("expert action admissible")?;
-                let expert_idx = adm
-                    .iter()
-                    .position(|c| *c == expert_cmd)
-                    .context("in list")?;
-                let prompt = policy_prompt_styled(
-                    &t.sentence(),
-                    &hist,
-                    window,
-                    &obs,
-                    &adm,
-                    style,
-                    &memo.as_ref().map(Notes::render).unwrap_or_default(),
-                );
                 pol.push(Demo {
-                    prompt,
-                    answer: policy_answer_styled(&expert_cmd, expert_idx, style),
-                    choices: adm.clone(),
+                    prompt: l.prompt,
+                    answer: policy_answer_styled(&l.cmd, l.idx, style),
+                    choices: l.adm.clone(),
                     task: ti,
                 });
                 let (cmd, idx) = if rng.gen::<f64>() < eps_noise {
-                    let k = rng.gen_range(0..adm.len());
-                    (adm[k].clone(), k)
+                    let k = rng.gen_range(0..l.adm.len());
+                    (l.adm[k].clone(), k)
                 } else {
-                    (expert_cmd, expert_idx)
+                    (l.cmd, l.idx)
                 };
-                let act = env.parse(&cmd).context("admissible command")?;
-                let known = judge_notes(&memo);
-                let r = env.step(&cmd);
-                searcher.observe(env.world(), env.state(), act);
-                if let Some(n) = &mut memo {
-                    n.played(&cmd);
-                    n.observe(&r.feedback);
-                }
-                steps.push((
-                    known,
-                    obs.clone(),
-                    policy_answer_styled(&cmd, idx, style),
-                    cmd.clone(),
-                ));
-                hist.push((std::mem::replace(&mut obs, r.feedback.clone()), cmd));
+                let known = judge_notes(&walk);
+                let (obs, r) = walk.play(&cmd)?;
+                steps.push((known, obs, policy_answer_styled(&cmd, idx, style), cmd));
                 if r.done {
                     won = r.won;
                     break;
@@ -111,7 +180,7 @@ pub fn demonstration_steps(
                 .skip(1)
                 .map(|s| s.1.clone())
                 .collect::<Vec<_>>();
-            next.push(obs.clone());
+            next.push(walk.obs.clone());
             for ((known, o, ans, act), nx) in steps.iter().zip(next) {
                 jud.push((
                     judge_prompt(&t.sentence(), known, o, ans, act, &nx),
@@ -436,52 +505,19 @@ pub fn expert_labels(
         let t = tasks
             .get(tr.task)
             .with_context(|| format!("an episode of task {}, of {}", tr.task, tasks.len()))?;
-        let mut env = Household::from_task(t)?;
-        let goal = GoalSpec::from_task(env.world(), t).map_err(anyhow::Error::msg)?;
-        let mut obs = env.reset();
-        let mut memo = h.notes.then(|| Notes::from_intro(&obs));
-        let mut hist: Vec<(String, String)> = Vec::new();
-        let mut searcher = SearchExpert::new(env.world());
+        let mut walk = ExpertWalk::start(t, h.notes)?;
         for s in &tr.steps {
-            let adm = env.admissible().to_vec();
             // an agent that has spoilt its task leaves the expert nothing to do
-            let Some(a) = searcher.next(env.world(), env.state(), &goal) else {
+            let Some(l) = walk.label(h)? else {
                 break;
             };
-            let cmd = env
-                .world()
-                .command(env.state(), a)
-                .context("the expert's action is admissible")?;
-            let idx = adm
-                .iter()
-                .position(|c| *c == cmd)
-                .context("the expert's command is listed")?;
-            let prompt = policy_prompt_styled(
-                &env.world().task,
-                &hist,
-                h.history_window,
-                &obs,
-                &adm,
-                h.prompt_style,
-                &memo.as_ref().map(Notes::render).unwrap_or_default(),
-            );
             out.push(Demo {
-                prompt,
-                answer: policy_answer_styled(&cmd, idx, h.prompt_style),
-                choices: adm,
+                prompt: l.prompt,
+                answer: policy_answer_styled(&l.cmd, l.idx, h.prompt_style),
+                choices: l.adm,
                 task: tr.task,
             });
-            let act = env
-                .parse(&s.action)
-                .with_context(|| format!("the episode's action {:?}", s.action))?;
-            let r = env.step(&s.action);
-            searcher.observe(env.world(), env.state(), act);
-            if let Some(n) = &mut memo {
-                n.played(&s.action);
-                n.observe(&r.feedback);
-            }
-            hist.push((std::mem::replace(&mut obs, r.feedback), s.action.clone()));
-            if r.done {
+            if walk.play(&s.action)?.1.done {
                 break;
             }
         }
