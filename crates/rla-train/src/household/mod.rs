@@ -4,6 +4,7 @@
 //! hints) guided by the judge's critiques.
 
 pub mod config;
+pub mod dagger;
 pub mod notes;
 pub mod play;
 pub mod prompts;

@@ -27,28 +27,28 @@ use rla_lm::{Model, SampleParams, Sampler};
 /// prompt's state as the play loop keeps it (history, notes) and the expert following every
 /// command played, seeing only what the agent sees. The demonstrations and DAgger's labels both
 /// walk their episodes with it.
-struct ExpertWalk {
+pub(super) struct ExpertWalk {
     env: Household,
     goal: GoalSpec,
-    obs: String,
+    pub(super) obs: String,
     memo: Option<Notes>,
     hist: Vec<(String, String)>,
     searcher: SearchExpert,
 }
 
 /// What the expert would do at a state, and the policy's prompt there.
-struct Labelled {
+pub(super) struct Labelled {
     /// The admissible commands.
-    adm: Vec<String>,
+    pub(super) adm: Vec<String>,
     /// The expert's command and its index among them.
-    cmd: String,
-    idx: usize,
+    pub(super) cmd: String,
+    pub(super) idx: usize,
     /// The policy's prompt.
-    prompt: String,
+    pub(super) prompt: String,
 }
 
 impl ExpertWalk {
-    fn start(t: &TaskSpec, notes: bool) -> Result<ExpertWalk> {
+    pub(super) fn start(t: &TaskSpec, notes: bool) -> Result<ExpertWalk> {
         let mut env = Household::from_task(t)?;
         let goal = GoalSpec::from_task(env.world(), t).map_err(anyhow::Error::msg)?;
         let obs = env.reset();
@@ -65,7 +65,7 @@ impl ExpertWalk {
 
     /// The expert's command at this state with the policy's prompt (as `h` prompts it), or
     /// `None` when the expert has nothing to do (an agent that has spoilt its task).
-    fn label(&mut self, h: &super::config::HouseholdConfig) -> Result<Option<Labelled>> {
+    pub(super) fn label(&mut self, h: &super::config::HouseholdConfig) -> Result<Option<Labelled>> {
         let adm = self.env.admissible().to_vec();
         let Some(a) = self
             .searcher
@@ -100,13 +100,13 @@ impl ExpertWalk {
     }
 
     /// The notes as the prompt shows them (empty without notes).
-    fn notes(&self) -> String {
+    pub(super) fn notes(&self) -> String {
         self.memo.as_ref().map(Notes::render).unwrap_or_default()
     }
 
     /// Plays `cmd`: the game, the expert, the notes and the history follow it. Returns the
     /// observation it was played in and the game's reply.
-    fn play(&mut self, cmd: &str) -> Result<(String, rla_env::Step)> {
+    pub(super) fn play(&mut self, cmd: &str) -> Result<(String, rla_env::Step)> {
         let act = self
             .env
             .parse(cmd)
@@ -359,7 +359,7 @@ pub fn household_warm_start(w: WarmStart) -> Result<Vec<String>> {
         },
     )?);
     if cfg.pretrain.dagger_rounds > 0 {
-        lines.push(dagger(w, &pol, &held)?);
+        lines.push(super::dagger::dagger(w, &pol, &held)?);
     }
     // the judge learns from the policy's own episodes, or from the expert's
     let mut held_out = None;
@@ -490,161 +490,6 @@ fn judge_quality_on(
     Ok(crate::judge::step_judge_quality(steps))
 }
 
-/// DAgger's labels: the searching expert's action at every state of the policy's own episodes.
-/// Each episode is played again in its task's game, the prompt the policy saw rebuilt as the
-/// play loop builds it (history window, notes, listing style); the expert follows the agent's
-/// actions, seeing only what the agent sees, and names the action it would take there.
-pub fn expert_labels(
-    tasks: &[TaskSpec],
-    trajs: &[Trajectory],
-    cfg: &RunConfig,
-) -> Result<Vec<Demo>> {
-    let h = &cfg.household;
-    let mut out = Vec::new();
-    for tr in trajs {
-        let t = tasks
-            .get(tr.task)
-            .with_context(|| format!("an episode of task {}, of {}", tr.task, tasks.len()))?;
-        let mut walk = ExpertWalk::start(t, h.notes)?;
-        for s in &tr.steps {
-            // an agent that has spoilt its task leaves the expert nothing to do
-            let Some(l) = walk.label(h)? else {
-                break;
-            };
-            out.push(Demo {
-                prompt: l.prompt,
-                answer: policy_answer_styled(&l.cmd, l.idx, h.prompt_style),
-                choices: l.adm,
-                task: tr.task,
-            });
-            if walk.play(&s.action)?.1.done {
-                break;
-            }
-        }
-    }
-    Ok(out)
-}
-
-/// `pretrain.dagger_rounds` rounds of DAgger on the fitted policy (`out/policy`): each plays
-/// fresh training tasks greedily, labels every state reached with the expert's action
-/// ([`expert_labels`]), and trains on the demonstrations and all labels so far at the
-/// schedule's last rate; the policy is measured after each round (a point of its curve) and
-/// saved. Returns a line saying what was done.
-fn dagger(w: WarmStart, demos: &[Example], held: &[Demo]) -> Result<String> {
-    let (cfg, out) = (w.cfg, w.out);
-    let p = &cfg.pretrain;
-    let steps = p.policy_steps.max(1);
-    // SFT from here on at the rate the schedule ended at
-    let mut flat = cfg.clone();
-    flat.pretrain.lr = p.lr_at(steps - 1, steps);
-    flat.pretrain.schedule = crate::config::LrSchedule::Constant;
-    flat.pretrain.warmup = 0;
-    let opts = rla_lm::OpenOptions {
-        dtype: cfg.policy.dtype.clone(),
-        train: Some(rla_lm::TrainOptions {
-            lr: flat.pretrain.lr,
-            micro_batch: cfg.policy.micro_batch,
-            seed: cfg.seed.wrapping_add(101),
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
-    let dir = out.join("policy");
-    let mut lm = w.backend.open(&dir, &opts)?;
-    let mut data = encode_pairs(&*lm, demos)?;
-    let curve_path = out.join("curve-policy.jsonl");
-    let mut curve = crate::manifest::read_curve(&curve_path)?;
-    let files = [super::Episodes::evaluation(cfg).record()?];
-    let ep = super::Episodes {
-        rollouts: 1,
-        step_limit: cfg.household.train_step_limit,
-        ..super::Episodes::evaluation(cfg)
-    };
-    let sp = SampleParams::greedy(cfg.policy.max_new_tokens);
-    let (mut labelled, mut won_last) = (0usize, 0.0);
-    for round in 0..p.dagger_rounds {
-        let mut c = cfg.clone();
-        c.seed = cfg.seed.wrapping_add(104_729 + round as u64);
-        c.pretrain.tasks = p.dagger_tasks;
-        let tasks = household_train_tasks(&c);
-        let bar = w.progress.then(|| {
-            let n = tasks.len() * ep.step_limit;
-            crate::bar(
-                n as u64,
-                &format!("DAgger round {}: the policy plays", round + 1),
-            )
-        });
-        let trajs = super::rollout(&*lm, &tasks, ep, &sp, bar.as_ref())?;
-        if let Some(b) = bar {
-            b.finish_and_clear();
-        }
-        won_last = trajs.iter().filter(|t| t.won()).count() as f64 / tasks.len() as f64;
-        let labels = expert_labels(&tasks, &trajs, cfg)?;
-        labelled += labels.len();
-        for d in &labels {
-            data.push((
-                crate::play::encode_prompt(&*lm, &d.prompt)?,
-                crate::play::encode_response(&*lm, &d.answer)?,
-            ));
-        }
-        let bar = w.progress.then(|| {
-            crate::bar(
-                p.dagger_steps as u64,
-                &format!("DAgger round {}: SFT", round + 1),
-            )
-        });
-        let probe = household_probe(
-            cfg,
-            held,
-            p.validation,
-            Some(out.join("mistakes-policy.txt")),
-        );
-        let (_, points) = crate::pretrain::sft(
-            &mut *lm,
-            &flat,
-            &data,
-            p.dagger_steps,
-            c.seed,
-            bar.as_ref(),
-            Some((0, probe)),
-            &mut |_, _| Ok(()),
-        )?;
-        if let Some(b) = bar {
-            b.finish_and_clear();
-        }
-        for mut point in points {
-            point.insert(
-                "step".into(),
-                (p.policy_steps + (round + 1) * p.dagger_steps).into(),
-            );
-            point.insert("dagger_round".into(), (round + 1).into());
-            point.insert("dagger_train_success".into(), won_last.into());
-            tracing::info!(point = %serde_json::Value::Object(point.clone()), "DAgger");
-            curve.push(point);
-        }
-        rla_lm::replace_dir_atomic(&dir, |tmp| -> Result<()> {
-            lm.export(tmp, None)?;
-            for (file, text) in &files {
-                rla_lm::write_atomic(&tmp.join(file), text.as_bytes())?;
-            }
-            Ok(())
-        })?;
-        let text: String = curve
-            .iter()
-            .map(|p| serde_json::Value::Object(p.clone()).to_string() + "\n")
-            .collect();
-        crate::run::write_atomic(&curve_path, &text)?;
-    }
-    Ok(format!(
-        "policy, DAgger: {} rounds of {} tasks played greedily ({:.1}% won in the last), {labelled} \
-         states labelled by the expert, {} SFT steps a round",
-        p.dagger_rounds,
-        p.dagger_tasks,
-        100.0 * won_last,
-        p.dagger_steps
-    ))
-}
-
 /// The generated training tasks a household warm start learns from (a share given a hint):
 /// drawn from the training distribution with the run's seed, never from the fixed splits.
 pub fn household_train_tasks(cfg: &RunConfig) -> Vec<TaskSpec> {
@@ -720,97 +565,6 @@ mod tests {
             e.contains("pretrain.judge_tasks") && e.contains("gave 0 steps of won episodes"),
             "{e}"
         );
-    }
-
-    #[test]
-    fn dagger_labels_the_states_the_policy_reached_with_the_experts_actions() {
-        let mut cfg = tiny_test_config();
-        cfg.household.history_window = 1;
-        let dir = tempfile::tempdir().unwrap();
-        household_warm_start(crate::pretrain::candle_warm_start(&cfg, dir.path())).unwrap();
-        let lm = rla_lm::Backend::open(
-            &rla_model::Candle,
-            &dir.path().join("policy"),
-            &Default::default(),
-        )
-        .unwrap();
-        let tasks = rla_env::household::splits::train_tasks(3, 11);
-        let ep = crate::household::Episodes {
-            step_limit: 8,
-            ..crate::household::Episodes::evaluation(&cfg)
-        };
-        let sp = SampleParams::greedy(cfg.policy.max_new_tokens);
-        let trajs = crate::household::rollout(&*lm, &tasks, ep, &sp, None).unwrap();
-        let labels = expert_labels(&tasks, &trajs, &cfg).unwrap();
-        // one label per step played (the expert has something to do at every step here), and
-        // each prompt is the one the policy saw, token for token
-        let steps: Vec<_> = trajs.iter().flat_map(|t| &t.steps).collect();
-        assert_eq!(labels.len(), steps.len());
-        let mut differ = 0;
-        for (d, s) in labels.iter().zip(&steps) {
-            let ids = crate::play::encode_prompt(&*lm, &d.prompt).unwrap();
-            assert_eq!(ids, s.prompt_ids, "{}", d.prompt);
-            let (idx, parsed) = parse_choice(&d.answer, &d.choices);
-            assert!(parsed, "{}", d.answer);
-            differ += usize::from(d.choices[idx] != s.action);
-        }
-        // a policy of a few SFT steps strays from the expert, which names another action
-        assert!(differ > 0, "the labels repeat the policy's actions");
-        // an episode of another task list is refused by name
-        let e = expert_labels(&tasks[..1], &trajs, &cfg).unwrap_err();
-        assert!(format!("{e:#}").contains("an episode of task"), "{e:#}");
-    }
-
-    #[test]
-    fn dagger_rounds_go_on_from_the_fitted_policy_and_extend_its_curve() {
-        let mut cfg = tiny_test_config();
-        cfg.pretrain = crate::config::PretrainConfig {
-            held_out: 1,
-            validation: 2,
-            policy_steps: 2,
-            dagger_rounds: 2,
-            dagger_tasks: 2,
-            dagger_steps: 3,
-            ..cfg.pretrain
-        };
-        cfg.household.train_step_limit = 6;
-        cfg.validate().unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let lines =
-            household_warm_start(crate::pretrain::candle_warm_start(&cfg, dir.path())).unwrap();
-        assert!(
-            lines[1].starts_with("policy, DAgger: 2 rounds of 2 tasks"),
-            "{lines:?}"
-        );
-        let curve = std::fs::read_to_string(dir.path().join("curve-policy.jsonl")).unwrap();
-        let points: Vec<serde_json::Value> = curve
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
-        assert_eq!(points.len(), 3, "{curve}");
-        for (p, (step, round)) in points.iter().zip([(2, None), (5, Some(1)), (8, Some(2))]) {
-            assert_eq!(p["step"], step, "{p}");
-            assert_eq!(p["dagger_round"].as_u64(), round, "{p}");
-            assert!(p["held_out_action_acc"].as_f64().is_some(), "{p}");
-        }
-        // the saved policy is the one after the last round, and still plays as it was trained
-        let ep = crate::household::Episodes::load_from(&dir.path().join("policy"))
-            .unwrap()
-            .unwrap();
-        assert_eq!(ep, crate::household::Episodes::evaluation(&cfg));
-        // only the household's policy learns this way
-        let mut coding = cfg.clone();
-        coding.setting = crate::config::SettingName::Coding;
-        let e = coding.validate().unwrap_err();
-        assert!(
-            e.contains("pretrain.dagger_rounds") && e.contains("coding"),
-            "{e}"
-        );
-        cfg.pretrain.dagger_steps = 0;
-        assert!(cfg
-            .validate()
-            .unwrap_err()
-            .contains("pretrain.dagger_steps"));
     }
 
     #[test]
