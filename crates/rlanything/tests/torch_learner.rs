@@ -12,7 +12,7 @@ fn config() -> String {
     let models = concat!(env!("CARGO_MANIFEST_DIR"), "/../../models/household");
     format!(
         r#"
-seed = 1
+seed = 3
 mode = "full"
 iterations = 2
 pool_size = 6
