@@ -280,6 +280,9 @@ pub struct PretrainConfig {
     pub dagger_tasks: usize,
     /// SFT steps each DAgger round.
     pub dagger_steps: usize,
+    /// The share of each DAgger SFT batch drawn from the labels (the rest from the
+    /// demonstrations), in (0, 1): the labels are repeated until they make up this share.
+    pub dagger_label_share: f64,
 }
 
 /// How the SFT learning rate changes over the steps.
@@ -332,6 +335,7 @@ impl Default for PretrainConfig {
             dagger_rounds: 0,
             dagger_tasks: 200,
             dagger_steps: 500,
+            dagger_label_share: 0.5,
         }
     }
 }
@@ -628,6 +632,13 @@ impl RunConfig {
             }
             pos("pretrain.dagger_tasks", self.pretrain.dagger_tasks)?;
             pos("pretrain.dagger_steps", self.pretrain.dagger_steps)?;
+            let share = self.pretrain.dagger_label_share;
+            if !(share > 0.0 && share < 1.0) {
+                return Err(format!(
+                    "pretrain.dagger_label_share = {share}: the labels' share of a batch lies \
+                     strictly between 0 and 1"
+                ));
+            }
         }
         Ok(())
     }

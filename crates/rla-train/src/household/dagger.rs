@@ -46,6 +46,18 @@ pub fn expert_labels(
     Ok(out)
 }
 
+/// The demonstrations and the labels with the labels repeated until they are about `share` of
+/// the whole (at least once each), so that a batch drawn from it is about `share` labels.
+fn mix<T: Clone>(demos: &[T], labels: &[T], share: f64) -> Vec<T> {
+    let want = share / (1.0 - share) * demos.len() as f64;
+    let times = ((want / labels.len().max(1) as f64).round() as usize).max(1);
+    let mut out = demos.to_vec();
+    for _ in 0..times {
+        out.extend_from_slice(labels);
+    }
+    out
+}
+
 /// `pretrain.dagger_rounds` rounds of DAgger on the fitted policy (`out/policy`): each plays
 /// fresh training tasks greedily, labels every state reached with the expert's action
 /// ([`expert_labels`]), and trains on the demonstrations and all labels so far at the
@@ -72,7 +84,8 @@ pub(super) fn dagger(w: WarmStart, demos: &[Example], held: &[Demo]) -> Result<S
     };
     let dir = out.join("policy");
     let mut lm = w.backend.open(&dir, &opts)?;
-    let mut data = encode_pairs(&*lm, demos)?;
+    let demos = encode_pairs(&*lm, demos)?;
+    let mut labels_enc = Vec::new();
     let curve_path = out.join("curve-policy.jsonl");
     let mut curve = crate::manifest::read_curve(&curve_path)?;
     let files = [super::Episodes::evaluation(cfg).record()?];
@@ -103,11 +116,12 @@ pub(super) fn dagger(w: WarmStart, demos: &[Example], held: &[Demo]) -> Result<S
         let labels = expert_labels(&tasks, &trajs, cfg)?;
         labelled += labels.len();
         for d in &labels {
-            data.push((
+            labels_enc.push((
                 crate::play::encode_prompt(&*lm, &d.prompt)?,
                 crate::play::encode_response(&*lm, &d.answer)?,
             ));
         }
+        let data = mix(&demos, &labels_enc, p.dagger_label_share);
         let bar = w.progress.then(|| {
             crate::bar(
                 p.dagger_steps as u64,
@@ -163,6 +177,9 @@ pub(super) fn dagger(w: WarmStart, demos: &[Example], held: &[Demo]) -> Result<S
         p.dagger_tasks,
         100.0 * won_last,
         p.dagger_steps
+    ) + &format!(
+        ", {:.0}% of each batch labels",
+        100.0 * p.dagger_label_share
     ))
 }
 
@@ -172,6 +189,70 @@ mod tests {
     use crate::household::prompts::parse_choice;
     use crate::household::warm::household_warm_start;
     use crate::pretrain::tiny_test_config;
+
+    #[test]
+    fn dagger_goes_on_from_a_base_the_config_names_without_fitting_it_again() {
+        let mut cfg = tiny_test_config();
+        cfg.pretrain.held_out = 1;
+        cfg.pretrain.policy_steps = 2;
+        cfg.household.train_step_limit = 6;
+        let base = tempfile::tempdir().unwrap();
+        household_warm_start(crate::pretrain::candle_warm_start(&cfg, base.path())).unwrap();
+        cfg.policy.path = Some(base.path().join("policy"));
+        cfg.reward.path = Some(base.path().join("reward"));
+        cfg.pretrain.dagger_rounds = 1;
+        cfg.pretrain.dagger_tasks = 2;
+        cfg.pretrain.dagger_steps = 2;
+        let dir = tempfile::tempdir().unwrap();
+        let lines =
+            household_warm_start(crate::pretrain::candle_warm_start(&cfg, dir.path())).unwrap();
+        assert!(
+            lines[0].ends_with("as it is (not fitted again)"),
+            "{lines:?}"
+        );
+        assert!(
+            lines[1].starts_with("policy, DAgger: 1 rounds"),
+            "{lines:?}"
+        );
+        let read = |d: &std::path::Path, f: &str| std::fs::read(d.join(f)).unwrap();
+        // the judge is the base's, byte for byte; the policy learnt from the labels
+        for f in ["reward/model.safetensors", "reward/tokenizer.json"] {
+            assert_eq!(read(base.path(), f), read(dir.path(), f), "{f}");
+        }
+        let f = "policy/model.safetensors";
+        assert_ne!(read(base.path(), f), read(dir.path(), f));
+        assert_eq!(
+            read(base.path(), "policy/tokenizer.json"),
+            read(dir.path(), "policy/tokenizer.json")
+        );
+        // the base's curve goes on with the round
+        let n = |d: &std::path::Path| {
+            String::from_utf8(read(d, "curve-policy.jsonl"))
+                .unwrap()
+                .lines()
+                .count()
+        };
+        assert_eq!(n(dir.path()), n(base.path()) + 1);
+        // a base that is not there is named
+        cfg.policy.path = Some(base.path().join("nothing"));
+        let e =
+            household_warm_start(crate::pretrain::candle_warm_start(&cfg, dir.path())).unwrap_err();
+        assert!(format!("{e:#}").contains("policy.path"), "{e:#}");
+    }
+
+    #[test]
+    fn labels_are_repeated_to_their_share_of_the_batch() {
+        let demos = vec![0u8; 90];
+        let labels = vec![1u8; 10];
+        let m = mix(&demos, &labels, 0.5);
+        assert_eq!(m.iter().filter(|x| **x == 1).count(), 90);
+        assert_eq!(m.len(), 180);
+        let m = mix(&demos, &labels, 0.25);
+        assert_eq!(m.iter().filter(|x| **x == 1).count(), 30);
+        // more labels than their share still go in once each
+        let m = mix(&labels, &demos, 0.1);
+        assert_eq!(m.len(), 100);
+    }
 
     #[test]
     fn dagger_labels_the_states_the_policy_reached_with_the_experts_actions() {

@@ -345,19 +345,23 @@ pub fn household_warm_start(w: WarmStart) -> Result<Vec<String>> {
             ),
         )
     });
-    lines.push(fit_tiny(
-        w,
-        Fit {
-            name: "policy",
-            spec: &cfg.policy,
-            corpus: &corpus,
-            data: &pol,
-            steps: cfg.pretrain.policy_steps,
-            // the policy records how it plays, for `eval`
-            files: vec![super::Episodes::evaluation(cfg).record()?],
-            probe,
-        },
-    )?);
+    if let Some(from) = &cfg.policy.path {
+        lines.push(continue_from(from, out, "policy")?);
+    } else {
+        lines.push(fit_tiny(
+            w,
+            Fit {
+                name: "policy",
+                spec: &cfg.policy,
+                corpus: &corpus,
+                data: &pol,
+                steps: cfg.pretrain.policy_steps,
+                // the policy records how it plays, for `eval`
+                files: vec![super::Episodes::evaluation(cfg).record()?],
+                probe,
+            },
+        )?);
+    }
     if cfg.pretrain.dagger_rounds > 0 {
         lines.push(super::dagger::dagger(w, &pol, &held)?);
     }
@@ -372,18 +376,22 @@ pub fn household_warm_start(w: WarmStart) -> Result<Vec<String>> {
     } else {
         jud
     };
-    lines.push(fit_tiny(
-        w,
-        Fit {
-            name: "reward",
-            spec: &cfg.reward,
-            corpus: &corpus,
-            data: &jud,
-            steps: cfg.pretrain.reward_steps,
-            files: vec![],
-            probe: None,
-        },
-    )?);
+    if let Some(from) = &cfg.reward.path {
+        lines.push(continue_from(from, out, "reward")?);
+    } else {
+        lines.push(fit_tiny(
+            w,
+            Fit {
+                name: "reward",
+                spec: &cfg.reward,
+                corpus: &corpus,
+                data: &jud,
+                steps: cfg.pretrain.reward_steps,
+                files: vec![],
+                probe: None,
+            },
+        )?);
+    }
     if let Some((tasks, trajs)) = held_out {
         let reward = w.backend.open(&out.join("reward"), &Default::default())?;
         let q = judge_quality_on(&*reward, cfg, &tasks, &trajs)?;
@@ -398,6 +406,46 @@ pub fn household_warm_start(w: WarmStart) -> Result<Vec<String>> {
         ));
     }
     Ok(lines)
+}
+
+/// A model the config names (`policy.path`, `reward.path`) is not fitted again: it is copied
+/// to `out/name` as it is, with its folder's training curve beside it, so that DAgger and the
+/// manifest go on from it (a base made once, then given more rounds).
+fn continue_from(from: &std::path::Path, out: &std::path::Path, name: &str) -> Result<String> {
+    std::fs::create_dir_all(out)?;
+    let same = |a: &std::path::Path, b: &std::path::Path| {
+        a.canonicalize()
+            .ok()
+            .zip(b.canonicalize().ok())
+            .is_some_and(|(a, b)| a == b)
+    };
+    let to = out.join(name);
+    if !same(from, &to) {
+        rla_lm::replace_dir_atomic(&to, |tmp| -> Result<()> {
+            std::fs::create_dir_all(tmp)?;
+            for e in std::fs::read_dir(from)
+                .with_context(|| format!("{name}.path {}", from.display()))?
+            {
+                let e = e?;
+                if e.file_type()?.is_file() {
+                    std::fs::copy(e.path(), tmp.join(e.file_name()))?;
+                }
+            }
+            Ok(())
+        })?;
+        let curve = format!("curve-{name}.jsonl");
+        if let Some(c) = from
+            .parent()
+            .map(|p| p.join(&curve))
+            .filter(|c| c.is_file())
+        {
+            rla_lm::write_atomic(&out.join(&curve), &std::fs::read(c)?)?;
+        }
+    }
+    Ok(format!(
+        "{name}: {} as it is (not fitted again)",
+        from.display()
+    ))
 }
 
 /// The judge's examples from the policy's own episodes: `pretrain.judge_tasks` fresh training
