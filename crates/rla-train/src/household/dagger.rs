@@ -11,10 +11,14 @@ use anyhow::{Context, Result};
 use rla_env::household::TaskSpec;
 use rla_lm::SampleParams;
 
-/// DAgger's labels: the searching expert's action at every state of the policy's own episodes.
+/// DAgger's labels: the searching expert's action at the states of the policy's own episodes.
 /// Each episode is played again in its task's game, the prompt the policy saw rebuilt as the
 /// play loop builds it (history window, notes, listing style); the expert follows the agent's
-/// actions, seeing only what the agent sees, and names the action it would take there.
+/// actions, seeing only what the agent sees, and names the action it would take there. Each
+/// command the expert names is kept once an episode, at the first state it names it: an agent
+/// that loops for fifteen steps hears "go to coffeemachine 1" fifteen times, and SFT on every
+/// one of those teaches going, not taking (measured: held-out accuracy 79.8% → 74.1%,
+/// validation success 48.3% → 23.3% with every state kept).
 pub fn expert_labels(
     tasks: &[TaskSpec],
     trajs: &[Trajectory],
@@ -27,17 +31,21 @@ pub fn expert_labels(
             .get(tr.task)
             .with_context(|| format!("an episode of task {}, of {}", tr.task, tasks.len()))?;
         let mut walk = ExpertWalk::start(t, h.notes)?;
+        let mut named: Vec<String> = Vec::new();
         for s in &tr.steps {
             // an agent that has spoilt its task leaves the expert nothing to do
             let Some(l) = walk.label(h)? else {
                 break;
             };
-            out.push(Demo {
-                prompt: l.prompt,
-                answer: policy_answer_styled(&l.cmd, l.idx, h.prompt_style),
-                choices: l.adm,
-                task: tr.task,
-            });
+            if !named.contains(&l.cmd) {
+                named.push(l.cmd.clone());
+                out.push(Demo {
+                    prompt: l.prompt,
+                    answer: policy_answer_styled(&l.cmd, l.idx, h.prompt_style),
+                    choices: l.adm,
+                    task: tr.task,
+                });
+            }
             if walk.play(&s.action)?.1.done {
                 break;
             }
@@ -274,18 +282,25 @@ mod tests {
         let sp = SampleParams::greedy(cfg.policy.max_new_tokens);
         let trajs = crate::household::rollout(&*lm, &tasks, ep, &sp, None).unwrap();
         let labels = expert_labels(&tasks, &trajs, &cfg).unwrap();
-        // one label per step played (the expert has something to do at every step here), and
-        // each prompt is the one the policy saw, token for token
-        let steps: Vec<_> = trajs.iter().flat_map(|t| &t.steps).collect();
-        assert_eq!(labels.len(), steps.len());
+        // each label's prompt is one the policy saw, token for token, in its own episode; and
+        // an episode's labels name each command once
         let mut differ = 0;
-        for (d, s) in labels.iter().zip(&steps) {
+        let mut named = std::collections::HashSet::new();
+        for d in &labels {
             let ids = crate::play::encode_prompt(&*lm, &d.prompt).unwrap();
-            assert_eq!(ids, s.prompt_ids, "{}", d.prompt);
+            let s = trajs[d.task]
+                .steps
+                .iter()
+                .find(|s| s.prompt_ids == ids)
+                .unwrap_or_else(|| panic!("a prompt the policy never saw: {}", d.prompt));
             let (idx, parsed) = parse_choice(&d.answer, &d.choices);
             assert!(parsed, "{}", d.answer);
+            assert!(named.insert((d.task, idx, d.choices[idx].clone())), "{}", d.answer);
             differ += usize::from(d.choices[idx] != s.action);
         }
+        // the first state of every episode is labelled, and no more states than were played
+        let steps: usize = trajs.iter().map(|t| t.steps.len()).sum();
+        assert!(labels.len() <= steps && labels.len() >= trajs.len());
         // a policy of a few SFT steps strays from the expert, which names another action
         assert!(differ > 0, "the labels repeat the policy's actions");
         // an episode of another task list is refused by name
@@ -345,3 +360,4 @@ mod tests {
             .contains("pretrain.dagger_steps"));
     }
 }
+
