@@ -295,7 +295,11 @@ mod tests {
                 .unwrap_or_else(|| panic!("a prompt the policy never saw: {}", d.prompt));
             let (idx, parsed) = parse_choice(&d.answer, &d.choices);
             assert!(parsed, "{}", d.answer);
-            assert!(named.insert((d.task, idx, d.choices[idx].clone())), "{}", d.answer);
+            assert!(
+                named.insert((d.task, idx, d.choices[idx].clone())),
+                "{}",
+                d.answer
+            );
             differ += usize::from(d.choices[idx] != s.action);
         }
         // the first state of every episode is labelled, and no more states than were played
@@ -360,4 +364,3 @@ mod tests {
             .contains("pretrain.dagger_steps"));
     }
 }
-
