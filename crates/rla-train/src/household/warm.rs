@@ -345,23 +345,19 @@ pub fn household_warm_start(w: WarmStart) -> Result<Vec<String>> {
             ),
         )
     });
-    if let Some(from) = &cfg.policy.path {
-        lines.push(continue_from(from, out, "policy")?);
-    } else {
-        lines.push(fit_tiny(
-            w,
-            Fit {
-                name: "policy",
-                spec: &cfg.policy,
-                corpus: &corpus,
-                data: &pol,
-                steps: cfg.pretrain.policy_steps,
-                // the policy records how it plays, for `eval`
-                files: vec![super::Episodes::evaluation(cfg).record()?],
-                probe,
-            },
-        )?);
-    }
+    lines.push(fit_or_continue(
+        w,
+        Fit {
+            name: "policy",
+            spec: &cfg.policy,
+            corpus: &corpus,
+            data: &pol,
+            steps: cfg.pretrain.policy_steps,
+            // the policy records how it plays, for `eval`
+            files: vec![super::Episodes::evaluation(cfg).record()?],
+            probe,
+        },
+    )?);
     if cfg.pretrain.dagger_rounds > 0 {
         lines.push(super::dagger::dagger(w, &pol, &held)?);
     }
@@ -376,22 +372,18 @@ pub fn household_warm_start(w: WarmStart) -> Result<Vec<String>> {
     } else {
         jud
     };
-    if let Some(from) = &cfg.reward.path {
-        lines.push(continue_from(from, out, "reward")?);
-    } else {
-        lines.push(fit_tiny(
-            w,
-            Fit {
-                name: "reward",
-                spec: &cfg.reward,
-                corpus: &corpus,
-                data: &jud,
-                steps: cfg.pretrain.reward_steps,
-                files: vec![],
-                probe: None,
-            },
-        )?);
-    }
+    lines.push(fit_or_continue(
+        w,
+        Fit {
+            name: "reward",
+            spec: &cfg.reward,
+            corpus: &corpus,
+            data: &jud,
+            steps: cfg.pretrain.reward_steps,
+            files: vec![],
+            probe: None,
+        },
+    )?);
     if let Some((tasks, trajs)) = held_out {
         let reward = w.backend.open(&out.join("reward"), &Default::default())?;
         let q = judge_quality_on(&*reward, cfg, &tasks, &trajs)?;
@@ -408,9 +400,17 @@ pub fn household_warm_start(w: WarmStart) -> Result<Vec<String>> {
     Ok(lines)
 }
 
-/// A model the config names (`policy.path`, `reward.path`) is not fitted again: it is copied
-/// to `out/name` as it is, with its folder's training curve beside it, so that DAgger and the
-/// manifest go on from it (a base made once, then given more rounds).
+/// Fits a tiny model ([`fit_tiny`]), unless the config names one (`policy.path`,
+/// `reward.path`): that one is not fitted again but copied to `out/name` as it is, with its
+/// folder's training curve beside it, so that DAgger and the manifest go on from it (a base made
+/// once, then given more rounds).
+fn fit_or_continue(w: WarmStart, fit: Fit<'_>) -> Result<String> {
+    match &fit.spec.path {
+        Some(from) => continue_from(from, w.out, fit.name),
+        None => fit_tiny(w, fit),
+    }
+}
+
 fn continue_from(from: &std::path::Path, out: &std::path::Path, name: &str) -> Result<String> {
     std::fs::create_dir_all(out)?;
     let same = |a: &std::path::Path, b: &std::path::Path| {
