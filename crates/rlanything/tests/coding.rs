@@ -57,12 +57,26 @@ fn the_coding_loop_runs_end_to_end() {
         .map(|m| m["policy_samples"].as_u64().unwrap())
         .sum();
     assert!(trained > 0, "no policy samples: {a:?}");
+    // Rewrites are proposed for the problems outside the config's band (accuracy at most
+    // `acc_low = 0.2` or above `acc_high = 0.5`), at most one each, and rolled out next iteration.
+    // Which problems fall outside it depends on the CPU's rounding, so the count is checked
+    // against the accuracies this machine measured.
+    let outside = a[1]["task_acc"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| {
+            let x = x.as_f64().unwrap();
+            x <= 0.2 || x > 0.5
+        })
+        .count() as u64;
+    let proposed = a[1]["pending_next"].as_u64().unwrap();
     assert!(
-        a[1]["pending_next"].as_u64().unwrap() > 0,
-        "no rewrites proposed: {}",
+        proposed <= outside && (outside == 0 || proposed > 0),
+        "{proposed} rewrites proposed for {outside} problems outside the band: {}",
         a[1]
     );
-    assert!(a[2]["pending_evaluated"].as_u64().unwrap() > 0);
+    assert_eq!(a[2]["pending_evaluated"].as_u64().unwrap(), proposed);
     assert!(a[0]["eval_in_domain"].as_f64().is_some());
 
     // The trained coder is evaluated on problems from JSON lines.
