@@ -57,17 +57,19 @@ fn the_coding_loop_runs_end_to_end() {
         .map(|m| m["policy_samples"].as_u64().unwrap())
         .sum();
     assert!(trained > 0, "no policy samples: {a:?}");
-    // Rewrites are proposed for the problems outside the config's band (accuracy at most
-    // `acc_low = 0.2` or above `acc_high = 0.5`), at most one each, and rolled out next iteration.
-    // Which problems fall outside it depends on the CPU's rounding, so the count is checked
-    // against the accuracies this machine measured.
+    // Rewrites are proposed for the problems outside the config's band (the core's own rule),
+    // at most one each, and rolled out next iteration. Which problems fall outside it depends on
+    // the CPU's rounding, so the count is checked against the accuracies this machine measured.
+    let band = rla_train::config::RunConfig::load(&dir.path().join("coding.toml"))
+        .unwrap()
+        .adapt;
     let outside = a[1]["task_acc"]
         .as_array()
         .unwrap()
         .iter()
         .filter(|x| {
-            let x = x.as_f64().unwrap();
-            x <= 0.2 || x > 0.5
+            let d = rla_core::adapt::adaptation_direction(x.as_f64().unwrap(), &band);
+            d != rla_core::adapt::Direction::Keep
         })
         .count() as u64;
     let proposed = a[1]["pending_next"].as_u64().unwrap();
