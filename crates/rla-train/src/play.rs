@@ -371,6 +371,31 @@ impl Played {
         Ok(())
     }
 
+    /// Puts the oracle's progress labels where the loop reads the judge's verdicts: every sample
+    /// of a step scores +1 where the step made progress and −1 where it did not, as a judge that
+    /// is always right would. The record keeps the judge's own verdicts, so [`Played::quality`]
+    /// still measures the judge; its m samples of a step now agree, so the consistency reward
+    /// gives it nothing to learn.
+    pub fn oracle_scores(&self, groups: &mut [Group]) {
+        let mut by_task: Vec<Vec<&Trajectory>> = vec![vec![]; groups.len()];
+        for t in &self.trajs {
+            by_task[t.task].push(t);
+        }
+        for (g, trajs) in groups.iter_mut().zip(&by_task) {
+            for j in &mut g.judgements {
+                let Some((e, i)) = j.step else { continue };
+                let score = if trajs[e].steps[i].progress {
+                    StepScore::Positive
+                } else {
+                    StepScore::Negative
+                };
+                for s in &mut j.samples {
+                    s.score = score;
+                }
+            }
+        }
+    }
+
     /// The judge's quality: μ from verdicts against the oracle's step labels, precision A from
     /// the mean verdicts of steps of won and lost episodes.
     pub fn quality(&self) -> JudgeQuality {
@@ -517,6 +542,46 @@ mod loop_tests {
                 .collect(),
             score: 0.0,
         }
+    }
+
+    #[test]
+    fn oracle_scores_replace_the_loops_verdicts_and_keep_the_judges() {
+        // two tasks; task 1's second episode has a progress step then a wasted one
+        let mut a = traj(&["look"]);
+        a.task = 1;
+        let mut b = traj(&["go to fridge 1", "look"]);
+        b.task = 1;
+        b.steps[0].progress = true;
+        let c = traj(&["look"]);
+        let neg = |n: usize| Verdicts {
+            prompt_ids: vec![1],
+            responses: vec![vec![2]; n],
+            logprobs: vec![vec![-1.0]; n],
+            texts: vec![String::new(); n],
+            scores: vec![StepScore::Negative, StepScore::Positive, StepScore::Unparsed][..n]
+                .to_vec(),
+        };
+        let (mut groups, mut played) = Played::of(vec![a, b, c], 2);
+        played.verdicts = vec![vec![neg(3)], vec![neg(3), neg(3)], vec![neg(2)]];
+        push_step_judgements(
+            &mut groups,
+            played
+                .trajs
+                .iter()
+                .zip(&played.verdicts)
+                .map(|(t, v)| (t.task, v.as_slice())),
+        );
+        played.oracle_scores(&mut groups);
+        let scores = |g: &Group, step| -> Vec<StepScore> {
+            let j = g.judgements.iter().find(|j| j.step == Some(step)).unwrap();
+            j.samples.iter().map(|x| x.score).collect()
+        };
+        assert_eq!(scores(&groups[1], (1, 0)), vec![StepScore::Positive; 3]);
+        assert_eq!(scores(&groups[1], (1, 1)), vec![StepScore::Negative; 3]);
+        assert_eq!(scores(&groups[1], (0, 0)), vec![StepScore::Negative; 3]);
+        assert_eq!(scores(&groups[0], (0, 0)), vec![StepScore::Negative; 2]);
+        // the record keeps what the judge said
+        assert_eq!(played.verdicts[1][0].scores[1], StepScore::Positive);
     }
 
     #[test]

@@ -38,6 +38,11 @@ pub struct HouseholdConfig {
     pub judge_notes: bool,
     /// Who rewrites tasks and summarises critiques.
     pub rewriter: RewriterKind,
+    /// Reward every step with the oracle's progress label (+1 progress, −1 none) in place of the
+    /// judge's verdicts: what the integrated reward gives with a judge that is always right. A
+    /// diagnostic of the step reward's ceiling; the judge still judges and its accuracy is still
+    /// measured, but its agreeing samples give it no consistency reward to learn from.
+    pub oracle_verdicts: bool,
 }
 
 impl Default for HouseholdConfig {
@@ -51,6 +56,7 @@ impl Default for HouseholdConfig {
             notes: false,
             judge_notes: false,
             rewriter: RewriterKind::Structured,
+            oracle_verdicts: false,
         }
     }
 }

@@ -119,7 +119,11 @@ impl Setting for Household {
     ) -> Result<()> {
         played.judge(ctx, reward, groups, |t, s| {
             play::step_judge_prompt(&tasks[t.task], s, ctx.cfg.household.judge_notes)
-        })
+        })?;
+        if ctx.cfg.household.oracle_verdicts {
+            played.oracle_scores(groups);
+        }
+        Ok(())
     }
 
     fn judge_quality(&self, _groups: &[Group], played: &Played) -> JudgeQuality {
