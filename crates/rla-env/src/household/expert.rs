@@ -347,7 +347,8 @@ pub fn distance(w: &World, st: &State, g: &GoalSpec) -> Option<usize> {
 /// The oracle label of one step: did it shorten the expert's remaining plan?
 ///
 /// `before` and `after` are the states around the step. These labels measure a judge's process
-/// accuracy and feed supervised warm starts; they are never training rewards.
+/// accuracy and feed supervised warm starts; they are training rewards only in the diagnostic
+/// that asks what a judge that is always right would give (`household.oracle_verdicts`).
 pub fn progress_label(w: &World, before: &State, after: &State, g: &GoalSpec) -> bool {
     match (distance(w, before, g), distance(w, after, g)) {
         (Some(b), Some(a)) => a < b,
