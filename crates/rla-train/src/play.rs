@@ -558,7 +558,11 @@ mod loop_tests {
             responses: vec![vec![2]; n],
             logprobs: vec![vec![-1.0]; n],
             texts: vec![String::new(); n],
-            scores: vec![StepScore::Negative, StepScore::Positive, StepScore::Unparsed][..n]
+            scores: vec![
+                StepScore::Negative,
+                StepScore::Positive,
+                StepScore::Unparsed,
+            ][..n]
                 .to_vec(),
         };
         let (mut groups, mut played) = Played::of(vec![a, b, c], 2);

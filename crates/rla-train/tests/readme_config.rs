@@ -42,9 +42,15 @@ fn every_row_is_a_key_of_the_run_config_with_its_default() {
                     .get(part)
                     .unwrap_or_else(|| panic!("README names `{name}`: no such key"));
             }
-            let want: f64 = value.parse().unwrap();
-            let got = v.as_float().or(v.as_integer().map(|i| i as f64)).unwrap();
-            assert_eq!(got, want, "README's default of `{name}`");
+            if let Ok(want) = value.parse::<bool>() {
+                assert_eq!(v.as_bool(), Some(want), "README's default of `{name}`");
+            } else {
+                let want: f64 = value
+                    .parse()
+                    .unwrap_or_else(|_| panic!("README's default of `{name}`: {value}"));
+                let got = v.as_float().or(v.as_integer().map(|i| i as f64)).unwrap();
+                assert_eq!(got, want, "README's default of `{name}`");
+            }
             doc.push_str(&format!("{name} = {value}\n"));
         }
     }

@@ -67,7 +67,11 @@ fn the_coding_loop_runs_end_to_end() {
     assert!(!accs.is_empty(), "{}", a[1]);
     for x in accs {
         let d = rla_core::adapt::adaptation_direction(x.as_f64().unwrap(), &band);
-        assert_ne!(d, rla_core::adapt::Direction::Keep, "accuracy {x} inside the band");
+        assert_ne!(
+            d,
+            rla_core::adapt::Direction::Keep,
+            "accuracy {x} inside the band"
+        );
     }
     let proposed = a[1]["pending_next"].as_u64().unwrap();
     assert!(
