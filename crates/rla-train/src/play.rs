@@ -553,7 +553,8 @@ mod loop_tests {
         b.task = 1;
         b.steps[0].progress = true;
         let c = traj(&["look"]);
-        let neg = |n: usize| Verdicts {
+        // the judge's first n answers: −1, +1, unparsed
+        let judged = |n: usize| Verdicts {
             prompt_ids: vec![1],
             responses: vec![vec![2]; n],
             logprobs: vec![vec![-1.0]; n],
@@ -566,7 +567,7 @@ mod loop_tests {
                 .to_vec(),
         };
         let (mut groups, mut played) = Played::of(vec![a, b, c], 2);
-        played.verdicts = vec![vec![neg(3)], vec![neg(3), neg(3)], vec![neg(2)]];
+        played.verdicts = vec![vec![judged(3)], vec![judged(3), judged(3)], vec![judged(2)]];
         push_step_judgements(
             &mut groups,
             played
