@@ -270,10 +270,10 @@ pub struct PretrainConfig {
     /// labelled with its episode's outcome and the steps of won and lost episodes balanced
     /// (0: from the expert's noisy demonstrations, labelled the same way).
     pub judge_tasks: usize,
-    /// The household's policy, once fitted, learns from its own mistakes (DAgger) this many
-    /// rounds: each round it plays `dagger_tasks` fresh training tasks greedily, as it is
-    /// evaluated; the searching expert, following its moves and seeing what it sees, names the
-    /// right action at every state it reached; and `dagger_steps` SFT steps (at the schedule's
+    /// The policy (the household's or the desktop's), once fitted, learns from its own mistakes
+    /// (DAgger) this many rounds: each round it plays `dagger_tasks` fresh training tasks
+    /// greedily, as it is evaluated; the setting's expert, following its moves, names the right
+    /// action at every state it reached; and `dagger_steps` SFT steps (at the schedule's
     /// last rate) train on the demonstrations and every round's labels together (0: none).
     pub dagger_rounds: usize,
     /// Fresh training tasks played each DAgger round.
@@ -623,12 +623,21 @@ impl RunConfig {
             return Err("pretrain.noise must lie in [0, 1]".into());
         }
         if self.pretrain.dagger_rounds > 0 {
-            if self.setting != SettingName::Household {
-                return Err(format!(
-                    "pretrain.dagger_rounds: only the household's policy learns from its own \
-                     mistakes (this config's setting is {})",
-                    format!("{:?}", self.setting).to_lowercase()
-                ));
+            if self.setting == SettingName::Coding {
+                return Err(
+                    "pretrain.dagger_rounds: the coding setting's coder has no expert to label \
+                     its own programs' states (DAgger is the household's and the desktop's)"
+                        .into(),
+                );
+            }
+            if self.setting == SettingName::Desktop
+                && self.desktop.observation != DesktopObservation::Compact
+            {
+                return Err(
+                    "pretrain.dagger_rounds: the desktop's DAgger labels the compact screen the \
+                     tiny policy reads (desktop.observation = \"compact\")"
+                        .into(),
+                );
             }
             pos("pretrain.dagger_tasks", self.pretrain.dagger_tasks)?;
             pos("pretrain.dagger_steps", self.pretrain.dagger_steps)?;

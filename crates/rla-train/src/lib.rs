@@ -7,6 +7,7 @@
 pub mod coding;
 pub mod config;
 pub mod control;
+pub mod dagger;
 pub mod desktop;
 pub mod household;
 pub mod judge;

@@ -10,6 +10,7 @@
 //! (easier), and varies the number of objects.
 
 pub mod config;
+pub mod dagger;
 pub mod play;
 pub mod prompts;
 pub mod warm;

@@ -11,7 +11,7 @@ use super::prompts::{
 use crate::config::RunConfig;
 use crate::play::encode_response;
 use crate::pretrain::{
-    encode_pairs, example_corpus, fit_tiny, greedy_accuracy, CurvePoint, Demo, Example, Fit, Probe,
+    encode_pairs, example_corpus, greedy_accuracy, CurvePoint, Demo, Example, Fit, Probe,
     WarmStart, CHAT_MARKERS,
 };
 use crate::setting::Split;
@@ -246,7 +246,7 @@ pub fn warm_start(w: WarmStart) -> Result<Vec<String>> {
             ),
         )
     });
-    let policy = fit_tiny(
+    let mut lines = vec![crate::dagger::fit_or_continue(
         w,
         Fit {
             name: "policy",
@@ -257,8 +257,11 @@ pub fn warm_start(w: WarmStart) -> Result<Vec<String>> {
             files: vec![],
             probe,
         },
-    )?;
-    let reward = fit_tiny(
+    )?];
+    if cfg.pretrain.dagger_rounds > 0 {
+        lines.push(super::dagger::dagger(w, &pol, &held)?);
+    }
+    lines.push(crate::dagger::fit_or_continue(
         w,
         Fit {
             name: "reward",
@@ -269,8 +272,8 @@ pub fn warm_start(w: WarmStart) -> Result<Vec<String>> {
             files: vec![],
             probe: None,
         },
-    )?;
-    Ok(vec![policy, reward])
+    )?);
+    Ok(lines)
 }
 
 /// Tasks of the SFT control's demonstrations per chunk.

@@ -6,10 +6,10 @@ use super::prompts::policy_answer_styled;
 use super::warm::{household_probe, household_train_tasks, ExpertWalk};
 use crate::config::RunConfig;
 use crate::play::Trajectory;
-use crate::pretrain::{encode_pairs, Demo, Example, WarmStart};
+use crate::pretrain::{Demo, Example, WarmStart};
 use anyhow::{Context, Result};
 use rla_env::household::TaskSpec;
-use rla_lm::SampleParams;
+use rla_lm::{Model, SampleParams};
 
 /// DAgger's labels: the searching expert's action at the states of the policy's own episodes.
 /// Each episode is played again in its task's game, the prompt the policy saw rebuilt as the
@@ -54,141 +54,47 @@ pub fn expert_labels(
     Ok(out)
 }
 
-/// The demonstrations and the labels with the labels repeated until they are about `share` of
-/// the whole (at least once each), so that a batch drawn from it is about `share` labels.
-fn mix<T: Clone>(demos: &[T], labels: &[T], share: f64) -> Vec<T> {
-    let want = share / (1.0 - share) * demos.len() as f64;
-    let times = ((want / labels.len().max(1) as f64).round() as usize).max(1);
-    let mut out = demos.to_vec();
-    for _ in 0..times {
-        out.extend_from_slice(labels);
-    }
-    out
-}
-
 /// `pretrain.dagger_rounds` rounds of DAgger on the fitted policy (`out/policy`): each plays
-/// fresh training tasks greedily, labels every state reached with the expert's action
-/// ([`expert_labels`]), and trains on the demonstrations and all labels so far at the
-/// schedule's last rate; the policy is measured after each round (a point of its curve) and
-/// saved. Returns a line saying what was done.
+/// fresh training tasks greedily and labels every state reached with the searching expert's
+/// action ([`expert_labels`]); the rounds themselves are [`crate::dagger::dagger`]'s.
 pub(super) fn dagger(w: WarmStart, demos: &[Example], held: &[Demo]) -> Result<String> {
-    let (cfg, out) = (w.cfg, w.out);
-    let p = &cfg.pretrain;
-    let steps = p.policy_steps.max(1);
-    // SFT from here on at the rate the schedule ended at
-    let mut flat = cfg.clone();
-    flat.pretrain.lr = p.lr_at(steps - 1, steps);
-    flat.pretrain.schedule = crate::config::LrSchedule::Constant;
-    flat.pretrain.warmup = 0;
-    let opts = rla_lm::OpenOptions {
-        dtype: cfg.policy.dtype.clone(),
-        train: Some(rla_lm::TrainOptions {
-            lr: flat.pretrain.lr,
-            micro_batch: cfg.policy.micro_batch,
-            seed: cfg.seed.wrapping_add(101),
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
-    let dir = out.join("policy");
-    let mut lm = w.backend.open(&dir, &opts)?;
-    let demos = encode_pairs(&*lm, demos)?;
-    let mut labels_enc = Vec::new();
-    let curve_path = out.join("curve-policy.jsonl");
-    let mut curve = crate::manifest::read_curve(&curve_path)?;
-    let files = [super::Episodes::evaluation(cfg).record()?];
+    let cfg = w.cfg;
     let ep = super::Episodes {
         rollouts: 1,
         step_limit: cfg.household.train_step_limit,
         ..super::Episodes::evaluation(cfg)
     };
     let sp = SampleParams::greedy(cfg.policy.max_new_tokens);
-    let (mut labelled, mut won_last) = (0usize, 0.0);
-    for round in 0..p.dagger_rounds {
+    let progress = w.progress;
+    let play = |lm: &dyn Model, cfg: &RunConfig, round: usize| -> Result<(f64, Vec<Demo>)> {
         let mut c = cfg.clone();
         c.seed = cfg.seed.wrapping_add(104_729 + round as u64);
-        c.pretrain.tasks = p.dagger_tasks;
+        c.pretrain.tasks = cfg.pretrain.dagger_tasks;
         let tasks = household_train_tasks(&c);
-        let bar = w.progress.then(|| {
-            let n = tasks.len() * ep.step_limit;
+        let bar = progress.then(|| {
             crate::bar(
-                n as u64,
+                (tasks.len() * ep.step_limit) as u64,
                 &format!("DAgger round {}: the policy plays", round + 1),
             )
         });
-        let trajs = super::rollout(&*lm, &tasks, ep, &sp, bar.as_ref())?;
+        let trajs = super::rollout(lm, &tasks, ep, &sp, bar.as_ref())?;
         if let Some(b) = bar {
             b.finish_and_clear();
         }
-        won_last = trajs.iter().filter(|t| t.won()).count() as f64 / tasks.len() as f64;
-        let labels = expert_labels(&tasks, &trajs, cfg)?;
-        labelled += labels.len();
-        for d in &labels {
-            labels_enc.push((
-                crate::play::encode_prompt(&*lm, &d.prompt)?,
-                crate::play::encode_response(&*lm, &d.answer)?,
-            ));
-        }
-        let data = mix(&demos, &labels_enc, p.dagger_label_share);
-        let bar = w.progress.then(|| {
-            crate::bar(
-                p.dagger_steps as u64,
-                &format!("DAgger round {}: SFT", round + 1),
-            )
-        });
-        let probe = household_probe(
-            cfg,
-            held,
-            p.validation,
-            Some(out.join("mistakes-policy.txt")),
-        );
-        let (_, points) = crate::pretrain::sft(
-            &mut *lm,
-            &flat,
-            &data,
-            p.dagger_steps,
-            c.seed,
-            bar.as_ref(),
-            Some((0, probe)),
-            &mut |_, _| Ok(()),
-        )?;
-        if let Some(b) = bar {
-            b.finish_and_clear();
-        }
-        for mut point in points {
-            point.insert(
-                "step".into(),
-                (p.policy_steps + (round + 1) * p.dagger_steps).into(),
-            );
-            point.insert("dagger_round".into(), (round + 1).into());
-            point.insert("dagger_train_success".into(), won_last.into());
-            tracing::info!(point = %serde_json::Value::Object(point.clone()), "DAgger");
-            curve.push(point);
-        }
-        rla_lm::replace_dir_atomic(&dir, |tmp| -> Result<()> {
-            lm.export(tmp, None)?;
-            for (file, text) in &files {
-                rla_lm::write_atomic(&tmp.join(file), text.as_bytes())?;
-            }
-            Ok(())
-        })?;
-        let text: String = curve
-            .iter()
-            .map(|p| serde_json::Value::Object(p.clone()).to_string() + "\n")
-            .collect();
-        crate::run::write_atomic(&curve_path, &text)?;
-    }
-    Ok(format!(
-        "policy, DAgger: {} rounds of {} tasks played greedily ({:.1}% won in the last), {labelled} \
-         states labelled by the expert, {} SFT steps a round",
-        p.dagger_rounds,
-        p.dagger_tasks,
-        100.0 * won_last,
-        p.dagger_steps
-    ) + &format!(
-        ", {:.0}% of each batch labels",
-        100.0 * p.dagger_label_share
-    ))
+        let won = trajs.iter().filter(|t| t.won()).count() as f64 / tasks.len().max(1) as f64;
+        Ok((won, expert_labels(&tasks, &trajs, cfg)?))
+    };
+    let mistakes = w.out.join("mistakes-policy.txt");
+    let probe = || household_probe(cfg, held, cfg.pretrain.validation, Some(mistakes.clone()));
+    crate::dagger::dagger(
+        w,
+        crate::dagger::Rounds {
+            demos,
+            play: &play,
+            probe: &probe,
+            files: vec![super::Episodes::evaluation(cfg).record()?],
+        },
+    )
 }
 
 #[cfg(test)]
@@ -246,20 +152,6 @@ mod tests {
         let e =
             household_warm_start(crate::pretrain::candle_warm_start(&cfg, dir.path())).unwrap_err();
         assert!(format!("{e:#}").contains("policy.path"), "{e:#}");
-    }
-
-    #[test]
-    fn labels_are_repeated_to_their_share_of_the_batch() {
-        let demos = vec![0u8; 90];
-        let labels = vec![1u8; 10];
-        let m = mix(&demos, &labels, 0.5);
-        assert_eq!(m.iter().filter(|x| **x == 1).count(), 90);
-        assert_eq!(m.len(), 180);
-        let m = mix(&demos, &labels, 0.25);
-        assert_eq!(m.iter().filter(|x| **x == 1).count(), 30);
-        // more labels than their share still go in once each
-        let m = mix(&labels, &demos, 0.1);
-        assert_eq!(m.len(), 100);
     }
 
     #[test]
@@ -349,7 +241,7 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(ep, crate::household::Episodes::evaluation(&cfg));
-        // only the household's policy learns this way
+        // the coder has no expert to label its states
         let mut coding = cfg.clone();
         coding.setting = crate::config::SettingName::Coding;
         let e = coding.validate().unwrap_err();

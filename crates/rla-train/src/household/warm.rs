@@ -10,7 +10,7 @@ use super::prompts::{
 use crate::config::RunConfig;
 use crate::play::Trajectory;
 use crate::pretrain::{
-    encode_pairs, example_corpus, fit_tiny, greedy_accuracy, CurvePoint, Demo, Example, Fit, Probe,
+    encode_pairs, example_corpus, greedy_accuracy, CurvePoint, Demo, Example, Fit, Probe,
     WarmStart, CHAT_MARKERS,
 };
 use anyhow::{Context, Result};
@@ -345,7 +345,7 @@ pub fn household_warm_start(w: WarmStart) -> Result<Vec<String>> {
             ),
         )
     });
-    lines.push(fit_or_continue(
+    lines.push(crate::dagger::fit_or_continue(
         w,
         Fit {
             name: "policy",
@@ -372,7 +372,7 @@ pub fn household_warm_start(w: WarmStart) -> Result<Vec<String>> {
     } else {
         jud
     };
-    lines.push(fit_or_continue(
+    lines.push(crate::dagger::fit_or_continue(
         w,
         Fit {
             name: "reward",
@@ -398,54 +398,6 @@ pub fn household_warm_start(w: WarmStart) -> Result<Vec<String>> {
         ));
     }
     Ok(lines)
-}
-
-/// Fits a tiny model ([`fit_tiny`]), unless the config names one (`policy.path`,
-/// `reward.path`): that one is not fitted again but copied to `out/name` as it is, with its
-/// folder's training curve beside it, so that DAgger and the manifest go on from it (a base made
-/// once, then given more rounds).
-fn fit_or_continue(w: WarmStart, fit: Fit<'_>) -> Result<String> {
-    match &fit.spec.path {
-        Some(from) => continue_from(from, w.out, fit.name),
-        None => fit_tiny(w, fit),
-    }
-}
-
-fn continue_from(from: &std::path::Path, out: &std::path::Path, name: &str) -> Result<String> {
-    std::fs::create_dir_all(out)?;
-    let same = |a: &std::path::Path, b: &std::path::Path| {
-        a.canonicalize()
-            .ok()
-            .zip(b.canonicalize().ok())
-            .is_some_and(|(a, b)| a == b)
-    };
-    let to = out.join(name);
-    if !same(from, &to) {
-        rla_lm::replace_dir_atomic(&to, |tmp| -> Result<()> {
-            std::fs::create_dir_all(tmp)?;
-            for e in std::fs::read_dir(from)
-                .with_context(|| format!("{name}.path {}", from.display()))?
-            {
-                let e = e?;
-                if e.file_type()?.is_file() {
-                    std::fs::copy(e.path(), tmp.join(e.file_name()))?;
-                }
-            }
-            Ok(())
-        })?;
-        let curve = format!("curve-{name}.jsonl");
-        if let Some(c) = from
-            .parent()
-            .map(|p| p.join(&curve))
-            .filter(|c| c.is_file())
-        {
-            rla_lm::write_atomic(&out.join(&curve), &std::fs::read(c)?)?;
-        }
-    }
-    Ok(format!(
-        "{name}: {} as it is (not fitted again)",
-        from.display()
-    ))
 }
 
 /// The judge's examples from the policy's own episodes: `pretrain.judge_tasks` fresh training

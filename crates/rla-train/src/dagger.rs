@@ -1,0 +1,202 @@
+//! DAgger, for every setting whose expert can name the right action at any state: the fitted
+//! policy plays fresh training tasks greedily (as it is evaluated), the setting's expert labels
+//! the states it reached, and SFT goes on over the demonstrations and every round's labels
+//! (`pretrain.dagger_rounds`). The setting supplies the play-and-label step and the probe; the
+//! rounds, the batches' mix, the curve and the saving are here.
+
+use crate::config::RunConfig;
+use crate::pretrain::{encode_pairs, Demo, Example, Probe, WarmStart};
+use anyhow::Result;
+use rla_lm::Model;
+
+/// Plays round `r`'s fresh training tasks greedily with the policy and labels the states it
+/// reached with the expert's actions; returns the share of tasks won and the labels.
+pub type PlayAndLabel<'a> = dyn Fn(&dyn Model, &RunConfig, usize) -> Result<(f64, Vec<Demo>)> + 'a;
+
+/// What a setting gives the rounds.
+pub struct Rounds<'a> {
+    /// The demonstrations the policy was fitted on.
+    pub demos: &'a [Example],
+    /// Plays and labels a round.
+    pub play: &'a PlayAndLabel<'a>,
+    /// The policy's probe (held-out steps, validation success), made afresh each round.
+    pub probe: &'a dyn Fn() -> Probe<'a>,
+    /// Files saved beside the policy (name, text).
+    pub files: Vec<(String, String)>,
+}
+
+/// The demonstrations and the labels with the labels repeated until they are about `share` of
+/// the whole (at least once each), so that a batch drawn from it is about `share` labels.
+pub fn mix<T: Clone>(demos: &[T], labels: &[T], share: f64) -> Vec<T> {
+    let want = share / (1.0 - share) * demos.len() as f64;
+    let times = ((want / labels.len().max(1) as f64).round() as usize).max(1);
+    let mut out = demos.to_vec();
+    for _ in 0..times {
+        out.extend_from_slice(labels);
+    }
+    out
+}
+
+/// `pretrain.dagger_rounds` rounds of DAgger on the fitted policy (`out/policy`): each plays
+/// fresh training tasks greedily and labels every state reached (`r.play`), then trains on the
+/// demonstrations and all labels so far at the schedule's last rate; the policy is measured
+/// after each round (a point of its curve, `out/curve-policy.jsonl`) and saved. Returns a line
+/// saying what was done.
+pub fn dagger(w: WarmStart, r: Rounds<'_>) -> Result<String> {
+    let (cfg, out) = (w.cfg, w.out);
+    let p = &cfg.pretrain;
+    let steps = p.policy_steps.max(1);
+    // SFT from here on at the rate the schedule ended at
+    let mut flat = cfg.clone();
+    flat.pretrain.lr = p.lr_at(steps - 1, steps);
+    flat.pretrain.schedule = crate::config::LrSchedule::Constant;
+    flat.pretrain.warmup = 0;
+    let opts = rla_lm::OpenOptions {
+        dtype: cfg.policy.dtype.clone(),
+        train: Some(rla_lm::TrainOptions {
+            lr: flat.pretrain.lr,
+            micro_batch: cfg.policy.micro_batch,
+            seed: cfg.seed.wrapping_add(101),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let dir = out.join("policy");
+    let mut lm = w.backend.open(&dir, &opts)?;
+    let demos = encode_pairs(&*lm, r.demos)?;
+    let mut labels_enc = Vec::new();
+    let curve_path = out.join("curve-policy.jsonl");
+    let mut curve = crate::manifest::read_curve(&curve_path)?;
+    let (mut labelled, mut won_last) = (0usize, 0.0);
+    for round in 0..p.dagger_rounds {
+        let seed = cfg.seed.wrapping_add(104_729 + round as u64);
+        let (won, labels) = (r.play)(&*lm, cfg, round)?;
+        won_last = won;
+        labelled += labels.len();
+        for d in &labels {
+            labels_enc.push((
+                crate::play::encode_prompt(&*lm, &d.prompt)?,
+                crate::play::encode_response(&*lm, &d.answer)?,
+            ));
+        }
+        let data = mix(&demos, &labels_enc, p.dagger_label_share);
+        let bar = w.progress.then(|| {
+            crate::bar(
+                p.dagger_steps as u64,
+                &format!("DAgger round {}: SFT", round + 1),
+            )
+        });
+        let (_, points) = crate::pretrain::sft(
+            &mut *lm,
+            &flat,
+            &data,
+            p.dagger_steps,
+            seed,
+            bar.as_ref(),
+            Some((0, (r.probe)())),
+            &mut |_, _| Ok(()),
+        )?;
+        if let Some(b) = bar {
+            b.finish_and_clear();
+        }
+        for mut point in points {
+            point.insert(
+                "step".into(),
+                (p.policy_steps + (round + 1) * p.dagger_steps).into(),
+            );
+            point.insert("dagger_round".into(), (round + 1).into());
+            point.insert("dagger_train_success".into(), won_last.into());
+            tracing::info!(point = %serde_json::Value::Object(point.clone()), "DAgger");
+            curve.push(point);
+        }
+        rla_lm::replace_dir_atomic(&dir, |tmp| -> Result<()> {
+            lm.export(tmp, None)?;
+            for (file, text) in &r.files {
+                rla_lm::write_atomic(&tmp.join(file), text.as_bytes())?;
+            }
+            Ok(())
+        })?;
+        let text: String = curve
+            .iter()
+            .map(|p| serde_json::Value::Object(p.clone()).to_string() + "\n")
+            .collect();
+        crate::run::write_atomic(&curve_path, &text)?;
+    }
+    Ok(format!(
+        "policy, DAgger: {} rounds of {} tasks played greedily ({:.1}% won in the last), {labelled} \
+         states labelled by the expert, {} SFT steps a round, {:.0}% of each batch labels",
+        p.dagger_rounds,
+        p.dagger_tasks,
+        100.0 * won_last,
+        p.dagger_steps,
+        100.0 * p.dagger_label_share
+    ))
+}
+
+/// Fits a tiny model ([`crate::pretrain::fit_tiny`]), unless the config names one
+/// (`policy.path`, `reward.path`): that one is not fitted again but copied to `out/name` as it
+/// is, with its folder's training curve beside it, so that DAgger and the manifest go on from it
+/// (a base made once, then given more rounds).
+pub fn fit_or_continue(w: WarmStart, fit: crate::pretrain::Fit<'_>) -> Result<String> {
+    match &fit.spec.path {
+        Some(from) => continue_from(from, w.out, fit.name),
+        None => crate::pretrain::fit_tiny(w, fit),
+    }
+}
+
+fn continue_from(from: &std::path::Path, out: &std::path::Path, name: &str) -> Result<String> {
+    use anyhow::Context;
+    std::fs::create_dir_all(out)?;
+    let same = |a: &std::path::Path, b: &std::path::Path| {
+        a.canonicalize()
+            .ok()
+            .zip(b.canonicalize().ok())
+            .is_some_and(|(a, b)| a == b)
+    };
+    let to = out.join(name);
+    if !same(from, &to) {
+        rla_lm::replace_dir_atomic(&to, |tmp| -> Result<()> {
+            std::fs::create_dir_all(tmp)?;
+            for e in std::fs::read_dir(from)
+                .with_context(|| format!("{name}.path {}", from.display()))?
+            {
+                let e = e?;
+                if e.file_type()?.is_file() {
+                    std::fs::copy(e.path(), tmp.join(e.file_name()))?;
+                }
+            }
+            Ok(())
+        })?;
+        let curve = format!("curve-{name}.jsonl");
+        if let Some(c) = from
+            .parent()
+            .map(|p| p.join(&curve))
+            .filter(|c| c.is_file())
+        {
+            rla_lm::write_atomic(&out.join(&curve), &std::fs::read(c)?)?;
+        }
+    }
+    Ok(format!(
+        "{name}: {} as it is (not fitted again)",
+        from.display()
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_are_repeated_to_their_share_of_the_batch() {
+        let demos = vec![0u8; 90];
+        let labels = vec![1u8; 10];
+        let m = mix(&demos, &labels, 0.5);
+        assert_eq!(m.iter().filter(|x| **x == 1).count(), 90);
+        assert_eq!(m.len(), 180);
+        let m = mix(&demos, &labels, 0.25);
+        assert_eq!(m.iter().filter(|x| **x == 1).count(), 30);
+        // more labels than their share still go in once each
+        let m = mix(&labels, &demos, 0.1);
+        assert_eq!(m.len(), 100);
+    }
+}
