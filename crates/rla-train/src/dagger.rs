@@ -4,21 +4,31 @@
 //! (`pretrain.dagger_rounds`). The setting supplies the play-and-label step and the probe; the
 //! rounds, the batches' mix, the curve and the saving are here.
 
-use crate::config::RunConfig;
+use crate::play::Trajectory;
 use crate::pretrain::{encode_pairs, Demo, Example, Probe, WarmStart};
 use anyhow::Result;
-use rla_lm::Model;
+use indicatif::ProgressBar;
+use rla_lm::{Model, SampleParams};
 
-/// Plays round `r`'s fresh training tasks greedily with the policy and labels the states it
-/// reached with the expert's actions; returns the share of tasks won and the labels.
-pub type PlayAndLabel<'a> = dyn Fn(&dyn Model, &RunConfig, usize) -> Result<(f64, Vec<Demo>)> + 'a;
+/// Plays each task once with the policy under the given sampling, stepping the bar.
+pub type Play<'a, T> =
+    dyn Fn(&dyn Model, &[T], &SampleParams, Option<&ProgressBar>) -> Result<Vec<Trajectory>> + 'a;
 
-/// What a setting gives the rounds.
-pub struct Rounds<'a> {
+/// The expert's actions at the states the episodes of the tasks reached.
+pub type Label<'a, T> = dyn Fn(&[T], &[Trajectory]) -> Result<Vec<Demo>> + 'a;
+
+/// What a setting gives the rounds; `T` is its task.
+pub struct Rounds<'a, T> {
     /// The demonstrations the policy was fitted on.
     pub demos: &'a [Example],
-    /// Plays and labels a round.
-    pub play: &'a PlayAndLabel<'a>,
+    /// Round `r`'s fresh training tasks (`pretrain.dagger_tasks` of them).
+    pub tasks: &'a dyn Fn(usize) -> Vec<T>,
+    /// The step limit of a round's episodes (the progress bar's length per task).
+    pub step_limit: usize,
+    /// Plays a round's tasks.
+    pub play: &'a Play<'a, T>,
+    /// Labels the states a round's episodes reached.
+    pub label: &'a Label<'a, T>,
     /// The policy's probe (held-out steps, validation success), made afresh each round.
     pub probe: &'a dyn Fn() -> Probe<'a>,
     /// Files saved beside the policy (name, text).
@@ -38,11 +48,12 @@ pub fn mix<T: Clone>(demos: &[T], labels: &[T], share: f64) -> Vec<T> {
 }
 
 /// `pretrain.dagger_rounds` rounds of DAgger on the fitted policy (`out/policy`): each plays
-/// fresh training tasks greedily and labels every state reached (`r.play`), then trains on the
+/// fresh training tasks greedily (`r.tasks`, `r.play`) and labels every state reached
+/// (`r.label`), then trains on the
 /// demonstrations and all labels so far at the schedule's last rate; the policy is measured
 /// after each round (a point of its curve, `out/curve-policy.jsonl`) and saved. Returns a line
 /// saying what was done.
-pub fn dagger(w: WarmStart, r: Rounds<'_>) -> Result<String> {
+pub fn dagger<T>(w: WarmStart, r: Rounds<'_, T>) -> Result<String> {
     let (cfg, out) = (w.cfg, w.out);
     let p = &cfg.pretrain;
     let steps = p.policy_steps.max(1);
@@ -67,11 +78,23 @@ pub fn dagger(w: WarmStart, r: Rounds<'_>) -> Result<String> {
     let mut labels_enc = Vec::new();
     let curve_path = out.join("curve-policy.jsonl");
     let mut curve = crate::manifest::read_curve(&curve_path)?;
+    let sp = SampleParams::greedy(cfg.policy.max_new_tokens);
     let (mut labelled, mut won_last) = (0usize, 0.0);
     for round in 0..p.dagger_rounds {
         let seed = cfg.seed.wrapping_add(104_729 + round as u64);
-        let (won, labels) = (r.play)(&*lm, cfg, round)?;
-        won_last = won;
+        let tasks = (r.tasks)(round);
+        let bar = w.progress.then(|| {
+            crate::bar(
+                (tasks.len() * r.step_limit) as u64,
+                &format!("DAgger round {}: the policy plays", round + 1),
+            )
+        });
+        let trajs = (r.play)(&*lm, &tasks, &sp, bar.as_ref())?;
+        if let Some(b) = bar {
+            b.finish_and_clear();
+        }
+        won_last = trajs.iter().filter(|t| t.won()).count() as f64 / tasks.len().max(1) as f64;
+        let labels = (r.label)(&tasks, &trajs)?;
         labelled += labels.len();
         for d in &labels {
             labels_enc.push((

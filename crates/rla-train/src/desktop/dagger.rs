@@ -10,6 +10,7 @@ use crate::config::RunConfig;
 use crate::play::Trajectory;
 use crate::pretrain::{Demo, Example, WarmStart};
 use anyhow::{Context, Result};
+use indicatif::ProgressBar;
 use rla_desktop::family::Spec;
 use rla_desktop::{expert, tiny};
 use rla_lm::{Model, SampleParams};
@@ -68,32 +69,25 @@ pub fn expert_labels(tasks: &[Spec], trajs: &[Trajectory], cfg: &RunConfig) -> R
 /// on `pretrain.dagger_tasks` fresh training tasks drawn as the base's are.
 pub(super) fn dagger(w: WarmStart, demos: &[Example], held: &[Demo]) -> Result<String> {
     let cfg = w.cfg;
-    let sp = SampleParams::greedy(cfg.policy.max_new_tokens);
-    let progress = w.progress;
-    let play = |lm: &dyn Model, cfg: &RunConfig, round: usize| -> Result<(f64, Vec<Demo>)> {
+    let limit = cfg.desktop.train_step_limit;
+    let tasks = |round: usize| {
         let seed = rla_core::seed::mix(cfg.seed, &format!("desktop/dagger/{round}"));
-        let tasks = training_specs(cfg, cfg.pretrain.dagger_tasks, seed);
-        let limit = cfg.desktop.train_step_limit;
-        let bar = progress.then(|| {
-            crate::bar(
-                (tasks.len() * limit) as u64,
-                &format!("DAgger round {}: the policy plays", round + 1),
-            )
-        });
-        let trajs = rollout(lm, cfg, &tasks, 1, limit, &sp, false, bar.as_ref())?;
-        if let Some(b) = bar {
-            b.finish_and_clear();
-        }
-        let won = trajs.iter().filter(|t| t.won()).count() as f64 / tasks.len().max(1) as f64;
-        Ok((won, expert_labels(&tasks, &trajs, cfg)?))
+        training_specs(cfg, cfg.pretrain.dagger_tasks, seed)
     };
+    let play = |lm: &dyn Model, tasks: &[Spec], sp: &SampleParams, bar: Option<&ProgressBar>| {
+        rollout(lm, cfg, tasks, 1, limit, sp, false, bar)
+    };
+    let label = |tasks: &[Spec], trajs: &[Trajectory]| expert_labels(tasks, trajs, cfg);
     let mistakes = w.out.join("mistakes-policy.txt");
     let probe = || desktop_probe(cfg, held, cfg.pretrain.validation, Some(mistakes.clone()));
     crate::dagger::dagger(
         w,
         crate::dagger::Rounds {
             demos,
+            tasks: &tasks,
+            step_limit: limit,
             play: &play,
+            label: &label,
             probe: &probe,
             files: vec![],
         },

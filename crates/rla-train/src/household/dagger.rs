@@ -8,6 +8,7 @@ use crate::config::RunConfig;
 use crate::play::Trajectory;
 use crate::pretrain::{Demo, Example, WarmStart};
 use anyhow::{Context, Result};
+use indicatif::ProgressBar;
 use rla_env::household::TaskSpec;
 use rla_lm::{Model, SampleParams};
 
@@ -64,33 +65,27 @@ pub(super) fn dagger(w: WarmStart, demos: &[Example], held: &[Demo]) -> Result<S
         step_limit: cfg.household.train_step_limit,
         ..super::Episodes::evaluation(cfg)
     };
-    let sp = SampleParams::greedy(cfg.policy.max_new_tokens);
-    let progress = w.progress;
-    let play = |lm: &dyn Model, cfg: &RunConfig, round: usize| -> Result<(f64, Vec<Demo>)> {
+    let tasks = |round: usize| {
         let mut c = cfg.clone();
         c.seed = cfg.seed.wrapping_add(104_729 + round as u64);
         c.pretrain.tasks = cfg.pretrain.dagger_tasks;
-        let tasks = household_train_tasks(&c);
-        let bar = progress.then(|| {
-            crate::bar(
-                (tasks.len() * ep.step_limit) as u64,
-                &format!("DAgger round {}: the policy plays", round + 1),
-            )
-        });
-        let trajs = super::rollout(lm, &tasks, ep, &sp, bar.as_ref())?;
-        if let Some(b) = bar {
-            b.finish_and_clear();
-        }
-        let won = trajs.iter().filter(|t| t.won()).count() as f64 / tasks.len().max(1) as f64;
-        Ok((won, expert_labels(&tasks, &trajs, cfg)?))
+        household_train_tasks(&c)
     };
+    let play =
+        |lm: &dyn Model, tasks: &[TaskSpec], sp: &SampleParams, bar: Option<&ProgressBar>| {
+            super::rollout(lm, tasks, ep, sp, bar)
+        };
+    let label = |tasks: &[TaskSpec], trajs: &[Trajectory]| expert_labels(tasks, trajs, cfg);
     let mistakes = w.out.join("mistakes-policy.txt");
     let probe = || household_probe(cfg, held, cfg.pretrain.validation, Some(mistakes.clone()));
     crate::dagger::dagger(
         w,
         crate::dagger::Rounds {
             demos,
+            tasks: &tasks,
+            step_limit: ep.step_limit,
             play: &play,
+            label: &label,
             probe: &probe,
             files: vec![super::Episodes::evaluation(cfg).record()?],
         },
