@@ -94,7 +94,14 @@ fn the_coding_run_starts_from_the_shipped_coding_base() {
 
 #[test]
 fn the_quickstart_starts_from_the_shipped_base_and_a_missing_base_is_named() {
-    starts_from("configs/quickstart.toml", "models/household");
+    let cfg = starts_from("configs/quickstart.toml", "models/household");
+    // the run plays and judges as the base learnt: the same prompts for the policy and the judge
+    let made = RunConfig::load(&root().join("configs/household-base.toml")).unwrap();
+    let (h, m) = (&cfg.household, &made.household);
+    assert_eq!(
+        (h.notes, h.history_window, h.judge_notes),
+        (m.notes, m.history_window, m.judge_notes)
+    );
     // the same file elsewhere: its paths are read from its own folder, where no base is
     let dir = tempfile::tempdir().unwrap();
     let sub = dir.path().join("configs");
