@@ -281,3 +281,75 @@ fn cpu_limit_is_a_timeout() {
     let r = r.unwrap();
     assert_eq!(r.status, Status::Crash, "{r:?}");
 }
+
+/// A descriptor the harness's caller left open (as a shell's `exec 7<>secret` does) never
+/// reaches the program: it can neither read the host file through it nor overwrite it.
+#[test]
+fn descriptors_left_open_by_the_caller_do_not_reach_the_program() {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::PermissionsExt;
+    let sb = sandbox();
+    let dir = tempfile::tempdir().unwrap();
+    let secret = dir.path().join("secret");
+    std::fs::write(&secret, "hunter2").unwrap();
+    std::fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let path = std::ffi::CString::new(secret.as_os_str().as_bytes()).unwrap();
+    // opened without O_CLOEXEC, as a shell leaves it
+    let fd = unsafe { libc::open(path.as_ptr(), libc::O_RDWR) };
+    assert!(fd > 2, "open: {}", std::io::Error::last_os_error());
+    let r = sb.run_python(
+        "import os\nseen = []\nfor fd in range(3, 4096):\n    try:\n        os.lseek(fd, 0, 0)\n        \
+         seen.append(os.read(fd, 64))\n        os.write(fd, b'pwned')\n    except OSError:\n        \
+         pass\nprint('readable:', seen)\n",
+        b"",
+    );
+    unsafe { libc::close(fd) };
+    let r = r.unwrap();
+    assert_eq!(r.status, Status::Exited, "{r:?}");
+    assert!(r.stdout.starts_with("readable:"), "{r:?}");
+    assert!(!r.stdout.contains("hunter2"), "{}", r.stdout);
+    assert_eq!(std::fs::read_to_string(&secret).unwrap(), "hunter2");
+}
+
+/// A unix socket anyone may connect to, outside the program's folder (as an X server's
+/// `/tmp/.X11-unix/X0` is), is not reached: the network namespace and Landlock do not cover
+/// pathname sockets, the seccomp filter refuses the socket. A socket pair still works.
+#[cfg(target_os = "linux")]
+#[test]
+fn unix_sockets_outside_the_folder_are_not_reached() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = sandbox();
+    assert!(
+        sb.isolation().unix_sockets_denied,
+        "seccomp filters are available on this machine's kernel: {:?}",
+        sb.isolation()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = dir.path().join("X0");
+    let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o777)).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let r = sb
+        .run_python(
+            &format!(
+                "import socket\ns = socket.socket(socket.AF_UNIX)\ns.connect({:?})\n\
+                 s.sendall(b'hello')\nprint('connected')\n",
+                path.to_str().unwrap()
+            ),
+            b"",
+        )
+        .unwrap();
+    let reached = listener.accept().is_ok();
+    assert!(!reached, "the program connected: {r:?}");
+    assert_eq!(r.status, Status::Crash, "{r:?}");
+    assert!(r.stderr.contains("PermissionError"), "{}", r.stderr);
+    let r = sb
+        .run_python(
+            "import socket\na, b = socket.socketpair()\na.sendall(b'x')\nprint(b.recv(1))\n",
+            b"",
+        )
+        .unwrap();
+    assert_eq!(r.status, Status::Exited, "{r:?}");
+    assert_eq!(r.stdout.trim(), "b'x'");
+}

@@ -129,6 +129,7 @@ impl PySandbox {
         d.set_item("network_namespace", i.network_namespace)?;
         d.set_item("pid_namespace", i.pid_namespace)?;
         d.set_item("landlock_abi", i.landlock_abi)?;
+        d.set_item("unix_sockets_denied", i.unix_sockets_denied)?;
         Ok(d)
     }
 }

@@ -13,6 +13,8 @@
 //! | output | the parent stops reading and kills the group past `output_bytes`; `RLIMIT_FSIZE` caps files |
 //! | network | a fresh, empty network namespace (`unshare(CLONE_NEWNET)`, root or user namespaces); Landlock's TCP rules where the kernel has them |
 //! | files | Landlock (where the kernel has it): read-only system directories and the interpreter's prefix, read-write only the working directory; without Landlock, the unprivileged uid's file permissions |
+//! | descriptors | every descriptor above 2 is marked close-on-exec before the interpreter starts: none the caller left open reaches the program |
+//! | unix sockets | a seccomp filter refuses `socket(AF_UNIX)` (and `io_uring_setup`, `pidfd_getfd`): pathname sockets such as an X server's lie outside the network namespace and Landlock |
 //!
 //! What applied on this machine is reported by [`Sandbox::isolation`]; the README lists what is
 //! and is not isolated. Namespaces, Landlock and per-run uids are Linux-only: elsewhere (macOS)
@@ -30,6 +32,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 mod owners;
+#[cfg(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
+mod seccomp;
 pub use owners::remove_live_folders;
 use owners::*;
 
@@ -135,6 +142,10 @@ pub struct Isolation {
     pub pid_namespace: bool,
     /// The Landlock ABI version in force for files (and TCP from ABI 4), or none.
     pub landlock_abi: Option<i32>,
+    /// A seccomp filter refuses unix sockets (`socket(AF_UNIX)`), so that the program reaches
+    /// no server listening on one outside its folder (an X server, a D-Bus bus).
+    #[serde(default)]
+    pub unix_sockets_denied: bool,
 }
 
 /// Errors of the sandbox itself (not of the program).
@@ -195,6 +206,57 @@ pub fn find_python() -> Result<PathBuf, SandboxError> {
     Err(SandboxError::Setup(
         "no Python interpreter: install python3 or set RLA_PYTHON".into(),
     ))
+}
+
+#[cfg(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+))]
+fn probe_seccomp() -> bool {
+    seccomp::probe()
+}
+
+#[cfg(not(all(
+    target_os = "linux",
+    any(target_arch = "x86_64", target_arch = "aarch64")
+)))]
+fn probe_seccomp() -> bool {
+    false // the filter is written for Linux's x86-64 and aarch64 system calls
+}
+
+/// Marks every descriptor above 2 close-on-exec (between fork and exec, raw system calls only),
+/// so that none the caller left open (`exec 7<>secret`) reaches the program: Landlock checks
+/// `open()`, not descriptors a process inherits. `close_range` where the kernel has
+/// `CLOSE_RANGE_CLOEXEC` (Linux 5.11), else one `fcntl` per descriptor up to the descriptor limit
+/// (at most 2^20). What the harness needs until exec (the pipe through which a failed exec
+/// reports back) is close-on-exec already.
+fn cloexec_above_stderr() {
+    #[cfg(target_os = "linux")]
+    {
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_close_range,
+                3 as libc::c_uint,
+                libc::c_uint::MAX,
+                libc::CLOSE_RANGE_CLOEXEC,
+            )
+        };
+        if r == 0 {
+            return;
+        }
+    }
+    let max = match unsafe { libc::sysconf(libc::_SC_OPEN_MAX) } {
+        n if n > 0 => n.min(1 << 20) as libc::c_int,
+        _ => 1 << 16,
+    };
+    for fd in 3..max {
+        unsafe {
+            let flags = libc::fcntl(fd, libc::F_GETFD);
+            if flags >= 0 {
+                libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC);
+            }
+        }
+    }
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -280,6 +342,7 @@ impl Sandbox {
             network_namespace: probe_unshare(root, true, false),
             pid_namespace: probe_unshare(root, false, true),
             landlock_abi: landlock_abi(),
+            unix_sockets_denied: probe_seccomp(),
         };
         if isolation.own_uid {
             // programs run as a user of their own, who must be able to enter every folder above
@@ -376,12 +439,14 @@ impl Sandbox {
         let lim = self.limits.clone();
         let netns = self.isolation.network_namespace;
         let pidns = self.isolation.pid_namespace;
+        let deny_unix = self.isolation.unix_sockets_denied;
         let mut ruleset = ruleset;
         #[cfg(target_os = "linux")]
         let harness = libc::pid_t::try_from(std::process::id()).unwrap_or(0);
         // Runs in the child between fork and exec: system calls only, no allocation.
         unsafe {
             cmd.pre_exec(move || {
+                cloexec_above_stderr();
                 nix::unistd::setsid().map_err(std::io::Error::from)?;
                 // Whatever ends this process (Ctrl-C, SIGKILL, a panic), its child is killed
                 // with it; with a PID namespace that child is the keeper, whose death kills
@@ -415,8 +480,16 @@ impl Sandbox {
                         rs.restrict_self().map_err(std::io::Error::other)?;
                     }
                 }
+                #[cfg(all(
+                    target_os = "linux",
+                    any(target_arch = "x86_64", target_arch = "aarch64")
+                ))]
+                if deny_unix {
+                    seccomp::install()?;
+                }
                 #[cfg(not(target_os = "linux"))]
                 let _ = (netns, pidns, uid, ruleset.take());
+                let _ = deny_unix;
                 Ok(())
             });
         }
