@@ -334,6 +334,7 @@ impl StateFacts {
             obj_at: self.obj_at,
             held: self.held,
             flags: self.flags,
+            taken_from: Vec::new(),
         })
     }
 }

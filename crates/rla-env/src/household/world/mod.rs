@@ -88,6 +88,12 @@ pub struct State {
     pub held: Option<u16>,
     /// [`state`] flags per object.
     pub flags: Vec<u8>,
+    /// The `(object, receptacle)` pairs of the `not_inreceptacle` facts ALFWorld's engine
+    /// holds, sorted: the object was taken from the receptacle and has not been moved back into
+    /// it since. TextWorld's PDDL backend adds such a fact for each deleted one (taking deletes
+    /// `inReceptacle`) and drops it when the fact is added again (moving adds it); nothing at
+    /// reset holds one. `look` reads them.
+    pub taken_from: Vec<(u16, u16)>,
 }
 
 /// A command the household understands, with resolved arguments.
@@ -368,6 +374,23 @@ impl World {
         }
     }
 
+    /// What `look` lists "next to" the agent: ALFWorld's grammar lists an object once for
+    /// each receptacle `r` at the agent's location such that the object is at that location
+    /// and `not_inreceptacle(o, r)` holds, ordered by object, then receptacle. So only objects
+    /// the agent has moved show: one taken from a receptacle of this spot and moved onto
+    /// another of it (or taken from one, then moved back to the spot), once per receptacle of
+    /// the spot it was taken from and not since moved into. At a spot with one receptacle the
+    /// list is always empty.
+    pub fn next_to<'a>(&'a self, st: &'a State) -> impl Iterator<Item = u16> + 'a {
+        let here = st.agent_loc;
+        st.taken_from
+            .iter()
+            .filter(move |&&(o, r)| {
+                st.obj_at[o as usize] == Some(here) && self.receptacles[r as usize].loc == here
+            })
+            .map(|&(o, _)| o)
+    }
+
     /// `look`.
     pub fn look(&self, st: &State) -> String {
         let here = self.receptacles_at(st.agent_loc);
@@ -375,8 +398,9 @@ impl World {
             "You are in the middle of a room. Looking quickly around you, you see nothing.".into()
         } else {
             format!(
-                "You are facing the {}. Next to it, you see nothing.",
-                join_list(here.iter().map(|&r| self.rname(r)), false)
+                "You are facing the {}. Next to it, you see {}.",
+                join_list(here.iter().map(|&r| self.rname(r)), false),
+                join_list(self.next_to(st).map(|o| self.oname(o)), true)
             )
         }
     }
@@ -559,6 +583,9 @@ impl World {
                 st.obj_in[o as usize] = None;
                 st.obj_at[o as usize] = None;
                 st.held = Some(o);
+                if let Err(i) = st.taken_from.binary_search(&(o, r)) {
+                    st.taken_from.insert(i, (o, r));
+                }
                 format!(
                     "You pick up the {} from the {}.",
                     self.oname(o),
@@ -569,6 +596,9 @@ impl World {
                 st.obj_in[o as usize] = Some(r);
                 st.obj_at[o as usize] = Some(st.agent_loc);
                 st.held = None;
+                if let Ok(i) = st.taken_from.binary_search(&(o, r)) {
+                    st.taken_from.remove(i);
+                }
                 format!("You move the {} to the {}.", self.oname(o), self.rname(r))
             }
             Action::ExamineRecep(r) => self.describe_receptacle(st, r),
