@@ -204,6 +204,48 @@ pub fn is_checkpoint(dir: &Path) -> bool {
             || dir.join("model.safetensors.index.json").is_file())
 }
 
+/// Whether a new checkpoint may be written to `dest` (which [`replace_dir_atomic`] would replace
+/// whole): a path that does not exist or an empty folder may be; a checkpoint folder only with
+/// `force`; anything else never, with or without `force`, since replacing it would delete files
+/// that no checkpoint writer made (a folder of models, a home folder). The error says which.
+pub fn check_checkpoint_dest(dest: &Path, force: bool) -> std::result::Result<(), String> {
+    let meta = match std::fs::metadata(dest) {
+        Ok(m) => m,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(format!("{}: {e}", dest.display())),
+    };
+    if !meta.is_dir() {
+        return Err(format!(
+            "{} is a file, not a folder: it is not replaced; choose a new or empty folder",
+            dest.display()
+        ));
+    }
+    let mut entries = std::fs::read_dir(dest).map_err(|e| format!("{}: {e}", dest.display()))?;
+    let first = match entries.next() {
+        None => return Ok(()),
+        Some(e) => e
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .map_err(|e| format!("{}: {e}", dest.display()))?,
+    };
+    if is_checkpoint(dest) {
+        return if force {
+            Ok(())
+        } else {
+            Err(format!(
+                "{} already holds a model; pass --force to replace it (all of it, any optimiser \
+                 state too), or choose another folder",
+                dest.display()
+            ))
+        };
+    }
+    Err(format!(
+        "{} exists and is not a checkpoint (no config.json, tokenizer.json and weights; it holds \
+         `{first}`): it is never replaced, with or without --force, since that would delete what \
+         it holds; choose a new or empty folder",
+        dest.display()
+    ))
+}
+
 /// Writes bytes to `path` through a temporary file and a rename, so a crash never leaves a torn
 /// file.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
@@ -290,6 +332,37 @@ mod tests {
         assert_eq!(Precision::parse("float32"), Ok(Precision::F32));
         assert_eq!(Precision::parse("half"), Ok(Precision::F16));
         assert!(Precision::parse("int8").unwrap_err().contains("int8"));
+    }
+
+    #[test]
+    fn only_a_checkpoint_folder_may_be_replaced_and_only_when_forced() {
+        let dir = std::env::temp_dir().join(format!("rla-lm-dest-{}", std::process::id()));
+        let p = dir.as_path();
+        assert_eq!(check_checkpoint_dest(&p.join("new"), false), Ok(()));
+        std::fs::create_dir_all(p.join("empty")).unwrap();
+        assert_eq!(check_checkpoint_dest(&p.join("empty"), false), Ok(()));
+        // a folder of other things (here a folder of models) is never replaced
+        let models = p.join("models");
+        let m = models.join("policy");
+        std::fs::create_dir_all(&m).unwrap();
+        for f in ["config.json", "tokenizer.json", "model.safetensors"] {
+            std::fs::write(m.join(f), b"{}").unwrap();
+        }
+        for force in [false, true] {
+            let e = check_checkpoint_dest(&models, force).unwrap_err();
+            assert!(
+                e.contains("not a checkpoint") && e.contains("`policy`"),
+                "{e}"
+            );
+        }
+        let e = check_checkpoint_dest(&m.join("config.json"), true).unwrap_err();
+        assert!(e.contains("is a file"), "{e}");
+        // a checkpoint only with force
+        assert!(check_checkpoint_dest(&m, false)
+            .unwrap_err()
+            .contains("--force"));
+        assert_eq!(check_checkpoint_dest(&m, true), Ok(()));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -18,7 +18,7 @@
 mod backend;
 
 pub use backend::{
-    is_checkpoint, replace_dir_atomic, write_atomic, Backend, LoraConfig, OpenOptions, Precision,
+    check_checkpoint_dest, is_checkpoint, replace_dir_atomic, write_atomic, Backend, LoraConfig, OpenOptions, Precision,
     TinyShape, TrainOptions, ALL_TARGETS,
 };
 

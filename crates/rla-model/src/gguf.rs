@@ -537,6 +537,8 @@ fn swap_row_axes(t: &Tensor, heads: usize, halves_first: bool) -> candle_core::R
 /// `model.safetensors` in `dtype`, `tokenizer.json`, `tokenizer_config.json` with the chat
 /// template, `generation_config.json`), written whole or not at all.
 pub fn convert(gguf: &Path, out: &Path, dtype: DType) -> Result<Converted, ModelError> {
+    // a checkpoint in `out` is replaced (callers ask first); any other folder never is
+    crate::weights::check_checkpoint_dest(out, true).map_err(ModelError::Other)?;
     let g = Gguf::open(gguf)?;
     let cfg = g.config()?;
     let tokenizer = g.tokenizer_json()?;

@@ -143,7 +143,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ModelError> {
     Ok(rla_lm::write_atomic(path, bytes)?)
 }
 
-pub use rla_lm::{is_checkpoint, replace_dir_atomic};
+pub use rla_lm::{check_checkpoint_dest, is_checkpoint, replace_dir_atomic};
 
 /// Saves named tensors as one safetensors file (atomically).
 pub fn save_tensors(tensors: &BTreeMap<String, Tensor>, path: &Path) -> Result<(), ModelError> {

@@ -75,7 +75,8 @@ pub enum LmCmd {
         /// Seed of the weights.
         #[arg(long, default_value_t = 0)]
         seed: u64,
-        /// Replace a checkpoint already in the output folder (all of it, optimiser state too).
+        /// Replace a checkpoint already in the output folder (all of it, optimiser state too); a
+        /// folder that is not a checkpoint is never replaced.
         #[arg(long)]
         force: bool,
     },
@@ -92,7 +93,8 @@ pub enum LmCmd {
         /// The dtype of the saved weights (f32 keeps the dequantised values exactly).
         #[arg(long, default_value = "f32")]
         dtype: String,
-        /// Replace a checkpoint already in the output folder.
+        /// Replace a checkpoint already in the output folder; a folder that is not a checkpoint is
+        /// never replaced.
         #[arg(long)]
         force: bool,
     },
@@ -269,13 +271,8 @@ pub fn run(cmd: LmCmd) -> Result<()> {
             seed,
             force,
         } => {
-            if !force && out.join("config.json").exists() {
-                bail!(
-                    "{} already holds a model; pass --force to replace it (weights, tokenizer and \
-                     any optimiser state), or choose another --out",
-                    out.display()
-                );
-            }
+            rla_model::weights::check_checkpoint_dest(&out, force)
+                .map_err(|m| anyhow::anyhow!("--out {m}"))?;
             let tc = TinyConfig::load(&config)?;
             let corpus = std::fs::read_to_string(&tokenizer_corpus)
                 .with_context(|| format!("reading {}", tokenizer_corpus.display()))?;
@@ -296,12 +293,8 @@ pub fn run(cmd: LmCmd) -> Result<()> {
             dtype,
             force,
         } => {
-            if !force && out.join("config.json").exists() {
-                bail!(
-                    "{} already holds a model; pass --force to replace it, or choose another --out",
-                    out.display()
-                );
-            }
+            rla_model::weights::check_checkpoint_dest(&out, force)
+                .map_err(|m| anyhow::anyhow!("--out {m}"))?;
             let dt = parse_dtype(&dtype).map_err(anyhow::Error::msg)?;
             let c = rla_model::gguf::convert(&gguf, &out, dt)?;
             let types: Vec<String> = c.types.iter().map(|(t, n)| format!("{n} {t}")).collect();

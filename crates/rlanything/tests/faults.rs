@@ -285,6 +285,79 @@ fn lm_init_keeps_a_model_unless_forced_and_models_with_nan_weights_are_named() {
 }
 
 #[test]
+fn lm_out_never_deletes_a_folder_it_did_not_make() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("tiny.toml");
+    std::fs::write(
+        &cfg,
+        "arch = \"qwen3\"\nhidden_size = 16\nintermediate_size = 32\nnum_hidden_layers = 1\n\
+         num_attention_heads = 2\nnum_key_value_heads = 1\nmax_position_embeddings = 64\n\
+         min_count = 1\n",
+    )
+    .unwrap();
+    let corpus = dir.path().join("corpus.txt");
+    std::fs::write(&corpus, "go to the fridge 1\n").unwrap();
+    // a folder of models (as `models/` is) and a folder of anything else
+    let models = dir.path().join("models");
+    let kept = [
+        models.join("household/MANIFEST.md"),
+        dir.path().join("notes/todo.txt"),
+    ];
+    for f in &kept {
+        std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+        std::fs::write(f, b"keep me").unwrap();
+    }
+    let init = |out: &Path, force: bool| {
+        let mut c = bin();
+        c.args(["lm", "init", "--config"])
+            .arg(&cfg)
+            .arg("--tokenizer-corpus")
+            .arg(&corpus)
+            .arg("--out")
+            .arg(out);
+        if force {
+            c.arg("--force");
+        }
+        c.output().unwrap()
+    };
+    // a GGUF that is not one: the folder is refused before the file is read
+    let gguf = dir.path().join("x.gguf");
+    std::fs::write(&gguf, b"not a gguf").unwrap();
+    for out in [models.clone(), dir.path().join("notes")] {
+        for force in [false, true] {
+            let o = init(&out, force);
+            assert!(!o.status.success(), "lm init --out {out:?} (force {force})");
+            assert!(text(&o).contains("is not a checkpoint"), "{}", text(&o));
+            let mut c = bin();
+            c.args(["lm", "convert", "--gguf"])
+                .arg(&gguf)
+                .arg("--out")
+                .arg(&out);
+            if force {
+                c.arg("--force");
+            }
+            let o = c.output().unwrap();
+            assert!(!o.status.success());
+            assert!(text(&o).contains("is not a checkpoint"), "{}", text(&o));
+        }
+    }
+    for f in &kept {
+        assert_eq!(std::fs::read(f).unwrap(), b"keep me", "{f:?} was deleted");
+    }
+    // a file named as the folder is kept too
+    let o = init(&kept[1], true);
+    assert!(text(&o).contains("is a file"), "{}", text(&o));
+    assert_eq!(std::fs::read(&kept[1]).unwrap(), b"keep me");
+    // an empty folder is filled, and the checkpoint then replaced only with --force
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    assert!(init(&empty, false).status.success());
+    assert!(empty.join("config.json").exists());
+    assert!(!init(&empty, false).status.success());
+    assert!(init(&empty, true).status.success());
+}
+
+#[test]
 fn theory_is_linear_in_m() {
     let o = run(&["theory", "--mu", "1.1", "--m", "20000000"], &[]);
     assert!(o.status.success(), "{}", text(&o));
