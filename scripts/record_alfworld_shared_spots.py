@@ -411,7 +411,9 @@ def main():
         for key, _, spot in game["receptacles"]:
             spots.setdefault(spot, []).append(key)
         names = display_names(start(game_file).reset())
-        shared = [[names[recs[k][1].lower()] for k in keys] for keys in spots.values() if len(keys) > 1]
+        # each shared spot's receptacles in the order `look` names them
+        shared = [[names[recs[k][1].lower()] for k in sorted(keys, key=lambda k: recs[k][1].lower())]
+                  for keys in spots.values() if len(keys) > 1]
         meta = {"index": i, "room": game["room"], **traj_data(game), "task_desc": sentence,
                 "seed": game["seed"], "shared_location": shared, "episodes": episodes}
         (folder / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
