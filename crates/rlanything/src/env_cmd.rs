@@ -51,6 +51,29 @@ pub enum EnvCmd {
         /// A game folder or game.tw-pddl file (with traj_data.json beside it).
         game: PathBuf,
     },
+    /// A split's statistics (rooms, receptacles, objects and classes a scene, single-target share,
+    /// the chance an object is a target given the number it is shown with), to hold beside
+    /// ALFWorld's game files.
+    Stats {
+        /// Which generated tasks: in-domain, ood, validation or train.
+        #[arg(
+            long,
+            value_enum,
+            default_value = "in-domain",
+            conflicts_with = "games"
+        )]
+        split: SplitArg,
+        /// Number of training tasks (train only).
+        #[arg(long, default_value_t = 1000)]
+        n: usize,
+        /// Seed of the training tasks (train only).
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// A folder of game folders (game.tw-pddl and traj_data.json, ALFWorld's layout) instead
+        /// of a generated split.
+        #[arg(long)]
+        games: Option<PathBuf>,
+    },
     /// Play a game by typing commands (reads standard input).
     Play {
         /// A game folder or game.tw-pddl file.
@@ -77,6 +100,12 @@ pub fn run(cmd: EnvCmd) -> Result<()> {
             out,
         } => generate(split, n, seed, out),
         EnvCmd::Solve { game } => solve(game),
+        EnvCmd::Stats {
+            split,
+            n,
+            seed,
+            games,
+        } => stats(split, n, seed, games),
         EnvCmd::Play { game } => play(game),
     }
 }
@@ -151,15 +180,62 @@ fn write_atomic(path: &std::path::Path, text: &str) -> Result<()> {
     Ok(rla_model::weights::write_atomic(path, text.as_bytes())?)
 }
 
-fn generate(split: SplitArg, n: usize, seed: u64, out: PathBuf) -> Result<()> {
-    let tasks = match split {
+fn split_tasks(split: SplitArg, n: usize, seed: u64) -> Vec<rla_env::household::TaskSpec> {
+    match split {
         SplitArg::InDomain => eval_tasks(Split::InDomain),
         SplitArg::Ood => eval_tasks(Split::Ood),
         SplitArg::Validation => eval_tasks(Split::Validation),
         SplitArg::Train => train_tasks(n, seed),
-    };
+    }
+}
+
+fn stats(split: SplitArg, n: usize, seed: u64, games: Option<PathBuf>) -> Result<()> {
+    use rla_env::household::stats::{scene_stats, SplitStats};
+    let mut all = SplitStats::default();
+    match games {
+        Some(dir) => {
+            let folders = rla_env::household::game::game_folders(&dir)?;
+            if folders.is_empty() {
+                bail!(
+                    "{} holds no game folder (a folder with game.tw-pddl)",
+                    dir.display()
+                );
+            }
+            for f in &folders {
+                let g = load_game(f)?;
+                let traj = g.traj.as_ref().with_context(|| {
+                    format!(
+                        "{}: no traj_data.json beside the game (it names the goal)",
+                        f.display()
+                    )
+                })?;
+                all.add(
+                    &scene_stats(&g.world, &traj.pddl_params.object_target),
+                    None,
+                );
+            }
+            println!("{} games under {}", folders.len(), dir.display());
+        }
+        None => {
+            for t in split_tasks(split, n, seed) {
+                let w = t.build()?;
+                all.add(&scene_stats(&w, &t.object), Some(t.room().as_str()));
+            }
+        }
+    }
+    print!("{all}");
+    Ok(())
+}
+
+fn generate(split: SplitArg, n: usize, seed: u64, out: PathBuf) -> Result<()> {
+    let tasks = split_tasks(split, n, seed);
     for t in &tasks {
-        let dir = out.join(format!("{}-{}-{}", t.id, t.goal.as_str(), t.room.as_str()));
+        let dir = out.join(format!(
+            "{}-{}-{}",
+            t.id,
+            t.goal.as_str(),
+            t.room().as_str()
+        ));
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         write_atomic(&dir.join("game.tw-pddl"), &t.game_json()?)?;
         write_atomic(&dir.join("traj_data.json"), &t.traj_json())?;

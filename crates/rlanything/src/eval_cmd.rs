@@ -376,27 +376,6 @@ fn print_episode(heading: &str, t: &rla_train::play::Trajectory) {
     }
 }
 
-/// The game folders under `dir` (those holding a `game.tw-pddl`), in path order.
-fn game_folders(dir: &Path) -> Result<Vec<PathBuf>> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let entries =
-            std::fs::read_dir(&d).with_context(|| format!("cannot read {}", d.display()))?;
-        for e in entries {
-            let p = e?.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.file_name().is_some_and(|n| n == "game.tw-pddl") {
-                out.push(d.clone());
-            }
-        }
-    }
-    out.sort();
-    out.dedup();
-    Ok(out)
-}
-
 /// `eval --games DIR`: every game folder under DIR, played greedily; the success rate last.
 fn eval_games(
     a: &EvalArgs,
@@ -407,7 +386,7 @@ fn eval_games(
     use rla_env::household::expert::GoalSpec;
     use rla_env::household::game::GameFile;
     use rla_env::household::Household;
-    let mut folders = game_folders(dir)?;
+    let mut folders = rla_env::household::game::game_folders(dir)?;
     if folders.is_empty() {
         bail!(
             "{} holds no game folder (a folder with game.tw-pddl)",

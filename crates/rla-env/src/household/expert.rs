@@ -404,14 +404,30 @@ fn partial_step(
 
 /// An expert that sees only what the agent sees: it acts on the objects it has observed (in
 /// receptacles it has looked into, in its hands, or named by the task's hint) and otherwise
-/// searches the receptacles that could hold what it needs, in the order the agent's command list
-/// shows them. Its steps are demonstrations a policy can imitate from its own observations.
+/// searches the receptacles that could hold what it needs: those it sees by going there first, then
+/// those it must open, each kind in number order. Its steps are demonstrations a policy can imitate
+/// from its own observations.
 #[derive(Debug, Clone, Default)]
 pub struct SearchExpert {
     observed: Vec<bool>,
 }
 
 impl SearchExpert {
+    /// How many steps the searcher takes to win from the start, if it wins within `limit`.
+    pub fn solves_within(w: &World, g: &GoalSpec, limit: usize) -> Option<usize> {
+        let mut s = SearchExpert::new(w);
+        let mut st = w.initial.clone();
+        for n in 1..=limit {
+            let a = s.next(w, &st, g)?;
+            w.apply(&mut st, a);
+            s.observe(w, &st, a);
+            if w.goal_reached(&st) {
+                return Some(n);
+            }
+        }
+        None
+    }
+
     /// A fresh searcher for a world; a hint naming a receptacle counts as having looked into it.
     pub fn new(w: &World) -> Self {
         let mut observed = vec![false; w.receptacles.len()];
@@ -455,24 +471,31 @@ impl SearchExpert {
         if let Some(a) = partial_step(w, st, g, &known) {
             return Some(a);
         }
-        // The target in hand while the lamp is still unknown: only lamp holders are searched.
+        // The target in hand: only the lamp is still sought, and it may stand on any receptacle
+        // of the scene.
         let holding_target = st
             .held
             .is_some_and(|h| w.objects[h as usize].otype == Some(g.object));
-        // Search: the unobserved receptacles that could hold a target (or the lamp), by name.
+        let lamp_known = g.lamp.is_some_and(|l| {
+            (0..w.objects.len() as u16).any(|o| w.objects[o as usize].otype == Some(l) && known(o))
+        });
+        // Search: the unobserved receptacles that could hold a target (or the lamp), those seen by
+        // going there before those that must be opened too, each kind in number order
+        // (`cabinet 2` before `cabinet 10`).
         let mut order: Vec<u16> = (0..w.receptacles.len() as u16).collect();
-        order.sort_by(|a, b| {
-            w.receptacles[*a as usize]
-                .name
-                .cmp(&w.receptacles[*b as usize].name)
+        order.sort_by_cached_key(|&r| {
+            let rec = &w.receptacles[r as usize];
+            let closed = rec.openable && !st.opened[r as usize];
+            let (class, number) = rec.name.rsplit_once(' ').unwrap_or((&rec.name, ""));
+            (
+                closed,
+                class.to_string(),
+                number.parse::<u32>().unwrap_or(0),
+            )
         });
         let wanted = |r: u16| {
             let rt = w.receptacles[r as usize].rtype;
-            let holder = || {
-                let name = w.types[rt as usize].trim_end_matches("Type");
-                super::data::alfred().lamp_holders.iter().any(|h| h == name)
-            };
-            (!holding_target && w.can_contain(rt, g.object)) || (g.lamp.is_some() && holder())
+            (!holding_target && w.can_contain(rt, g.object)) || (g.lamp.is_some() && !lamp_known)
         };
         let r = order
             .into_iter()

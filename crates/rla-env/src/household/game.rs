@@ -324,3 +324,40 @@ impl Environment for Household {
         &self.world.task
     }
 }
+
+/// How deep [`game_folders`] looks under its folder (ALFWorld's layout needs four levels:
+/// `json_2.1.1/<split>/<task>/<trial>/`).
+pub const MAX_GAME_DEPTH: usize = 16;
+
+/// The game folders under `dir` (those holding a `game.tw-pddl`), in path order, found as
+/// ALFWorld's data lays them out (`json_2.1.1/<split>/<task>/<trial>/game.tw-pddl`) or one level
+/// deep. Symbolic links to folders are not followed (a link to `.` or to `/` would walk for ever or
+/// count a game twice), and the walk stops [`MAX_GAME_DEPTH`] levels down.
+pub fn game_folders(dir: &Path) -> Result<Vec<PathBuf>, EnvError> {
+    let mut out = Vec::new();
+    let mut stack = vec![(dir.to_path_buf(), 0usize)];
+    while let Some((d, depth)) = stack.pop() {
+        let entries = std::fs::read_dir(&d).map_err(|source| EnvError::Io {
+            path: d.clone(),
+            source,
+        })?;
+        for e in entries {
+            let e = e.map_err(|source| EnvError::Io {
+                path: d.clone(),
+                source,
+            })?;
+            let kind = e.file_type().map_err(|source| EnvError::Io {
+                path: e.path(),
+                source,
+            })?;
+            if kind.is_dir() && depth < MAX_GAME_DEPTH {
+                stack.push((e.path(), depth + 1));
+            } else if e.file_name() == "game.tw-pddl" && !kind.is_dir() {
+                out.push(d.clone());
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
+}

@@ -14,6 +14,7 @@ pub mod game;
 pub mod goal;
 pub mod pddl;
 pub mod splits;
+pub mod stats;
 pub mod task;
 pub mod trace;
 pub mod vocab;

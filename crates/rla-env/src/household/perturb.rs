@@ -1,11 +1,11 @@
 //! Task perturbations for environment adaptation, in ALFWorld's style: swap the goal's object or
 //! receptacle type for one with fewer (harder) or more (easier) instances, add or remove
-//! distractors, add or remove a hint naming where the object is. Every rewrite records its parent
+//! other object classes of the floor plan, add or remove a hint naming where the object is. Every rewrite records its parent
 //! and is checked by the expert (the reference implementation's smoke test).
 
 use super::data::alfred;
 use super::expert::{plan, GoalSpec};
-use super::task::{layout, TaskSpec};
+use super::task::{layout, placeable_objects, TaskSpec};
 use rla_core::adapt::Direction;
 use serde::{Deserialize, Serialize};
 
@@ -27,12 +27,12 @@ pub enum Perturbation {
         /// The new receptacle class.
         receptacle: String,
     },
-    /// More distractor objects.
+    /// More of the floor plan's other object classes.
     AddDistractors {
         /// How many.
         n: usize,
     },
-    /// Fewer distractor objects.
+    /// Fewer of the floor plan's other object classes.
     RemoveDistractors {
         /// How many.
         n: usize,
@@ -47,7 +47,7 @@ impl Perturbation {
     /// Which way the rewrite moves difficulty.
     pub fn direction(&self, parent: &TaskSpec) -> Direction {
         let count = |r: &str| {
-            layout(parent.room, parent.layout_seed)
+            layout(parent.floor_plan)
                 .into_iter()
                 .find(|(t, _)| t == r)
                 .map(|(_, n)| n)
@@ -81,8 +81,8 @@ impl Perturbation {
             Perturbation::SwapReceptacle { receptacle } => {
                 format!("receptacle becomes {receptacle}")
             }
-            Perturbation::AddDistractors { n } => format!("{n} more distractors"),
-            Perturbation::RemoveDistractors { n } => format!("{n} fewer distractors"),
+            Perturbation::AddDistractors { n } => format!("{n} more object classes"),
+            Perturbation::RemoveDistractors { n } => format!("{n} fewer object classes"),
             Perturbation::AddHint => "hint added".into(),
             Perturbation::RemoveHint => "hint removed".into(),
         }
@@ -127,8 +127,9 @@ pub fn apply(parent: &TaskSpec, p: &Perturbation, k: usize) -> Result<TaskSpec, 
             c.targets -= 1;
         }
         Perturbation::MoreTargets => {
-            if c.targets >= 4 {
-                return Err("already at 4 targets".into());
+            let max = super::data::alfred().max_instances;
+            if c.targets >= max {
+                return Err(format!("already at {max} targets"));
             }
             c.targets += 1;
         }
@@ -147,7 +148,16 @@ pub fn apply(parent: &TaskSpec, p: &Perturbation, k: usize) -> Result<TaskSpec, 
             }
             c.receptacle = Some(receptacle.clone());
         }
-        Perturbation::AddDistractors { n } => c.distractors += n,
+        Perturbation::AddDistractors { n } => {
+            let max = placeable_objects(c.floor_plan, None)
+                .iter()
+                .filter(|o| **o != c.object)
+                .count();
+            if c.distractors >= max {
+                return Err("every object class of the floor plan is already there".into());
+            }
+            c.distractors = (c.distractors + n).min(max);
+        }
         Perturbation::RemoveDistractors { n } => {
             if c.distractors == 0 {
                 return Err("no distractors to remove".into());
@@ -207,7 +217,7 @@ pub fn proposals(parent: &TaskSpec, dir: Direction) -> Vec<(Perturbation, TaskSp
     };
     if dir != Direction::Keep && parent.receptacle.is_some() {
         let t = alfred();
-        for (r, _) in layout(parent.room, parent.layout_seed) {
+        for (r, _) in layout(parent.floor_plan) {
             if t.can_contain(&r, &parent.object) {
                 let p = Perturbation::SwapReceptacle { receptacle: r };
                 if p.direction(parent) == dir {

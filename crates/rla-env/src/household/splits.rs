@@ -1,12 +1,14 @@
 //! Task sampling and the fixed evaluation splits.
 //!
 //! Mirroring ALFWorld's sizes, there are 140 in-domain and 134 out-of-distribution evaluation
-//! tasks. In-domain tasks come from the same distribution as training tasks. OOD tasks use room
-//! layouts from a seed range training never draws from, and (goal, object, receptacle or lamp)
-//! combinations that are held out of training altogether.
+//! tasks. As ALFWorld splits them, in-domain (`valid_seen`), validation and training tasks are drawn
+//! on ALFRED's training floor plans, and OOD tasks (`valid_unseen`) on the floor plans no training
+//! task uses. A scene is a floor plan and a seed; training never draws a scene of an evaluation or
+//! validation task.
 
 use super::data::alfred;
-use super::task::{layout, mix, GoalKind, Room, TaskSpec};
+use super::expert::{GoalSpec, SearchExpert};
+use super::task::{layout, mix, placeable_objects, GoalKind, TaskSpec};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -20,17 +22,13 @@ pub enum Split {
     Train,
     /// Evaluation, same distribution as training.
     InDomain,
-    /// Evaluation, unseen layouts and unseen combinations.
+    /// Evaluation on unseen floor plans.
     Ood,
     /// Validation: the in-domain distribution drawn with a seed of its own, for tuning
     /// settings; the fixed splits above are the ones reported.
     Validation,
 }
 
-/// Layout seeds of training and in-domain tasks.
-pub const SEEN_LAYOUTS: std::ops::Range<u64> = 0..100_000;
-/// Layout seeds of OOD tasks.
-pub const UNSEEN_LAYOUTS: std::ops::Range<u64> = 1_000_000..1_100_000;
 /// Size of the in-domain evaluation split.
 pub const IN_DOMAIN_SIZE: usize = 140;
 /// Size of the OOD evaluation split.
@@ -42,29 +40,53 @@ pub const TRAIN_STEP_LIMIT: usize = 40;
 /// Step limit in evaluation (the reference configuration).
 pub const EVAL_STEP_LIMIT: usize = 60;
 
-/// Whether a (goal, object, receptacle-or-lamp) combination is held out for OOD evaluation
-/// (about one in four).
-pub fn is_held_out(goal: GoalKind, object: &str, target: &str) -> bool {
-    mix(0, &format!("combo/{}/{object}/{target}", goal.as_str())).is_multiple_of(4)
+/// The floor plans a split draws on: ALFWorld's unseen ones for OOD, ALFRED's training ones
+/// otherwise.
+pub fn floor_plans(split: Split) -> &'static [u32] {
+    let t = alfred();
+    match split {
+        Split::Ood => &t.unseen_floor_plans,
+        _ => &t.train_floor_plans,
+    }
 }
 
-/// The (object, receptacle, lamp) choices a layout offers for a goal, filtered for a split.
-pub fn candidates(
-    room: Room,
-    layout_seed: u64,
-    goal: GoalKind,
-    split: Split,
-) -> Vec<(String, Option<String>, Option<String>)> {
+/// An (object, receptacle, lamp) choice of a goal.
+pub type Candidate = (String, Option<String>, Option<String>);
+
+/// The (object, receptacle, lamp) choices a floor plan offers for a goal (worked out once).
+pub fn candidates(floor_plan: u32, goal: GoalKind) -> &'static [Candidate] {
+    type Table = std::collections::HashMap<(u32, GoalKind), Vec<Candidate>>;
+    static ALL: std::sync::OnceLock<Table> = std::sync::OnceLock::new();
+    ALL.get_or_init(|| {
+        let mut m = Table::new();
+        for &n in alfred().floor_plans.keys() {
+            for g in GoalKind::ALL {
+                m.insert((n, g), candidates_of(n, g));
+            }
+        }
+        m
+    })
+    .get(&(floor_plan, goal))
+    .map(Vec::as_slice)
+    .unwrap_or(&[])
+}
+
+fn candidates_of(floor_plan: u32, goal: GoalKind) -> Vec<Candidate> {
     let t = alfred();
-    let lay = layout(room, layout_seed);
-    let room_objects = &t.rooms[room.as_str()].objects;
+    let Some(fp) = t.floor_plan(floor_plan) else {
+        return Vec::new();
+    };
+    if !t.goal_valid(goal, fp.room) {
+        return Vec::new();
+    }
+    let lay = layout(floor_plan);
     let mut out = Vec::new();
-    for o in room_objects.iter().filter(|o| t.has(o, "pickupable")) {
+    for o in placeable_objects(floor_plan, None) {
         let mut push = |r: Option<&String>, l: Option<&String>| {
             let spec = TaskSpec {
                 id: String::new(),
-                room,
-                layout_seed,
+                floor_plan,
+                scene_seed: 0,
                 goal,
                 object: o.clone(),
                 receptacle: r.cloned(),
@@ -80,13 +102,7 @@ pub fn candidates(
                 step_limit: 1,
                 parent: None,
             };
-            let target = r.or(l).map(String::as_str).unwrap_or("");
-            let held = is_held_out(goal, o, target);
-            let wanted = match split {
-                Split::Ood => held,
-                _ => !held,
-            };
-            if wanted && spec.validate().is_ok() {
+            if spec.validate().is_ok() {
                 out.push((o.clone(), r.cloned(), l.cloned()));
             }
         };
@@ -95,7 +111,7 @@ pub fn candidates(
                 push(Some(r), None);
             }
         } else {
-            for l in room_objects.iter().filter(|l| t.has(l, "toggleable")) {
+            for l in fp.objects.iter().filter(|l| t.has(l, "toggleable")) {
                 push(None, Some(l));
             }
         }
@@ -103,34 +119,38 @@ pub fn candidates(
     out
 }
 
-/// Samples one task of a goal type for a split.
+/// Samples one task of a goal type for a split: a floor plan of the split whose room kind ALFRED
+/// generates the goal in, one of its (object, receptacle or lamp) choices, the target's count drawn
+/// as any class's (at least two for pick-two), and every other object class of the floor plan.
 pub fn sample_task(rng: &mut ChaCha8Rng, split: Split, goal: GoalKind, id: String) -> TaskSpec {
-    let layouts = match split {
-        Split::Ood => UNSEEN_LAYOUTS,
-        _ => SEEN_LAYOUTS,
+    let plans: Vec<u32> = floor_plans(split)
+        .iter()
+        .copied()
+        .filter(|&n| !candidates(n, goal).is_empty())
+        .collect();
+    let min_targets = if goal == GoalKind::PickTwoObjAndPlace {
+        2
+    } else {
+        1
     };
     loop {
-        let room = *Room::ALL.choose(rng).expect("non-empty");
-        let layout_seed = rng.gen_range(layouts.clone());
-        let cands = candidates(room, layout_seed, goal, split);
-        let Some((object, receptacle, lamp)) = cands.choose(rng).cloned() else {
-            continue;
-        };
-        let min_targets = if goal == GoalKind::PickTwoObjAndPlace {
-            2
-        } else {
-            1
-        };
-        return TaskSpec {
-            id,
-            room,
-            layout_seed,
+        let floor_plan = *plans
+            .choose(rng)
+            .expect("every goal has a floor plan in every split");
+        let (object, receptacle, lamp) = candidates(floor_plan, goal)
+            .choose(rng)
+            .cloned()
+            .expect("non-empty");
+        let mut t = TaskSpec {
+            id: id.clone(),
+            floor_plan,
+            scene_seed: rng.gen_range(0..1u64 << 40),
             goal,
             object,
             receptacle,
             lamp,
-            targets: rng.gen_range(min_targets..=3),
-            distractors: rng.gen_range(4..=12),
+            targets: rng.gen_range(min_targets..=alfred().max_instances),
+            distractors: 0,
             hint: None,
             template: rng.gen_range(0..2),
             step_limit: if split == Split::Train {
@@ -140,24 +160,42 @@ pub fn sample_task(rng: &mut ChaCha8Rng, split: Split, goal: GoalKind, id: Strin
             },
             parent: None,
         };
+        t.distractors = placeable_objects(floor_plan, None)
+            .iter()
+            .filter(|o| **o != t.object)
+            .count();
+        if searcher_wins(&t) {
+            return t;
+        }
     }
 }
 
-/// The scenes (room, layout seed) of the fixed evaluation splits and the validation split, which
-/// training tasks never use.
-fn evaluation_scenes() -> &'static std::collections::HashSet<(Room, u64)> {
-    static SCENES: std::sync::OnceLock<std::collections::HashSet<(Room, u64)>> =
+/// The generator's smoke test, as ALFWorld keeps only games its expert wins: the searching expert,
+/// which sees only what the agent sees, wins the task within its step limit (in kitchens with
+/// twenty-odd cabinets a lone target in the last one searched can be out of reach).
+fn searcher_wins(t: &TaskSpec) -> bool {
+    let Ok(w) = t.build() else {
+        return false;
+    };
+    GoalSpec::from_task(&w, t)
+        .is_ok_and(|g| SearchExpert::solves_within(&w, &g, t.step_limit).is_some())
+}
+
+/// The scenes (floor plan, scene seed) of the fixed evaluation splits and the validation split,
+/// which training tasks never use.
+fn evaluation_scenes() -> &'static std::collections::HashSet<(u32, u64)> {
+    static SCENES: std::sync::OnceLock<std::collections::HashSet<(u32, u64)>> =
         std::sync::OnceLock::new();
     SCENES.get_or_init(|| {
         [Split::InDomain, Split::Ood, Split::Validation]
             .into_iter()
             .flat_map(eval_tasks)
-            .map(|t| (t.room, t.layout_seed))
+            .map(|t| (t.floor_plan, t.scene_seed))
             .collect()
     })
 }
 
-/// `n` training tasks, goal types in turn, from a seed. None shares its scene (room and layout)
+/// `n` training tasks, goal types in turn, from a seed. None shares its scene (floor plan and seed)
 /// with a task of the evaluation or validation splits.
 pub fn train_tasks(n: usize, seed: u64) -> Vec<TaskSpec> {
     let mut rng = ChaCha8Rng::seed_from_u64(mix(seed, "train"));
@@ -170,7 +208,7 @@ pub fn train_tasks(n: usize, seed: u64) -> Vec<TaskSpec> {
                 GoalKind::ALL[i % 6],
                 format!("train-{seed}-{i}"),
             );
-            if !held.contains(&(t.room, t.layout_seed)) {
+            if !held.contains(&(t.floor_plan, t.scene_seed)) {
                 break t;
             }
         })

@@ -135,10 +135,11 @@ impl GoalKind {
 pub struct TaskSpec {
     /// A unique identifier.
     pub id: String,
-    /// Room kind.
-    pub room: Room,
-    /// Seed of the room's layout (its receptacles).
-    pub layout_seed: u64,
+    /// ALFRED's floor plan (`FloorPlan<n>`): the room kind, its receptacles and locations, the object
+    /// classes it holds.
+    pub floor_plan: u32,
+    /// Seed of the scene drawn on the floor plan: instance counts, placements, open receptacles.
+    pub scene_seed: u64,
     /// Goal type.
     pub goal: GoalKind,
     /// Object class (`Apple`).
@@ -149,9 +150,11 @@ pub struct TaskSpec {
     /// Lamp class (`DeskLamp`, `FloorLamp`) for `look_at_obj_in_light`.
     #[serde(default)]
     pub lamp: Option<String>,
-    /// Instances of the object class in the scene.
+    /// Instances of the object class in the scene (1 to ALFRED's `MAX_NUM_OF_OBJ_INSTANCES`, at
+    /// least 2 for `pick_two_obj_and_place`).
     pub targets: usize,
-    /// Other objects in the scene.
+    /// How many of the floor plan's other object classes the scene holds (each with 1 to
+    /// `MAX_NUM_OF_OBJ_INSTANCES` instances, as ALFRED draws them); at most all of them.
     pub distractors: usize,
     /// A hint appended to the task sentence ("The apple is in the fridge 1.").
     #[serde(default)]
@@ -180,15 +183,32 @@ pub struct SpecError {
 
 pub(crate) use rla_core::seed::mix;
 
-/// The receptacle types of a room layout, with counts, in a fixed order.
-pub fn layout(room: Room, layout_seed: u64) -> Vec<(String, usize)> {
-    let table = &alfred().rooms[room.as_str()];
-    let mut rng = ChaCha8Rng::seed_from_u64(mix(layout_seed, room.as_str()));
-    table
-        .receptacles
+/// The receptacle classes of a floor plan with their instance counts, in name order (empty for a
+/// floor plan ALFRED does not have).
+pub fn layout(floor_plan: u32) -> Vec<(String, usize)> {
+    alfred()
+        .floor_plan(floor_plan)
+        .map(|f| f.receptacle_counts())
+        .unwrap_or_default()
+}
+
+/// The object classes a floor plan's scenes can place for a goal: pickupable classes with somewhere
+/// to stand among the floor plan's receptacles (other than `exclude`, the goal's receptacle).
+pub fn placeable_objects(floor_plan: u32, exclude: Option<&str>) -> Vec<String> {
+    let t = alfred();
+    let Some(fp) = t.floor_plan(floor_plan) else {
+        return Vec::new();
+    };
+    let lay = fp.receptacle_counts();
+    fp.objects
         .iter()
-        .map(|(t, [lo, hi])| (t.clone(), rng.gen_range(*lo..=*hi)))
-        .filter(|(_, n)| *n > 0)
+        .filter(|o| {
+            t.has(o, "pickupable")
+                && lay
+                    .iter()
+                    .any(|(r, _)| Some(r.as_str()) != exclude && t.can_contain(r, o))
+        })
+        .cloned()
         .collect()
 }
 
@@ -221,6 +241,16 @@ fn entity_id(class: &str, rng: &mut ChaCha8Rng) -> String {
     )
 }
 
+fn location(pose: [i32; 4]) -> String {
+    format!(
+        "loc_bar_{}_bar_{}_bar_{}_bar_{}",
+        loc_int(pose[0]),
+        loc_int(pose[1]),
+        pose[2],
+        loc_int(pose[3])
+    )
+}
+
 /// A built scene: the PDDL problem and the task sentence.
 #[derive(Debug, Clone)]
 pub struct Scene {
@@ -239,33 +269,74 @@ impl TaskSpec {
         }
     }
 
-    /// Checks the spec against ALFRED's tables and its layout.
+    /// The room kind of the task's floor plan.
+    pub fn room(&self) -> Room {
+        alfred()
+            .floor_plan(self.floor_plan)
+            .map(|f| f.room)
+            .unwrap_or(Room::Kitchen)
+    }
+
+    /// The floor plan's other object classes the scene may hold, in the scene's own order: the
+    /// first `distractors` of them are placed.
+    fn distractor_classes(&self) -> Vec<String> {
+        let mut others: Vec<String> = placeable_objects(self.floor_plan, None)
+            .into_iter()
+            .filter(|o| *o != self.object)
+            .collect();
+        let mut rng = ChaCha8Rng::seed_from_u64(mix(self.scene_seed, "classes"));
+        others.shuffle(&mut rng);
+        others
+    }
+
+    /// Checks the spec against ALFRED's tables and its floor plan.
     pub fn validate(&self) -> Result<(), SpecError> {
         let t = alfred();
-        let room = &t.rooms[self.room.as_str()];
-        let lay = layout(self.room, self.layout_seed);
+        let Some(fp) = t.floor_plan(self.floor_plan) else {
+            return Err(self.err(
+                "floor_plan",
+                format!("ALFRED has no FloorPlan{}", self.floor_plan),
+            ));
+        };
+        let lay = fp.receptacle_counts();
         let has_recep = |r: &str| lay.iter().any(|(x, _)| x == r);
-        if !room.objects.contains(&self.object) || !t.has(&self.object, "pickupable") {
+        if !fp.objects.contains(&self.object) || !t.has(&self.object, "pickupable") {
             return Err(self.err(
                 "object",
                 format!(
-                    "{} is not a pickupable object of a {}",
-                    self.object,
-                    self.room.as_str()
+                    "{} is not a pickupable object of FloorPlan{}",
+                    self.object, self.floor_plan
                 ),
             ));
         }
         if self.template > 1 {
             return Err(self.err("template", "must be 0 or 1"));
         }
-        if self.targets == 0 || (self.goal == GoalKind::PickTwoObjAndPlace && self.targets < 2) {
+        let min = if self.goal == GoalKind::PickTwoObjAndPlace {
+            2
+        } else {
+            1
+        };
+        if self.targets < min || self.targets > t.max_instances {
             return Err(self.err(
                 "targets",
-                format!("{} is too few for {}", self.targets, self.goal.as_str()),
+                format!(
+                    "{} for {}: must be {min} to {} (ALFRED's most instances of a class)",
+                    self.targets,
+                    self.goal.as_str(),
+                    t.max_instances
+                ),
             ));
         }
-        if self.targets + self.distractors > 60 {
-            return Err(self.err("distractors", "at most 60 objects in a scene"));
+        let others = self.distractor_classes().len();
+        if self.distractors > others {
+            return Err(self.err(
+                "distractors",
+                format!(
+                    "{} classes asked, FloorPlan{} has {others} other object classes to place",
+                    self.distractors, self.floor_plan
+                ),
+            ));
         }
         if self.step_limit == 0 {
             return Err(self.err("step_limit", "must be at least 1"));
@@ -276,8 +347,8 @@ impl TaskSpec {
             }
             if !has_recep(appliance) {
                 return Err(self.err(
-                    "layout_seed",
-                    format!("this {} layout has no {appliance}", self.room.as_str()),
+                    "floor_plan",
+                    format!("FloorPlan{} has no {appliance}", self.floor_plan),
                 ));
             }
         }
@@ -289,7 +360,7 @@ impl TaskSpec {
             if !has_recep(r) {
                 return Err(self.err(
                     "receptacle",
-                    format!("this {} layout has no {r}", self.room.as_str()),
+                    format!("FloorPlan{} has no {r}", self.floor_plan),
                 ));
             }
             if !t.can_contain(r, &self.object) {
@@ -306,26 +377,33 @@ impl TaskSpec {
                 .lamp
                 .as_deref()
                 .ok_or_else(|| self.err("lamp", "missing"))?;
-            if !t.has(l, "toggleable") || !room.objects.iter().any(|o| o == l) {
+            if !t.has(l, "toggleable") || !fp.objects.iter().any(|o| o == l) {
                 return Err(self.err(
                     "lamp",
-                    format!("{l} is not a lamp of a {}", self.room.as_str()),
+                    format!("{l} is not a lamp of FloorPlan{}", self.floor_plan),
                 ));
             }
             if !t.lamp_holders.iter().any(|h| has_recep(h)) {
-                return Err(self.err("layout_seed", "this layout has nowhere to stand a lamp"));
+                return Err(self.err(
+                    "floor_plan",
+                    format!("FloorPlan{} has nowhere to stand a lamp", self.floor_plan),
+                ));
             }
             if self.receptacle.is_some() {
                 return Err(self.err("receptacle", "look_at_obj_in_light takes no receptacle"));
             }
         }
         // Somewhere to put the targets that does not already satisfy the goal.
-        if !lay.iter().any(|(r, _)| {
-            Some(r.as_str()) != self.receptacle.as_deref() && t.can_contain(r, &self.object)
-        }) {
+        if placeable_objects(self.floor_plan, self.receptacle.as_deref())
+            .iter()
+            .all(|o| *o != self.object)
+        {
             return Err(self.err(
                 "object",
-                format!("nowhere in this layout to place a {}", self.object),
+                format!(
+                    "nowhere in FloorPlan{} to place a {}",
+                    self.floor_plan, self.object
+                ),
             ));
         }
         Ok(())
@@ -379,50 +457,50 @@ impl TaskSpec {
         }
     }
 
-    /// Builds the scene: receptacles from the layout seed, targets, lamp and distractors each
-    /// from their own seeded stream (so adding a distractor moves nothing else).
+    /// Builds the scene on its floor plan: the floor plan's receptacles at their poses (receptacles
+    /// that share a pose share a location), the target class and the first `distractors` of the
+    /// other object classes, each with its own seeded count and placements (so a change to one
+    /// class moves no other), every lamp the floor plan holds on a lamp holder, and now and then
+    /// one openable receptacle left open.
     pub fn scene(&self) -> Result<Scene, SpecError> {
         self.validate()?;
         let t = alfred();
-        let lay = layout(self.room, self.layout_seed);
-        let mut rng = ChaCha8Rng::seed_from_u64(mix(self.layout_seed, "ids"));
-        // Receptacles, each at its own location.
-        let mut receps: Vec<(String, String, String)> = Vec::new(); // (type, id, loc)
+        let fp = t.floor_plan(self.floor_plan).expect("validated");
+        let mut rng = ChaCha8Rng::seed_from_u64(mix(self.scene_seed, "ids"));
         let mut used = std::collections::HashSet::new();
-        for (ty, n) in &lay {
-            for _ in 0..*n {
-                let id = loop {
-                    let id = entity_id(ty, &mut rng);
-                    if used.insert(id.clone()) {
-                        break id;
-                    }
-                };
-                let loc = loop {
-                    let l = format!(
-                        "loc_bar_{}_bar_{}_bar_{}_bar_{}",
-                        loc_int(rng.gen_range(-15..=15)),
-                        loc_int(rng.gen_range(-15..=15)),
-                        rng.gen_range(0..4),
-                        [0, 15, 30, 45, 60][rng.gen_range(0..5)]
-                    );
-                    if used.insert(l.clone()) {
-                        break l;
-                    }
-                };
-                receps.push((ty.clone(), id, loc));
+        let mut fresh_id = |class: &str, rng: &mut ChaCha8Rng| loop {
+            let id = entity_id(class, rng);
+            if used.insert(id.clone()) {
+                break id;
             }
+        };
+        // Receptacles: the listed ones at their poses, then the implied ones each at a spot of its own.
+        let mut receps: Vec<(String, String, String)> = Vec::new(); // (type, id, loc)
+        let mut locs: std::collections::HashSet<String> = std::collections::HashSet::new();
+        for (ty, pose) in &fp.receptacles {
+            let loc = location(*pose);
+            locs.insert(loc.clone());
+            receps.push((ty.clone(), fresh_id(ty, &mut rng), loc));
         }
-        let start = loop {
-            let l = format!(
-                "loc_bar_{}_bar_{}_bar_{}_bar_30",
-                loc_int(rng.gen_range(-15..=15)),
-                loc_int(rng.gen_range(-15..=15)),
-                rng.gen_range(0..4)
-            );
-            if used.insert(l.clone()) {
+        let mut free_loc = |rng: &mut ChaCha8Rng, horizon: i32| loop {
+            let l = location([
+                rng.gen_range(-15..=15),
+                rng.gen_range(-15..=15),
+                rng.gen_range(0..4),
+                horizon,
+            ]);
+            if locs.insert(l.clone()) {
                 break l;
             }
         };
+        for (ty, n) in &fp.implied {
+            for _ in 0..*n {
+                let id = fresh_id(ty, &mut rng);
+                let loc = free_loc(&mut rng, 30);
+                receps.push((ty.clone(), id, loc));
+            }
+        }
+        let start = free_loc(&mut rng, 30);
         let holders_for = |obj: &str, exclude: Option<&str>| -> Vec<usize> {
             (0..receps.len())
                 .filter(|&i| {
@@ -431,52 +509,40 @@ impl TaskSpec {
                 .collect()
         };
         let mut objects: Vec<(String, String, usize)> = Vec::new(); // (type, id, receptacle index)
-        let mut place = |ty: &str,
-                         r: usize,
-                         rng: &mut ChaCha8Rng,
-                         objects: &mut Vec<(String, String, usize)>| {
-            let id = loop {
-                let id = entity_id(ty, rng);
-                if used.insert(id.clone()) {
-                    break id;
-                }
-            };
-            objects.push((ty.to_string(), id, r));
+        let mut place = |ty: &str, count: usize, holders: &[usize], objects: &mut Vec<_>| {
+            let mut crng = ChaCha8Rng::seed_from_u64(mix(self.scene_seed, &format!("place/{ty}")));
+            for _ in 0..count {
+                let r = *holders.choose(&mut crng).expect("checked non-empty");
+                let id = fresh_id(ty, &mut crng);
+                objects.push((ty.to_string(), id, r));
+            }
         };
         // Targets, never already where the goal wants them.
-        let mut trng =
-            ChaCha8Rng::seed_from_u64(mix(self.layout_seed, &format!("targets/{}", self.object)));
         let holders = holders_for(&self.object, self.receptacle.as_deref());
-        for _ in 0..self.targets {
-            let r = *holders.choose(&mut trng).expect("validated");
-            place(&self.object, r, &mut trng, &mut objects);
-        }
-        if let Some(l) = &self.lamp {
-            let mut lrng = ChaCha8Rng::seed_from_u64(mix(self.layout_seed, &format!("lamp/{l}")));
-            let hs: Vec<usize> = (0..receps.len())
-                .filter(|&i| t.lamp_holders.contains(&receps[i].0))
-                .collect();
-            let r = *hs.choose(&mut lrng).expect("validated");
-            place(l, r, &mut lrng, &mut objects);
-        }
-        // Distractors: a fixed stream of (type, receptacle) draws, of which the first n are used.
-        let room = &t.rooms[self.room.as_str()];
-        let kinds: Vec<&String> = room
-            .objects
-            .iter()
-            .filter(|o| {
-                **o != self.object && t.has(o, "pickupable") && !holders_for(o, None).is_empty()
-            })
+        place(&self.object, self.targets, &holders, &mut objects);
+        // Every lamp of the floor plan, on a lamp holder.
+        let lamp_holders: Vec<usize> = (0..receps.len())
+            .filter(|&i| t.lamp_holders.contains(&receps[i].0))
             .collect();
-        let mut drng = ChaCha8Rng::seed_from_u64(mix(self.layout_seed, "distractors"));
-        for _ in 0..self.distractors {
-            let Some(ty) = kinds.choose(&mut drng) else {
-                break;
-            };
-            let hs = holders_for(ty, None);
-            let r = *hs.choose(&mut drng).expect("non-empty");
-            place(ty, r, &mut drng, &mut objects);
+        for l in fp.objects.iter().filter(|o| t.has(o, "toggleable")) {
+            if !lamp_holders.is_empty() {
+                place(l, 1, &lamp_holders, &mut objects);
+            }
         }
+        // The other classes, each with 1 to MAX_NUM_OF_OBJ_INSTANCES instances.
+        for ty in self.distractor_classes().into_iter().take(self.distractors) {
+            let mut nrng = ChaCha8Rng::seed_from_u64(mix(self.scene_seed, &format!("count/{ty}")));
+            let n = nrng.gen_range(1..=t.max_instances);
+            place(&ty, n, &holders_for(&ty, None), &mut objects);
+        }
+        // One openable receptacle in four scenes starts open.
+        let mut orng = ChaCha8Rng::seed_from_u64(mix(self.scene_seed, "open"));
+        let openable: Vec<usize> = (0..receps.len())
+            .filter(|&i| t.is_openable(&receps[i].0))
+            .collect();
+        let open_at_start = (orng.gen_range(0..4) == 0)
+            .then(|| openable.choose(&mut orng).copied())
+            .flatten();
         // The problem text.
         let mut otypes: Vec<&str> = objects.iter().map(|o| o.0.as_str()).collect();
         otypes.push(&self.object);
@@ -504,8 +570,11 @@ impl TaskSpec {
             let _ = writeln!(p, "        {id} - receptacle");
         }
         let _ = writeln!(p, "        {start} - location");
+        let mut declared = std::collections::HashSet::new();
         for (_, _, loc) in &receps {
-            let _ = writeln!(p, "        {loc} - location");
+            if declared.insert(loc.as_str()) {
+                let _ = writeln!(p, "        {loc} - location");
+            }
         }
         let _ = writeln!(p, "        )\n(:init");
         for r in &rtypes {
@@ -515,13 +584,16 @@ impl TaskSpec {
                 }
             }
         }
-        for (ty, id, loc) in &receps {
+        for (i, (ty, id, loc)) in receps.iter().enumerate() {
             let _ = writeln!(
                 p,
                 "        (receptacleType {id} {ty}Type)\n        (receptacleAtLocation {id} {loc})"
             );
             if t.is_openable(ty) {
                 let _ = writeln!(p, "        (openable {id})");
+            }
+            if open_at_start == Some(i) {
+                let _ = writeln!(p, "        (opened {id})");
             }
         }
         let _ = writeln!(p, "        (atLocation agent1 {start})");

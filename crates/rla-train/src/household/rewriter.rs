@@ -4,9 +4,8 @@
 
 use crate::judge::summarise_critiques;
 use rla_core::adapt::Direction;
-use rla_env::household::data::alfred;
 use rla_env::household::perturb::{apply, proposals, retarget, Perturbation};
-use rla_env::household::task::layout;
+use rla_env::household::task::{layout, placeable_objects};
 use rla_env::household::TaskSpec;
 use rla_lm::{Message, SampleParams, Sampler};
 
@@ -90,9 +89,8 @@ impl Rewriter for LmRewriter<'_> {
         critique: Option<&str>,
         k: usize,
     ) -> Option<(String, TaskSpec)> {
-        let t = alfred();
-        let objects = &t.rooms[parent.room.as_str()].objects;
-        let receps: Vec<String> = layout(parent.room, parent.layout_seed)
+        let objects = placeable_objects(parent.floor_plan, None);
+        let receps: Vec<String> = layout(parent.floor_plan)
             .into_iter()
             .map(|(r, _)| r)
             .collect();
