@@ -15,10 +15,12 @@ Started by `rlanything desktop serve-real`; it runs on a Linux machine without a
   /screen_size|platform|cursor_position` as OSWorld's server has them, and one extension,
   `POST /setup/reset`: LibreOffice closed, its profile restored, the uploaded files removed.
 
-Safety: the server binds to 127.0.0.1 unless told otherwise, and by default runs only pyautogui
-calls with literal arguments (and `time.sleep`), checked on the code's syntax tree before it
-runs; `--allow-any-code` runs any Python and any command, as OSWorld's server does, for a
-machine whose network is trusted.
+Safety: the server binds to 127.0.0.1 unless told otherwise (elsewhere only with
+`--api-key-env`: requests must carry the key), and by default runs only pyautogui calls with
+literal arguments (and `time.sleep`), checked on the code's syntax tree before it runs, and
+conversions of files in its session folder to a fixed list of formats (`checked_conversion`);
+its X server takes only clients with its cookie. `--allow-any-code` runs any Python and any
+command, as OSWorld's server does, for a machine whose network is trusted.
 
 Stopping it (SIGTERM, SIGINT) ends every process it started: Xvfb, openbox, D-Bus, the
 accessibility bus and LibreOffice.
@@ -28,11 +30,15 @@ import argparse
 import ast
 import email.parser
 import email.policy
+import hmac
 import io
+import ipaddress
 import json
 import os
+import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -61,6 +67,16 @@ PYAUTOGUI_CALLS = {
     "move", "dragTo", "dragRel", "drag", "scroll", "hscroll", "vscroll", "mouseDown", "mouseUp",
     "press", "keyDown", "keyUp", "hotkey", "write", "typewrite", "position", "size", "sleep",
 }
+
+# what `libreoffice --convert-to FORMAT` may convert to when any code is not allowed (the part
+# of FORMAT before a colon: the output's extension)
+CONVERT_FORMATS = {"csv", "xlsx", "xls", "ods", "pdf", "txt", "html", "docx", "doc", "odt", "pptx", "odp"}
+# options of a conversion that change nothing but how LibreOffice starts (the server sets its own)
+CONVERT_FLAGS = {"--headless", "--norestore", "--nologo", "--nolockcheck", "--nodefault",
+                 "--nofirststartwizard", "--invisible"}
+# a filter's name (`csv:Text - txt - csv (StarCalc)`) and its options (`44,34,UTF8,1,,0,false`)
+CONVERT_FILTER = re.compile(r"[A-Za-z0-9 ()._-]{1,80}")
+CONVERT_OPTIONS = re.compile(r"[A-Za-z0-9,._-]{0,200}")
 
 # LibreOffice's settings, as its registrymodifications.xcu writes them: (path, property, type, value)
 PROFILE_ITEMS = [
@@ -101,6 +117,38 @@ OPENBOX_RC = """<?xml version="1.0" encoding="UTF-8"?>
 """
 
 
+FAMILY_LOCAL = 256
+FAMILY_WILD = 65535
+
+
+def xauth_entry(family, address, number, cookie):
+    """One entry of an Xauthority file (as `xauth add` writes it) for MIT-MAGIC-COOKIE-1."""
+    def field(b):
+        return len(b).to_bytes(2, "big") + b
+
+    return (family.to_bytes(2, "big") + field(address) + field(number)
+            + field(b"MIT-MAGIC-COOKIE-1") + field(cookie))
+
+
+def write_private(path, data):
+    """Writes `path` readable by this user only (the file replaced, never written through a link)."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.replace(tmp, path)
+
+
+def is_loopback(host):
+    """Whether binding `host` reaches this machine only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
 class Refused(Exception):
     """A request the server will not run (HTTP 403)."""
 
@@ -117,10 +165,11 @@ def log(msg):
 class Session:
     """The X server, window manager, D-Bus, accessibility bus and LibreOffice of one desktop."""
 
-    def __init__(self, width, height, root, allow_any_code):
+    def __init__(self, width, height, root, allow_any_code, api_key=None):
         self.width, self.height = width, height
         self.root = root
         self.allow_any_code = allow_any_code
+        self.api_key = api_key
         self.marker = uuid.uuid4().hex
         # LibreOffice listens here for its own API (UNO): the tree reads cell texts through it
         self.uno_pipe = f"rla-desktop-{self.marker}"
@@ -150,7 +199,12 @@ class Session:
                 "LC_ALL": "C.UTF-8",
             }
         )
-        open(self.env["XAUTHORITY"], "a").close()
+        # the X server's cookie: clients without it (other users' programs, a sandboxed
+        # program reaching /tmp/.X11-unix) cannot open the display
+        self.cookie = os.urandom(16)
+        self.server_auth = os.path.join(root, "Xvfb.auth")
+        write_private(self.server_auth, xauth_entry(FAMILY_WILD, b"", b"", self.cookie))
+        write_private(self.env["XAUTHORITY"], b"")
 
     # processes --------------------------------------------------------------------------
     def spawn(self, args, **kw):
@@ -176,7 +230,7 @@ class Session:
         r, w = os.pipe()
         self.spawn(
             ["Xvfb", "-displayfd", str(w), "-screen", "0", f"{self.width}x{self.height}x24",
-             "-nolisten", "tcp", "-noreset"],
+             "-nolisten", "tcp", "-noreset", "-auth", self.server_auth],
             pass_fds=(w,),
         )
         os.close(w)
@@ -190,7 +244,15 @@ class Session:
                 raise SystemExit("desktop: Xvfb exited at start")
             num += chunk
         os.close(r)
-        self.env["DISPLAY"] = f":{num.decode().strip()}"
+        num = num.decode().strip()
+        # libX11 and xcb (LibreOffice, openbox, wmctrl) take the wildcard entry; python-xlib
+        # (pyautogui) looks for this host's name and the display's number
+        write_private(
+            self.env["XAUTHORITY"],
+            xauth_entry(FAMILY_LOCAL, socket.gethostname().encode(), num.encode(), self.cookie)
+            + xauth_entry(FAMILY_WILD, b"", num.encode(), self.cookie),
+        )
+        self.env["DISPLAY"] = f":{num}"
         os.environ["DISPLAY"] = self.env["DISPLAY"]
         os.environ["XAUTHORITY"] = self.env["XAUTHORITY"]
         # no key repeats: a key held past the repeat delay (the machine busy between pyautogui's
@@ -1128,6 +1190,13 @@ class Handler(BaseHTTPRequestHandler):
         self.handle_any("POST")
 
     def handle_any(self, method):
+        key = self.server.session.api_key
+        if key is not None:
+            got = self.headers.get("Authorization", "")
+            if not hmac.compare_digest(got.encode(), f"Bearer {key}".encode()):
+                self.close_connection = True
+                return self.reply(401, {"status": "error", "message": "this desktop takes only requests with "
+                                        "`Authorization: Bearer <key>` (the key its --api-key-env names)"})
         try:
             self.raw_body = self.read_body()
         except BadRequest as e:
@@ -1213,14 +1282,13 @@ def r_execute(h, s):
         argv = shlex.split(command)
     if not (isinstance(argv, list) and argv and all(isinstance(a, str) for a in argv)):
         raise BadRequest("`command` must be a list of strings or a string")
-    convert = os.path.basename(argv[0]) in ("libreoffice", "soffice") and "--convert-to" in argv
-    if not (s.allow_any_code or convert):
-        raise Refused(
-            f"{argv[0]!r} does not run here: only `python -c <pyautogui code>` and "
-            "`libreoffice --convert-to …` do (start the server with --allow-any-code to run any command)"
-        )
-    if convert and not s.allow_any_code:
-        argv = [argv[0], "--headless", f"-env:UserInstallation=file://{s.root}/convert-profile"] + argv[1:]
+    if not s.allow_any_code:
+        if not (os.path.basename(argv[0]) in ("libreoffice", "soffice") and "--convert-to" in argv):
+            raise Refused(
+                f"{argv[0]!r} does not run here: only `python -c <pyautogui code>` and "
+                "`libreoffice --convert-to …` do (start the server with --allow-any-code to run any command)"
+            )
+        argv = checked_conversion(s, argv)
     try:
         p = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=s.env,
                            shell=bool(body.get("shell")) and s.allow_any_code, cwd=s.home)
@@ -1234,14 +1302,100 @@ def r_execute(h, s):
 
 def vm_path(s, path):
     """Where a path of the VM's file system lives here: its own path when under this desktop's
-    home or files folder, else the same name under the files folder."""
+    home or files folder, else the same name under the files folder (OSWorld's
+    `/home/user/x.xlsx` is `files/x.xlsx`). The path, links resolved, must lie in one of the two."""
     if not path:
         raise BadRequest("`file_path` is missing")
     p = os.path.abspath(os.path.join(s.home, path))
+    if not any(p.startswith(base + os.sep) for base in (s.home, s.files)):
+        p = os.path.join(s.files, os.path.basename(p))
+    return inside_session(s, p, path)
+
+
+def vm_dir(s, path):
+    """Where a folder of the VM's file system lives here: itself when it is this desktop's home
+    or files folder or lies under one, else the files folder (OSWorld's `/home/user`)."""
+    p = os.path.abspath(os.path.join(s.home, path))
+    if not any(p == base or p.startswith(base + os.sep) for base in (s.home, s.files)):
+        p = s.files
+    return inside_session(s, p, path)
+
+
+def inside_session(s, p, asked):
+    """`p` with every link resolved, if that lies in the home or files folder; else refused."""
+    real = os.path.realpath(p)
     for base in (s.home, s.files):
-        if p.startswith(base + os.sep):
-            return p
-    return os.path.join(s.files, os.path.basename(p))
+        b = os.path.realpath(base)
+        if real == b or real.startswith(b + os.sep):
+            return real
+    raise Refused(f"{asked!r} resolves to {real}, outside this desktop's session folder")
+
+
+def checked_conversion(s, argv):
+    """The command that runs `libreoffice --convert-to FORMAT [--outdir DIR] FILE…` when any code
+    is not allowed, or Refused: FORMAT's extension from CONVERT_FORMATS (a filter name and its
+    options of plain characters may follow), every FILE an existing file and DIR an existing
+    folder inside this desktop's session folder (links resolved, OSWorld's paths mapped as
+    `vm_path` maps them), the output file no link; flags that only change how LibreOffice starts
+    are dropped, and anything else is refused. The command runs the `soffice` on the PATH with a
+    profile of its own."""
+    fmt, outdir, files = None, None, []
+    args = list(argv[1:])
+    i = 0
+    while i < len(args):
+        a = args[i]
+        i += 1
+        name, eq, value = a.partition("=")
+        if name in ("--convert-to", "--outdir") and a.startswith("--"):
+            if not eq:
+                if i >= len(args):
+                    raise Refused(f"{name} needs a value")
+                value = args[i]
+                i += 1
+            if name == "--convert-to":
+                if fmt is not None:
+                    raise Refused("--convert-to is given twice")
+                fmt = value
+            else:
+                if outdir is not None:
+                    raise Refused("--outdir is given twice")
+                outdir = value
+        elif a in CONVERT_FLAGS:
+            continue
+        elif a.startswith("-"):
+            raise Refused(
+                f"{a!r} is not passed to a conversion here: only --convert-to FORMAT, --outdir DIR, "
+                "files and --headless (start the server with --allow-any-code to run any command)"
+            )
+        else:
+            files.append(a)
+    if fmt is None:
+        raise Refused("a conversion needs --convert-to FORMAT")
+    ext, _, rest = fmt.partition(":")
+    filt, _, options = rest.partition(":")
+    if ext.lower() not in CONVERT_FORMATS:
+        raise Refused(
+            f"--convert-to {ext!r}: files convert here only to {', '.join(sorted(CONVERT_FORMATS))}"
+        )
+    if (rest and not CONVERT_FILTER.fullmatch(filt)) or not CONVERT_OPTIONS.fullmatch(options):
+        raise Refused(f"--convert-to {fmt!r}: the filter or its options hold characters not accepted here")
+    if not files:
+        raise Refused("a conversion needs a file to convert")
+    out = vm_dir(s, outdir) if outdir is not None else inside_session(s, s.home, ".")
+    if not os.path.isdir(out):
+        raise Refused(f"--outdir {outdir!r}: no such folder")
+    inputs = []
+    for f in files:
+        p = vm_path(s, f)
+        if not os.path.isfile(p):
+            raise Refused(f"{f!r}: no such file in this desktop's session folder")
+        target = os.path.join(out, os.path.splitext(os.path.basename(p))[0] + "." + ext.lower())
+        if os.path.islink(target):
+            raise Refused(f"the output {target} is a link")
+        inputs.append(p)
+    return ["soffice", "--headless", "--norestore",
+            f"-env:UserInstallation=file://{s.root}/convert-profile",
+            "--convert-to", fmt, "--outdir", out] + inputs
 
 
 def r_upload(h, s):
@@ -1400,6 +1554,15 @@ OBSERVING = {("GET", "/accessibility"), ("GET", "/screenshot"), ("GET", "/screen
              ("POST", "/screen_size"), ("GET", "/platform"), ("GET", "/cursor_position")}
 
 
+def exposure(host, allow_any_code):
+    """What binding `host` (beyond loopback) hands to whoever reaches the port with the key."""
+    what = ("runs any Python and any command it is sent, as this user (--allow-any-code)"
+            if allow_any_code else
+            "drives this desktop's mouse and keyboard (pyautogui), uploads, reads and converts "
+            "files in its session folder, and opens them in LibreOffice")
+    return f"listening on {host}, beyond this machine: whoever reaches the port with the key {what}"
+
+
 def main():
     global Actions_singleton
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -1408,13 +1571,29 @@ def main():
     ap.add_argument("--screen", default="1920x1080")
     ap.add_argument("--allow-any-code", action="store_true")
     ap.add_argument("--root", help="the session's folder (default: a new temporary one)")
+    ap.add_argument("--api-key-env", help="take only requests with `Authorization: Bearer <key>`, "
+                    "the key read from this environment variable (needed beyond loopback)")
+    ap.add_argument("--remove-script", action="store_true",
+                    help="remove this script and its (private) folder when the server stops")
     a = ap.parse_args()
+    key = None
+    if a.api_key_env:
+        key = os.environ.get(a.api_key_env)
+        if not key:
+            raise SystemExit(f"desktop: --api-key-env: the environment variable {a.api_key_env} is not set")
+    if not is_loopback(a.host):
+        if key is None:
+            raise SystemExit(
+                f"desktop: --host {a.host} is reachable beyond this machine: give --api-key-env VAR "
+                "(requests must then carry `Authorization: Bearer <key>`), or bind 127.0.0.1"
+            )
+        log(exposure(a.host, a.allow_any_code))
     try:
         w, hgt = (int(x) for x in a.screen.lower().split("x"))
     except ValueError:
         raise SystemExit(f"desktop: --screen {a.screen!r}: expected WIDTHxHEIGHT")
     root = a.root or tempfile.mkdtemp(prefix="rla-desktop-")
-    session = Session(w, hgt, root, a.allow_any_code)
+    session = Session(w, hgt, root, a.allow_any_code, key)
 
     stopping = threading.Event()
 
@@ -1444,6 +1623,12 @@ def main():
         session.stop()
         if a.root is None:
             shutil.rmtree(root, ignore_errors=True)
+        if a.remove_script:
+            try:
+                os.remove(os.path.abspath(__file__))
+                os.rmdir(os.path.dirname(os.path.abspath(__file__)))
+            except OSError:
+                pass
         log("stopped; every process it started has ended")
 
 

@@ -18,8 +18,8 @@
 mod backend;
 
 pub use backend::{
-    check_checkpoint_dest, is_checkpoint, replace_dir_atomic, write_atomic, Backend, LoraConfig, OpenOptions, Precision,
-    TinyShape, TrainOptions, ALL_TARGETS,
+    check_checkpoint_dest, is_checkpoint, replace_dir_atomic, write_atomic, Backend, LoraConfig,
+    OpenOptions, Precision, TinyShape, TrainOptions, ALL_TARGETS,
 };
 
 use serde::{Deserialize, Serialize};

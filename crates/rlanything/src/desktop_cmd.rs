@@ -106,6 +106,10 @@ pub enum DesktopCmd {
         /// Send `Authorization: Bearer <KEY>`, the key read from this environment variable.
         #[arg(long)]
         api_key_env: Option<String>,
+        /// Send the real desktop `Authorization: Bearer <KEY>`, the key read from this
+        /// environment variable (its `serve-real --api-key-env`).
+        #[arg(long)]
+        desktop_api_key_env: Option<String>,
         /// Which tasks.
         #[arg(long, value_enum, default_value = "in-domain")]
         split: SplitArg,
@@ -134,13 +138,15 @@ pub enum DesktopCmd {
     },
     /// Serve a real desktop over OSWorld's controller protocol: Xvfb, openbox, a D-Bus session
     /// with the accessibility bus, and LibreOffice Calc with a seeded profile (install them with
-    /// `scripts/desktop-real.sh`). It binds to 127.0.0.1 and runs only pyautogui calls unless told
-    /// otherwise; SIGTERM or Ctrl-C stops it and every process it started.
+    /// `scripts/desktop-real.sh`). It binds to 127.0.0.1 (elsewhere only with a key) and runs only
+    /// pyautogui calls and conversions inside its session folder unless told otherwise; SIGTERM or
+    /// Ctrl-C stops it and every process it started.
     ServeReal {
         /// Port (0: any free one; the address is printed).
         #[arg(long, default_value_t = 5000)]
         port: u16,
-        /// Address to bind (anything but loopback lets others run pyautogui on this machine).
+        /// Address to bind; beyond loopback it needs --api-key-env (whoever holds the key drives
+        /// this desktop).
         #[arg(long, default_value = "127.0.0.1")]
         host: String,
         /// Screen size.
@@ -153,6 +159,10 @@ pub enum DesktopCmd {
         /// target/desktop-venv/bin/python, else /usr/bin/python3).
         #[arg(long)]
         python: Option<PathBuf>,
+        /// Take only requests with `Authorization: Bearer <KEY>`, the key read from this
+        /// environment variable; needed to bind beyond loopback.
+        #[arg(long)]
+        api_key_env: Option<String>,
     },
     /// Step the desktop with random valid actions, the accessibility tree computed every step;
     /// prints steps per second on one core.
@@ -167,6 +177,10 @@ pub enum DesktopCmd {
         /// Seed of the actions.
         #[arg(long, default_value_t = 0)]
         seed: u64,
+        /// Send the real desktop `Authorization: Bearer <KEY>`, the key read from this
+        /// environment variable (its `serve-real --api-key-env`).
+        #[arg(long)]
+        desktop_api_key_env: Option<String>,
     },
 }
 
@@ -234,19 +248,34 @@ pub fn run(cmd: DesktopCmd) -> Result<()> {
             steps,
             seed,
             desktop: None,
+            ..
         } => bench(steps.unwrap_or(200_000), seed),
         DesktopCmd::Bench {
             steps,
             seed,
             desktop: Some(url),
-        } => crate::desktop_real::bench(&url, steps.unwrap_or(100), seed),
+            desktop_api_key_env,
+        } => crate::desktop_real::bench(
+            &url,
+            crate::serve_cmd::api_key(desktop_api_key_env.as_deref())?,
+            steps.unwrap_or(100),
+            seed,
+        ),
         DesktopCmd::ServeReal {
             port,
             host,
             screen: sc,
             allow_any_code,
             python,
-        } => crate::desktop_real::serve(port, &host, &sc, allow_any_code, python),
+            api_key_env,
+        } => crate::desktop_real::serve(
+            port,
+            &host,
+            &sc,
+            allow_any_code,
+            python,
+            api_key_env.as_deref(),
+        ),
         DesktopCmd::Eval {
             urls,
             model,
@@ -254,6 +283,7 @@ pub fn run(cmd: DesktopCmd) -> Result<()> {
             desktop,
             no_reset,
             api_key_env,
+            desktop_api_key_env,
             split,
             n,
             screen: sc,
@@ -294,6 +324,7 @@ pub fn run(cmd: DesktopCmd) -> Result<()> {
                 }
                 (desktop, vlm) => crate::desktop_real::eval(
                     desktop.as_deref(),
+                    crate::serve_cmd::api_key(desktop_api_key_env.as_deref())?,
                     !no_reset,
                     vlm.as_ref().map(|v| v as &dyn rla_lm::Sampler),
                     split.into(),

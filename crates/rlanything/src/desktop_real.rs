@@ -33,6 +33,33 @@ fn server_python(python: Option<PathBuf>) -> PathBuf {
     PathBuf::from("/usr/bin/python3")
 }
 
+/// Whether binding `host` reaches this machine only.
+pub fn is_loopback(host: &str) -> bool {
+    host == "localhost"
+        || host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Writes the server's script into a folder made for it, readable by this user only (mode 0700,
+/// a fresh random name), so that no file another user placed in the temporary folder runs in
+/// its stead; the server removes both when it stops.
+fn private_script() -> Result<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::Builder::new()
+        .prefix("rlanything-desktop-server-")
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir()
+        .context("making the desktop server's folder")?;
+    let script = dir.path().join("desktop_server.py");
+    std::fs::write(&script, rla_desktop::remote::SERVER_PY)
+        .with_context(|| format!("writing {}", script.display()))?;
+    let _ = dir.keep();
+    Ok(script)
+}
+
 /// Runs the desktop server in place of this process (its signals reach it directly).
 pub fn serve(
     port: u16,
@@ -40,8 +67,34 @@ pub fn serve(
     screen: &str,
     allow_any_code: bool,
     python: Option<PathBuf>,
+    api_key_env: Option<&str>,
 ) -> Result<()> {
     use std::os::unix::process::CommandExt;
+    let key = crate::serve_cmd::api_key(api_key_env)?;
+    if key.as_deref() == Some("") {
+        bail!(
+            "--api-key-env: the environment variable {} is empty",
+            api_key_env.unwrap_or("")
+        );
+    }
+    if !is_loopback(host) {
+        if key.is_none() {
+            bail!(
+                "--host {host} is reachable beyond this machine: give --api-key-env VAR (requests \
+                 must then carry `Authorization: Bearer <key>`), or bind 127.0.0.1"
+            );
+        }
+        let what = if allow_any_code {
+            "runs any Python and any command it is sent, as this user (--allow-any-code)"
+        } else {
+            "drives this desktop's mouse and keyboard (pyautogui), uploads, reads and converts \
+             files in its session folder, and opens them in LibreOffice"
+        };
+        eprintln!(
+            "desktop: listening on {host}:{port}, beyond this machine: whoever reaches the port with \
+             the key {what}"
+        );
+    }
     let python = server_python(python);
     // pyautogui is looked up, not imported: importing it opens the X display, which the server
     // has not started yet
@@ -66,16 +119,7 @@ pub fn serve(
         }
         Ok(_) => {}
     }
-    let digest = {
-        use std::hash::{Hash, Hasher};
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        rla_desktop::remote::SERVER_PY.hash(&mut h);
-        h.finish()
-    };
-    let script = std::env::temp_dir().join(format!("rlanything-desktop-server-{digest:016x}.py"));
-    if !script.exists() {
-        rla_desktop::xlsx::write_atomic(&script, rla_desktop::remote::SERVER_PY.as_bytes())?;
-    }
+    let script = private_script()?;
     let mut cmd = std::process::Command::new(&python);
     cmd.arg(&script).args([
         "--port",
@@ -85,8 +129,12 @@ pub fn serve(
         "--screen",
         screen,
     ]);
+    cmd.arg("--remove-script");
     if allow_any_code {
         cmd.arg("--allow-any-code");
+    }
+    if let Some(var) = api_key_env {
+        cmd.args(["--api-key-env", var]);
     }
     let err = cmd.exec();
     Err(err).with_context(|| format!("starting {}", python.display()))
@@ -160,6 +208,7 @@ impl Agent for ModelAgent<'_> {
 
 fn screen_for(
     desktop: Option<&str>,
+    desktop_key: Option<String>,
     reset: bool,
     size: (u32, u32),
     timeout_s: f64,
@@ -167,7 +216,8 @@ fn screen_for(
     Ok(match desktop {
         None => Box::new(Native::new(size.0, size.1)),
         Some(url) => Box::new(Real {
-            remote: RemoteDesktop::new(url, Duration::from_secs_f64(timeout_s))?,
+            remote: RemoteDesktop::new(url, Duration::from_secs_f64(timeout_s))?
+                .with_api_key(desktop_key),
             reset,
         }),
     })
@@ -177,6 +227,7 @@ fn screen_for(
 #[allow(clippy::too_many_arguments)]
 pub fn eval(
     desktop: Option<&str>,
+    desktop_key: Option<String>,
     reset: bool,
     vlm: Option<&dyn rla_lm::Sampler>,
     split: Split,
@@ -192,7 +243,7 @@ pub fn eval(
     if specs.is_empty() {
         bail!("no tasks to play (--n {n})");
     }
-    let mut screen = screen_for(desktop, reset, size, timeout_s)?;
+    let mut screen = screen_for(desktop, desktop_key, reset, size, timeout_s)?;
     let tmp = tempfile::tempdir()?;
     let bar = rla_train::bar(specs.len() as u64, "eval");
     let (mut solved, mut failed) = (0usize, 0usize);
@@ -279,11 +330,11 @@ pub fn eval(
 
 /// Steps a real desktop: each step one random action (a click on a showing cell, text typed
 /// into a cell, a key), then the screenshot and the tree, as an agent's step has them.
-pub fn bench(url: &str, steps: usize, seed: u64) -> Result<()> {
+pub fn bench(url: &str, key: Option<String>, steps: usize, seed: u64) -> Result<()> {
     if steps == 0 {
         bail!("--steps must be at least 1");
     }
-    let remote = RemoteDesktop::new(url, Duration::from_secs(120))?;
+    let remote = RemoteDesktop::new(url, Duration::from_secs(120))?.with_api_key(key);
     let mut real = Real {
         remote,
         reset: true,

@@ -18,7 +18,7 @@ pub struct Args {
     /// The model's name in requests and `/v1/models` (default: the folder's name).
     #[arg(long)]
     pub name: Option<String>,
-    /// Address to listen on.
+    /// Address to listen on; beyond loopback it needs --api-key-env.
     #[arg(long, default_value = "127.0.0.1")]
     pub host: String,
     /// Port (0 picks a free one; the address is printed).
@@ -38,6 +38,28 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<()> {
+    let key = api_key(a.api_key_env.as_deref())?;
+    if key.as_deref() == Some("") {
+        anyhow::bail!(
+            "--api-key-env: the environment variable {} is empty",
+            a.api_key_env.as_deref().unwrap_or("")
+        );
+    }
+    if !crate::desktop_real::is_loopback(&a.host) {
+        if key.is_none() {
+            anyhow::bail!(
+                "--host {} is reachable beyond this machine: give --api-key-env VAR (requests must \
+                 then carry `Authorization: Bearer <key>`), or bind 127.0.0.1",
+                a.host
+            );
+        }
+        eprintln!(
+            "serve: listening on {}:{}, beyond this machine: whoever reaches the port with the key \
+             generates with the model, and loads weights (/update_weights_from_disk) and adapters \
+             (/v1/load_lora_adapter) from any folder this user can read",
+            a.host, a.port
+        );
+    }
     let lm = Lm::load(&a.model, DType::F32, &Device::Cpu)
         .with_context(|| format!("loading {}", a.model.display()))?;
     let name = a.name.unwrap_or_else(|| {
@@ -49,7 +71,7 @@ pub fn run(a: Args) -> Result<()> {
     });
     let addr = format!("{}:{}", a.host, a.port);
     let options = rla_remote::server::Options {
-        api_key: api_key(a.api_key_env.as_deref())?,
+        api_key: key,
         ..Default::default()
     };
     let loaders = rla_remote::server::Loaders::<Lm> {

@@ -17,6 +17,8 @@ use std::time::{Duration, Instant};
 struct Server {
     child: Child,
     url: String,
+    /// The X display's number.
+    display: String,
 }
 
 impl Server {
@@ -32,9 +34,19 @@ impl Server {
             .args(["desktop", "serve-real", "--port", "0", "--python"])
             .arg(&python)
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::piped())
             .spawn()
             .expect("serve-real starts");
+        let (dtx, drx) = std::sync::mpsc::channel();
+        let err = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                eprintln!("{line}");
+                if let Some(rest) = line.strip_prefix("desktop: X display :") {
+                    let _ = dtx.send(rest.split(',').next().unwrap_or("").trim().to_string());
+                }
+            }
+        });
         let (tx, rx) = std::sync::mpsc::channel();
         let out = child.stdout.take().unwrap();
         std::thread::spawn(move || {
@@ -47,7 +59,14 @@ impl Server {
         let url = rx
             .recv_timeout(Duration::from_secs(120))
             .expect("the desktop server says where it listens within 2 minutes");
-        Server { child, url }
+        let display = drx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the desktop server names its X display");
+        Server {
+            child,
+            url,
+            display,
+        }
     }
 
     fn remote(&self) -> RemoteDesktop {
@@ -122,6 +141,20 @@ fn raw(url: &str, request: &[u8]) -> (u16, String) {
         .unwrap_or("")
         .to_string();
     (code, body)
+}
+
+/// Whether the X server on `:display` lets a client in without a cookie (the X11 connection
+/// setup with no authorisation; the answer's first byte is 1 for success).
+fn x_admits_without_a_cookie(display: &str) -> bool {
+    let mut s =
+        std::os::unix::net::UnixStream::connect(format!("/tmp/.X11-unix/X{display}")).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    // little-endian, protocol 11.0, no authorisation name or data
+    s.write_all(&[b'l', 0, 11, 0, 0, 0, 0, 0, 0, 0, 0, 0])
+        .unwrap();
+    let mut first = [0u8; 1];
+    s.read_exact(&mut first).unwrap();
+    first[0] == 1
 }
 
 fn same(a: &Stored, b: &Stored) -> bool {
@@ -257,6 +290,61 @@ fn the_real_desktop_runs_osworld_tasks_through_its_protocol() {
         other => panic!("a shell command was not refused: {other:?}"),
     }
     assert!(!canary.exists(), "refused code ran");
+
+    // --- conversions stay in the session folder; the X server wants its cookie -----------
+    let secret = tmp.path().join("secret.txt");
+    std::fs::write(&secret, "hunter2").unwrap();
+    let outside = tmp.path().join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    remote.upload("/home/user/t.csv", b"a,b\n1,2\n").unwrap();
+    for (argv, why) in [
+        (
+            serde_json::json!(["soffice", "--convert-to", "txt", "--outdir", ".", secret]),
+            "no such file",
+        ),
+        (
+            serde_json::json!(["soffice", "--convert-to", "pth", "/home/user/t.csv"]),
+            "convert here only to",
+        ),
+        (
+            serde_json::json!([
+                "/bin/sh/soffice",
+                "--convert-to",
+                "csv",
+                "-env:A=b",
+                "/home/user/t.csv"
+            ]),
+            "is not passed",
+        ),
+    ] {
+        match remote.setup_execute(&argv, false) {
+            Err(RemoteError::Status {
+                status: 403,
+                message,
+                ..
+            }) => assert!(message.contains(why), "{argv}: {message}"),
+            other => panic!("{argv} was not refused: {other:?}"),
+        }
+    }
+    // an output folder outside is OSWorld's /home/user, the session's files folder
+    let done = remote
+        .setup_execute(
+            &serde_json::json!([
+                "libreoffice",
+                "--headless",
+                "--convert-to",
+                "xlsx",
+                "--outdir",
+                outside,
+                "/home/user/t.csv"
+            ]),
+            false,
+        )
+        .unwrap();
+    assert_eq!(done.status, "success", "{done:?}");
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+    assert!(remote.file("/home/user/t.xlsx").unwrap().is_some());
+    assert!(!x_admits_without_a_cookie(&server.display));
     assert!(remote
         .file("/home/user/no-such-file.xlsx")
         .unwrap()

@@ -86,6 +86,7 @@ enum Body {
 pub struct RemoteDesktop {
     base: String,
     agent: ureq::Agent,
+    api_key: Option<String>,
     /// Tries for a call that cannot reach the server.
     pub tries: u32,
 }
@@ -107,8 +108,16 @@ impl RemoteDesktop {
         Ok(RemoteDesktop {
             base,
             agent,
+            api_key: None,
             tries: 4,
         })
+    }
+
+    /// Sends `Authorization: Bearer <key>` with every call (a server bound beyond loopback
+    /// takes only such calls).
+    pub fn with_api_key(mut self, key: Option<String>) -> RemoteDesktop {
+        self.api_key = key;
+        self
     }
 
     /// Its address.
@@ -120,13 +129,17 @@ impl RemoteDesktop {
         let url = format!("{}{path}", self.base);
         let mut pause = Duration::from_millis(200);
         for attempt in 1..=self.tries.max(1) {
+            let request = match body {
+                Body::Get => self.agent.get(&url),
+                Body::Post(ctype, _) => self.agent.post(&url).set("Content-Type", ctype),
+            };
+            let request = match &self.api_key {
+                Some(k) => request.set("Authorization", &format!("Bearer {k}")),
+                None => request,
+            };
             let sent = match body {
-                Body::Get => self.agent.get(&url).call(),
-                Body::Post(ctype, bytes) => self
-                    .agent
-                    .post(&url)
-                    .set("Content-Type", ctype)
-                    .send_bytes(bytes),
+                Body::Get => request.call(),
+                Body::Post(_, bytes) => request.send_bytes(bytes),
             };
             match sent {
                 Ok(resp) => {
