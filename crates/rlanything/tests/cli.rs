@@ -33,6 +33,15 @@ fn env_replay_passes_on_the_shared_traces() {
 }
 
 #[test]
+fn env_replay_passes_on_the_traces_at_shared_spots() {
+    let dir = fixtures().join("../alfworld-shared-spots");
+    let out = bin().args(["env", "replay"]).arg(dir).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert_eq!(stdout.lines().last(), Some("8 passed, 0 failed"));
+}
+
+#[test]
 fn env_replay_reports_a_corrupted_trace_and_fails() {
     let dir = tempfile::tempdir().unwrap();
     let game = "00-pick_and_place_simple-kitchen";
