@@ -4,7 +4,7 @@
 
 use crate::config::{Arch, ModelConfig};
 use crate::lm::Lm;
-use crate::tok::{build_word_level, Tok};
+use crate::tok::{build_pieces, Tok};
 use crate::train::TrainConfig;
 use crate::weights::parse_dtype;
 use crate::ModelError;
@@ -85,7 +85,7 @@ impl Backend for Candle {
         corpus: &str,
         train: &TrainOptions,
     ) -> rla_lm::Result<Box<dyn Model>> {
-        let tok = build_word_level(corpus, 1)?;
+        let tok = build_pieces(corpus, 1, &[])?;
         let mc = tiny_config(shape, tok.vocab_size())?;
         let mut lm = Lm::init(&mc, tok, train.seed, DType::F32, &Device::Cpu)?;
         lm.enable_training(train_config(train), train.lora.clone(), train.seed, None)?;

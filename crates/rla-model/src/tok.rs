@@ -250,6 +250,20 @@ pub const SPECIAL_TOKENS: [&str; 4] = ["<|endoftext|>", "<unk>", "<|im_start|>",
 pub const WORD_PATTERN: &str = r" ?\w+| ?[^\w\s]|\s+";
 
 fn word_level_json(vocab: &BTreeMap<String, u32>) -> String {
+    tokenizer_json(serde_json::json!({"type": "WordLevel", "vocab": vocab, "unk_token": "<unk>"}))
+}
+
+/// A word-piece model over `vocab` with no continuation mark: a piece the vocabulary lacks is cut
+/// greedily into the longest pieces it holds, down to single characters, and decoding stays plain
+/// concatenation.
+fn word_piece_json(vocab: &BTreeMap<String, u32>) -> String {
+    tokenizer_json(
+        serde_json::json!({"type": "WordPiece", "vocab": vocab, "unk_token": "<unk>",
+            "continuing_subword_prefix": "", "max_input_chars_per_word": 200}),
+    )
+}
+
+fn tokenizer_json(model: serde_json::Value) -> String {
     let added: Vec<serde_json::Value> = SPECIAL_TOKENS
         .iter()
         .enumerate()
@@ -264,14 +278,51 @@ fn word_level_json(vocab: &BTreeMap<String, u32>) -> String {
         "pre_tokenizer": {"type": "Split", "pattern": {"Regex": WORD_PATTERN}, "behavior": "Isolated", "invert": false},
         "post_processor": null,
         "decoder": {"type": "Fuse"},
-        "model": {"type": "WordLevel", "vocab": vocab, "unk_token": "<unk>"}
+        "model": model
     })
     .to_string()
 }
 
 /// Builds a word-level tokenizer from a corpus: the pieces that occur at least `min_count` times,
 /// most frequent first, after the special tokens. Saved, it is an ordinary `tokenizer.json`.
+/// A piece outside the vocabulary becomes `<unk>`; [`build_pieces`] cuts it into pieces instead.
 pub fn build_word_level(corpus: &str, min_count: usize) -> Result<Tok, ModelError> {
+    let vocab = corpus_vocab(corpus, min_count, &[])?;
+    tok_from_json(&word_level_json(&vocab))
+}
+
+/// The characters every [`build_pieces`] tokenizer holds, alone and after a space: printable
+/// ASCII, the newline and the tab.
+fn base_alphabet() -> Vec<String> {
+    let chars: Vec<char> = (0x20u8..0x7f).map(char::from).chain(['\n', '\t']).collect();
+    let mut out: Vec<String> = chars.iter().map(|c| c.to_string()).collect();
+    out.extend(chars.iter().filter(|c| **c != ' ').map(|c| format!(" {c}")));
+    out
+}
+
+/// Builds the tokenizer of tiny models from a corpus: the words of [`build_word_level`], then
+/// every `required` word (so a vocabulary covers a setting's names whether or not its corpus shows
+/// them), then every printable ASCII character alone and after a space. A word outside the
+/// vocabulary is cut into the longest pieces it holds, down to characters, never mapped to one
+/// `<unk>`; a word the vocabulary holds is one token, as in [`build_word_level`].
+pub fn build_pieces(
+    corpus: &str,
+    min_count: usize,
+    required: &[String],
+) -> Result<Tok, ModelError> {
+    let mut extra: Vec<String> = required.to_vec();
+    extra.extend(base_alphabet());
+    let vocab = corpus_vocab(corpus, min_count, &extra)?;
+    tok_from_json(&word_piece_json(&vocab))
+}
+
+/// The special tokens, the corpus's pieces seen at least `min_count` times (most frequent
+/// first), then `extra` pieces not yet in it, in order.
+fn corpus_vocab(
+    corpus: &str,
+    min_count: usize,
+    extra: &[String],
+) -> Result<BTreeMap<String, u32>, ModelError> {
     let mut vocab: BTreeMap<String, u32> = SPECIAL_TOKENS
         .iter()
         .enumerate()
@@ -298,8 +349,18 @@ pub fn build_word_level(corpus: &str, min_count: usize) -> Result<Tok, ModelErro
         let id = vocab.len() as u32;
         vocab.insert(p, id);
     }
-    let inner = Tokenizer::from_str(&word_level_json(&vocab))
-        .map_err(|e| ModelError::Other(format!("tokenizer: {e}")))?;
+    for p in extra {
+        if !vocab.contains_key(p) {
+            let id = vocab.len() as u32;
+            vocab.insert(p.clone(), id);
+        }
+    }
+    Ok(vocab)
+}
+
+fn tok_from_json(json: &str) -> Result<Tok, ModelError> {
+    let inner =
+        Tokenizer::from_str(json).map_err(|e| ModelError::Other(format!("tokenizer: {e}")))?;
     Ok(Tok {
         inner,
         chat_template: Some(CHATML_TEMPLATE.to_string()),

@@ -1,6 +1,6 @@
 //! Tokenizers and chat templates.
 
-use rla_model::tok::{build_word_level, render_chat_template, Message, Tok};
+use rla_model::tok::{build_pieces, build_word_level, render_chat_template, Message, Tok};
 use std::path::PathBuf;
 
 fn fixtures() -> PathBuf {
@@ -110,4 +110,46 @@ fn missing_or_broken_tokenizer_files_are_named() {
     std::fs::write(dir.path().join("tokenizer.json"), "{").unwrap();
     let e = Tok::load(dir.path()).unwrap_err().to_string();
     assert!(e.contains("tokenizer.json"), "{e}");
+}
+
+#[test]
+fn tiny_tokenizers_cut_an_unseen_word_into_pieces_rather_than_one_unk() {
+    let tok = build_pieces(
+        "go to the fridge 1\nopen the fridge 1\n",
+        1,
+        &[" desk".to_string()],
+    )
+    .unwrap();
+    let unk = tok.inner.token_to_id("<unk>").unwrap();
+    // words of the corpus and required words are one token each, as a word-level tokenizer has them
+    assert_eq!(tok.encode(" fridge").unwrap().len(), 1);
+    assert_eq!(tok.encode(" desk").unwrap().len(), 1);
+    let words = build_word_level("go to the fridge 1\nopen the fridge 1\n", 1).unwrap();
+    assert_eq!(
+        tok.encode("go to the fridge 1").unwrap(),
+        words.encode("go to the fridge 1").unwrap()
+    );
+    // an unseen word: pieces, no <unk>, and decoding gives the text back
+    for text in [
+        "go to the tennisracket 9",
+        "take basketball 12 from desk 3",
+        "x = [1, 2]; {ok}",
+    ] {
+        let ids = tok.encode(text).unwrap();
+        assert!(!ids.contains(&unk), "{text}: {ids:?}");
+        assert_eq!(tok.decode(&ids).unwrap(), text);
+    }
+    assert!(tok.encode(" tennisracket").unwrap().len() > 1);
+    assert!(
+        words.encode(" tennisracket").unwrap().contains(&unk),
+        "the word-level one has no pieces"
+    );
+    // saved and read back, it is the same tokenizer
+    let dir = tempfile::tempdir().unwrap();
+    tok.save(dir.path()).unwrap();
+    let back = Tok::load(dir.path()).unwrap();
+    assert_eq!(
+        back.encode("go to the tennisracket 9").unwrap(),
+        tok.encode("go to the tennisracket 9").unwrap()
+    );
 }

@@ -96,6 +96,29 @@ impl FloorPlan {
     }
 }
 
+/// Words every household text may hold, one a line, for a tiny model's vocabulary: every ALFRED
+/// object and receptacle class as ALFWorld writes it (lower case, after a space) and every instance
+/// number up to the largest count of one class in a floor plan.
+pub fn vocabulary() -> String {
+    let t = alfred();
+    let most = t
+        .floor_plans
+        .values()
+        .flat_map(|f| f.receptacle_counts())
+        .map(|(_, n)| n)
+        .chain([t.max_instances])
+        .max()
+        .unwrap_or(1);
+    let mut out = String::new();
+    for c in &t.classes {
+        out.push_str(&format!(" {}\n", c.to_ascii_lowercase()));
+    }
+    for n in 1..=most {
+        out.push_str(&format!(" {n}\n"));
+    }
+    out
+}
+
 /// The tables, parsed once.
 pub fn alfred() -> &'static Alfred {
     static T: OnceLock<Alfred> = OnceLock::new();

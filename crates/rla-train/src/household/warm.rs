@@ -332,6 +332,7 @@ pub fn household_warm_start(w: WarmStart) -> Result<Vec<String>> {
         corpus.push_str(&env.admissible().join("\n"));
         corpus.push('\n');
     }
+    corpus.push_str(&rla_env::household::data::vocabulary());
     corpus.push_str(CHAT_MARKERS);
     let mut lines = Vec::new();
     let probe = (!held.is_empty() || cfg.pretrain.validation > 0).then(|| {
