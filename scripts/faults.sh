@@ -127,6 +127,21 @@ expect "weights holding NaN: eval" "NaN" -- "$BIN" eval --model model-nan --n 1
 expect "weights holding NaN: serve" "NaN" -- "$BIN" serve --model model-nan --port 0
 expect "lm generate --max-tokens 99999999" "context" -- "$BIN" lm generate --model model --prompt "go to" --max-tokens 99999999
 expect "lm generate within the context" ok -- "$BIN" lm generate --model model --prompt "go to" --max-tokens 8
+# --out never deletes what it did not make: a folder of models, a folder of notes, a file
+mkdir -p models/household notes && cp -r model models/household/policy && echo keep >notes/todo.txt
+echo "not a gguf" >x.gguf
+expect "lm init --out a folder of models" "is not a checkpoint" -- "$BIN" lm init --config tiny.toml --tokenizer-corpus corpus.txt --out models
+expect "lm init --out a folder of notes --force" "is not a checkpoint" -- "$BIN" lm init --config tiny.toml --tokenizer-corpus corpus.txt --out notes --force
+expect "lm init --out a file --force" "is a file" -- "$BIN" lm init --config tiny.toml --tokenizer-corpus corpus.txt --out notes/todo.txt --force
+expect "lm convert --out a folder of models --force" "is not a checkpoint" -- "$BIN" lm convert --gguf x.gguf --out models --force
+tried=$((tried + 1))
+if [ -f models/household/policy/config.json ] && [ "$(cat notes/todo.txt)" = keep ]; then
+  right=$((right + 1)); printf '%-8s %-58s %s\n' right "the folders --out refused" "kept, every file in place"
+else
+  silent=$((silent + 1)); failures+=("--out deleted a folder it did not make")
+  printf '%-8s %-58s %s\n' silent "the folders --out refused" "deleted"
+fi
+expect "lm init --out a checkpoint --force" ok -- "$BIN" lm init --config tiny.toml --tokenizer-corpus corpus.txt --out models/household/policy --force
 cp -r model model-jinja
 py model-jinja <<'EOF'
 import json, sys, os
@@ -204,6 +219,8 @@ http_case "the server still answers" /v1/completions ok.json 200 "text_completio
 kill "$server_pid" 2>/dev/null
 wait "$server_pid" 2>/dev/null
 server_pid=""
+expect "serve --host 0.0.0.0 without a key" "--api-key-env" -- "$BIN" serve --model model --host 0.0.0.0 --port 0
+expect "desktop serve-real --host 0.0.0.0 without a key" "--api-key-env" -- "$BIN" desktop serve-real --host 0.0.0.0 --port 0
 
 echo "== the sandbox: a program dies with the process that started it"
 printf 'import time\nwhile True:\n    time.sleep(0.05)\n' >loop.py
@@ -252,6 +269,57 @@ else
   silent=$((silent + 1)); failures+=("sandbox folders left: $(ls sbtmp)")
   printf '%-8s %-58s %s\n' silent "the folder a SIGKILL left" "$(ls sbtmp)"
 fi
+
+# a descriptor the caller left open (`exec 7<>secret`) does not reach the program
+printf 'hunter2' >secret.txt && chmod 600 secret.txt
+cat >fd7.py <<'PY'
+import os
+try:
+    os.lseek(7, 0, 0)
+    print(os.read(7, 100).decode())
+    os.write(7, b"pwned")
+except OSError:
+    print("closed")
+PY
+printf '{"input": "", "output": "closed\\n"}\n' >closed.jsonl
+exec 7<>secret.txt
+expect "a program reading fd 7 its caller left open" "ok:1 passed, 0 failed" -- \
+  env TMPDIR="$work/sbtmp" "$BIN" code exec --program fd7.py --tests closed.jsonl
+exec 7>&-
+tried=$((tried + 1))
+if [ "$(cat secret.txt)" = hunter2 ]; then
+  right=$((right + 1)); printf '%-8s %-58s %s\n' right "the file behind fd 7" "unchanged"
+else
+  silent=$((silent + 1)); failures+=("the file behind fd 7 was written")
+  printf '%-8s %-58s %s\n' silent "the file behind fd 7" "written"
+fi
+# a unix socket anyone may connect to, outside the program's folder (as Xvfb's is)
+python3 - "$work/X0" <<'PY' &
+import os, socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.bind(sys.argv[1]); os.chmod(sys.argv[1], 0o777); s.listen(4); s.settimeout(30)
+try:
+    s.accept()
+except OSError:
+    pass
+PY
+listener=$!
+for _ in $(seq 50); do [ -S "$work/X0" ] && break; sleep 0.1; done
+cat >unix.py <<PY
+import socket
+try:
+    s = socket.socket(socket.AF_UNIX)
+    s.connect("$work/X0")
+    print("connected")
+except OSError:
+    print("refused")
+PY
+printf '{"input": "", "output": "refused\\n"}\n' >refused.jsonl
+expect "a program connecting to a unix socket outside" "ok:1 passed, 0 failed" -- \
+  env TMPDIR="$work/sbtmp" "$BIN" code exec --program unix.py --tests refused.jsonl
+kill "$listener" 2>/dev/null
+wait "$listener" 2>/dev/null
+expect "code isolation says unix_sockets_denied" 'ok:"unix_sockets_denied": true' -- "$BIN" code isolation
 
 echo "== the household: game files"
 game=$root/tests/fixtures/alfworld-traces/00-pick_and_place_simple-kitchen
@@ -317,6 +385,47 @@ else
   panics=$((panics + 1)); failures+=("desktop play writing XFD1048576: status $status")
   printf '%-8s %-58s %s\n' panic "desktop play writing XFD1048576" "status $status"
 fi
+
+echo "== the real desktop's server: conversions, its script"
+# the server's own check of `libreoffice --convert-to …`, on a session folder beside a host file
+# convert.py SERVER ARGV-AS-JSON: the command the server would run, or why it refuses it
+server_py=$root/crates/rla-desktop/server/desktop_server.py
+cat >convert.py <<'PY'
+import importlib.util, json, os, sys, types
+spec = importlib.util.spec_from_file_location("ds", sys.argv[1])
+ds = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(ds)
+root = os.path.realpath("session")
+s = types.SimpleNamespace(root=root, home=f"{root}/home", files=f"{root}/files")
+for d in (s.home, s.files):
+    os.makedirs(d, exist_ok=True)
+open(f"{s.files}/t.csv", "w").write("a,b\n")
+try:
+    argv = ds.checked_conversion(s, json.loads(sys.argv[2]))
+except ds.Refused as e:
+    sys.exit(f"error: {e}")
+out = argv[argv.index("--outdir") + 1]
+print("runs", " ".join(argv[4:]), "(output in the session's", "files)" if out == s.files else "home)")
+PY
+expect "soffice --convert-to txt --outdir . /host/file" "no such file" -- python3 convert.py "$server_py" "[\"soffice\", \"--convert-to\", \"txt\", \"--outdir\", \".\", \"$work/secret.txt\"]"
+expect "soffice --convert-to pth: (a .pth in site-packages)" "convert here only to" -- python3 convert.py "$server_py" '["soffice", "--convert-to", "pth:Text", "--outdir", "/usr/lib/python3/dist-packages", "/home/user/t.csv"]'
+expect "soffice -env:… --convert-to csv" "is not passed" -- python3 convert.py "$server_py" '["soffice", "-env:UserInstallation=file:///tmp/x", "--convert-to", "csv", "/home/user/t.csv"]'
+expect "soffice --convert-to xlsx --outdir /anywhere" "ok:output in the session's files" -- python3 convert.py "$server_py" '["soffice", "--convert-to", "xlsx", "--outdir", "/anywhere", "/home/user/t.csv"]'
+# serve-real runs the script it carries, from a folder of its own, never a file in $TMPDIR
+mkdir -p shared-tmp && chmod 1777 shared-tmp
+printf 'print("planted")\n' >shared-tmp/rlanything-desktop-server-0000000000000000.py
+cat >fake-python <<'SH'
+#!/bin/sh
+[ "$1" = -c ] && exit 0
+d=$(dirname "$1")
+if [ "$d" = "$TMPDIR" ] || ! grep -q "A real desktop for the GUI setting" "$1"; then
+  echo "error: ran $1, a script in the shared temporary folder"; exit 1
+fi
+echo "ran its own script from a folder of mode $(stat -c %a "$d")"
+SH
+chmod 755 fake-python
+expect "desktop serve-real beside a script planted in \$TMPDIR" "ok:of mode 700" -- \
+  env TMPDIR="$work/shared-tmp" "$BIN" desktop serve-real --port 0 --python "$work/fake-python"
 
 echo "== runs: configs, resume"
 cat >run.toml <<'EOF'
