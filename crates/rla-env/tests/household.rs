@@ -384,3 +384,37 @@ fn the_shown_number_carries_no_information_about_the_target() {
     assert!(all.objects_per_scene() >= 16.0, "{all}");
     assert_eq!(all.rooms.len(), 4);
 }
+
+/// `TakeRates` counts, at every empty-handed state, each object a `take` may name, and which was
+/// taken: the expert's plan takes only targets.
+#[test]
+fn take_rates_count_the_objects_in_view_and_the_one_taken() {
+    use rla_env::household::expert::plan_commands;
+    use rla_env::household::stats::TakeRates;
+    let mut rates = TakeRates::default();
+    let mut takes = 0;
+    for t in eval_tasks(Split::InDomain).iter().take(20) {
+        let w = Arc::new(t.build().unwrap());
+        let g = GoalSpec::from_task(&w, t).unwrap();
+        let cmds = plan_commands(&w, &w.initial, &g).unwrap();
+        takes += cmds.iter().filter(|c| c.starts_with("take ")).count();
+        rates.add_episode(&w, &t.object, &cmds);
+    }
+    let taken = |target: bool| -> usize {
+        rates
+            .counts
+            .iter()
+            .filter(|((t, _), _)| *t == target)
+            .map(|(_, (_, k))| k)
+            .sum()
+    };
+    assert_eq!(taken(true), takes, "every take of the plans is of a target");
+    assert_eq!(taken(false), 0);
+    let chances: usize = rates.counts.values().map(|(n, _)| n).sum();
+    assert!(
+        chances > takes,
+        "objects in view that were not taken count as chances"
+    );
+    assert!(rates.rate(false, 1) == Some(0.0));
+    assert!(format!("{rates}").contains("X 1"));
+}

@@ -44,6 +44,11 @@ pub struct EvalArgs {
     /// Print the first N episodes step by step.
     #[arg(long, default_value_t = 0)]
     pub show: usize,
+    /// Household: also print the policy's take rate of an object in view with empty hands, by
+    /// the number the object is shown with, target or not (a policy that reads the number as a
+    /// cue takes `X 3` more readily than `X 1`).
+    #[arg(long)]
+    pub take_rates: bool,
     /// Household: sample the answers at this temperature instead of greedily, `--samples`
     /// episodes per task, and print the mean success with its standard error (a lower-variance
     /// view of a policy than one greedy episode a task).
@@ -116,8 +121,11 @@ pub fn run_eval(mut a: EvalArgs) -> Result<()> {
         a.model = Some(model);
         // the household's step-by-step and sampled views play its episodes here; anything else
         // is the setting's own evaluation
-        let household_views =
-            a.games.is_some() || a.show > 0 || a.judge > 0 || a.temperature.is_some();
+        let household_views = a.games.is_some()
+            || a.show > 0
+            || a.judge > 0
+            || a.temperature.is_some()
+            || a.take_rates;
         if a.temperature.is_some() && cfg.setting != rla_train::config::SettingName::Household {
             bail!("--temperature: sampled evaluation is the household's; this run's setting evaluates greedily");
         }
@@ -208,11 +216,24 @@ pub fn run_eval(mut a: EvalArgs) -> Result<()> {
     println!(
         "lost {lost}; {looped} of them end in a loop (their last {LOOP_STEPS} actions repeat one action or alternate between two)"
     );
+    if a.take_rates {
+        let mut rates = rla_env::household::stats::TakeRates::default();
+        for (t, task) in trajs.iter().zip(&tasks[..n]) {
+            let w = std::sync::Arc::new(task.build()?);
+            rates.add_episode(&w, &task.object, &commands(t));
+        }
+        print!("{rates}");
+    }
     if a.judge > 0 {
         let notes = a.judge_notes || run_cfg.as_ref().is_some_and(|c| c.household.judge_notes);
         judge_steps(&a, &*lm, (&tasks[..n], notes), &trajs)?;
     }
     Ok(())
+}
+
+/// The commands an episode played.
+fn commands(t: &rla_train::play::Trajectory) -> Vec<String> {
+    t.steps.iter().map(|s| s.action.clone()).collect()
 }
 
 /// The steps at the end of a lost greedy episode that
@@ -400,6 +421,7 @@ fn eval_games(
         folders.truncate(n);
     }
     let mut games = Vec::with_capacity(folders.len());
+    let mut targets = Vec::with_capacity(folders.len());
     for f in &folders {
         let g = GameFile::load(f)?;
         let traj = g.traj.as_ref().with_context(|| {
@@ -410,6 +432,7 @@ fn eval_games(
         })?;
         let goal = GoalSpec::from_traj(&g.world, traj)
             .map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;
+        targets.push((g.world.clone(), traj.pddl_params.object_target.clone()));
         games.push((
             Household::new(g.world.clone()).with_step_limit(ep.step_limit),
             goal,
@@ -427,6 +450,13 @@ fn eval_games(
     }
     let won = trajs.iter().filter(|t| t.won()).count();
     let steps: usize = trajs.iter().map(|t| t.steps.len()).sum();
+    if a.take_rates {
+        let mut rates = rla_env::household::stats::TakeRates::default();
+        for (t, (w, target)) in trajs.iter().zip(&targets) {
+            rates.add_episode(w, target, &commands(t));
+        }
+        print!("{rates}");
+    }
     println!(
         "{} success on {n} games of {}: {:.3} ({won} won; {steps} steps in {played:.0} s)",
         a.model

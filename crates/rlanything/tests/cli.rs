@@ -129,6 +129,56 @@ fn env_generate_writes_loadable_games() {
     }
 }
 
+/// `env stats` on a generated split and on a folder of game files (ALFWorld's layout, games
+/// written by `env generate` two levels down): the same figures, read the same way.
+#[test]
+fn env_stats_reads_a_split_and_a_folder_of_games_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let games = dir.path().join("json_2.1.1/valid_seen");
+    let out = bin()
+        .args([
+            "env", "generate", "--split", "train", "--n", "6", "--seed", "3", "--out",
+        ])
+        .arg(&games)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let stats = |args: &[&str]| {
+        let out = bin().args(["env", "stats"]).args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let split = stats(&["--split", "train", "--n", "6", "--seed", "3"]);
+    let folder = stats(&["--games", dir.path().to_str().unwrap()]);
+    assert!(folder.starts_with("6 games under"), "{folder}");
+    // everything but the rooms (a game file does not name its room) agrees
+    let body = |s: &str| -> Vec<String> {
+        s.lines()
+            .filter(|l| !l.starts_with("rooms") && !l.contains("games under"))
+            .map(String::from)
+            .collect()
+    };
+    assert_eq!(body(&split), body(&folder));
+    assert!(
+        split.contains("objects a scene") && split.contains("X 1"),
+        "{split}"
+    );
+    let out = bin()
+        .args(["env", "stats", "--games"])
+        .arg(dir.path().join("nowhere"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("nowhere") && !err.contains("panicked"),
+        "{err}"
+    );
+}
+
 #[test]
 fn lm_init_logprobs_and_generate_work_on_a_tiny_model() {
     let dir = tempfile::tempdir().unwrap();

@@ -173,3 +173,91 @@ impl fmt::Display for SplitStats {
         Ok(())
     }
 }
+
+/// A policy's take rate of an object in view, by the number it is shown with and whether it is a
+/// target: at every state of its episodes where its hands are empty, each object it may take
+/// (a `take` among the admissible commands) is a chance, taken or not. A policy that learnt the
+/// shown number as a cue takes `X 3` far more readily than `X 1`, target or not.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TakeRates {
+    /// (target, shown number) → (chances, takes).
+    pub counts: BTreeMap<(bool, usize), (usize, usize)>,
+}
+
+impl TakeRates {
+    /// Replays an episode's commands on its world from the start, counting the chances and the
+    /// takes; a command the world does not accept ends the replay.
+    pub fn add_episode(&mut self, w: &std::sync::Arc<World>, target: &str, commands: &[String]) {
+        use super::world::Action;
+        let target_type = w.type_index(&format!("{target}Type"));
+        let mut env = super::game::Household::new(w.clone());
+        crate::Environment::reset(&mut env);
+        for c in commands {
+            if env.state().held.is_none() {
+                let takes: Vec<u16> = crate::Environment::admissible(&mut env)
+                    .to_vec()
+                    .iter()
+                    .filter(|a| a.starts_with("take "))
+                    .filter_map(|a| match env.parse(a) {
+                        Some(Action::Take(o, _)) => Some(o),
+                        _ => None,
+                    })
+                    .collect();
+                let taken = match env.parse(c) {
+                    Some(Action::Take(o, _)) => Some(o),
+                    _ => None,
+                };
+                for o in takes {
+                    let obj = &w.objects[o as usize];
+                    let Some(k) = obj.name.rsplit(' ').next().and_then(|k| k.parse().ok()) else {
+                        continue;
+                    };
+                    let is_target = target_type.is_some() && obj.otype == target_type;
+                    let e = self.counts.entry((is_target, k)).or_default();
+                    e.0 += 1;
+                    e.1 += usize::from(taken == Some(o));
+                }
+            }
+            match env.parse(c) {
+                Some(a) => {
+                    env.apply(a);
+                }
+                None => break,
+            }
+        }
+    }
+
+    /// The take rate of objects shown with number `k`, targets or not (`None` without a chance).
+    pub fn rate(&self, target: bool, k: usize) -> Option<f64> {
+        self.counts
+            .get(&(target, k))
+            .filter(|(n, _)| *n > 0)
+            .map(|(n, t)| *t as f64 / *n as f64)
+    }
+}
+
+impl fmt::Display for TakeRates {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "take rate of an object in view (hands empty), by the number it is shown with"
+        )?;
+        writeln!(
+            f,
+            "shown as   target: chances  taken  rate   distractor: chances  taken  rate"
+        )?;
+        let numbers: std::collections::BTreeSet<usize> =
+            self.counts.keys().map(|(_, k)| *k).collect();
+        for k in numbers {
+            let cell = |t: bool| {
+                let (n, hit) = self.counts.get(&(t, k)).copied().unwrap_or((0, 0));
+                format!(
+                    "{n:>8} {hit:>6} {:>5.1}%",
+                    100.0 * hit as f64 / n.max(1) as f64
+                )
+            };
+            writeln!(f, "  X {k:<5} {}        {}", cell(true), cell(false))?;
+        }
+        Ok(())
+    }
+}
