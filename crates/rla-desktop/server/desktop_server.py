@@ -1587,7 +1587,6 @@ def main():
                 f"desktop: --host {a.host} is reachable beyond this machine: give --api-key-env VAR "
                 "(requests must then carry `Authorization: Bearer <key>`), or bind 127.0.0.1"
             )
-        log(exposure(a.host, a.allow_any_code))
     try:
         w, hgt = (int(x) for x in a.screen.lower().split("x"))
     except ValueError:
@@ -1615,6 +1614,8 @@ def main():
         httpd.daemon_threads = True
         httpd.session = session
         log(f"serving on http://{a.host}:{httpd.server_address[1]}")
+        if not is_loopback(a.host):
+            log(exposure(f"{a.host}:{httpd.server_address[1]}", a.allow_any_code))
         print(f"listening on http://{a.host}:{httpd.server_address[1]}", flush=True)
         httpd.serve_forever()
     except KeyboardInterrupt:

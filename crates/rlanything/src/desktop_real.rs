@@ -77,22 +77,11 @@ pub fn serve(
             api_key_env.unwrap_or("")
         );
     }
-    if !is_loopback(host) {
-        if key.is_none() {
-            bail!(
-                "--host {host} is reachable beyond this machine: give --api-key-env VAR (requests \
-                 must then carry `Authorization: Bearer <key>`), or bind 127.0.0.1"
-            );
-        }
-        let what = if allow_any_code {
-            "runs any Python and any command it is sent, as this user (--allow-any-code)"
-        } else {
-            "drives this desktop's mouse and keyboard (pyautogui), uploads, reads and converts \
-             files in its session folder, and opens them in LibreOffice"
-        };
-        eprintln!(
-            "desktop: listening on {host}:{port}, beyond this machine: whoever reaches the port with \
-             the key {what}"
+    if !is_loopback(host) && key.is_none() {
+        // the server says what it exposes once it listens
+        bail!(
+            "--host {host} is reachable beyond this machine: give --api-key-env VAR (requests \
+             must then carry `Authorization: Bearer <key>`), or bind 127.0.0.1"
         );
     }
     let python = server_python(python);

@@ -218,6 +218,8 @@ for key in (None, 'Bearer wrong', 'Bearer k3y'):
         print(e.code, json.loads(e.read())['message'])
 httpd.shutdown()
 print([ds.is_loopback(h) for h in ('127.0.0.1', 'localhost', '::1', '0.0.0.0', '192.168.1.2', 'example.org')])
+print(ds.exposure('0.0.0.0:5000', False))
+print(ds.exposure('0.0.0.0:5000', True))
 "#,
     );
     let lines: Vec<&str> = out.lines().collect();
@@ -228,6 +230,9 @@ print([ds.is_loopback(h) for h in ('127.0.0.1', 'localhost', '::1', '0.0.0.0', '
     assert!(lines[1].starts_with("401 "), "{out}");
     assert_eq!(lines[2], "200 Linux", "{out}");
     assert_eq!(lines[3], "[True, True, True, False, False, False]", "{out}");
+    // what a server bound beyond loopback says it hands over (it prints this once it listens)
+    assert!(lines[4].contains("0.0.0.0:5000") && lines[4].contains("mouse and keyboard"));
+    assert!(lines[5].contains("any Python and any command"), "{out}");
 }
 
 /// A fake Python for `serve-real`: passes its import check, then records what it was asked to
@@ -290,7 +295,8 @@ fn serve_real_runs_its_own_script_never_a_planted_one() {
     assert!(args.lines().any(|a| a == "--remove-script"), "{args}");
 }
 
-/// Bound beyond loopback, `serve-real` and `serve` need a key, and say what they expose.
+/// Bound beyond loopback, `serve-real` and `serve` need a key (what they then expose is printed;
+/// `serve` prints it before it loads the model, the desktop once it listens).
 #[test]
 fn servers_beyond_loopback_need_a_key() {
     let dir = tempfile::tempdir().unwrap();
@@ -313,8 +319,6 @@ fn servers_beyond_loopback_need_a_key() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("beyond this machine"), "{err}");
     let args = std::fs::read_to_string(dir.path().join("args")).unwrap();
     assert!(args.contains("RLA_TEST_DESKTOP_KEY"), "{args}");
     let o = bin()
@@ -324,4 +328,19 @@ fn servers_beyond_loopback_need_a_key() {
     assert_eq!(o.status.code(), Some(1));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("--api-key-env"), "{err}");
+    let o = bin()
+        .args(["serve", "--model", "no-such-model", "--host", "0.0.0.0"])
+        .args(["--api-key-env", "RLA_TEST_SERVE_KEY"])
+        .env("RLA_TEST_SERVE_KEY", "k3y")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("beyond this machine") && err.contains("/update_weights_from_disk"),
+        "{err}"
+    );
+    assert!(
+        err.contains("no-such-model"),
+        "then the model is loaded: {err}"
+    );
 }
