@@ -1,7 +1,8 @@
 //! # rla-core — the mathematics of RLAnything as pure functions
 //!
 //! Every rule the RLAnything loop applies lives here, with no I/O and no tensors, so it can be
-//! read against the paper and tested exhaustively:
+//! read against the paper and tested exhaustively (and, apart from them, [`file`]: the one bounded
+//! reader every crate uses for the files a user or a server hands it):
 //!
 //! | module | rule |
 //! |---|---|
@@ -22,6 +23,7 @@ pub mod adapt;
 pub mod advantage;
 pub mod coding;
 pub mod consistency;
+pub mod file;
 pub mod filter;
 pub mod metrics;
 pub mod nan;
