@@ -13,6 +13,8 @@
 #   - target/openai-venv: the official openai client, ~60 MB
 #   - target/peft-venv: PyTorch 2.8, transformers, peft, gguf and SmolLM2-135M-Instruct's GGUF, about
 #     6 GB (PyPI's PyTorch is built for CUDA and does not import without its CUDA libraries)
+#   - target/track-venv: TensorBoard and the Weights & Biases client, for the trackers' tests,
+#     about 280 MB
 #   - target/py-venv: ALFWorld 0.4.2 (its planner compiles with g++, ~3 minutes), pytest, NumPy
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -71,4 +73,5 @@ run_once desktop scripts/desktop-real.sh
 run_once osworld scripts/osworld-evaluators.sh
 run_once openai scripts/openai-client.sh
 run_once peft scripts/peft.sh
+run_once track scripts/track-env.sh
 run_once alfworld scripts/python-env.sh
