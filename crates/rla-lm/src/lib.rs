@@ -16,6 +16,7 @@
 //! tensor library, so settings and the loop build without one.
 
 mod backend;
+pub mod hub;
 
 pub use backend::{
     check_checkpoint_dest, is_checkpoint, replace_dir_atomic, write_atomic, Backend, LoraConfig,
