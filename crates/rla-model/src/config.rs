@@ -93,7 +93,7 @@ pub struct ModelConfig {
 impl ModelConfig {
     /// Reads and checks `config.json`.
     pub fn load(path: &Path) -> Result<ModelConfig, ModelError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ModelError::io(path, e))?;
+        let text = rla_core::file::read_to_string(path).map_err(|e| ModelError::io(path, e))?;
         let cfg: ModelConfig = serde_json::from_str(&text)
             .map_err(|e| ModelError::invalid(path, "config.json", e.to_string()))?;
         cfg.validate()

@@ -51,8 +51,11 @@ const LLAMA3_SPLIT: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L
 impl Gguf {
     /// Reads a GGUF file's header: metadata and tensor table (the tensors stay on disk).
     pub fn open(path: &Path) -> Result<Gguf, ModelError> {
-        let mut f = std::fs::File::open(path).map_err(|e| ModelError::io(path, e))?;
-        let content = Content::read(&mut f)
+        let mut f = rla_core::file::open(path).map_err(|e| ModelError::io(path, e))?;
+        // candle's reader panics on some hostile headers (a `general.alignment` of 0 divides by
+        // zero): the panic is caught here and is this file's error
+        let content = rla_core::file::catch_quiet(|| Content::read(&mut f))
+            .map_err(|p| ModelError::invalid(path, "GGUF header", format!("unreadable ({p})")))?
             .map_err(|e| ModelError::invalid(path, "GGUF header", e.to_string()))?;
         Ok(Gguf {
             path: path.to_path_buf(),
@@ -291,7 +294,7 @@ impl Gguf {
         let mut out = BTreeMap::new();
         let mut types = BTreeMap::new();
         // one open file for every tensor
-        let mut f = std::fs::File::open(&self.path).map_err(|e| ModelError::io(&self.path, e))?;
+        let mut f = rla_core::file::open(&self.path).map_err(|e| ModelError::io(&self.path, e))?;
         let mut take = |gguf: &str, hf: String, heads: Option<usize>| -> Result<(), ModelError> {
             let (t, ty) = self.tensor(&mut f, gguf)?;
             let t = match heads {

@@ -125,10 +125,40 @@ pub fn save_peft(
     )
 }
 
-/// Reads a PEFT adapter folder and attaches its adapters; returns its settings.
+/// The largest weight update `(α/r)·B·A` an adapter may make: float16's largest value. Real
+/// weights lie far inside it; an update beyond it (an α of 1e38, say) turns every output into
+/// infinities and NaN, which generation would print as end-of-text tokens without a word.
+pub const MAX_UPDATE: f64 = 65504.0;
+
+/// Refuses an adapter whose update `scale·B·A` of one projection is not finite or lies beyond
+/// [`MAX_UPDATE`].
+fn check_update(path: &str, a: &Tensor, b: &Tensor, scale: f64) -> Result<(), String> {
+    let d = b
+        .to_dtype(DType::F64)
+        .and_then(|b| b.matmul(&a.to_dtype(DType::F64)?))
+        .and_then(|d| {
+            d.abs()?
+                .max_keepdim(0)?
+                .max_keepdim(1)?
+                .flatten_all()?
+                .to_vec1::<f64>()
+        })
+        .map_err(|e| e.to_string())?;
+    let m = d.first().copied().unwrap_or(0.0) * scale.abs();
+    if !m.is_finite() || m > MAX_UPDATE {
+        return Err(format!(
+            "the adapter of {path} changes a weight by {m:e} (scale α/r = {scale:e}); at most {MAX_UPDATE} is taken"
+        ));
+    }
+    Ok(())
+}
+
+/// Reads a PEFT adapter folder and attaches its adapters; returns its settings. Adapters are
+/// checked like weights: finite values, r ≥ 1, a finite scale α/r and an update within
+/// [`MAX_UPDATE`].
 pub fn load_peft(model: &mut Transformer, dir: &Path) -> Result<LoraConfig, ModelError> {
     let cpath = dir.join("adapter_config.json");
-    let text = std::fs::read_to_string(&cpath).map_err(|e| ModelError::io(&cpath, e))?;
+    let text = rla_core::file::read_to_string(&cpath).map_err(|e| ModelError::io(&cpath, e))?;
     let v: serde_json::Value = serde_json::from_str(&text)
         .map_err(|e| ModelError::invalid(&cpath, "json", e.to_string()))?;
     if v.get("peft_type").and_then(|x| x.as_str()) != Some("LORA") {
@@ -146,6 +176,20 @@ pub fn load_peft(model: &mut Transformer, dir: &Path) -> Result<LoraConfig, Mode
         .get("lora_alpha")
         .and_then(|x| x.as_f64())
         .ok_or_else(|| ModelError::invalid(&cpath, "lora_alpha", "missing"))?;
+    if r == 0 {
+        return Err(ModelError::invalid(
+            &cpath,
+            "r",
+            "0; a LoRA rank is at least 1",
+        ));
+    }
+    if !alpha.is_finite() || !(alpha / r as f64).is_finite() {
+        return Err(ModelError::invalid(
+            &cpath,
+            "lora_alpha",
+            format!("{alpha}: the scale α/r must be a finite number"),
+        ));
+    }
     let targets: Vec<String> = match v.get("target_modules") {
         Some(serde_json::Value::Array(a)) => a
             .iter()
@@ -180,6 +224,10 @@ pub fn load_peft(model: &mut Transformer, dir: &Path) -> Result<LoraConfig, Mode
                     ),
                 ));
             }
+            let bad = |m: String| ModelError::invalid(&wpath, "weights", m);
+            crate::weights::check_finite(&ka, a).map_err(bad)?;
+            crate::weights::check_finite(&kb, b).map_err(bad)?;
+            check_update(&path, a, b, alpha / r as f64).map_err(bad)?;
             lin.lora = Some(Lora {
                 a: a.to_dtype(dtype)?.to_device(&dev)?,
                 b: b.to_dtype(dtype)?.to_device(&dev)?,

@@ -61,7 +61,8 @@ impl Tok {
                 std::io::Error::new(std::io::ErrorKind::NotFound, "no such file"),
             ));
         }
-        let inner = Tokenizer::from_file(&path)
+        let bytes = rla_core::file::read(&path).map_err(|e| ModelError::io(&path, e))?;
+        let inner = Tokenizer::from_bytes(bytes)
             .map_err(|e| ModelError::invalid(&path, "tokenizer.json", e.to_string()))?;
         let mut tok = Tok {
             inner,
@@ -73,8 +74,8 @@ impl Tok {
         };
         let cfg_path = dir.join("tokenizer_config.json");
         if cfg_path.exists() {
-            let text =
-                std::fs::read_to_string(&cfg_path).map_err(|e| ModelError::io(&cfg_path, e))?;
+            let text = rla_core::file::read_to_string(&cfg_path)
+                .map_err(|e| ModelError::io(&cfg_path, e))?;
             let v: serde_json::Value = serde_json::from_str(&text)
                 .map_err(|e| ModelError::invalid(&cfg_path, "json", e.to_string()))?;
             tok.chat_template = match v.get("chat_template") {
@@ -99,10 +100,12 @@ impl Tok {
         let jinja = dir.join("chat_template.jinja");
         let json = dir.join("chat_template.json");
         if jinja.exists() {
-            let t = std::fs::read_to_string(&jinja).map_err(|e| ModelError::io(&jinja, e))?;
+            let t =
+                rla_core::file::read_to_string(&jinja).map_err(|e| ModelError::io(&jinja, e))?;
             tok.chat_template = Some(t);
         } else if json.exists() {
-            let text = std::fs::read_to_string(&json).map_err(|e| ModelError::io(&json, e))?;
+            let text =
+                rla_core::file::read_to_string(&json).map_err(|e| ModelError::io(&json, e))?;
             let v: serde_json::Value = serde_json::from_str(&text)
                 .map_err(|e| ModelError::invalid(&json, "json", e.to_string()))?;
             match v.get("chat_template") {
@@ -123,8 +126,8 @@ impl Tok {
         }
         let gen_path = dir.join("generation_config.json");
         if gen_path.exists() {
-            let text =
-                std::fs::read_to_string(&gen_path).map_err(|e| ModelError::io(&gen_path, e))?;
+            let text = rla_core::file::read_to_string(&gen_path)
+                .map_err(|e| ModelError::io(&gen_path, e))?;
             let v: serde_json::Value = serde_json::from_str(&text)
                 .map_err(|e| ModelError::invalid(&gen_path, "json", e.to_string()))?;
             match v.get("eos_token_id") {

@@ -49,7 +49,7 @@ pub fn load_tensors(
 ) -> Result<BTreeMap<String, Tensor>, ModelError> {
     let index = dir.join("model.safetensors.index.json");
     let files: Vec<std::path::PathBuf> = if index.exists() {
-        let text = std::fs::read_to_string(&index).map_err(|e| ModelError::io(&index, e))?;
+        let text = rla_core::file::read_to_string(&index).map_err(|e| ModelError::io(&index, e))?;
         let v: serde_json::Value = serde_json::from_str(&text)
             .map_err(|e| ModelError::invalid(&index, "json", e.to_string()))?;
         let map = v

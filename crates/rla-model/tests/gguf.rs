@@ -348,6 +348,12 @@ fn bad_files_are_named_errors_and_leave_the_output_as_it_was() {
             Box::new(|m, _| set(m, "tokenizer.ggml.merges", strings(&["Ġ zz".to_string()]))),
             "merge 0",
         ),
+        // candle's reader divides by it
+        (
+            "alignment",
+            Box::new(|m, _| m.push(("general.alignment".into(), Value::U32(0)))),
+            "alignment.gguf: GGUF header: unreadable",
+        ),
     ];
     for (name, edit, want) in cases {
         let f = dir.path().join(format!("{name}.gguf"));
@@ -382,4 +388,12 @@ fn bad_files_are_named_errors_and_leave_the_output_as_it_was() {
         convert(&dir.path().join("absent.gguf"), &out, DType::F32),
         Err(ModelError::Io { .. })
     ));
+    // a device (or a symlink to one) is not read
+    let zero = dir.path().join("zero.gguf");
+    std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+    let e = err(&zero, &out);
+    assert!(
+        e.contains("zero.gguf") && e.contains("not a regular file"),
+        "{e}"
+    );
 }
