@@ -5,12 +5,11 @@ use rla_core::adapt::AdaptConfig;
 use rla_core::filter::Band;
 use rla_core::ppo::PpoConfig;
 use rla_lm::{LoraConfig, TinyShape};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use std::any::Any;
+use std::fmt::Debug;
 use std::path::{Path, PathBuf};
-
-pub use crate::coding::config::CodingConfig;
-pub use crate::desktop::config::{DesktopConfig, DesktopObservation};
-pub use crate::household::config::{HouseholdConfig, RewriterKind};
 
 /// Which parts of the system learn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -366,48 +365,149 @@ impl Default for EvalConfig {
     }
 }
 
-/// Which setting the run trains in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SettingName {
-    /// The text household (ALFWorld-compatible): the reward model judges steps.
-    #[default]
-    Household,
-    /// Coding: the policy writes programs, the reward model writes unit tests.
-    Coding,
-    /// The GUI setting: a desktop agent on spreadsheet tasks in OSWorld's formats.
-    Desktop,
-}
+/// A setting's table of the run config (`[household]`, `[coding]`, …): read from the table of
+/// the setting's name, written back there, and checked by the setting itself.
+pub trait SettingConfig:
+    Serialize + DeserializeOwned + Default + Clone + PartialEq + Debug + Send + Sync + 'static
+{
+    /// Rejects impossible values of the table, naming them; `run` is the whole config and
+    /// `active` whether the run trains in this setting (a table of another setting is checked
+    /// on its own).
+    fn validate(&self, run: &RunConfig, active: bool) -> Result<(), String> {
+        let _ = (run, active);
+        Ok(())
+    }
 
-impl SettingName {
-    /// The name used in configs (`setting = "…"`).
-    pub fn name(self) -> &'static str {
-        match self {
-            SettingName::Household => "household",
-            SettingName::Coding => "coding",
-            SettingName::Desktop => "desktop",
-        }
+    /// The run's table, which is this setting's ([`RunConfig::table`]).
+    fn of(run: &RunConfig) -> &Self {
+        run.table()
+    }
+
+    /// The run's table to change ([`RunConfig::table_mut`]).
+    fn of_mut(run: &mut RunConfig) -> &mut Self {
+        run.table_mut()
     }
 }
 
-/// The keys of the `[household]` table (top-level keys before it existed).
-const HOUSEHOLD_KEYS: [&str; 6] = [
-    "train_step_limit",
-    "eval_step_limit",
-    "history_window",
-    "prompt_style",
-    "constrain_actions",
-    "rewriter",
-];
+/// The active setting's table, whichever setting it is ([`RunConfig::table`] reads it as its
+/// own type).
+pub struct SettingTable(Box<dyn AnyTable>);
 
-/// A run.
+/// What [`SettingTable`] needs of a table it holds.
+trait AnyTable: Any + Debug + Send + Sync {
+    fn clone_box(&self) -> Box<dyn AnyTable>;
+    fn same(&self, other: &dyn AnyTable) -> bool;
+    fn to_toml(&self) -> Result<toml::Value, String>;
+    fn check(&self, run: &RunConfig, active: bool) -> Result<(), String>;
+    fn as_any(&self) -> &dyn Any;
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+}
+
+impl<T: SettingConfig> AnyTable for T {
+    fn clone_box(&self) -> Box<dyn AnyTable> {
+        Box::new(self.clone())
+    }
+    fn same(&self, other: &dyn AnyTable) -> bool {
+        other.as_any().downcast_ref::<T>() == Some(self)
+    }
+    fn to_toml(&self) -> Result<toml::Value, String> {
+        toml::Value::try_from(self).map_err(|e| e.to_string())
+    }
+    fn check(&self, run: &RunConfig, active: bool) -> Result<(), String> {
+        self.validate(run, active)
+    }
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
+impl Serialize for RunConfig {
+    /// The shared keys, and the setting's table under its name.
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::Error;
+        struct Shared<'a>(&'a RunConfig);
+        impl Serialize for Shared<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                RunConfig::serialize(self.0, s)
+            }
+        }
+        let mut v = toml::Value::try_from(Shared(self)).map_err(S::Error::custom)?;
+        if let Some(t) = v.as_table_mut() {
+            t.insert(
+                self.setting.clone(),
+                self.table.to_toml().map_err(S::Error::custom)?,
+            );
+        }
+        v.serialize(s)
+    }
+}
+
+/// The table of a setting that has no keys.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoTable {}
+
+impl SettingConfig for NoTable {}
+
+impl SettingTable {
+    /// Holds `table`.
+    pub fn new<T: SettingConfig>(table: T) -> SettingTable {
+        SettingTable(Box::new(table))
+    }
+
+    /// The table as `T`, if it is one.
+    pub fn get<T: SettingConfig>(&self) -> Option<&T> {
+        self.0.as_any().downcast_ref()
+    }
+
+    /// The table as TOML.
+    pub fn to_toml(&self) -> Result<toml::Value, String> {
+        self.0.to_toml()
+    }
+
+    /// Rejects impossible values of the table (see [`SettingConfig::validate`]).
+    pub fn validate(&self, run: &RunConfig, active: bool) -> Result<(), String> {
+        self.0.check(run, active)
+    }
+}
+
+impl Default for SettingTable {
+    fn default() -> Self {
+        SettingTable::new(NoTable {})
+    }
+}
+
+impl Clone for SettingTable {
+    fn clone(&self) -> Self {
+        SettingTable(self.0.clone_box())
+    }
+}
+
+impl PartialEq for SettingTable {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.same(&*other.0)
+    }
+}
+
+impl Debug for SettingTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// A run: the keys every setting shares, and the table of the setting it trains in (`setting`
+/// names it; [`crate::registry`] reads and writes it under that name).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
+#[serde(remote = "Self", deny_unknown_fields, default)]
 pub struct RunConfig {
     /// Seed of everything.
     pub seed: u64,
-    /// Household or coding.
-    pub setting: SettingName,
+    /// The setting's name (`household`, `coding`, `desktop`, or one registered by a program of
+    /// its own).
+    pub setting: String,
     /// What learns.
     pub mode: Mode,
     /// RL iterations.
@@ -442,19 +542,17 @@ pub struct RunConfig {
     pub pretrain: PretrainConfig,
     /// Evaluation.
     pub eval: EvalConfig,
-    /// The household setting (the default).
-    pub household: HouseholdConfig,
-    /// The coding setting (with `setting = "coding"`).
-    pub coding: CodingConfig,
-    /// The GUI setting (with `setting = "desktop"`).
-    pub desktop: DesktopConfig,
+    /// The setting's own table.
+    #[serde(skip)]
+    pub table: SettingTable,
 }
 
-impl Default for RunConfig {
-    fn default() -> Self {
+impl RunConfig {
+    /// The shared keys' defaults for the setting `name` whose table is `table`.
+    pub fn with_table<T: SettingConfig>(name: &str, table: T) -> RunConfig {
         RunConfig {
             seed: 0,
-            setting: SettingName::Household,
+            setting: name.into(),
             mode: Mode::Full,
             iterations: 20,
             pool_size: 64,
@@ -475,27 +573,50 @@ impl Default for RunConfig {
             },
             pretrain: PretrainConfig::default(),
             eval: EvalConfig::default(),
-            household: HouseholdConfig::default(),
-            coding: CodingConfig::default(),
-            desktop: DesktopConfig::default(),
+            table: SettingTable::new(table),
         }
     }
-}
 
-impl RunConfig {
+    /// Switches the run to the setting `name` whose table is `table`.
+    pub fn set_table<T: SettingConfig>(&mut self, name: &str, table: T) {
+        self.setting = name.into();
+        self.table = SettingTable::new(table);
+    }
+
+    /// The setting's table as its own type.
+    ///
+    /// # Panics
+    ///
+    /// If the run's setting has another table: a setting reads only its own.
+    pub fn table<T: SettingConfig>(&self) -> &T {
+        self.table.get().unwrap_or_else(|| {
+            panic!(
+                "the {} setting's table is not a {}",
+                self.setting,
+                std::any::type_name::<T>()
+            )
+        })
+    }
+
+    /// The setting's table as its own type, to change.
+    ///
+    /// # Panics
+    ///
+    /// If the run's setting has another table.
+    pub fn table_mut<T: SettingConfig>(&mut self) -> &mut T {
+        let setting = self.setting.clone();
+        self.table.0.as_any_mut().downcast_mut().unwrap_or_else(|| {
+            panic!(
+                "the {setting} setting's table is not a {}",
+                std::any::type_name::<T>()
+            )
+        })
+    }
+
     /// Reads and validates a TOML file.
     pub fn load(path: &Path) -> anyhow::Result<RunConfig> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
-        // keys that moved into the household's own table name their new place
-        if let Ok(toml::Value::Table(t)) = text.parse::<toml::Value>() {
-            if let Some(k) = HOUSEHOLD_KEYS.iter().find(|k| t.contains_key(**k)) {
-                anyhow::bail!(
-                    "{}: `{k}` is a household setting: put it in the [household] table",
-                    path.display()
-                );
-            }
-        }
         let folder = path.parent().unwrap_or(Path::new("."));
         RunConfig::parse_in(&text, folder).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
     }
@@ -526,11 +647,7 @@ impl RunConfig {
             }
         };
         pos("judge_samples (m)", self.judge_samples)?;
-        self.coding.validate()?;
-        let active = |n: SettingName| self.setting == n;
-        self.desktop
-            .validate(active(SettingName::Desktop), self.policy.path.is_some())?;
-        self.household.validate()?;
+        self.table.validate(self, true)?;
         pos("iterations", self.iterations)?;
         pos("pool_size", self.pool_size)?;
         pos("tasks_per_iteration", self.tasks_per_iteration)?;
@@ -609,13 +726,6 @@ impl RunConfig {
                     .into(),
             );
         }
-        let val = rla_env::household::splits::VALIDATION_SIZE;
-        if self.setting == SettingName::Household && self.pretrain.validation > val {
-            return Err(format!(
-                "pretrain.validation = {}: the validation split holds {val} tasks",
-                self.pretrain.validation
-            ));
-        }
         if !(0.0..=1.0).contains(&self.pretrain.hint_fraction) {
             return Err("pretrain.hint_fraction must lie in [0, 1]".into());
         }
@@ -623,22 +733,6 @@ impl RunConfig {
             return Err("pretrain.noise must lie in [0, 1]".into());
         }
         if self.pretrain.dagger_rounds > 0 {
-            if self.setting == SettingName::Coding {
-                return Err(
-                    "pretrain.dagger_rounds: the coding setting's coder has no expert to label \
-                     its own programs' states (DAgger is the household's and the desktop's)"
-                        .into(),
-                );
-            }
-            if self.setting == SettingName::Desktop
-                && self.desktop.observation != DesktopObservation::Compact
-            {
-                return Err(
-                    "pretrain.dagger_rounds: the desktop's DAgger labels the compact screen the \
-                     tiny policy reads (desktop.observation = \"compact\")"
-                        .into(),
-                );
-            }
             pos("pretrain.dagger_tasks", self.pretrain.dagger_tasks)?;
             pos("pretrain.dagger_steps", self.pretrain.dagger_steps)?;
             let share = self.pretrain.dagger_label_share;

@@ -4,8 +4,8 @@
 
 use crate::config::RunConfig;
 use crate::pretrain::Example;
-use crate::setting::{Ctx, Setting, Split};
-use crate::settings::{with_setting, WithSetting};
+use crate::registry::AnySetting;
+use crate::setting::{Ctx, Split};
 use anyhow::{Context, Result};
 use rla_lm::{Backend, OpenOptions, StepStats, TrainOptions};
 use serde::{Deserialize, Serialize};
@@ -52,21 +52,15 @@ pub fn sft_control(
         return serde_json::from_str(&text)
             .with_context(|| format!("{} is not a control's record", record.display()));
     }
-    struct C<'a>(&'a dyn Backend, &'a RunConfig, &'a Path, f64, bool);
-    impl WithSetting for C<'_> {
-        type Output = ControlResult;
-        fn with<S: Setting>(self, s: S) -> Result<ControlResult> {
-            control_with(self.0, s, self.1, self.2, self.3, self.4)
-        }
-    }
-    let r = with_setting(cfg, C(backend, cfg, dir, budget_seconds, progress))?;
+    let setting = crate::registry::setting(cfg)?;
+    let r = control_with(backend, setting, cfg, dir, budget_seconds, progress)?;
     crate::run::write_atomic(&record, &serde_json::to_string_pretty(&r)?)?;
     Ok(r)
 }
 
-fn control_with<S: Setting>(
+fn control_with(
     backend: &dyn Backend,
-    mut setting: S,
+    mut setting: Box<dyn AnySetting>,
     cfg: &RunConfig,
     dir: &Path,
     budget: f64,
@@ -176,10 +170,10 @@ mod tests {
         cfg.validate().unwrap();
         let dir = tempfile::tempdir().unwrap();
         let pre = dir.path().join("pre");
-        crate::household::warm::household_warm_start(crate::pretrain::candle_warm_start(
-            &cfg, &pre,
-        ))
-        .unwrap();
+        crate::registry::setting(&cfg)
+            .unwrap()
+            .warm_start(crate::pretrain::candle_warm_start(&cfg, &pre))
+            .unwrap();
         cfg.policy.path = Some(dir.path().join("pre/policy"));
         // without a warm start there is nothing to continue
         let mut none = cfg.clone();

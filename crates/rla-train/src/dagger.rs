@@ -77,7 +77,7 @@ pub fn dagger<T>(w: WarmStart, r: Rounds<'_, T>) -> Result<String> {
     let demos = encode_pairs(&*lm, r.demos)?;
     let mut labels_enc = Vec::new();
     let curve_path = out.join("curve-policy.jsonl");
-    let mut curve = crate::manifest::read_curve(&curve_path)?;
+    let mut curve = crate::pretrain::read_curve(&curve_path)?;
     let sp = SampleParams::greedy(cfg.policy.max_new_tokens);
     let (mut labelled, mut won_last) = (0usize, 0.0);
     for round in 0..p.dagger_rounds {

@@ -18,11 +18,11 @@ pub mod plots;
 pub mod pool;
 pub mod pretrain;
 pub mod progress;
+pub mod registry;
 pub mod report;
 pub mod run;
 pub mod served;
 pub mod setting;
-pub mod settings;
 pub mod trainer;
 
 pub use config::{Mode, RunConfig};

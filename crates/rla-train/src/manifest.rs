@@ -4,9 +4,8 @@
 
 use crate::config::RunConfig;
 use crate::pretrain::CurvePoint;
-use crate::setting::{Ctx, Setting, Split};
-use crate::settings::{with_setting, WithSetting};
-use anyhow::{Context, Result};
+use crate::setting::{Ctx, Split};
+use anyhow::Result;
 use std::path::Path;
 
 /// Validation tasks the manifest's check figure plays.
@@ -36,21 +35,14 @@ pub fn validation_wins(
     policy: &Path,
     n: usize,
 ) -> Result<usize> {
-    struct V<'a>(&'a dyn rla_lm::Backend, &'a RunConfig, &'a Path, usize);
-    impl WithSetting for V<'_> {
-        type Output = f64;
-        fn with<S: Setting>(self, mut s: S) -> Result<f64> {
-            let (backend, cfg, policy, n) = (self.0, self.1, self.2, self.3);
-            let lm = backend.open(policy, &Default::default())?;
-            let ctx = Ctx {
-                cfg,
-                k: 0,
-                progress: false,
-            };
-            s.evaluate(ctx, &*lm, Split::Validation, n)
-        }
-    }
-    let rate = with_setting(cfg, V(backend, cfg, policy, n))?;
+    let mut s = crate::registry::setting(cfg)?;
+    let lm = backend.open(policy, &Default::default())?;
+    let ctx = Ctx {
+        cfg,
+        k: 0,
+        progress: false,
+    };
+    let rate = s.evaluate(ctx, &*lm, Split::Validation, n)?;
     Ok((rate * n as f64).round() as usize)
 }
 
@@ -92,7 +84,7 @@ pub fn write_manifest(
     out: &Path,
     made: &Made,
 ) -> Result<()> {
-    let curve = read_curve(&out.join("curve-policy.jsonl"))?;
+    let curve = crate::pretrain::read_curve(&out.join("curve-policy.jsonl"))?;
     let won = validation_wins(backend, cfg, &out.join("policy"), CHECK_TASKS)?;
     let mut md = String::from("# Pretrained base\n\n");
     md.push_str(&format!(
@@ -112,7 +104,7 @@ pub fn write_manifest(
     ));
     md.push_str(&format!(
         "The test `models_{}` (crates/rlanything/tests/models.rs) plays them again.\n\n",
-        cfg.setting.name()
+        cfg.setting
     ));
     if !curve.is_empty() {
         md.push_str("## The policy's training curve\n\n");
@@ -124,17 +116,6 @@ pub fn write_manifest(
     md.push_str(made.config_text.trim_end());
     md.push_str("\n```\n");
     crate::run::write_atomic(&out.join("MANIFEST.md"), &md)
-}
-
-pub(crate) fn read_curve(path: &Path) -> Result<Vec<CurvePoint>> {
-    if !path.exists() {
-        return Ok(vec![]);
-    }
-    std::fs::read_to_string(path)?
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).with_context(|| format!("{}: {l}", path.display())))
-        .collect()
 }
 
 const COLUMNS: [(&str, &str, bool); 6] = [

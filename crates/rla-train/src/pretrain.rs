@@ -267,35 +267,6 @@ pub fn fit_tiny(w: WarmStart, fit: Fit<'_>) -> Result<String> {
     ))
 }
 
-/// Fits both tiny models of a run on the corpus's words, without probes: the policy on
-/// `policy` for `pretrain.policy_steps` steps and the judge on `reward` for
-/// `pretrain.reward_steps`, saved as `out/policy` and `out/reward`; a line each.
-pub fn fit_both(
-    w: WarmStart,
-    corpus: &str,
-    (policy, reward): (&[Example], &[Example]),
-) -> Result<Vec<String>> {
-    let cfg = w.cfg;
-    [
-        ("policy", &cfg.policy, policy, cfg.pretrain.policy_steps),
-        ("reward", &cfg.reward, reward, cfg.pretrain.reward_steps),
-    ]
-    .into_iter()
-    .map(|(name, spec, data, steps)| {
-        let fit = Fit {
-            name,
-            spec,
-            corpus,
-            data,
-            steps,
-            files: vec![],
-            probe: None,
-        };
-        fit_tiny(w, fit)
-    })
-    .collect()
-}
-
 /// A warm start through the candle back end, quiet, for tests.
 #[cfg(test)]
 pub(crate) fn candle_warm_start<'a>(cfg: &'a RunConfig, out: &'a std::path::Path) -> WarmStart<'a> {
@@ -307,10 +278,29 @@ pub(crate) fn candle_warm_start<'a>(cfg: &'a RunConfig, out: &'a std::path::Path
     }
 }
 
+/// The training curve written at `path` (none when there is no file).
+pub fn read_curve(path: &std::path::Path) -> Result<Vec<CurvePoint>> {
+    if !path.exists() {
+        return Ok(vec![]);
+    }
+    std::fs::read_to_string(path)?
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            anyhow::Context::with_context(serde_json::from_str(l), || {
+                format!("{}: {l}", path.display())
+            })
+        })
+        .collect()
+}
+
 /// A household config with the smallest models (unlisted, constrained, with notes) and the
 /// shortest warm start (4 tasks, a few cosine steps), for tests.
 #[cfg(test)]
 pub(crate) fn tiny_test_config() -> RunConfig {
+    // the household's table as a config file gives it
+    let household = "[household]\neval_step_limit = 3\nprompt_style = \"unlisted\"\n\
+                     constrain_actions = true\nnotes = true\n";
     let mut cfg = RunConfig {
         pretrain: crate::config::PretrainConfig {
             tasks: 4,
@@ -320,12 +310,8 @@ pub(crate) fn tiny_test_config() -> RunConfig {
             schedule: crate::config::LrSchedule::Cosine,
             ..Default::default()
         },
-        ..Default::default()
+        ..toml::from_str(household).expect("the household's table")
     };
-    cfg.household.eval_step_limit = 3;
-    cfg.household.prompt_style = crate::household::PromptStyle::Unlisted;
-    cfg.household.constrain_actions = true;
-    cfg.household.notes = true;
     for m in [&mut cfg.policy, &mut cfg.reward] {
         m.tiny.hidden_size = 16;
         m.tiny.num_hidden_layers = 1;

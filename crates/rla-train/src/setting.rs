@@ -178,6 +178,17 @@ pub fn seed_of(cfg: &RunConfig, k: usize, tag: u64) -> u64 {
         .wrapping_add(tag)
 }
 
+/// A setting the registry ([`crate::registry`]) names and builds: its name in configs, its
+/// table of the run config, and how it is made from that table.
+pub trait Registered: Setting + Sized + 'static {
+    /// Its name in configs (`setting = "…"`), which is also its table's (`[household]`).
+    const NAME: &'static str;
+    /// Its table of the run config.
+    type Config: crate::config::SettingConfig;
+    /// The setting with its table.
+    fn new(cfg: Self::Config) -> Self;
+}
+
 /// A setting of the loop: its tasks, how they are played and judged, measured, evaluated,
 /// critiqued and rewritten.
 pub trait Setting {

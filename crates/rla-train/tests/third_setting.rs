@@ -1,6 +1,7 @@
 //! The `Setting` trait is pluggable: a trivial third setting, defined only here ("say the number
 //! shown"), trains through the real `Trainer` — rollout, judging, rewards, updates, critique,
-//! adaptation with acceptance, checkpoints — without touching the crate. The same setting shows
+//! adaptation with acceptance, checkpoints — without touching the crate. Registered with one
+//! call, a config names it and its table, and it warm-starts and trains as the built-in ones do. The same setting shows
 //! that the KL term is applied: runs that differ only in `kl_beta` update differently, and the
 //! logged KL estimate is ≥ 0 and grows as the policy drifts from its reference.
 
@@ -11,11 +12,12 @@ use rla_core::ppo::KlReference;
 use rla_core::reward::StepScore;
 use rla_core::theory::Calibration;
 use rla_lm::{Backend, Model, SampleParams, Sampler, TinyShape, TrainOptions};
+use rla_train::config::SettingConfig;
 use rla_train::pool::PoolTask;
 use rla_train::run::{RunDir, RunState};
 use rla_train::setting::{
-    Ctx, Episode, Generation, Group, JudgeQuality, JudgeReward, Judgement, Scored, Setting, Split,
-    Step, WarmStart,
+    Ctx, Episode, Generation, Group, JudgeQuality, JudgeReward, Judgement, Registered, Scored,
+    Setting, Split, Step, WarmStart,
 };
 use rla_train::{RunConfig, Trainer};
 use serde::{Deserialize, Serialize};
@@ -40,7 +42,39 @@ impl PoolTask for Show {
 /// The policy is shown a number and must say it; the judge says whether the answer is right.
 #[derive(Default)]
 struct Numbers {
+    cfg: NumbersConfig,
     rewrites: usize,
+}
+
+/// Its table of the run config (`[numbers]`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+struct NumbersConfig {
+    /// The numbers shown are 0 to `below - 1`.
+    below: u32,
+}
+
+impl Default for NumbersConfig {
+    fn default() -> Self {
+        NumbersConfig { below: 10 }
+    }
+}
+
+impl SettingConfig for NumbersConfig {
+    fn validate(&self, _run: &RunConfig, _active: bool) -> Result<(), String> {
+        if !(1..=10).contains(&self.below) {
+            return Err(format!("numbers.below = {}: from 1 to 10", self.below));
+        }
+        Ok(())
+    }
+}
+
+impl Registered for Numbers {
+    const NAME: &'static str = "numbers";
+    type Config = NumbersConfig;
+    fn new(cfg: NumbersConfig) -> Numbers {
+        Numbers { cfg, rewrites: 0 }
+    }
 }
 
 fn prompt(lm: &dyn Sampler, text: &str) -> Vec<u32> {
@@ -60,7 +94,7 @@ impl Setting for Numbers {
             .map(|i| Show {
                 id: format!("n{i}"),
                 parent: None,
-                number: i % 10,
+                number: i % self.cfg.below,
             })
             .collect())
     }
@@ -243,12 +277,20 @@ impl Setting for Numbers {
         dir.save_json(&format!("samples/iter-{k:04}.json"), texts)
     }
 
-    fn warm_start(&self, _: WarmStart) -> Result<Vec<String>> {
-        Ok(vec![])
+    fn warm_start(&self, w: WarmStart) -> Result<Vec<String>> {
+        for (i, name) in ["policy", "reward"].into_iter().enumerate() {
+            let lm = tiny_lm_on(w.backend, i as u64 + 1, w.cfg);
+            lm.save(&w.out.join(name))?;
+        }
+        Ok(vec!["two fresh tiny models".into()])
     }
 }
 
 fn tiny_lm(seed: u64, cfg: &RunConfig) -> Box<dyn Model> {
+    tiny_lm_on(&rla_model::Candle, seed, cfg)
+}
+
+fn tiny_lm_on(backend: &dyn Backend, seed: u64, cfg: &RunConfig) -> Box<dyn Model> {
     let shape = TinyShape {
         hidden_size: 16,
         num_hidden_layers: 1,
@@ -263,7 +305,7 @@ fn tiny_lm(seed: u64, cfg: &RunConfig) -> Box<dyn Model> {
         lora: None,
         seed,
     };
-    rla_model::Candle
+    backend
         .fresh(&shape, "say 0 1 2 3 4 5 6 7 8 9\n", &train)
         .unwrap()
 }
@@ -285,6 +327,53 @@ fn config(kl_beta: f64) -> RunConfig {
     cfg.ppo.kl_beta = kl_beta;
     cfg.ppo.kl_reference = KlReference::Frozen;
     cfg
+}
+
+#[test]
+fn a_registered_setting_is_named_by_configs_and_warm_starts_and_trains() {
+    rla_train::registry::register::<Numbers>();
+    assert!(rla_train::registry::names().contains(&"numbers"));
+    let dir = tempfile::tempdir().unwrap();
+    let text = "setting = \"numbers\"\niterations = 1\npool_size = 4\ntasks_per_iteration = 2\n\
+                rollouts_per_task = 2\njudge_samples = 2\n[eval]\nin_domain = 3\nood = 3\n\
+                [numbers]\nbelow = 4\n";
+    let cfg = RunConfig::parse_in(text, dir.path()).unwrap();
+    assert_eq!(cfg.table::<NumbersConfig>().below, 4);
+    // its table is its own: unknown keys and bad values are named
+    let bad = RunConfig::parse_in("setting = \"numbers\"\n[numbers]\nabove = 1\n", dir.path());
+    assert!(bad.unwrap_err().to_string().contains("above"));
+    let bad = RunConfig::parse_in("setting = \"numbers\"\n[numbers]\nbelow = 11\n", dir.path());
+    assert!(bad.unwrap_err().to_string().contains("numbers.below"));
+    // a household config may still carry the table, checked on its own
+    let other = RunConfig::parse_in("[numbers]\nbelow = 0\n", dir.path());
+    assert!(other.unwrap_err().to_string().contains("numbers.below"));
+
+    static CANDLE: rla_model::Candle = rla_model::Candle;
+    let run = dir.path().join("run");
+    let setting = rla_train::registry::setting(&cfg).unwrap();
+    assert_eq!(setting.name(), "numbers");
+    let lines = setting
+        .warm_start(WarmStart {
+            backend: &CANDLE,
+            cfg: &cfg,
+            out: &run.join("pretrained"),
+            progress: false,
+        })
+        .unwrap();
+    assert_eq!(lines.len(), 1);
+    setting
+        .train(&CANDLE, cfg.clone(), &run, false, false)
+        .unwrap();
+    let metrics = std::fs::read_to_string(run.join("metrics.jsonl")).unwrap();
+    assert_eq!(metrics.lines().count(), 2, "iteration 0 and one iteration");
+    let state = std::fs::read_to_string(run.join("checkpoint/state.json")).unwrap();
+    assert!(state.contains("\"setting\":\"numbers\""));
+    // the run folder's config holds its table and reads back as the config it was started with
+    let saved = RunConfig::load(&run.join("config.toml")).unwrap();
+    assert_eq!(saved, cfg);
+    assert!(std::fs::read_to_string(run.join("config.toml"))
+        .unwrap()
+        .contains("[numbers]"));
 }
 
 fn trainer(dir: &Path, cfg: RunConfig) -> Trainer<Numbers> {

@@ -257,7 +257,7 @@ pub fn run(cmd: DesktopCmd) -> Result<()> {
             desktop_api_key_env,
         } => crate::desktop_real::bench(
             &url,
-            crate::serve_cmd::api_key(desktop_api_key_env.as_deref())?,
+            crate::access::api_key(desktop_api_key_env.as_deref())?,
             steps.unwrap_or(100),
             seed,
         ),
@@ -309,7 +309,7 @@ pub fn run(cmd: DesktopCmd) -> Result<()> {
                         .iter()
                         .map(|u| u.trim_end_matches('/').to_string())
                         .collect();
-                    ends.api_key = crate::serve_cmd::api_key(api_key_env.as_deref())?;
+                    ends.api_key = crate::access::api_key(api_key_env.as_deref())?;
                     ends.timeout = std::time::Duration::from_secs_f64(timeout_s);
                     Some(rla_remote::client::RemoteSampler::new(
                         rla_remote::client::ServerTokenizer,
@@ -324,7 +324,7 @@ pub fn run(cmd: DesktopCmd) -> Result<()> {
                 }
                 (desktop, vlm) => crate::desktop_real::eval(
                     desktop.as_deref(),
-                    crate::serve_cmd::api_key(desktop_api_key_env.as_deref())?,
+                    crate::access::api_key(desktop_api_key_env.as_deref())?,
                     !no_reset,
                     vlm.as_ref().map(|v| v as &dyn rla_lm::Sampler),
                     split.into(),
@@ -351,15 +351,19 @@ fn vision_eval(
     max_tokens: usize,
     show: usize,
 ) -> Result<()> {
-    use rla_train::config::{DesktopObservation, RunConfig, SettingName};
+    use rla_train::config::RunConfig;
+    use rla_train::desktop::config::{DesktopConfig, DesktopObservation};
     use rla_train::setting::Split as S;
-    let mut cfg = RunConfig {
-        setting: SettingName::Desktop,
-        ..Default::default()
-    };
-    cfg.desktop.observation = DesktopObservation::Screenshot;
-    cfg.desktop.constrain_actions = false;
-    (cfg.desktop.screen_width, cfg.desktop.screen_height) = (w, h);
+    let cfg = RunConfig::with_table(
+        "desktop",
+        DesktopConfig {
+            observation: DesktopObservation::Screenshot,
+            constrain_actions: false,
+            screen_width: w,
+            screen_height: h,
+            ..Default::default()
+        },
+    );
     let tasks = rla_train::desktop::split_tasks(
         match split {
             SplitArg::InDomain => S::InDomain,

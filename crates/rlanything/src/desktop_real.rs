@@ -33,16 +33,6 @@ fn server_python(python: Option<PathBuf>) -> PathBuf {
     PathBuf::from("/usr/bin/python3")
 }
 
-/// Whether binding `host` reaches this machine only.
-pub fn is_loopback(host: &str) -> bool {
-    host == "localhost"
-        || host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
-}
-
 /// Writes the server's script into a folder made for it, readable by this user only (mode 0700,
 /// a fresh random name), so that no file another user placed in the temporary folder runs in
 /// its stead; the server removes both when it stops.
@@ -70,14 +60,14 @@ pub fn serve(
     api_key_env: Option<&str>,
 ) -> Result<()> {
     use std::os::unix::process::CommandExt;
-    let key = crate::serve_cmd::api_key(api_key_env)?;
+    let key = crate::access::api_key(api_key_env)?;
     if key.as_deref() == Some("") {
         bail!(
             "--api-key-env: the environment variable {} is empty",
             api_key_env.unwrap_or("")
         );
     }
-    if !is_loopback(host) && key.is_none() {
+    if !crate::access::is_loopback(host) && key.is_none() {
         // the server says what it exposes once it listens
         bail!(
             "--host {host} is reachable beyond this machine: give --api-key-env VAR (requests \

@@ -4,7 +4,8 @@
 
 use anyhow::{bail, Context, Result};
 use rla_env::household::splits::{eval_tasks, Split};
-use rla_train::config::RunConfig;
+use rla_train::config::{RunConfig, SettingConfig};
+use rla_train::household::config::HouseholdConfig;
 use std::path::{Path, PathBuf};
 
 #[derive(clap::Args)]
@@ -126,10 +127,10 @@ pub fn run_eval(mut a: EvalArgs) -> Result<()> {
             || a.judge > 0
             || a.temperature.is_some()
             || a.take_rates;
-        if a.temperature.is_some() && cfg.setting != rla_train::config::SettingName::Household {
+        if a.temperature.is_some() && cfg.setting != "household" {
             bail!("--temperature: sampled evaluation is the household's; this run's setting evaluates greedily");
         }
-        if cfg.setting != rla_train::config::SettingName::Household || !household_views {
+        if cfg.setting != "household" || !household_views {
             return eval_setting(&a, cfg);
         }
         run_cfg = Some(cfg);
@@ -225,7 +226,10 @@ pub fn run_eval(mut a: EvalArgs) -> Result<()> {
         print!("{rates}");
     }
     if a.judge > 0 {
-        let notes = a.judge_notes || run_cfg.as_ref().is_some_and(|c| c.household.judge_notes);
+        let notes = a.judge_notes
+            || run_cfg
+                .as_ref()
+                .is_some_and(|c| HouseholdConfig::of(c).judge_notes);
         judge_steps(&a, &*lm, (&tasks[..n], notes), &trajs)?;
     }
     Ok(())
@@ -322,64 +326,46 @@ fn eval_config(
 /// `eval --config` through the setting's own evaluation (greedy success on a split), with the
 /// household's flags applied to its table.
 fn eval_setting(a: &EvalArgs, mut cfg: RunConfig) -> Result<()> {
-    use rla_train::setting::{Ctx, Split as S};
-    use rla_train::settings::{with_setting, WithSetting};
+    use rla_train::setting::Ctx;
     let split = parse_split(&a.split)?;
-    let h = &mut cfg.household;
-    if let Some(w) = a.window {
-        h.history_window = w;
+    if cfg.setting == "household" {
+        let h = HouseholdConfig::of_mut(&mut cfg);
+        if let Some(w) = a.window {
+            h.history_window = w;
+        }
+        if let Some(s) = &a.prompt_style {
+            h.prompt_style = parse_prompt_style(s)?;
+        }
+        if let Some(l) = step_limit(a)? {
+            h.eval_step_limit = l;
+        }
+        h.notes |= a.notes;
+        h.constrain_actions |= a.constrained;
     }
-    if let Some(s) = &a.prompt_style {
-        h.prompt_style = parse_prompt_style(s)?;
-    }
-    if let Some(l) = step_limit(a)? {
-        h.eval_step_limit = l;
-    }
-    h.notes |= a.notes;
-    h.constrain_actions |= a.constrained;
     cfg.validate().map_err(anyhow::Error::msg)?;
     let model = a
         .model
         .clone()
         .ok_or_else(|| anyhow::anyhow!("name the policy: --model DIR"))?;
     let lm = crate::backend::open_sampler(&model)?;
-    struct E<'a> {
-        cfg: &'a RunConfig,
-        lm: &'a dyn rla_lm::Sampler,
-        split: S,
-        n: Option<usize>,
-    }
-    impl WithSetting for E<'_> {
-        type Output = (f64, usize, &'static str);
-        fn with<T: rla_train::Setting>(self, mut s: T) -> Result<Self::Output> {
-            let n = match (self.n, s.split_size(self.split)) {
-                (Some(n), Some(size)) if n > size => bail!(
-                    "--n {n}: the {:?} split of the {} setting holds {size} tasks",
-                    self.split,
-                    s.name()
-                ),
-                (Some(n), _) => n,
-                (None, Some(size)) => size,
-                (None, None) => bail!("--n: the {:?} split has no end; say how many", self.split),
-            };
-            let ctx = Ctx {
-                cfg: self.cfg,
-                k: 0,
-                progress: true,
-            };
-            Ok((s.evaluate(ctx, self.lm, self.split, n)?, n, s.name()))
-        }
-    }
+    let mut s = rla_train::registry::setting(&cfg)?;
+    let n = match (a.n, s.split_size(split)) {
+        (Some(n), Some(size)) if n > size => bail!(
+            "--n {n}: the {split:?} split of the {} setting holds {size} tasks",
+            s.name()
+        ),
+        (Some(n), _) => n,
+        (None, Some(size)) => size,
+        (None, None) => bail!("--n: the {split:?} split has no end; say how many"),
+    };
+    let ctx = Ctx {
+        cfg: &cfg,
+        k: 0,
+        progress: true,
+    };
     let started = std::time::Instant::now();
-    let (success, n, setting) = with_setting(
-        &cfg,
-        E {
-            cfg: &cfg,
-            lm: &*lm,
-            split,
-            n: a.n,
-        },
-    )?;
+    let success = s.evaluate(ctx, &*lm, split, n)?;
+    let setting = s.name();
     println!(
         "{} success on {n} {} tasks: {success:.3} ({setting} setting; {:.0} s)",
         model.display(),

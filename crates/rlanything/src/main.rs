@@ -1,5 +1,6 @@
 //! `rlanything`: the command-line program of RLAnything.
 
+mod access;
 mod backend;
 mod bench_cmd;
 mod code_cmd;

@@ -38,14 +38,14 @@ pub struct Args {
 }
 
 pub fn run(a: Args) -> Result<()> {
-    let key = api_key(a.api_key_env.as_deref())?;
+    let key = crate::access::api_key(a.api_key_env.as_deref())?;
     if key.as_deref() == Some("") {
         anyhow::bail!(
             "--api-key-env: the environment variable {} is empty",
             a.api_key_env.as_deref().unwrap_or("")
         );
     }
-    if !crate::desktop_real::is_loopback(&a.host) {
+    if !crate::access::is_loopback(&a.host) {
         if key.is_none() {
             anyhow::bail!(
                 "--host {} is reachable beyond this machine: give --api-key-env VAR (requests must \
@@ -136,18 +136,8 @@ pub struct ProbeArgs {
     pub timeout_s: f64,
 }
 
-/// The API key of `--api-key-env VAR`: the variable's value.
-pub fn api_key(var: Option<&str>) -> Result<Option<String>> {
-    match var {
-        Some(v) => Ok(Some(std::env::var(v).with_context(|| {
-            format!("--api-key-env: the environment variable {v} is not set")
-        })?)),
-        None => Ok(None),
-    }
-}
-
 pub fn probe(a: ProbeArgs) -> Result<()> {
-    let key = api_key(a.api_key_env.as_deref())?;
+    let key = crate::access::api_key(a.api_key_env.as_deref())?;
     if !(a.timeout_s > 0.0 && a.timeout_s.is_finite()) {
         anyhow::bail!("--timeout-s must be positive");
     }

@@ -5,7 +5,6 @@ use anyhow::{bail, Context, Result};
 use rla_train::config::{Mode, RunConfig};
 use rla_train::report::write_report;
 use rla_train::run::RunDir;
-use rla_train::settings::warm_start;
 use std::path::{Path, PathBuf};
 
 #[derive(clap::Args)]
@@ -106,7 +105,7 @@ pub fn ensure_pretrained(cfg: &RunConfig, dir: &Path, progress: bool) -> Result<
     if rla_lm::is_checkpoint(&pre.join("policy")) && rla_lm::is_checkpoint(&pre.join("reward")) {
         return Ok(());
     }
-    for line in warm_start(backend(), cfg, &pre, progress)? {
+    for line in warm_start(cfg, &pre, progress)? {
         println!("pretrain {line}");
     }
     Ok(())
@@ -115,7 +114,7 @@ pub fn ensure_pretrained(cfg: &RunConfig, dir: &Path, progress: bool) -> Result<
 pub fn run_pretrain(a: PretrainArgs) -> Result<()> {
     let cfg = RunConfig::load(&a.config)?;
     let start = std::time::Instant::now();
-    let lines = warm_start(backend(), &cfg, &a.out, true)?;
+    let lines = warm_start(&cfg, &a.out, true)?;
     for line in &lines {
         println!("{line}");
     }
@@ -185,7 +184,7 @@ pub fn train_run_metrics(
     if !resume || !dir.join("checkpoint/state.json").exists() {
         ensure_pretrained(&cfg, dir, progress)?;
     }
-    rla_train::settings::train(backend(), cfg, dir, resume, progress)?;
+    rla_train::registry::setting(&cfg)?.train(backend(), cfg, dir, resume, progress)?;
     let rd = RunDir {
         path: dir.to_path_buf(),
     };
@@ -316,7 +315,7 @@ pub fn run_ablate(a: AblateArgs) -> Result<()> {
             controls.push((r, run.before));
         }
     }
-    let (judge_a, judge_b) = rla_train::settings::judge_columns(&base)?;
+    let (judge_a, judge_b) = rla_train::registry::setting(&base)?.judge_columns();
     let mut table = format!(
         "| mode | in-domain before | in-domain after | OOD before | OOD after | {judge_a} | {judge_b} | μ (last) |\n|---|---|---|---|---|---|---|---|\n"
     );
@@ -430,6 +429,16 @@ pub fn run_ablate(a: AblateArgs) -> Result<()> {
             .join(", ")
     );
     Ok(())
+}
+
+/// Warm-starts the run's tiny models into `out/policy` and `out/reward` in its setting.
+fn warm_start(cfg: &RunConfig, out: &std::path::Path, progress: bool) -> Result<Vec<String>> {
+    rla_train::registry::setting(cfg)?.warm_start(rla_train::setting::WarmStart {
+        backend: backend(),
+        cfg,
+        out,
+        progress,
+    })
 }
 
 #[cfg(test)]

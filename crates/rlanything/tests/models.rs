@@ -1,7 +1,9 @@
 //! The pretrained bases shipped in `models/`: complete Hugging Face folders within the size
 //! the repository affords, whose manifests' check figures hold when played again.
 
-use rla_train::config::RunConfig;
+use rla_train::config::{RunConfig, SettingConfig};
+use rla_train::desktop::config::DesktopConfig;
+use rla_train::household::config::HouseholdConfig;
 use rla_train::manifest::{read_check, validation_wins};
 use std::path::{Path, PathBuf};
 
@@ -84,7 +86,10 @@ fn the_desktop_run_starts_from_the_shipped_desktop_base() {
     let cfg = starts_from("configs/desktop-tiny.toml", "models/desktop");
     // the run plays as the base learnt: the same history of actions in its prompts
     let made = RunConfig::load(&root().join("configs/desktop-base.toml")).unwrap();
-    assert_eq!(cfg.desktop.history, made.desktop.history);
+    assert_eq!(
+        DesktopConfig::of(&cfg).history,
+        DesktopConfig::of(&made).history
+    );
 }
 
 #[test]
@@ -97,7 +102,7 @@ fn the_quickstart_starts_from_the_shipped_base_and_a_missing_base_is_named() {
     let cfg = starts_from("configs/quickstart.toml", "models/household");
     // the run plays and judges as the base learnt: the same prompts for the policy and the judge
     let made = RunConfig::load(&root().join("configs/household-base.toml")).unwrap();
-    let (h, m) = (&cfg.household, &made.household);
+    let (h, m) = (HouseholdConfig::of(&cfg), HouseholdConfig::of(&made));
     assert_eq!(
         (h.notes, h.history_window, h.judge_notes),
         (m.notes, m.history_window, m.judge_notes)

@@ -700,7 +700,7 @@ fn greedy_evaluation_through_two_servers_equals_in_process() {
         k: 0,
         progress: false,
     };
-    let mut h = rla_train::household::Household;
+    let mut h = rla_train::household::Household::default();
     for split in [Split::InDomain, Split::Ood] {
         let x = h.evaluate(ctx, &local, split, 12).unwrap();
         let y = h.evaluate(ctx, &remote, split, 12).unwrap();

@@ -1,5 +1,6 @@
 //! The coding setting's table of the run config (`[coding]`).
 
+use crate::config::{RunConfig, SettingConfig};
 use serde::{Deserialize, Serialize};
 
 /// The coding setting.
@@ -28,9 +29,8 @@ impl Default for CodingConfig {
     }
 }
 
-impl CodingConfig {
-    /// Rejects impossible values, naming them.
-    pub fn validate(&self) -> Result<(), String> {
+impl SettingConfig for CodingConfig {
+    fn validate(&self, run: &RunConfig, active: bool) -> Result<(), String> {
         if self.tests < 4 {
             return Err(format!(
                 "coding.tests = {}: a problem needs at least 4 ground-truth tests",
@@ -46,6 +46,14 @@ impl CodingConfig {
         }
         self.limits
             .validate()
-            .map_err(|e| format!("coding.limits: {e}"))
+            .map_err(|e| format!("coding.limits: {e}"))?;
+        if active && run.pretrain.dagger_rounds > 0 {
+            return Err(
+                "pretrain.dagger_rounds: the coding setting's coder has no expert to label \
+                 its own programs' states (DAgger is the household's and the desktop's)"
+                    .into(),
+            );
+        }
+        Ok(())
     }
 }

@@ -7,7 +7,9 @@
 pub mod config;
 pub mod warm;
 
+use crate::coding::config::CodingConfig;
 use crate::config::RunConfig;
+use crate::config::SettingConfig;
 use crate::play::encode_prompt;
 use crate::pool::PoolTask;
 use crate::run::RunDir;
@@ -62,13 +64,13 @@ impl PoolTask for CodeTask {
 /// (`max_ops + 1` operations).
 pub fn eval_problems(cfg: &RunConfig, split: Split, n: usize) -> Vec<ArithSpec> {
     match split {
-        Split::Train => generate(n, cfg.coding.max_ops, cfg.seed),
-        Split::InDomain => generate(n, cfg.coding.max_ops, 0xC0DE_0001),
-        Split::Validation => generate(n, cfg.coding.max_ops, 0xC0DE_0003),
+        Split::Train => generate(n, CodingConfig::of(cfg).max_ops, cfg.seed),
+        Split::InDomain => generate(n, CodingConfig::of(cfg).max_ops, 0xC0DE_0001),
+        Split::Validation => generate(n, CodingConfig::of(cfg).max_ops, 0xC0DE_0003),
         Split::Ood => generate_between(
             n,
-            cfg.coding.max_ops + 1,
-            cfg.coding.max_ops + 1,
+            CodingConfig::of(cfg).max_ops + 1,
+            CodingConfig::of(cfg).max_ops + 1,
             0xC0DE_0002,
         ),
     }
@@ -162,6 +164,8 @@ pub fn greedy_passes(
 /// The coding setting.
 #[derive(Debug, Default)]
 pub struct Coding {
+    /// Its table of the run config.
+    pub cfg: CodingConfig,
     sandbox: Option<Sandbox>,
     /// The rewriter's random source, seeded once per iteration.
     rng: Option<(usize, ChaCha8Rng)>,
@@ -181,10 +185,21 @@ pub struct Played {
     gens: Vec<Vec<Option<Vec<bool>>>>,
 }
 
+impl crate::setting::Registered for Coding {
+    const NAME: &'static str = "coding";
+    type Config = CodingConfig;
+    fn new(cfg: CodingConfig) -> Coding {
+        Coding {
+            cfg,
+            ..Default::default()
+        }
+    }
+}
+
 impl Coding {
-    fn sandbox(&mut self, cfg: &RunConfig) -> Result<Sandbox> {
+    fn sandbox(&mut self) -> Result<Sandbox> {
         if self.sandbox.is_none() {
-            self.sandbox = Some(Sandbox::with_limits(cfg.coding.limits.clone())?);
+            self.sandbox = Some(Sandbox::with_limits(self.cfg.limits.clone())?);
         }
         Ok(self.sandbox.clone().expect("set above"))
     }
@@ -220,10 +235,10 @@ impl Setting for Coding {
         // n programs per problem, each run on the ground-truth tests: its outcome is its share
         // of passed tests, and it wins if it passes them all
         let cfg = ctx.cfg;
-        let sb = self.sandbox(cfg)?;
+        let sb = self.sandbox()?;
         let problems: Vec<Problem> = tasks
             .iter()
-            .map(|t| t.spec.problem("", cfg.coding.tests))
+            .map(|t| t.spec.problem("", self.cfg.tests))
             .collect();
         let sp = cfg.policy.sampling(ctx.seed(2));
         let texts: Vec<String> = problems
@@ -283,7 +298,7 @@ impl Setting for Coding {
         // m unit tests per problem; every program runs on each; a test is rewarded by how it
         // separates the correct programs from the incorrect ones
         let cfg = ctx.cfg;
-        let sb = self.sandbox(cfg)?;
+        let sb = self.sandbox()?;
         let jp = cfg.reward.sampling(ctx.seed(3));
         let texts: Vec<String> = played
             .problems
@@ -407,9 +422,9 @@ impl Setting for Coding {
             return Ok(None);
         }
         // valid only if its reference solution passes its tests in the sandbox
-        let p = spec.problem("", ctx.cfg.coding.tests);
+        let p = spec.problem("", self.cfg.tests);
         let sol = vec![p.solution.clone().unwrap_or_default()];
-        let sb = self.sandbox(ctx.cfg)?;
+        let sb = self.sandbox()?;
         if !all_pass(&to_bool(&run_matrix(&sb, &sol, &p.tests)?))[0] {
             return Ok(None);
         }
@@ -431,10 +446,10 @@ impl Setting for Coding {
         if specs.is_empty() {
             return Ok(0.0);
         }
-        let sb = self.sandbox(cfg)?;
+        let sb = self.sandbox()?;
         let problems: Vec<Problem> = specs
             .iter()
-            .map(|s| s.problem("", cfg.coding.tests))
+            .map(|s| s.problem("", self.cfg.tests))
             .collect();
         let ok = greedy_passes(policy, &sb, &problems, cfg.policy.max_new_tokens)?;
         Ok(ok.iter().filter(|&&o| o).count() as f64 / specs.len() as f64)

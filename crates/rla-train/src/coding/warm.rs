@@ -3,7 +3,9 @@
 //! operation chain with the fixed splits, the coder measured as it learns.
 
 use super::{eval_problems, greedy_passes};
+use crate::coding::config::CodingConfig;
 use crate::config::RunConfig;
+use crate::config::SettingConfig;
 use crate::pretrain::{
     encode_pairs, example_corpus, fit_tiny, CurvePoint, Example, Fit, Probe, WarmStart,
     CHAT_MARKERS,
@@ -59,7 +61,7 @@ pub fn training_problems(cfg: &RunConfig, n: usize, seed: u64) -> Result<Vec<Ari
     for round in 0..64u64 {
         let batch = generate(
             n.max(64),
-            cfg.coding.max_ops,
+            CodingConfig::of(cfg).max_ops,
             seed.wrapping_add(round << 32),
         );
         out.extend(
@@ -75,7 +77,7 @@ pub fn training_problems(cfg: &RunConfig, n: usize, seed: u64) -> Result<Vec<Ari
     anyhow::bail!(
         "coding.max_ops = {}: too few operation chains are left outside the {} the evaluation \
          splits use to draw {n} training problems",
-        cfg.coding.max_ops,
+        CodingConfig::of(cfg).max_ops,
         held.len()
     )
 }
@@ -121,10 +123,10 @@ fn coder_probe<'a>(cfg: &'a RunConfig, held_out: &'a [Example], validation: usiz
             point.insert("held_out_loss".into(), lm.sft_loss(&pairs)?.into());
         }
         if validation > 0 {
-            let sb = Sandbox::with_limits(cfg.coding.limits.clone())?;
+            let sb = Sandbox::with_limits(CodingConfig::of(cfg).limits.clone())?;
             let problems: Vec<Problem> = eval_problems(cfg, Split::Validation, validation)
                 .iter()
-                .map(|s| s.problem("", cfg.coding.tests))
+                .map(|s| s.problem("", CodingConfig::of(cfg).tests))
                 .collect();
             let ok = greedy_passes(lm, &sb, &problems, cfg.policy.max_new_tokens)?;
             let rate = ok.iter().filter(|&&o| o).count() as f64 / ok.len().max(1) as f64;
@@ -234,11 +236,8 @@ mod tests {
 
     #[test]
     fn training_problems_share_no_chain_with_the_evaluated_ones() {
-        let mut cfg = RunConfig {
-            setting: crate::config::SettingName::Coding,
-            ..Default::default()
-        };
-        cfg.coding.max_ops = 3;
+        let mut cfg = RunConfig::with_table("coding", CodingConfig::default());
+        CodingConfig::of_mut(&mut cfg).max_ops = 3;
         cfg.eval.in_domain = 200;
         cfg.eval.ood = 100;
         cfg.pretrain.validation = 60;
@@ -254,7 +253,7 @@ mod tests {
             assert!(held.contains(&s.ops));
         }
         // a family too small to leave anything outside the splits is refused, by name
-        cfg.coding.max_ops = 1;
+        CodingConfig::of_mut(&mut cfg).max_ops = 1;
         let e = training_problems(&cfg, 10, 17).unwrap_err().to_string();
         assert!(e.contains("coding.max_ops = 1"), "{e}");
     }

@@ -1,5 +1,6 @@
 //! The desktop's table of the run config (`[desktop]`).
 
+use crate::config::{RunConfig, SettingConfig};
 use serde::{Deserialize, Serialize};
 
 /// The GUI setting (`[desktop]`).
@@ -58,11 +59,12 @@ impl Default for DesktopConfig {
     }
 }
 
-impl DesktopConfig {
-    /// Rejects impossible values, naming them; `active` when the run trains in this setting,
-    /// `checkpoint` when its policy is a checkpoint (not a tiny model warm-started here).
-    pub fn validate(&self, active: bool, checkpoint: bool) -> Result<(), String> {
+impl SettingConfig for DesktopConfig {
+    /// Also refuses what a tiny policy cannot do when the run's policy is not a checkpoint
+    /// (a tiny model warm-started here).
+    fn validate(&self, run: &RunConfig, active: bool) -> Result<(), String> {
         let d = self;
+        let checkpoint = run.policy.path.is_some();
         if !(1..=30).contains(&d.train_step_limit) || !(1..=30).contains(&d.eval_step_limit) {
             return Err(format!(
                 "desktop.train_step_limit = {}, desktop.eval_step_limit = {}: each must lie in 1..=30 (OSWorld's episodes have at most 30 steps)",
@@ -93,6 +95,14 @@ impl DesktopConfig {
                 "desktop.tree_tokens = {}: at least 100 (the tree's header alone takes some)",
                 d.tree_tokens
             ));
+        }
+        if active && run.pretrain.dagger_rounds > 0 && d.observation != DesktopObservation::Compact
+        {
+            return Err(
+                "pretrain.dagger_rounds: the desktop's DAgger labels the compact screen the \
+                 tiny policy reads (desktop.observation = \"compact\")"
+                    .into(),
+            );
         }
         Ok(())
     }

@@ -4,9 +4,11 @@
 //! [`crate::dagger::dagger`]'s).
 
 use super::play::{open, rollout};
+use super::probe::{desktop_probe, training_specs};
 use super::prompts::{policy_answer, policy_prompt, previous_actions};
-use super::warm::{desktop_probe, training_specs};
 use crate::config::RunConfig;
+use crate::config::SettingConfig;
+use crate::desktop::config::DesktopConfig;
 use crate::play::Trajectory;
 use crate::pretrain::{Demo, Example, WarmStart};
 use anyhow::{Context, Result};
@@ -44,7 +46,7 @@ pub fn expert_labels(tasks: &[Spec], trajs: &[Trajectory], cfg: &RunConfig) -> R
             };
             if !named.contains(&best) {
                 let obs = tiny::observation(&ep.desktop, &nodes);
-                let prev = previous_actions(&actions, cfg.desktop.history);
+                let prev = previous_actions(&actions, DesktopConfig::of(cfg).history);
                 out.push(Demo {
                     prompt: policy_prompt(&instruction, &prev, &obs),
                     answer: policy_answer(&best),
@@ -69,7 +71,7 @@ pub fn expert_labels(tasks: &[Spec], trajs: &[Trajectory], cfg: &RunConfig) -> R
 /// on `pretrain.dagger_tasks` fresh training tasks drawn as the base's are.
 pub(super) fn dagger(w: WarmStart, demos: &[Example], held: &[Demo]) -> Result<String> {
     let cfg = w.cfg;
-    let limit = cfg.desktop.train_step_limit;
+    let limit = DesktopConfig::of(cfg).train_step_limit;
     let tasks = |round: usize| {
         let seed = rla_core::seed::mix(cfg.seed, &format!("desktop/dagger/{round}"));
         training_specs(cfg, cfg.pretrain.dagger_tasks, seed)
@@ -101,8 +103,8 @@ mod tests {
 
     fn desktop_config() -> RunConfig {
         let mut cfg = tiny_test_config();
-        cfg.setting = crate::config::SettingName::Desktop;
-        cfg.desktop.train_step_limit = 6;
+        cfg.set_table("desktop", DesktopConfig::default());
+        DesktopConfig::of_mut(&mut cfg).train_step_limit = 6;
         cfg.pretrain.tasks = 4;
         cfg.pretrain.held_out = 1;
         cfg
@@ -153,7 +155,7 @@ mod tests {
     fn dagger_goes_on_from_a_base_and_extends_its_curve() {
         let mut cfg = desktop_config();
         cfg.pretrain.validation = 1;
-        cfg.desktop.eval_step_limit = 2;
+        DesktopConfig::of_mut(&mut cfg).eval_step_limit = 2;
         let base = tempfile::tempdir().unwrap();
         super::super::warm::warm_start(candle_warm_start(&cfg, base.path())).unwrap();
         cfg.policy.path = Some(base.path().join("policy"));
@@ -190,7 +192,8 @@ mod tests {
         assert!(last["held_out_action_acc"].as_f64().is_some(), "{last}");
         assert!(last["validation_success"].as_f64().is_some(), "{last}");
         // a config that gives the desktop's DAgger another screen than the compact one is refused
-        cfg.desktop.observation = crate::config::DesktopObservation::A11yTree;
+        DesktopConfig::of_mut(&mut cfg).observation =
+            crate::desktop::config::DesktopObservation::A11yTree;
         assert!(cfg.validate().unwrap_err().contains("compact"));
     }
 }

@@ -12,12 +12,14 @@
 pub mod config;
 pub mod dagger;
 pub mod play;
+pub mod probe;
 pub mod prompts;
 pub mod warm;
 
 pub use play::{rollout, split_tasks};
 
 use crate::config::RunConfig;
+use crate::desktop::config::DesktopConfig;
 use crate::judge::summarise_critiques;
 use crate::play::Played;
 use crate::pool::PoolTask;
@@ -62,9 +64,20 @@ impl PoolTask for DesktopTask {
 
 /// The GUI setting.
 #[derive(Debug, Default)]
-pub struct Gui;
+pub struct Desktop {
+    /// Its table of the run config.
+    pub cfg: DesktopConfig,
+}
 
-impl Setting for Gui {
+impl crate::setting::Registered for Desktop {
+    const NAME: &'static str = "desktop";
+    type Config = DesktopConfig;
+    fn new(cfg: DesktopConfig) -> Desktop {
+        Desktop { cfg }
+    }
+}
+
+impl Setting for Desktop {
     type Task = DesktopTask;
     type Record = Played;
 
@@ -76,7 +89,7 @@ impl Setting for Gui {
         // training tasks drawn as the in-domain split's (1-3 objects, either evaluator; a share
         // with hints), with the run's seed, from tables the fixed splits never use
         let seed = rla_core::seed::mix(cfg.seed, "desktop/pool");
-        Ok(warm::training_specs(cfg, cfg.pool_size, seed)
+        Ok(probe::training_specs(cfg, cfg.pool_size, seed)
             .into_iter()
             .map(|s| DesktopTask::new(s, None))
             .collect())
@@ -91,7 +104,7 @@ impl Setting for Gui {
         let cfg = ctx.cfg;
         let specs: Vec<Spec> = tasks.iter().map(|t| t.spec.clone()).collect();
         let trajs = ctx.with_bar(
-            (tasks.len() * cfg.rollouts_per_task * cfg.desktop.train_step_limit) as u64,
+            (tasks.len() * cfg.rollouts_per_task * self.cfg.train_step_limit) as u64,
             &format!("iter {} rollout", ctx.k),
             |bar| {
                 rollout(
@@ -99,7 +112,7 @@ impl Setting for Gui {
                     cfg,
                     &specs,
                     cfg.rollouts_per_task,
-                    cfg.desktop.train_step_limit,
+                    self.cfg.train_step_limit,
                     &cfg.policy.sampling(ctx.seed(2)),
                     true,
                     bar,
@@ -195,7 +208,7 @@ impl Setting for Gui {
         }
         let sp = rla_lm::SampleParams::greedy(cfg.policy.max_new_tokens);
         let trajs = ctx.with_bar(
-            (tasks.len() * cfg.desktop.eval_step_limit) as u64,
+            (tasks.len() * self.cfg.eval_step_limit) as u64,
             &format!("eval {split:?}"),
             |bar| {
                 rollout(
@@ -203,7 +216,7 @@ impl Setting for Gui {
                     cfg,
                     &tasks,
                     1,
-                    cfg.desktop.eval_step_limit,
+                    self.cfg.eval_step_limit,
                     &sp,
                     false,
                     bar,
@@ -245,36 +258,34 @@ impl Setting for Gui {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::DesktopObservation;
+    use crate::config::SettingConfig;
+    use crate::desktop::config::DesktopObservation;
 
     #[test]
     fn desktop_settings_are_checked() {
-        let mut c = RunConfig {
-            setting: crate::config::SettingName::Desktop,
-            ..Default::default()
-        };
+        let mut c = RunConfig::with_table("desktop", DesktopConfig::default());
         c.validate().unwrap();
-        c.desktop.train_step_limit = 31;
+        DesktopConfig::of_mut(&mut c).train_step_limit = 31;
         assert!(c
             .validate()
             .unwrap_err()
             .contains("desktop.train_step_limit"));
-        c.desktop.train_step_limit = 12;
-        c.desktop.screen_width = 100;
+        DesktopConfig::of_mut(&mut c).train_step_limit = 12;
+        DesktopConfig::of_mut(&mut c).screen_width = 100;
         assert!(c.validate().unwrap_err().contains("screen_width"));
-        c.desktop.screen_width = 1280;
-        c.desktop.constrain_actions = false;
+        DesktopConfig::of_mut(&mut c).screen_width = 1280;
+        DesktopConfig::of_mut(&mut c).constrain_actions = false;
         assert!(c.validate().unwrap_err().contains("constrain_actions"));
-        c.desktop.constrain_actions = true;
-        c.desktop.observation = DesktopObservation::A11yTree;
+        DesktopConfig::of_mut(&mut c).constrain_actions = true;
+        DesktopConfig::of_mut(&mut c).observation = DesktopObservation::A11yTree;
         assert!(c.validate().unwrap_err().contains("a11y_tree"));
         c.policy.path = Some("ckpt".into());
         c.validate().unwrap();
-        c.desktop.tree_tokens = 10;
+        DesktopConfig::of_mut(&mut c).tree_tokens = 10;
         assert!(c.validate().unwrap_err().contains("tree_tokens"));
-        c.desktop.tree_tokens = 10_000;
+        DesktopConfig::of_mut(&mut c).tree_tokens = 10_000;
         // screenshots are for evaluating a served vision-language model, not for training
-        c.desktop.observation = DesktopObservation::Screenshot;
+        DesktopConfig::of_mut(&mut c).observation = DesktopObservation::Screenshot;
         assert!(c.validate().unwrap_err().contains("desktop eval"));
     }
 
@@ -284,9 +295,9 @@ mod tests {
             pool_size: 48,
             ..Default::default()
         };
-        let pool = Gui.initial_pool(&cfg).unwrap();
+        let pool = Desktop::default().initial_pool(&cfg).unwrap();
         assert_eq!(pool.len(), 48);
-        let held = warm::evaluation_seeds();
+        let held = probe::evaluation_seeds();
         assert!(pool.iter().all(|t| !held.contains(&t.spec.seed)));
         for o in 1..=3 {
             assert!(pool.iter().any(|t| t.spec.objects == o));
@@ -294,13 +305,13 @@ mod tests {
         assert!(pool.iter().any(|t| t.spec.variant == 2));
         // another seed, another pool
         cfg.seed = 1;
-        assert_ne!(Gui.initial_pool(&cfg).unwrap(), pool);
+        assert_ne!(Desktop::default().initial_pool(&cfg).unwrap(), pool);
     }
 
     #[test]
     fn rewrites_switch_evaluators_and_add_hints_with_lineage() {
         let t = DesktopTask::new(family::split(family::Split::Train, 1).remove(0), None);
-        let mut g = Gui;
+        let mut g = Desktop::default();
         let cfg = RunConfig::default();
         let ctx = Ctx {
             cfg: &cfg,

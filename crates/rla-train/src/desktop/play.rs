@@ -6,7 +6,10 @@ use super::prompts::{
     free_form_actions, parse_answer, policy_answer, policy_prompt, previous_actions,
     screenshot_prompt, step_summary, tree_prompt,
 };
-use crate::config::{DesktopObservation, RunConfig};
+use crate::config::RunConfig;
+use crate::config::SettingConfig;
+use crate::desktop::config::DesktopConfig;
+use crate::desktop::config::DesktopObservation;
 use crate::play::{play, Applied, Game, Prompt, Trajectory, Turn};
 use crate::setting::Split;
 use anyhow::{Context, Result};
@@ -24,7 +27,7 @@ fn observe(
     cfg: &RunConfig,
     policy: &dyn Sampler,
 ) -> (String, Option<Vec<Node>>) {
-    match cfg.desktop.observation {
+    match DesktopConfig::of(cfg).observation {
         DesktopObservation::Compact => (tiny::observation(&ep.desktop, nodes), None),
         // the image goes beside the prompt; the record keeps the compact summary
         DesktopObservation::Screenshot => (
@@ -35,7 +38,7 @@ fn observe(
             let full = ep.tree(TreeOptions::default());
             let count = |l: &str| policy.encode(l).map(|v| v.len()).unwrap_or(l.len());
             (
-                a11y::linearize(&full, cfg.desktop.tree_tokens, &count),
+                a11y::linearize(&full, DesktopConfig::of(cfg).tree_tokens, &count),
                 Some(full),
             )
         }
@@ -44,20 +47,20 @@ fn observe(
 
 /// The policy's prompt for the configured observation.
 fn prompt_for(cfg: &RunConfig, instruction: &str, previous: &str, observation: &str) -> String {
-    match cfg.desktop.observation {
+    match DesktopConfig::of(cfg).observation {
         DesktopObservation::Compact => policy_prompt(instruction, previous, observation),
         DesktopObservation::A11yTree => tree_prompt(
             instruction,
             previous,
             observation,
-            cfg.desktop.screen_width,
-            cfg.desktop.screen_height,
+            DesktopConfig::of(cfg).screen_width,
+            DesktopConfig::of(cfg).screen_height,
         ),
         DesktopObservation::Screenshot => screenshot_prompt(
             instruction,
             previous,
-            cfg.desktop.screen_width,
-            cfg.desktop.screen_height,
+            DesktopConfig::of(cfg).screen_width,
+            DesktopConfig::of(cfg).screen_height,
         ),
     }
 }
@@ -66,8 +69,8 @@ fn prompt_for(cfg: &RunConfig, instruction: &str, previous: &str, observation: &
 pub(crate) fn open(spec: &Spec, cfg: &RunConfig) -> Result<Live> {
     Live::new(
         family::generate(spec),
-        cfg.desktop.screen_width,
-        cfg.desktop.screen_height,
+        DesktopConfig::of(cfg).screen_width,
+        DesktopConfig::of(cfg).screen_height,
     )
     .map_err(anyhow::Error::msg)
 }
@@ -92,9 +95,9 @@ impl Game for DeskGame<'_> {
         let (o, seen) = observe(&self.ep, &nodes, cfg, policy);
         let instruction = &self.ep.task.task.instruction;
         let c = tiny::candidates(&self.ep.desktop, &nodes, instruction);
-        let prev = previous_actions(&self.actions, cfg.desktop.history);
+        let prev = previous_actions(&self.actions, DesktopConfig::of(cfg).history);
         let text = prompt_for(cfg, instruction, &prev, &o);
-        let prompt = if cfg.desktop.observation == DesktopObservation::Screenshot {
+        let prompt = if DesktopConfig::of(cfg).observation == DesktopObservation::Screenshot {
             let full = seen.as_deref().unwrap_or(&nodes);
             Prompt::Visual(VisualMessage {
                 role: "user".into(),
@@ -141,8 +144,11 @@ impl Game for DeskGame<'_> {
                 ),
             },
             // a real model's answer: a tool call or code, run on the tree it saw
-            None if !cfg.desktop.constrain_actions => {
-                let (w, h) = (cfg.desktop.screen_width, cfg.desktop.screen_height);
+            None if !DesktopConfig::of(cfg).constrain_actions => {
+                let (w, h) = (
+                    DesktopConfig::of(cfg).screen_width,
+                    DesktopConfig::of(cfg).screen_height,
+                );
                 let code: String = s.text.trim().chars().take(400).collect();
                 match free_form_actions(&s.text, w, h) {
                     Ok(acts) => {
@@ -232,7 +238,7 @@ pub fn rollout(
         games,
         step_limit,
         sp,
-        cfg.desktop.constrain_actions,
+        DesktopConfig::of(cfg).constrain_actions,
         bar,
     )
 }
@@ -255,9 +261,9 @@ mod tests {
 
     #[test]
     fn the_screen_size_is_the_desktops() {
-        let mut c = RunConfig::default();
-        c.desktop.screen_width = 1280;
-        c.desktop.screen_height = 720;
+        let mut c = RunConfig::with_table("desktop", DesktopConfig::default());
+        DesktopConfig::of_mut(&mut c).screen_width = 1280;
+        DesktopConfig::of_mut(&mut c).screen_height = 720;
         let spec = family::split(family::Split::Train, 1).remove(0);
         let ep = open(&spec, &c).unwrap();
         assert_eq!(
@@ -268,9 +274,9 @@ mod tests {
 
     #[test]
     fn free_form_answers_run_as_tool_calls_or_code_on_the_tree_the_model_saw() {
-        let mut cfg = RunConfig::default();
-        cfg.desktop.constrain_actions = false;
-        cfg.desktop.observation = DesktopObservation::A11yTree;
+        let mut cfg = RunConfig::with_table("desktop", DesktopConfig::default());
+        DesktopConfig::of_mut(&mut cfg).constrain_actions = false;
+        DesktopConfig::of_mut(&mut cfg).observation = DesktopObservation::A11yTree;
         let spec = family::split(family::Split::Train, 1).remove(0);
         // where the Edit menu is on this screen
         let ep = open(&spec, &cfg).unwrap();
@@ -313,7 +319,7 @@ mod tests {
         assert!(prompts[2].contains("Step 1: open the Edit menu; Step 2: close it"));
         // the compact observation with the constraint off keeps the vocabulary's answers working
         let mut cfg = cfg.clone();
-        cfg.desktop.observation = DesktopObservation::Compact;
+        DesktopConfig::of_mut(&mut cfg).observation = DesktopObservation::Compact;
         let s2 = Scripted {
             answers: vec!["Action: copy", "done"],
             prompts: Default::default(),
@@ -335,8 +341,8 @@ mod tests {
 
     #[test]
     fn the_tree_is_cut_at_its_token_budget() {
-        let mut cfg = RunConfig::default();
-        cfg.desktop.observation = DesktopObservation::A11yTree;
+        let mut cfg = RunConfig::with_table("desktop", DesktopConfig::default());
+        DesktopConfig::of_mut(&mut cfg).observation = DesktopObservation::A11yTree;
         let spec = family::split(family::Split::Train, 1).remove(0);
         let ep = open(&spec, &cfg).unwrap();
         let s = Scripted {
@@ -345,7 +351,7 @@ mod tests {
         };
         let nodes = ep.tree(tiny::TREE);
         let (full, _) = observe(&ep, &nodes, &cfg, &s);
-        cfg.desktop.tree_tokens = 400;
+        DesktopConfig::of_mut(&mut cfg).tree_tokens = 400;
         let (cut, _) = observe(&ep, &nodes, &cfg, &s);
         assert!(
             cut.len() <= 400 + "\n[...]".len() && cut.ends_with("[...]"),

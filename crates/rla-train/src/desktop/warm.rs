@@ -4,25 +4,20 @@
 //! evaluated ones, fitted into tiny models; the policy measured as it learns (held-out loss, the
 //! share of held-out steps whose greedy action is the expert's, validation success).
 
-use super::play::{open, rollout, split_tasks};
-use super::prompts::{
-    judge_answer, judge_prompt, parse_answer, policy_answer, policy_prompt, previous_actions,
-};
+use super::play::{open, split_tasks};
+use super::probe::{desktop_probe, training_specs};
+use super::prompts::{judge_answer, judge_prompt, policy_answer, policy_prompt, previous_actions};
 use crate::config::RunConfig;
-use crate::play::encode_response;
-use crate::pretrain::{
-    encode_pairs, example_corpus, greedy_accuracy, CurvePoint, Demo, Example, Fit, Probe,
-    WarmStart, CHAT_MARKERS,
-};
+use crate::config::SettingConfig;
+use crate::desktop::config::DesktopConfig;
+use crate::pretrain::{example_corpus, Demo, Example, Fit, WarmStart, CHAT_MARKERS};
 use crate::setting::Split;
 use anyhow::Result;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use rla_desktop::family::{self, Family, Spec};
+use rla_desktop::family::Spec;
 use rla_desktop::{expert, tiny};
-use rla_lm::{Model, SampleParams};
-use std::collections::HashSet;
 
 /// Demonstrations: the expert's actions in states of noisy expert episodes (policy examples),
 /// and every executed step labelled with its episode's outcome (judge examples: weak labels,
@@ -35,14 +30,14 @@ pub fn demonstrations(
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let (mut pol, mut jud) = (Vec::new(), Vec::new());
     let noise = cfg.pretrain.noise;
-    let window = cfg.desktop.history;
+    let window = DesktopConfig::of(cfg).history;
     for (ti, t) in tasks.iter().enumerate() {
         for eps in [noise, (noise * 2.0).min(0.9)] {
             let mut ep = open(t, cfg)?;
             let instruction = ep.task.task.instruction.clone();
             let mut actions: Vec<String> = Vec::new();
             let mut steps: Vec<(String, String, String, String)> = Vec::new(); // prev, obs, answer, next
-            for _ in 0..cfg.desktop.train_step_limit {
+            for _ in 0..DesktopConfig::of(cfg).train_step_limit {
                 let nodes = ep.tree(tiny::TREE);
                 let obs = tiny::observation(&ep.desktop, &nodes);
                 let prev = previous_actions(&actions, window);
@@ -85,122 +80,6 @@ pub fn demonstrations(
     pol.shuffle(&mut rng);
     jud.shuffle(&mut rng);
     Ok((pol, jud))
-}
-
-/// The tables the fixed splits evaluate (their seeds): no training task of a warm start is
-/// generated from one of them.
-pub fn evaluation_seeds() -> HashSet<u64> {
-    [
-        family::Split::InDomain,
-        family::Split::Ood,
-        family::Split::Validation,
-    ]
-    .into_iter()
-    .flat_map(|s| family::split(s, usize::MAX))
-    .map(|s| s.seed)
-    .collect()
-}
-
-/// `n` generated training tasks of the in-domain families, drawn with `seed` at every
-/// difficulty the adaptation reaches (1–3 objects, either evaluator, a `pretrain.hint_fraction`
-/// share with hints), none generated from a table the fixed splits evaluate.
-pub fn training_specs(cfg: &RunConfig, n: usize, seed: u64) -> Vec<Spec> {
-    let held = evaluation_seeds();
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut out = Vec::with_capacity(n);
-    while out.len() < n {
-        let family = Family::IN_DOMAIN[out.len() % Family::IN_DOMAIN.len()];
-        let s = Spec {
-            family,
-            seed: rng.gen(),
-            objects: rng.gen_range(1..=3),
-            variant: rng.gen_range(1..=2),
-            hints: if rng.gen::<f64>() < cfg.pretrain.hint_fraction {
-                rng.gen_range(1..=family::MAX_HINTS)
-            } else {
-                0
-            },
-        };
-        if !held.contains(&s.seed) {
-            out.push(s);
-        }
-    }
-    out
-}
-
-/// Measures the desktop policy on held-out demonstration steps: the mean SFT loss and the share
-/// of steps whose greedy answer among the state's candidates (as the policy plays) is the
-/// expert's, with the first mistakes written to `mistakes`; and, with `validation > 0`, greedy
-/// success on that many validation tasks.
-pub fn desktop_probe<'a>(
-    cfg: &'a RunConfig,
-    held_out: &'a [Demo],
-    validation: usize,
-    mistakes: Option<std::path::PathBuf>,
-) -> Probe<'a> {
-    Box::new(move |lm: &dyn Model| {
-        let mut point = CurvePoint::new();
-        if !held_out.is_empty() {
-            let examples: Vec<Example> = held_out
-                .iter()
-                .map(|d| (d.prompt.clone(), d.answer.clone()))
-                .collect();
-            let pairs = encode_pairs(lm, &examples)?;
-            point.insert("held_out_loss".into(), lm.sft_loss(&pairs)?.into());
-            // greedy answers among the state's candidates, as the policy plays
-            let prompts: Vec<Vec<u32>> = pairs.iter().map(|p| p.0.clone()).collect();
-            let allowed: Vec<Vec<Vec<u32>>> = held_out
-                .iter()
-                .map(|d| {
-                    d.choices
-                        .iter()
-                        .map(|c| encode_response(lm, &policy_answer(c)))
-                        .collect::<Result<_>>()
-                })
-                .collect::<Result<_>>()?;
-            let (acc, wrong) = greedy_accuracy(
-                lm,
-                &prompts,
-                Some(&allowed),
-                cfg.policy.max_new_tokens,
-                |i, text| {
-                    let d = &held_out[i];
-                    let got = parse_answer(text, &d.choices);
-                    let want = d.answer.trim_start_matches("Action: ");
-                    (got.map(String::as_str) != Some(want)).then(|| {
-                        format!(
-                            "{}\nexpert: {want}\nmodel:  {}\n",
-                            d.prompt,
-                            got.map_or("(no candidate)", String::as_str)
-                        )
-                    })
-                },
-            )?;
-            point.insert("held_out_action_acc".into(), acc.into());
-            if let Some(path) = &mistakes {
-                crate::run::write_atomic(path, &wrong.join("\n"))?;
-            }
-        }
-        if validation > 0 {
-            let tasks = split_tasks(Split::Validation, validation);
-            let sp = SampleParams::greedy(cfg.policy.max_new_tokens);
-            let trajs = rollout(
-                lm,
-                cfg,
-                &tasks,
-                1,
-                cfg.desktop.eval_step_limit,
-                &sp,
-                false,
-                None,
-            )?;
-            point.insert(
-                "validation_success".into(),
-                crate::play::success(&trajs).into(),
-            );
-        }
-        Ok(point)
-    })
 }
 
 /// Builds the tokenizer and both tiny models and fits them on demonstrations of
@@ -291,13 +170,13 @@ pub fn control_demonstrations(cfg: &RunConfig, chunk: u64) -> Result<Vec<Example
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::desktop::probe::{evaluation_seeds, training_specs};
+    use rla_desktop::family::{self, Family};
+    use std::collections::HashSet;
 
     #[test]
     fn training_tasks_share_no_table_with_the_evaluated_ones() {
-        let cfg = RunConfig {
-            setting: crate::config::SettingName::Desktop,
-            ..Default::default()
-        };
+        let cfg = RunConfig::with_table("desktop", DesktopConfig::default());
         let held = evaluation_seeds();
         assert_eq!(held.len(), 230 + 139 + 140);
         let starts: HashSet<String> = [
@@ -330,8 +209,8 @@ mod tests {
     #[test]
     fn the_probe_measures_held_out_steps_and_validation_success() {
         let mut cfg = crate::pretrain::tiny_test_config();
-        cfg.setting = crate::config::SettingName::Desktop;
-        cfg.desktop.eval_step_limit = 2;
+        cfg.set_table("desktop", DesktopConfig::default());
+        DesktopConfig::of_mut(&mut cfg).eval_step_limit = 2;
         cfg.pretrain.tasks = 3;
         cfg.pretrain.held_out = 1;
         cfg.pretrain.validation = 2;

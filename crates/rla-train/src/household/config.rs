@@ -1,5 +1,6 @@
 //! The household's table of the run config (`[household]`).
 
+use crate::config::{RunConfig, SettingConfig};
 use serde::{Deserialize, Serialize};
 
 /// Who rewrites tasks and summarises critiques.
@@ -61,9 +62,8 @@ impl Default for HouseholdConfig {
     }
 }
 
-impl HouseholdConfig {
-    /// Rejects impossible values, naming them.
-    pub fn validate(&self) -> Result<(), String> {
+impl SettingConfig for HouseholdConfig {
+    fn validate(&self, run: &RunConfig, active: bool) -> Result<(), String> {
         if self.prompt_style == super::PromptStyle::Unlisted && !self.constrain_actions {
             return Err(
                 "household.prompt_style = \"unlisted\" needs household.constrain_actions = true (the constraint carries the admissible commands)".into(),
@@ -80,6 +80,13 @@ impl HouseholdConfig {
                 return Err(format!("{name} must be at least 1"));
             }
         }
+        let val = rla_env::household::splits::VALIDATION_SIZE;
+        if active && run.pretrain.validation > val {
+            return Err(format!(
+                "pretrain.validation = {}: the validation split holds {val} tasks",
+                run.pretrain.validation
+            ));
+        }
         Ok(())
     }
 }
@@ -94,8 +101,12 @@ mod tests {
             judge_notes: true,
             ..Default::default()
         };
-        assert!(h.validate().unwrap_err().contains("household.notes = true"));
+        let run = RunConfig::default();
+        assert!(h
+            .validate(&run, true)
+            .unwrap_err()
+            .contains("household.notes = true"));
         h.notes = true;
-        h.validate().unwrap();
+        h.validate(&run, true).unwrap();
     }
 }

@@ -2,9 +2,11 @@
 //! searching expert labels every state it reached, and SFT goes on over the demonstrations and
 //! the labels (`pretrain.dagger_rounds`).
 
+use super::probe::{household_probe, household_train_tasks, ExpertWalk};
 use super::prompts::policy_answer_styled;
-use super::warm::{household_probe, household_train_tasks, ExpertWalk};
 use crate::config::RunConfig;
+use crate::config::SettingConfig;
+use crate::household::config::HouseholdConfig;
 use crate::play::Trajectory;
 use crate::pretrain::{Demo, Example, WarmStart};
 use anyhow::{Context, Result};
@@ -25,7 +27,7 @@ pub fn expert_labels(
     trajs: &[Trajectory],
     cfg: &RunConfig,
 ) -> Result<Vec<Demo>> {
-    let h = &cfg.household;
+    let h = HouseholdConfig::of(cfg);
     let mut out = Vec::new();
     for tr in trajs {
         let t = tasks
@@ -62,7 +64,7 @@ pub(super) fn dagger(w: WarmStart, demos: &[Example], held: &[Demo]) -> Result<S
     let cfg = w.cfg;
     let ep = super::Episodes {
         rollouts: 1,
-        step_limit: cfg.household.train_step_limit,
+        step_limit: HouseholdConfig::of(cfg).train_step_limit,
         ..super::Episodes::evaluation(cfg)
     };
     let tasks = |round: usize| {
@@ -104,7 +106,7 @@ mod tests {
         let mut cfg = tiny_test_config();
         cfg.pretrain.held_out = 1;
         cfg.pretrain.policy_steps = 2;
-        cfg.household.train_step_limit = 6;
+        HouseholdConfig::of_mut(&mut cfg).train_step_limit = 6;
         let base = tempfile::tempdir().unwrap();
         household_warm_start(crate::pretrain::candle_warm_start(&cfg, base.path())).unwrap();
         cfg.policy.path = Some(base.path().join("policy"));
@@ -152,7 +154,7 @@ mod tests {
     #[test]
     fn dagger_labels_the_states_the_policy_reached_with_the_experts_actions() {
         let mut cfg = tiny_test_config();
-        cfg.household.history_window = 1;
+        HouseholdConfig::of_mut(&mut cfg).history_window = 1;
         let dir = tempfile::tempdir().unwrap();
         household_warm_start(crate::pretrain::candle_warm_start(&cfg, dir.path())).unwrap();
         let lm = rla_lm::Backend::open(
@@ -211,7 +213,7 @@ mod tests {
             dagger_steps: 3,
             ..cfg.pretrain
         };
-        cfg.household.train_step_limit = 6;
+        HouseholdConfig::of_mut(&mut cfg).train_step_limit = 6;
         cfg.validate().unwrap();
         let dir = tempfile::tempdir().unwrap();
         let lines =
@@ -238,7 +240,7 @@ mod tests {
         assert_eq!(ep, crate::household::Episodes::evaluation(&cfg));
         // the coder has no expert to label its states
         let mut coding = cfg.clone();
-        coding.setting = crate::config::SettingName::Coding;
+        coding.set_table("coding", crate::coding::config::CodingConfig::default());
         let e = coding.validate().unwrap_err();
         assert!(
             e.contains("pretrain.dagger_rounds") && e.contains("coding"),

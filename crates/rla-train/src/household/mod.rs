@@ -7,6 +7,7 @@ pub mod config;
 pub mod dagger;
 pub mod notes;
 pub mod play;
+pub mod probe;
 pub mod prompts;
 pub mod rewriter;
 pub mod warm;
@@ -14,12 +15,13 @@ pub mod warm;
 pub use play::{evaluate, evaluate_episodes, rollout, rollout_games, Episodes, EPISODES_FILE};
 pub use prompts::PromptStyle;
 
-use crate::config::{RewriterKind, RunConfig};
+use crate::config::RunConfig;
 use crate::play::Played;
 use crate::pool::PoolTask;
 use crate::run::RunDir;
 use crate::setting::{Ctx, Group, JudgeQuality, Setting, Split};
 use anyhow::Result;
+use config::{HouseholdConfig, RewriterKind};
 use rewriter::{LmRewriter, Phrases, Rewriter, Structured, Summariser};
 use rla_core::adapt::Direction;
 use rla_env::household::splits::{eval_tasks, train_tasks};
@@ -37,12 +39,24 @@ impl PoolTask for TaskSpec {
 
 /// The household setting.
 #[derive(Debug, Default)]
-pub struct Household;
+pub struct Household {
+    /// Its table of the run config.
+    pub cfg: HouseholdConfig,
+}
+
+impl crate::setting::Registered for Household {
+    const NAME: &'static str = "household";
+    type Config = HouseholdConfig;
+    fn new(cfg: HouseholdConfig) -> Household {
+        Household { cfg }
+    }
+}
 
 impl Household {
     /// The rewriter and summariser the config names (the reward model prompted, or the
     /// structured ones).
     fn with_rewriter<R>(
+        &self,
         ctx: Ctx,
         reward: &dyn Sampler,
         i: usize,
@@ -57,7 +71,7 @@ impl Household {
                 ..Default::default()
             },
         };
-        match ctx.cfg.household.rewriter {
+        match self.cfg.rewriter {
             RewriterKind::Structured => f(&Structured, &Phrases),
             RewriterKind::RewardModel => f(&lm, &lm),
         }
@@ -76,7 +90,7 @@ impl Setting for Household {
         Ok(train_tasks(cfg.pool_size, cfg.seed)
             .into_iter()
             .map(|mut t| {
-                t.step_limit = cfg.household.train_step_limit;
+                t.step_limit = self.cfg.train_step_limit;
                 t
             })
             .collect())
@@ -98,7 +112,7 @@ impl Setting for Household {
                     tasks,
                     Episodes {
                         rollouts: cfg.rollouts_per_task,
-                        step_limit: cfg.household.train_step_limit,
+                        step_limit: self.cfg.train_step_limit,
                         ..Episodes::evaluation(cfg)
                     },
                     &cfg.policy.sampling(ctx.seed(2)),
@@ -118,9 +132,9 @@ impl Setting for Household {
         played: &mut Played,
     ) -> Result<()> {
         played.judge(ctx, reward, groups, |t, s| {
-            play::step_judge_prompt(&tasks[t.task], s, ctx.cfg.household.judge_notes)
+            play::step_judge_prompt(&tasks[t.task], s, self.cfg.judge_notes)
         })?;
-        if ctx.cfg.household.oracle_verdicts {
+        if self.cfg.oracle_verdicts {
             played.oracle_scores(groups);
         }
         Ok(())
@@ -139,7 +153,7 @@ impl Setting for Household {
         played: &Played,
     ) -> Option<String> {
         let reasons = played.high_risk_reasons(i);
-        Household::with_rewriter(ctx, reward, i, |_, summariser| {
+        self.with_rewriter(ctx, reward, i, |_, summariser| {
             summariser.summarise(&reasons)
         })
     }
@@ -153,7 +167,7 @@ impl Setting for Household {
         critique: Option<&str>,
         i: usize,
     ) -> Result<Option<(String, TaskSpec)>> {
-        Ok(Household::with_rewriter(ctx, reward, i, |rewriter, _| {
+        Ok(self.with_rewriter(ctx, reward, i, |rewriter, _| {
             rewriter.rewrite(task, direction, critique, ctx.k)
         }))
     }
@@ -166,7 +180,7 @@ impl Setting for Household {
         let cfg = ctx.cfg;
         let tasks: Vec<TaskSpec> = eval_tasks(split).into_iter().take(n).collect();
         ctx.with_bar(
-            (tasks.len() * cfg.household.eval_step_limit) as u64,
+            (tasks.len() * self.cfg.eval_step_limit) as u64,
             &format!("eval {split:?}"),
             |bar| {
                 evaluate(

@@ -206,6 +206,8 @@ impl Notes {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::SettingConfig;
+    use crate::household::config::HouseholdConfig;
 
     const INTRO: &str = "-= Welcome to TextWorld, ALFRED! =-\n\nYou are in the middle of a room. Looking quickly around you, you see a drawer 1, a cabinet 2, a cabinet 1, and a countertop 1.\n\nYour task is to: put a clean knife in countertop. The knife is in the drawer 1.";
 
@@ -314,9 +316,9 @@ mod tests {
         let demo = |notes| {
             let mut cfg = crate::config::RunConfig::default();
             cfg.pretrain.noise = 0.0;
-            cfg.household.history_window = 1;
-            cfg.household.prompt_style = PromptStyle::Unlisted;
-            cfg.household.notes = notes;
+            HouseholdConfig::of_mut(&mut cfg).history_window = 1;
+            HouseholdConfig::of_mut(&mut cfg).prompt_style = PromptStyle::Unlisted;
+            HouseholdConfig::of_mut(&mut cfg).notes = notes;
             let steps = crate::household::warm::demonstration_steps(&tasks, &cfg, 0)
                 .unwrap()
                 .0;

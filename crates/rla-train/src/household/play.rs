@@ -6,6 +6,8 @@ use super::notes::Notes;
 use super::prompts::{
     judge_prompt, parse_choice, policy_answer_styled, policy_prompt_styled, PromptStyle,
 };
+use crate::config::SettingConfig;
+use crate::household::config::HouseholdConfig;
 use crate::judge::Verdicts;
 use crate::play::{encode_response, play, Applied, Game, Prompt, Trajectory, Turn};
 use anyhow::Result;
@@ -135,11 +137,11 @@ impl Episodes {
     pub fn evaluation(cfg: &crate::config::RunConfig) -> Episodes {
         Episodes {
             rollouts: 1,
-            step_limit: cfg.household.eval_step_limit,
-            window: cfg.household.history_window,
-            style: cfg.household.prompt_style,
-            constrained: cfg.household.constrain_actions,
-            notes: cfg.household.notes,
+            step_limit: HouseholdConfig::of(cfg).eval_step_limit,
+            window: HouseholdConfig::of(cfg).history_window,
+            style: HouseholdConfig::of(cfg).prompt_style,
+            constrained: HouseholdConfig::of(cfg).constrain_actions,
+            notes: HouseholdConfig::of(cfg).notes,
         }
     }
 

@@ -3,126 +3,21 @@
 //! labels, no oracle), the probe that measures a policy on held-out steps, and the SFT
 //! control's fresh demonstrations.
 
-use super::notes::Notes;
-use super::prompts::{
-    judge_answer, judge_prompt, parse_choice, policy_answer_styled, policy_prompt_styled,
-};
+use super::probe::{household_probe, household_train_tasks, ExpertWalk};
+use super::prompts::{judge_answer, judge_prompt, policy_answer_styled};
 use crate::config::RunConfig;
+use crate::config::SettingConfig;
+use crate::household::config::HouseholdConfig;
 use crate::play::Trajectory;
-use crate::pretrain::{
-    encode_pairs, example_corpus, greedy_accuracy, CurvePoint, Demo, Example, Fit, Probe,
-    WarmStart, CHAT_MARKERS,
-};
-use anyhow::{Context, Result};
+use crate::pretrain::{example_corpus, Demo, Example, Fit, WarmStart, CHAT_MARKERS};
+use anyhow::Result;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use rla_env::household::expert::{GoalSpec, SearchExpert};
-use rla_env::household::splits::{eval_tasks, train_tasks, Split};
+use rla_env::household::splits::{eval_tasks, Split};
 use rla_env::household::{Household, TaskSpec};
 use rla_env::Environment;
-use rla_lm::{Model, SampleParams, Sampler};
-
-/// One household episode walked with the searching expert beside the agent: the game, the
-/// prompt's state as the play loop keeps it (history, notes) and the expert following every
-/// command played, seeing only what the agent sees. The demonstrations and DAgger's labels both
-/// walk their episodes with it.
-pub(super) struct ExpertWalk {
-    env: Household,
-    goal: GoalSpec,
-    pub(super) obs: String,
-    memo: Option<Notes>,
-    hist: Vec<(String, String)>,
-    searcher: SearchExpert,
-}
-
-/// What the expert would do at a state, and the policy's prompt there.
-pub(super) struct Labelled {
-    /// The admissible commands.
-    pub(super) adm: Vec<String>,
-    /// The expert's command and its index among them.
-    pub(super) cmd: String,
-    pub(super) idx: usize,
-    /// The policy's prompt.
-    pub(super) prompt: String,
-}
-
-impl ExpertWalk {
-    pub(super) fn start(t: &TaskSpec, notes: bool) -> Result<ExpertWalk> {
-        let mut env = Household::from_task(t)?;
-        let goal = GoalSpec::from_task(env.world(), t).map_err(anyhow::Error::msg)?;
-        let obs = env.reset();
-        let searcher = SearchExpert::new(env.world());
-        Ok(ExpertWalk {
-            memo: notes.then(|| Notes::from_intro(&obs)),
-            env,
-            goal,
-            obs,
-            hist: Vec::new(),
-            searcher,
-        })
-    }
-
-    /// The expert's command at this state with the policy's prompt (as `h` prompts it), or
-    /// `None` when the expert has nothing to do (an agent that has spoilt its task).
-    pub(super) fn label(&mut self, h: &super::config::HouseholdConfig) -> Result<Option<Labelled>> {
-        let adm = self.env.admissible().to_vec();
-        let Some(a) = self
-            .searcher
-            .next(self.env.world(), self.env.state(), &self.goal)
-        else {
-            return Ok(None);
-        };
-        let cmd = self
-            .env
-            .world()
-            .command(self.env.state(), a)
-            .context("the expert's action is admissible")?;
-        let idx = adm
-            .iter()
-            .position(|c| *c == cmd)
-            .context("the expert's command is listed")?;
-        let prompt = policy_prompt_styled(
-            &self.env.world().task,
-            &self.hist,
-            h.history_window,
-            &self.obs,
-            &adm,
-            h.prompt_style,
-            &self.notes(),
-        );
-        Ok(Some(Labelled {
-            adm,
-            cmd,
-            idx,
-            prompt,
-        }))
-    }
-
-    /// The notes as the prompt shows them (empty without notes).
-    pub(super) fn notes(&self) -> String {
-        self.memo.as_ref().map(Notes::render).unwrap_or_default()
-    }
-
-    /// Plays `cmd`: the game, the expert, the notes and the history follow it. Returns the
-    /// observation it was played in and the game's reply.
-    pub(super) fn play(&mut self, cmd: &str) -> Result<(String, rla_env::Step)> {
-        let act = self
-            .env
-            .parse(cmd)
-            .with_context(|| format!("the command played, {cmd:?}"))?;
-        let r = self.env.step(cmd);
-        self.searcher
-            .observe(self.env.world(), self.env.state(), act);
-        if let Some(n) = &mut self.memo {
-            n.played(cmd);
-            n.observe(&r.feedback);
-        }
-        let before = std::mem::replace(&mut self.obs, r.feedback.clone());
-        self.hist.push((before.clone(), cmd.to_string()));
-        Ok((before, r))
-    }
-}
+use rla_lm::{SampleParams, Sampler};
 
 /// Demonstrations of the tasks: policy steps (with each step's admissible commands and task)
 /// and judge examples from noisy expert episodes, prompted as `cfg.household` plays and at
@@ -132,7 +27,7 @@ pub fn demonstration_steps(
     cfg: &RunConfig,
     seed: u64,
 ) -> Result<(Vec<Demo>, Vec<Example>)> {
-    let (noise, h) = (cfg.pretrain.noise, &cfg.household);
+    let (noise, h) = (cfg.pretrain.noise, HouseholdConfig::of(cfg));
     let style = h.prompt_style;
     let judge_notes = |w: &ExpertWalk| {
         if h.judge_notes {
@@ -192,115 +87,6 @@ pub fn demonstration_steps(
     pol.shuffle(&mut rng);
     jud.shuffle(&mut rng);
     Ok((pol, jud))
-}
-
-/// Words of a household command that name no object and no place: what is left of an answer's
-/// tokens names the object or the receptacle (with its number).
-const COMMAND_WORDS: &[&str] = &[
-    "\\boxed{",
-    "}",
-    "go",
-    "to",
-    "take",
-    "from",
-    "put",
-    "in/on",
-    "in",
-    "on",
-    "open",
-    "close",
-    "use",
-    "heat",
-    "cool",
-    "clean",
-    "with",
-    "slice",
-    "examine",
-    "look",
-    "inventory",
-];
-
-/// Measures a household policy on held-out demonstration steps: the mean SFT loss, the share of
-/// steps whose greedy answer (constrained to the admissible commands, as the policy plays) is the
-/// expert's, and the share of the tokens naming an object or a receptacle that the model ranks
-/// first given the expert's answer so far; and, with `validation > 0`, greedy success on that
-/// many validation tasks.
-pub fn household_probe<'a>(
-    cfg: &'a RunConfig,
-    held_out: &'a [Demo],
-    validation: usize,
-    mistakes: Option<std::path::PathBuf>,
-) -> Probe<'a> {
-    Box::new(move |lm: &dyn Model| {
-        let mut point = CurvePoint::new();
-        let style = cfg.household.prompt_style;
-        if !held_out.is_empty() {
-            let examples: Vec<Example> = held_out
-                .iter()
-                .map(|d| (d.prompt.clone(), d.answer.clone()))
-                .collect();
-            let pairs = encode_pairs(lm, &examples)?;
-            let loss = lm.sft_loss(&pairs)?;
-            point.insert("held_out_loss".into(), loss.into());
-            // greedy answers among the admissible commands
-            let prompts: Vec<Vec<u32>> = pairs.iter().map(|p| p.0.clone()).collect();
-            let allowed: Vec<Vec<Vec<u32>>> = held_out
-                .iter()
-                .map(|d| super::play::answer_tokens(lm, &d.choices, style))
-                .collect::<Result<_>>()?;
-            let constrained = cfg.household.constrain_actions.then_some(&allowed[..]);
-            let (acc, wrong) = greedy_accuracy(
-                lm,
-                &prompts,
-                constrained,
-                cfg.policy.max_new_tokens,
-                |i, text| {
-                    let d = &held_out[i];
-                    let (idx, _) = parse_choice(text, &d.choices);
-                    let want = parse_choice(&d.answer, &d.choices).0;
-                    (idx != want).then(|| {
-                        format!(
-                            "{}\nexpert: {}\nmodel:  {}\n",
-                            d.prompt, d.choices[want], d.choices[idx]
-                        )
-                    })
-                },
-            )?;
-            point.insert("held_out_action_acc".into(), acc.into());
-            if let Some(p) = &mistakes {
-                crate::run::write_atomic(p, &wrong.join("\n"))?;
-            }
-            // the tokens that name things, ranked first given the expert's answer so far
-            let top = lm.top_logprobs(&pairs, 1)?;
-            let (mut named, mut first) = (0usize, 0usize);
-            for ((_, resp), alts) in pairs.iter().zip(&top) {
-                for (t, alt) in resp.iter().zip(alts) {
-                    let word = lm.decode(&[*t]).unwrap_or_default();
-                    let word = word.trim();
-                    if word.is_empty() || lm.eos_ids().contains(t) || COMMAND_WORDS.contains(&word)
-                    {
-                        continue;
-                    }
-                    named += 1;
-                    first += usize::from(alt.first().map(|a| a.0) == Some(*t));
-                }
-            }
-            point.insert(
-                "held_out_name_acc".into(),
-                (first as f64 / named.max(1) as f64).into(),
-            );
-        }
-        if validation > 0 {
-            let tasks: Vec<TaskSpec> = eval_tasks(Split::Validation)
-                .into_iter()
-                .take(validation)
-                .collect();
-            let ep = super::Episodes::evaluation(cfg);
-            let v = super::evaluate(lm, &tasks, ep, cfg.policy.max_new_tokens, None)?;
-            point.insert("validation_success".into(), v.into());
-        }
-        Ok(point)
-    })
 }
 
 /// Builds the tokenizer and both tiny models, warm-starts them, and saves them under `out`
@@ -417,7 +203,7 @@ fn own_episodes(
     let tasks = household_train_tasks(&c);
     let ep = super::Episodes {
         rollouts: cfg.rollouts_per_task,
-        step_limit: cfg.household.train_step_limit,
+        step_limit: HouseholdConfig::of(cfg).train_step_limit,
         ..super::Episodes::evaluation(cfg)
     };
     let bar = progress.then(|| {
@@ -438,8 +224,11 @@ fn own_episodes(
             continue;
         }
         for s in &t.steps {
-            let prompt =
-                super::play::step_judge_prompt(&tasks[t.task], s, cfg.household.judge_notes);
+            let prompt = super::play::step_judge_prompt(
+                &tasks[t.task],
+                s,
+                HouseholdConfig::of(cfg).judge_notes,
+            );
             let ex = (prompt, judge_answer(&s.action, t.won()));
             if t.won() {
                 won.push(ex);
@@ -480,7 +269,7 @@ fn judge_quality_on(
     trajs: &[Trajectory],
 ) -> Result<crate::setting::JudgeQuality> {
     let sp = SampleParams::greedy(cfg.reward.max_new_tokens);
-    let notes = cfg.household.judge_notes;
+    let notes = HouseholdConfig::of(cfg).judge_notes;
     let v = super::play::judge(reward, (tasks, notes), trajs, 1, &sp, None)?;
     let steps = trajs.iter().zip(&v).flat_map(|(t, vs)| {
         t.steps
@@ -489,27 +278,6 @@ fn judge_quality_on(
             .map(move |(s, v)| (t.won(), s.progress, v))
     });
     Ok(crate::judge::step_judge_quality(steps))
-}
-
-/// The generated training tasks a household warm start learns from (a share given a hint):
-/// drawn from the training distribution with the run's seed, never from the fixed splits.
-pub fn household_train_tasks(cfg: &RunConfig) -> Vec<TaskSpec> {
-    let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed.wrapping_add(29));
-    train_tasks(cfg.pretrain.tasks, cfg.seed.wrapping_add(17))
-        .into_iter()
-        .map(|t| {
-            if rng.gen::<f64>() < cfg.pretrain.hint_fraction {
-                rla_env::household::perturb::apply(
-                    &t,
-                    &rla_env::household::perturb::Perturbation::AddHint,
-                    0,
-                )
-                .unwrap_or(t)
-            } else {
-                t
-            }
-        })
-        .collect()
 }
 
 /// Tasks of the SFT control's demonstrations per chunk.
@@ -552,11 +320,11 @@ mod tests {
     #[test]
     fn a_judge_from_the_policys_own_episodes_needs_won_and_lost_ones() {
         let mut cfg = tiny_test_config();
-        cfg.household.judge_notes = true;
+        HouseholdConfig::of_mut(&mut cfg).judge_notes = true;
         cfg.pretrain.judge_tasks = 4;
         cfg.rollouts_per_task = 2;
         // two steps win no task: every one needs at least a walk and a take and a put
-        cfg.household.train_step_limit = 2;
+        HouseholdConfig::of_mut(&mut cfg).train_step_limit = 2;
         cfg.validate().unwrap();
         let dir = tempfile::tempdir().unwrap();
         let e =
