@@ -39,6 +39,9 @@ pub struct Options {
     pub max_tokens: usize,
     /// Largest request body, in bytes.
     pub max_body: usize,
+    /// How long a worker waits for a request's body: a client that declares a body and never
+    /// sends it (or trickles it) is answered 408 after this, and the worker is free again.
+    pub body_timeout: std::time::Duration,
 }
 
 impl Default for Options {
@@ -49,6 +52,7 @@ impl Default for Options {
             max_prompts: 1024,
             max_tokens: 8192,
             max_body: 8 << 20,
+            body_timeout: std::time::Duration::from_secs(60),
         }
     }
 }
@@ -137,6 +141,8 @@ struct State<S> {
     /// Generation runs one request at a time (the model uses every core itself).
     busy: Mutex<()>,
     counter: AtomicU64,
+    /// The port the server listens on.
+    port: u16,
 }
 
 /// Serves `sampler` as model `name` on `addr` (`127.0.0.1:0` picks a free port) with `workers`
@@ -177,6 +183,7 @@ pub fn start_with<S: Sampler + Send + Sync + 'static>(
         limits,
         busy: Mutex::new(()),
         counter: AtomicU64::new(0),
+        port: addr.port(),
     });
     let workers = (0..workers.max(1))
         .map(|_| {
@@ -230,7 +237,7 @@ fn respond(req: tiny_http::Request, status: u16, body: &impl serde::Serialize) {
     let _ = req.respond(resp);
 }
 
-fn handle<S: Sampler>(state: &State<S>, mut req: tiny_http::Request) {
+fn handle<S: Sampler>(state: &State<S>, req: tiny_http::Request) {
     let method = req.method().clone();
     let path = req.url().split('?').next().unwrap_or("").to_string();
     if let Some(key) = &state.limits.api_key {
@@ -251,20 +258,31 @@ fn handle<S: Sampler>(state: &State<S>, mut req: tiny_http::Request) {
             return respond(req, 401, &body);
         }
     }
+    let posted = method == tiny_http::Method::Post;
+    let (req, body) = if posted {
+        let port = state.port;
+        match take_body(req, state.limits.max_body, state.limits.body_timeout, port) {
+            Some(r) => r,
+            // answered 408: the body did not come in time
+            None => return,
+        }
+    } else {
+        (req, Ok(Vec::new()))
+    };
     let result: Result<serde_json::Value, Reply> = match (method, path.as_str()) {
         (tiny_http::Method::Get, "/v1/models") => Ok(models(state)),
         (tiny_http::Method::Get, "/health") => Ok(serde_json::json!({})),
         (tiny_http::Method::Post, "/update_weights_from_disk") => {
-            read_body(&mut req, state.limits.max_body).and_then(|b| update_weights(state, &b))
+            body.and_then(|b| update_weights(state, &b))
         }
         (tiny_http::Method::Post, "/v1/load_lora_adapter" | "/load_lora_adapter") => {
-            read_body(&mut req, state.limits.max_body).and_then(|b| load_adapter(state, &b))
+            body.and_then(|b| load_adapter(state, &b))
         }
         (tiny_http::Method::Post, "/v1/unload_lora_adapter" | "/unload_lora_adapter") => {
-            read_body(&mut req, state.limits.max_body).and_then(|b| unload_adapter(state, &b))
+            body.and_then(|b| unload_adapter(state, &b))
         }
         (tiny_http::Method::Post, "/v1/completions" | "/v1/chat/completions") => {
-            match read_body(&mut req, state.limits.max_body) {
+            match body {
                 Err(e) => Err(e),
                 Ok(body) => {
                     // a panic in a back end is a 500, never a dead worker
@@ -323,6 +341,81 @@ fn handle<S: Sampler>(state: &State<S>, mut req: tiny_http::Request) {
                 },
             };
             respond(req, e.status, &body)
+        }
+    }
+}
+
+/// Bodies tiny_http reads itself before a request reaches a worker (its limit).
+const READ_AHEAD: usize = 1024;
+
+/// A request's body, read within `within`: past it, the connection's reading side is shut down
+/// (tiny_http sets no time-out on its sockets), the read ends, the client is answered 408 and
+/// the worker is free again. A client that declares a body and never sends it, or trickles it,
+/// holds a worker no longer than `within`.
+fn take_body(
+    mut req: tiny_http::Request,
+    max: usize,
+    within: std::time::Duration,
+    port: u16,
+) -> Option<(tiny_http::Request, Result<Vec<u8>, Reply>)> {
+    if req.body_length().is_some_and(|n| n <= READ_AHEAD) {
+        let body = read_body(&mut req, max);
+        return Some((req, body));
+    }
+    let started = std::time::Instant::now();
+    let (done, watch) = std::sync::mpsc::channel::<()>();
+    let peer = req.remote_addr().copied();
+    let watchdog = std::thread::spawn(move || {
+        if let (Err(std::sync::mpsc::RecvTimeoutError::Timeout), Some(peer)) =
+            (watch.recv_timeout(within), peer)
+        {
+            shut_reading(port, peer);
+        }
+    });
+    let body = read_body(&mut req, max);
+    drop(done);
+    let _ = watchdog.join();
+    if started.elapsed() >= within {
+        tracing::debug!("a request body did not come in time");
+        let secs = within.as_secs_f64();
+        let body = ErrorBody {
+            error: ErrorDetail {
+                message: format!("the request body did not come within {secs} s"),
+                kind: "invalid_request_error".into(),
+                param: None,
+                code: None,
+            },
+        };
+        respond(req, 408, &body);
+        return None;
+    }
+    Some((req, body))
+}
+
+/// Shuts down the reading side of this process's TCP connection from `peer` to local port
+/// `port`, so a read blocked on it returns. The socket is found among the process's descriptors
+/// by its two addresses.
+#[allow(unsafe_code)]
+fn shut_reading(port: u16, peer: std::net::SocketAddr) {
+    use std::os::fd::FromRawFd;
+    let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
+        return;
+    };
+    for e in dir.flatten() {
+        let Some(fd) = e.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        let socket =
+            std::fs::read_link(e.path()).is_ok_and(|l| l.to_string_lossy().starts_with("socket:"));
+        if !socket {
+            continue;
+        }
+        // SAFETY: the stream is never dropped, so the descriptor is never closed here; on a
+        // descriptor that is no longer a socket (closed meanwhile) the calls below fail.
+        let s = std::mem::ManuallyDrop::new(unsafe { std::net::TcpStream::from_raw_fd(fd) });
+        if s.peer_addr().ok() == Some(peer) && s.local_addr().is_ok_and(|a| a.port() == port) {
+            let _ = s.shutdown(std::net::Shutdown::Read);
+            return;
         }
     }
 }
@@ -495,8 +588,20 @@ fn completions<S: Sampler>(state: &State<S>, body: &[u8]) -> Result<serde_json::
         Some(c) => {
             let eos = s.eos_ids().first().copied();
             let mut seqs = Vec::with_capacity(c.len());
-            for t in c {
+            for (i, t) in c.iter().enumerate() {
                 let mut ids = s.encode(t).map_err(|e| bad(e.to_string(), None))?;
+                // a choice the vocabulary cannot write (a word read as `<unk>`) would be
+                // answered as something that is none of the choices
+                let back = s.decode(&ids).map_err(internal)?;
+                let squeeze = |x: &str| x.split_whitespace().collect::<String>();
+                if ids.is_empty() || squeeze(&back) != squeeze(t) {
+                    return Err(bad(
+                        format!(
+                            "choice {i} ({t:?}) cannot be written in this model's vocabulary (it reads back as {back:?})"
+                        ),
+                        Some("guided_choice"),
+                    ));
+                }
                 ids.extend(eos);
                 seqs.push(ids);
             }
@@ -505,23 +610,38 @@ fn completions<S: Sampler>(state: &State<S>, body: &[u8]) -> Result<serde_json::
     };
     let _guard = state.busy.lock().unwrap_or_else(|e| e.into_inner());
     // the prompt's own log-probabilities, for `echo`
-    let echoed: Option<Vec<Vec<f32>>> = if r.echo {
-        let pairs: Vec<(Vec<u32>, Vec<u32>)> = prompts
-            .iter()
-            .map(|q| (q[..1].to_vec(), q[1..].to_vec()))
-            .collect();
-        Some(s.score(&pairs).map_err(internal)?)
-    } else {
-        None
+    // (a one-token prompt has nothing to score: its only token has no log-probability)
+    let scored: Vec<usize> = (0..prompts.len())
+        .filter(|&i| prompts[i].len() > 1)
+        .collect();
+    let echo_pairs: Vec<(Vec<u32>, Vec<u32>)> = scored
+        .iter()
+        .map(|&i| (prompts[i][..1].to_vec(), prompts[i][1..].to_vec()))
+        .collect();
+    fn spread<T: Clone>(n: usize, scored: &[usize], got: Vec<Vec<T>>) -> Vec<Vec<T>> {
+        let mut all = vec![Vec::new(); n];
+        for (&i, g) in scored.iter().zip(got) {
+            all[i] = g;
+        }
+        all
+    }
+    let n_prompts = prompts.len();
+    let echoed: Option<Vec<Vec<f32>>> = match r.echo {
+        true if echo_pairs.is_empty() => Some(vec![Vec::new(); prompts.len()]),
+        true => Some(spread(
+            n_prompts,
+            &scored,
+            s.score(&echo_pairs).map_err(internal)?,
+        )),
+        false => None,
     };
     let echoed_top = match (&echoed, top) {
-        (Some(_), k) if k > 0 => {
-            let pairs: Vec<(Vec<u32>, Vec<u32>)> = prompts
-                .iter()
-                .map(|q| (q[..1].to_vec(), q[1..].to_vec()))
-                .collect();
-            Some(s.top_logprobs(&pairs, k).map_err(internal)?)
-        }
+        (Some(_), k) if k > 0 && echo_pairs.is_empty() => Some(vec![Vec::new(); prompts.len()]),
+        (Some(_), k) if k > 0 => Some(spread(
+            n_prompts,
+            &scored,
+            s.top_logprobs(&echo_pairs, k).map_err(internal)?,
+        )),
         _ => None,
     };
     let samples: Vec<Vec<Sample>> = if p.max_new_tokens == 0 {

@@ -1,0 +1,175 @@
+//! The server against hostile clients and odd requests: clients that declare a body and never
+//! send it do not hold the workers, `echo` of a one-token prompt is answered, and guided choices
+//! the vocabulary cannot write are refused (not answered with something that is none of them).
+
+use rla_lm::{Codec, Finish, LmError, Message, Request, Sample, Sampler};
+use rla_remote::server::{self, Options};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+/// A word-level model over a fixed vocabulary (id 0 is `<unk>`, id 1 the end of a sequence)
+/// that always answers its first allowed answer, or `yes`.
+struct Words;
+
+const VOCAB: [&str; 5] = ["<unk>", "<eos>", "yes", "no", "go"];
+
+impl Codec for Words {
+    fn encode(&self, text: &str) -> rla_lm::Result<Vec<u32>> {
+        Ok(text
+            .split_whitespace()
+            .map(|w| VOCAB.iter().position(|v| *v == w).unwrap_or(0) as u32)
+            .collect())
+    }
+    fn decode(&self, ids: &[u32]) -> rla_lm::Result<String> {
+        ids.iter()
+            .map(|&i| VOCAB.get(i as usize).copied())
+            .collect::<Option<Vec<_>>>()
+            .map(|w| w.join(" "))
+            .ok_or_else(|| LmError::Unsupported("id".into()))
+    }
+    fn eos_ids(&self) -> &[u32] {
+        &[1]
+    }
+    fn chat_template(&self, _: &[Message], _: bool) -> rla_lm::Result<Option<String>> {
+        Ok(None)
+    }
+}
+
+impl Sampler for Words {
+    fn sample(&self, r: &Request) -> rla_lm::Result<Vec<Vec<Sample>>> {
+        Ok(r.prompts
+            .iter()
+            .enumerate()
+            .map(|(i, _)| {
+                let tokens = match r.allowed {
+                    Some(a) => a[i][0].clone(),
+                    None => vec![2, 1],
+                };
+                let text = self.decode(&tokens[..tokens.len() - 1]).unwrap();
+                let s = Sample {
+                    logprobs: vec![-0.5; tokens.len()],
+                    tokens,
+                    text,
+                    finish: Finish::Eos,
+                };
+                vec![s; r.n]
+            })
+            .collect())
+    }
+    fn score(&self, pairs: &[(Vec<u32>, Vec<u32>)]) -> rla_lm::Result<Vec<Vec<f32>>> {
+        // as the real back ends: an empty response has nothing to score
+        pairs
+            .iter()
+            .map(|(_, r)| {
+                if r.is_empty() {
+                    Err(LmError::Unsupported("an empty response".into()))
+                } else {
+                    Ok(vec![-1.0; r.len()])
+                }
+            })
+            .collect()
+    }
+    fn vocab_size(&self) -> Option<usize> {
+        Some(VOCAB.len())
+    }
+}
+
+fn post(addr: &str, path: &str, body: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    write!(
+        s,
+        "POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    answer(&mut s)
+}
+
+fn answer(s: &mut TcpStream) -> (u16, String) {
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let status = out
+        .split_whitespace()
+        .nth(1)
+        .and_then(|x| x.parse().ok())
+        .unwrap_or(0);
+    (status, out)
+}
+
+#[test]
+fn clients_that_never_send_their_body_do_not_hold_the_workers() {
+    let opts = Options {
+        body_timeout: Duration::from_millis(300),
+        ..Options::default()
+    };
+    let srv = server::start(Words, "w", "127.0.0.1:0", 2, opts).unwrap();
+    let addr = srv.addr().to_string();
+    // four clients declare a body over tiny_http's read-ahead (1 KiB) and send none of it
+    let mut stalled: Vec<TcpStream> = (0..4)
+        .map(|_| {
+            let mut s = TcpStream::connect(&addr).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+            write!(
+                s,
+                "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n"
+            )
+            .unwrap();
+            s
+        })
+        .collect();
+    // the workers are free again: a request is answered (it would wait forever before)
+    let (st, body) = post(
+        &addr,
+        "/v1/completions",
+        r#"{"model": "w", "prompt": "go", "max_tokens": 2}"#,
+    );
+    assert_eq!(st, 200, "{body}");
+    // each stalled client is told why
+    for s in &mut stalled {
+        let (st, body) = answer(s);
+        assert_eq!(st, 408, "{body}");
+        assert!(body.contains("did not come within"), "{body}");
+    }
+}
+
+#[test]
+fn echo_of_a_one_token_prompt_is_answered() {
+    let srv = server::start(Words, "w", "127.0.0.1:0", 1, Options::default()).unwrap();
+    let addr = srv.addr().to_string();
+    let (st, body) = post(
+        &addr,
+        "/v1/completions",
+        r#"{"model": "w", "prompt": ["go", "go yes"], "echo": true, "logprobs": 0, "max_tokens": 0}"#,
+    );
+    assert_eq!(st, 200, "{body}");
+    let json: serde_json::Value = serde_json::from_str(body.split("\r\n\r\n").nth(1).unwrap())
+        .unwrap_or_else(|e| panic!("{e}: {body}"));
+    let lp = |i: usize| json["choices"][i]["logprobs"]["token_logprobs"].clone();
+    assert_eq!(lp(0), serde_json::json!([null]));
+    assert_eq!(lp(1), serde_json::json!([null, -1.0]));
+}
+
+#[test]
+fn guided_choices_the_vocabulary_cannot_write_are_refused() {
+    let srv = server::start(Words, "w", "127.0.0.1:0", 1, Options::default()).unwrap();
+    let addr = srv.addr().to_string();
+    let (st, body) = post(
+        &addr,
+        "/v1/completions",
+        r#"{"model": "w", "prompt": "go", "guided_choice": ["maybe", "perhaps"], "max_tokens": 4}"#,
+    );
+    assert_eq!(st, 400, "{body}");
+    assert!(
+        body.contains("guided_choice") && body.contains("maybe"),
+        "{body}"
+    );
+    let (st, body) = post(
+        &addr,
+        "/v1/completions",
+        r#"{"model": "w", "prompt": "go", "guided_choice": ["no", "yes"], "max_tokens": 4}"#,
+    );
+    assert_eq!(st, 200, "{body}");
+    assert!(body.contains(r#""text":"no""#), "{body}");
+}
