@@ -95,6 +95,20 @@ fn bad(msg: impl Into<String>) -> std::io::Error {
     std::io::Error::new(std::io::ErrorKind::InvalidData, msg.into())
 }
 
+/// Exactly `n` bytes, the buffer growing with what arrives (a peer that announces 16 GiB and
+/// sends nothing costs nothing).
+fn read_counted(r: &mut impl Read, n: u64) -> std::io::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    r.take(n).read_to_end(&mut out)?;
+    if (out.len() as u64) < n {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            format!("the message ended after {} of {n} bytes", out.len()),
+        ));
+    }
+    Ok(out)
+}
+
 /// Reads a message; what is not one of the protocol's is an `InvalidData` error saying what
 /// was wrong.
 pub fn read(r: &mut impl Read) -> std::io::Result<Message> {
@@ -112,12 +126,11 @@ pub fn read(r: &mut impl Read) -> std::io::Result<Message> {
             "a message of {hlen} header and {plen} payload bytes is past the protocol's limits"
         )));
     }
-    let mut h = vec![0u8; hlen as usize];
-    r.read_exact(&mut h)?;
+    // read as the bytes come, never allocated ahead from what the peer announced
+    let h = read_counted(r, hlen as u64)?;
     let mut header: Value =
         serde_json::from_slice(&h).map_err(|e| bad(format!("the header is not JSON: {e}")))?;
-    let mut payload = vec![0u8; plen as usize];
-    r.read_exact(&mut payload)?;
+    let payload = read_counted(r, plen)?;
     let desc = header
         .as_object_mut()
         .ok_or_else(|| bad("the header is not a JSON object"))?

@@ -7,7 +7,7 @@
 use crate::wire::{self, Array, Message, PROTOCOL};
 use crate::LearnerSpec;
 use serde_json::{json, Value};
-use std::io::{BufReader, BufWriter};
+use std::io::{BufReader, BufWriter, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -34,9 +34,50 @@ pub enum WorkerError {
     },
 }
 
+/// The worker's socket, its reads and writes bounded by one deadline: that of the whole call,
+/// so a worker that trickles its reply a byte at a time, or stops reading what is sent to it,
+/// fails the call when its time is up.
+struct Timed {
+    s: TcpStream,
+    deadline: Instant,
+}
+
+impl Timed {
+    fn left(&self) -> std::io::Result<Duration> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the call's time is up",
+            ));
+        }
+        Ok(left)
+    }
+}
+
+impl Read for Timed {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let left = self.left()?;
+        self.s.set_read_timeout(Some(left))?;
+        self.s.read(buf)
+    }
+}
+
+impl Write for Timed {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let left = self.left()?;
+        self.s.set_write_timeout(Some(left))?;
+        self.s.write(buf)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.s.flush()
+    }
+}
+
 struct Conn {
-    reader: BufReader<TcpStream>,
-    writer: BufWriter<TcpStream>,
+    reader: BufReader<Timed>,
+    writer: BufWriter<Timed>,
     next_id: u64,
     /// Set once the connection is lost: every later call fails with it.
     broken: Option<String>,
@@ -45,6 +86,8 @@ struct Conn {
 /// A running worker.
 pub struct Worker {
     child: Mutex<Child>,
+    /// Set once [`Worker::stop`] has ended the process group (it is not signalled twice).
+    stopped: std::sync::atomic::AtomicBool,
     conn: Mutex<Conn>,
     log: PathBuf,
     timeout: Duration,
@@ -169,18 +212,27 @@ impl Worker {
         let setup = |s: &TcpStream| -> std::io::Result<TcpStream> {
             s.set_nonblocking(false)?;
             s.set_nodelay(true)?;
-            s.set_read_timeout(Some(timeout))?;
             s.try_clone()
         };
         let r = setup(&stream).map_err(|e| lost(format!("connection failed: {e}")))?;
+        // the greeting comes within the start's time
+        let deadline = t0 + timeout;
         let mut conn = Conn {
-            reader: BufReader::new(r),
-            writer: BufWriter::new(stream),
+            reader: BufReader::new(Timed { s: r, deadline }),
+            writer: BufWriter::new(Timed {
+                s: stream,
+                deadline,
+            }),
             next_id: 0,
             broken: None,
         };
-        let hello = wire::read(&mut conn.reader)
-            .map_err(|e| lost(format!("sent no greeting: {e}; {}", tail(&log, 15))))?;
+        let hello = match wire::read(&mut conn.reader) {
+            Ok(h) => h,
+            Err(e) => {
+                stop(&mut child);
+                return Err(lost(format!("sent no greeting: {e}; {}", tail(&log, 15))));
+            }
+        };
         if hello.header["token"].as_str() != Some(secret.as_str()) {
             stop(&mut child);
             return Err(lost(
@@ -189,6 +241,7 @@ impl Worker {
         }
         Ok(Worker {
             child: Mutex::new(child),
+            stopped: std::sync::atomic::AtomicBool::new(false),
             conn: Mutex::new(conn),
             log,
             timeout,
@@ -215,6 +268,9 @@ impl Worker {
                 header[k] = v;
             }
         }
+        let deadline = Instant::now() + self.timeout;
+        conn.reader.get_mut().deadline = deadline;
+        conn.writer.get_mut().deadline = deadline;
         let sent = wire::write(&mut conn.writer, &Message { header, arrays });
         let reply = sent.and_then(|_| wire::read(&mut conn.reader));
         let reply = match reply {
@@ -283,17 +339,23 @@ impl Worker {
                     header: json!({"v": PROTOCOL, "id": conn.next_id, "op": "shutdown"}),
                     arrays: vec![],
                 };
+                // a worker that reads nothing more does not hold this
+                conn.writer.get_mut().deadline = Instant::now() + Duration::from_secs(5);
                 let _ = wire::write(&mut conn.writer, &m);
                 conn.broken = Some("was shut down".into());
             }
         }
+        if self.stopped.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
         let t0 = Instant::now();
         while t0.elapsed() < Duration::from_secs(10) {
             if let Ok(Some(_)) = child.try_wait() {
-                return;
+                break;
             }
             std::thread::sleep(Duration::from_millis(50));
         }
+        // torchrun gone or not, every rank is ended
         stop(&mut child);
     }
 }
@@ -312,20 +374,22 @@ fn signal_group(child: &Child, sig: libc::c_int) {
     }
 }
 
-/// SIGTERM to the child's process group (torchrun passes it on to its ranks), then SIGKILL.
+/// SIGTERM to the child's process group (torchrun passes it on to its ranks), then SIGKILL to
+/// the group, whether torchrun has exited or not: a rank stopped (SIGSTOP) or ignoring SIGTERM
+/// outlives torchrun. While any rank lives, the group's id (torchrun's pid) is not given to
+/// another process, so signalling it reaches only what is left of the worker.
 fn stop(child: &mut Child) {
-    if let Ok(Some(_)) = child.try_wait() {
-        return; // reaped: its pid may belong to another process by now
-    }
     #[cfg(unix)]
     {
-        signal_group(child, libc::SIGTERM);
-        let t0 = Instant::now();
-        while t0.elapsed() < Duration::from_secs(5) {
-            if let Ok(Some(_)) = child.try_wait() {
-                return;
+        if !matches!(child.try_wait(), Ok(Some(_))) {
+            signal_group(child, libc::SIGTERM);
+            let t0 = Instant::now();
+            while t0.elapsed() < Duration::from_secs(5) {
+                if let Ok(Some(_)) = child.try_wait() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(50));
             }
-            std::thread::sleep(Duration::from_millis(50));
         }
         signal_group(child, libc::SIGKILL);
     }
