@@ -294,27 +294,35 @@ pub fn build_word_level(corpus: &str, min_count: usize) -> Result<Tok, ModelErro
     tok_from_json(&word_level_json(&vocab))
 }
 
-/// The characters every [`build_pieces`] tokenizer holds, alone and after a space: printable
-/// ASCII, the newline and the tab.
-fn base_alphabet() -> Vec<String> {
-    let chars: Vec<char> = (0x20u8..0x7f).map(char::from).chain(['\n', '\t']).collect();
-    let mut out: Vec<String> = chars.iter().map(|c| c.to_string()).collect();
-    out.extend(chars.iter().filter(|c| **c != ' ').map(|c| format!(" {c}")));
+/// The characters of a corpus, each alone and after a space (a space itself once), in order of
+/// first appearance: the pieces a [`build_pieces`] tokenizer can always fall back to.
+fn alphabet(corpus: &str) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for c in corpus.chars() {
+        if seen.insert(c) {
+            out.push(c.to_string());
+            if !c.is_whitespace() {
+                out.push(format!(" {c}"));
+            }
+        }
+    }
     out
 }
 
 /// Builds the tokenizer of tiny models from a corpus: the words of [`build_word_level`], then
 /// every `required` word (so a vocabulary covers a setting's names whether or not its corpus shows
-/// them), then every printable ASCII character alone and after a space. A word outside the
-/// vocabulary is cut into the longest pieces it holds, down to characters, never mapped to one
-/// `<unk>`; a word the vocabulary holds is one token, as in [`build_word_level`].
+/// them), then every character of the corpus and of the required words alone and after a space. A
+/// word outside the vocabulary is cut into the longest pieces it holds, down to characters, never
+/// mapped to one `<unk>` (only a character the corpus never shows is); a word the vocabulary holds
+/// is one token, as in [`build_word_level`].
 pub fn build_pieces(
     corpus: &str,
     min_count: usize,
     required: &[String],
 ) -> Result<Tok, ModelError> {
     let mut extra: Vec<String> = required.to_vec();
-    extra.extend(base_alphabet());
+    extra.extend(alphabet(&format!("{corpus}{}", required.concat())));
     let vocab = corpus_vocab(corpus, min_count, &extra)?;
     tok_from_json(&word_piece_json(&vocab))
 }

@@ -114,17 +114,15 @@ fn missing_or_broken_tokenizer_files_are_named() {
 
 #[test]
 fn tiny_tokenizers_cut_an_unseen_word_into_pieces_rather_than_one_unk() {
-    let tok = build_pieces(
-        "go to the fridge 1\nopen the fridge 1\n",
-        1,
-        &[" desk".to_string()],
-    )
-    .unwrap();
+    // the corpus shows every letter and digit somewhere, not the words below
+    let corpus =
+        "go to the fridge 1\nopen the fridge 1\nabcdefghijklmnopqrstuvwxyz 0123456789 =[],;{}\n";
+    let tok = build_pieces(corpus, 1, &[" desk".to_string()]).unwrap();
     let unk = tok.inner.token_to_id("<unk>").unwrap();
     // words of the corpus and required words are one token each, as a word-level tokenizer has them
     assert_eq!(tok.encode(" fridge").unwrap().len(), 1);
     assert_eq!(tok.encode(" desk").unwrap().len(), 1);
-    let words = build_word_level("go to the fridge 1\nopen the fridge 1\n", 1).unwrap();
+    let words = build_word_level(corpus, 1).unwrap();
     assert_eq!(
         tok.encode("go to the fridge 1").unwrap(),
         words.encode("go to the fridge 1").unwrap()
@@ -140,6 +138,8 @@ fn tiny_tokenizers_cut_an_unseen_word_into_pieces_rather_than_one_unk() {
         assert_eq!(tok.decode(&ids).unwrap(), text);
     }
     assert!(tok.encode(" tennisracket").unwrap().len() > 1);
+    // only a character the corpus never shows is <unk>
+    assert!(tok.encode("café").unwrap().contains(&unk));
     assert!(
         words.encode(" tennisracket").unwrap().contains(&unk),
         "the word-level one has no pieces"

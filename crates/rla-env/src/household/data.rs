@@ -6,7 +6,7 @@
 //! the receptacles that open, `MAX_NUM_OF_OBJ_INSTANCES`, the goal types each room kind allows
 //! (`GOALS_VALID`), and ALFRED's training and unseen floor plans.
 
-use super::task::{GoalKind, Room};
+use super::kinds::{GoalKind, Room};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -97,8 +97,9 @@ impl FloorPlan {
 }
 
 /// Words every household text may hold, one a line, for a tiny model's vocabulary: every ALFRED
-/// object and receptacle class as ALFWorld writes it (lower case, after a space) and every instance
-/// number up to the largest count of one class in a floor plan.
+/// object and receptacle class as ALFWorld writes it (lower case, after a space), every instance
+/// number up to the largest count of one class in a floor plan, and a line of every printable ASCII
+/// character (so a word-piece vocabulary can spell any word of ALFWorld's text).
 pub fn vocabulary() -> String {
     let t = alfred();
     let most = t
@@ -116,6 +117,8 @@ pub fn vocabulary() -> String {
     for n in 1..=most {
         out.push_str(&format!(" {n}\n"));
     }
+    out.extend((0x21u8..0x7f).map(char::from));
+    out.push('\n');
     out
 }
 

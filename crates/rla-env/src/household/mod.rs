@@ -12,6 +12,7 @@ pub mod data;
 pub mod expert;
 pub mod game;
 pub mod goal;
+pub mod kinds;
 pub mod pddl;
 pub mod splits;
 pub mod stats;
