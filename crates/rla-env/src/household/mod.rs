@@ -14,6 +14,7 @@ pub mod game;
 pub mod goal;
 pub mod kinds;
 pub mod pddl;
+pub mod regame;
 pub mod splits;
 pub mod stats;
 pub mod task;

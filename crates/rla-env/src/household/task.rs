@@ -95,6 +95,50 @@ pub fn placeable_objects(floor_plan: u32, exclude: Option<&str>) -> Vec<String> 
         .collect()
 }
 
+/// A goal's task sentence in ALFWorld's wording (`template` 0 or 1 of the goal library's two).
+pub fn goal_sentence(
+    goal: GoalKind,
+    template: u8,
+    object: &str,
+    receptacle: Option<&str>,
+    lamp: Option<&str>,
+) -> String {
+    let tpl = goal.templates()[template.min(1) as usize];
+    tpl.replace("{o}", &object.to_ascii_lowercase())
+        .replace("{r}", &receptacle.unwrap_or("").to_ascii_lowercase())
+        .replace("{l}", &lamp.unwrap_or("").to_ascii_lowercase())
+}
+
+/// A goal as PDDL, as ALFWorld's goal library writes it.
+pub fn goal_pddl(goal: GoalKind, o: &str, receptacle: Option<&str>, lamp: Option<&str>) -> String {
+    let r = receptacle.unwrap_or("");
+    match goal {
+
+        GoalKind::PickAndPlaceSimple => format!(
+            "(and (exists (?r - receptacle) (exists (?o - object) (and (inReceptacle ?o ?r) (objectType ?o {o}Type) (receptacleType ?r {r}Type)))))"
+        ),
+        GoalKind::PickCleanThenPlaceInRecep | GoalKind::PickHeatThenPlaceInRecep | GoalKind::PickCoolThenPlaceInRecep => {
+            let (able, is) = match goal {
+                GoalKind::PickCleanThenPlaceInRecep => ("cleanable", "isClean"),
+                GoalKind::PickHeatThenPlaceInRecep => ("heatable", "isHot"),
+                _ => ("coolable", "isCool"),
+            };
+            format!(
+                "(and (exists (?r - receptacle) (exists (?o - object) (and ({able} ?o) (objectType ?o {o}Type) (receptacleType ?r {r}Type) ({is} ?o) (inReceptacle ?o ?r)))))"
+            )
+        }
+        GoalKind::LookAtObjInLight => {
+            let l = lamp.unwrap_or("");
+            format!(
+                "(and (exists (?ot - object ?r - receptacle ?a - agent ?l - location) (and (objectType ?ot {l}Type) (toggleable ?ot) (isToggled ?ot) (receptacleAtLocation ?r ?l) (atLocation ?a ?l) (inReceptacle ?ot ?r))) (exists (?o - object ?a - agent) (and (objectType ?o {o}Type) (holds ?a ?o))))"
+            )
+        }
+        GoalKind::PickTwoObjAndPlace => format!(
+            "(and (exists (?r - receptacle) (exists (?o1 - object) (and (objectType ?o1 {o}Type) (receptacleType ?r {r}Type) (inReceptacle ?o1 ?r) (exists (?o2 - object) (and (not (= ?o1 ?o2)) (objectType ?o2 {o}Type) (receptacleType ?r {r}Type) (inReceptacle ?o2 ?r)))))))"
+        ),
+    }
+}
+
 fn coord(rng: &mut ChaCha8Rng) -> String {
     let v: i32 = rng.gen_range(-499..=499);
     let sign = if v < 0 { "minus" } else { "plus" };
@@ -294,50 +338,23 @@ impl TaskSpec {
 
     /// The task sentence in ALFWorld's wording.
     pub fn sentence(&self) -> String {
-        let tpl = self.goal.templates()[self.template.min(1) as usize];
-        tpl.replace("{o}", &self.object.to_ascii_lowercase())
-            .replace(
-                "{r}",
-                &self
-                    .receptacle
-                    .as_deref()
-                    .unwrap_or("")
-                    .to_ascii_lowercase(),
-            )
-            .replace(
-                "{l}",
-                &self.lamp.as_deref().unwrap_or("").to_ascii_lowercase(),
-            )
+        goal_sentence(
+            self.goal,
+            self.template,
+            &self.object,
+            self.receptacle.as_deref(),
+            self.lamp.as_deref(),
+        )
     }
 
     /// The goal as PDDL, as ALFWorld's goal library writes it.
     pub fn goal_pddl(&self) -> String {
-        let o = &self.object;
-        let r = self.receptacle.as_deref().unwrap_or("");
-        match self.goal {
-            GoalKind::PickAndPlaceSimple => format!(
-                "(and (exists (?r - receptacle) (exists (?o - object) (and (inReceptacle ?o ?r) (objectType ?o {o}Type) (receptacleType ?r {r}Type)))))"
-            ),
-            GoalKind::PickCleanThenPlaceInRecep | GoalKind::PickHeatThenPlaceInRecep | GoalKind::PickCoolThenPlaceInRecep => {
-                let (able, is) = match self.goal {
-                    GoalKind::PickCleanThenPlaceInRecep => ("cleanable", "isClean"),
-                    GoalKind::PickHeatThenPlaceInRecep => ("heatable", "isHot"),
-                    _ => ("coolable", "isCool"),
-                };
-                format!(
-                    "(and (exists (?r - receptacle) (exists (?o - object) (and ({able} ?o) (objectType ?o {o}Type) (receptacleType ?r {r}Type) ({is} ?o) (inReceptacle ?o ?r)))))"
-                )
-            }
-            GoalKind::LookAtObjInLight => {
-                let l = self.lamp.as_deref().unwrap_or("");
-                format!(
-                    "(and (exists (?ot - object ?r - receptacle ?a - agent ?l - location) (and (objectType ?ot {l}Type) (toggleable ?ot) (isToggled ?ot) (receptacleAtLocation ?r ?l) (atLocation ?a ?l) (inReceptacle ?ot ?r))) (exists (?o - object ?a - agent) (and (objectType ?o {o}Type) (holds ?a ?o))))"
-                )
-            }
-            GoalKind::PickTwoObjAndPlace => format!(
-                "(and (exists (?r - receptacle) (exists (?o1 - object) (and (objectType ?o1 {o}Type) (receptacleType ?r {r}Type) (inReceptacle ?o1 ?r) (exists (?o2 - object) (and (not (= ?o1 ?o2)) (objectType ?o2 {o}Type) (receptacleType ?r {r}Type) (inReceptacle ?o2 ?r)))))))"
-            ),
-        }
+        goal_pddl(
+            self.goal,
+            &self.object,
+            self.receptacle.as_deref(),
+            self.lamp.as_deref(),
+        )
     }
 
     /// Builds the scene on its floor plan: the floor plan's receptacles at their poses (receptacles
