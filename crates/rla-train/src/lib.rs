@@ -4,11 +4,13 @@
 //! step m times, compute integrated rewards and consistency rewards, update both models with
 //! PPO-clip, summarise the judge's critiques, and rewrite tasks that left the difficulty band.
 
+pub mod ablate;
 pub mod coding;
 pub mod config;
 pub mod control;
 pub mod dagger;
 pub mod desktop;
+pub mod eval;
 pub mod household;
 pub mod judge;
 pub mod manifest;

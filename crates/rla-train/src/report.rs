@@ -131,6 +131,27 @@ pub fn summary(ms: &[IterMetrics], eval: &EvalConfig, spread: Option<&str>) -> R
     Ok(s)
 }
 
+/// A run's first and last evaluation success, each (in-domain, OOD).
+pub fn before_after(ms: &[IterMetrics]) -> Result<((f64, f64), (f64, f64))> {
+    use anyhow::Context;
+    let first = ms.first().context("no metrics")?;
+    let last = ms
+        .iter()
+        .rev()
+        .find(|m| m.eval_in_domain.is_some())
+        .context("no evaluation")?;
+    Ok((
+        (
+            first.eval_in_domain.unwrap_or(0.0),
+            first.eval_ood.unwrap_or(0.0),
+        ),
+        (
+            last.eval_in_domain.unwrap_or(0.0),
+            last.eval_ood.unwrap_or(0.0),
+        ),
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::summary;

@@ -1,7 +1,7 @@
 //! `rlanything pretrain | train | eval | report | ablate` and the quickstart's run.
 
 use crate::backend::backend;
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use rla_train::config::{Mode, RunConfig};
 use rla_train::report::write_report;
 use rla_train::run::RunDir;
@@ -88,29 +88,6 @@ fn parse_modes(names: &[String]) -> Result<(Vec<Mode>, bool)> {
     ))
 }
 
-/// A run's training seconds: its iterations' rollouts, judging, updates and adaptation (its
-/// evaluations not counted).
-fn training_seconds(ms: &[rla_train::run::IterMetrics]) -> f64 {
-    ms.iter()
-        .map(|m| m.time_rollout + m.time_judge + m.time_update + m.time_adapt)
-        .sum()
-}
-
-/// Pretrains tiny models into `dir/pretrained` unless the config names checkpoints.
-pub fn ensure_pretrained(cfg: &RunConfig, dir: &Path, progress: bool) -> Result<()> {
-    if cfg.policy.path.is_some() && cfg.reward.path.is_some() {
-        return Ok(());
-    }
-    let pre = dir.join("pretrained");
-    if rla_lm::is_checkpoint(&pre.join("policy")) && rla_lm::is_checkpoint(&pre.join("reward")) {
-        return Ok(());
-    }
-    for line in warm_start(cfg, &pre, progress)? {
-        println!("pretrain {line}");
-    }
-    Ok(())
-}
-
 pub fn run_pretrain(a: PretrainArgs) -> Result<()> {
     let cfg = RunConfig::load(&a.config)?;
     let start = std::time::Instant::now();
@@ -146,27 +123,7 @@ pub fn train_run(
     resume: bool,
     progress: bool,
 ) -> Result<((f64, f64), (f64, f64))> {
-    before_after(&train_run_metrics(cfg, dir, resume, progress)?)
-}
-
-/// A run's first and last evaluation success (in-domain, OOD).
-fn before_after(ms: &[rla_train::run::IterMetrics]) -> Result<((f64, f64), (f64, f64))> {
-    let first = ms.first().context("no metrics")?;
-    let last = ms
-        .iter()
-        .rev()
-        .find(|m| m.eval_in_domain.is_some())
-        .context("no evaluation")?;
-    Ok((
-        (
-            first.eval_in_domain.unwrap_or(0.0),
-            first.eval_ood.unwrap_or(0.0),
-        ),
-        (
-            last.eval_in_domain.unwrap_or(0.0),
-            last.eval_ood.unwrap_or(0.0),
-        ),
-    ))
+    rla_train::report::before_after(&train_run_metrics(cfg, dir, resume, progress)?)
 }
 
 /// Trains a run to its end (warm start first, unless resuming) and writes its report; returns
@@ -177,19 +134,9 @@ pub fn train_run_metrics(
     resume: bool,
     progress: bool,
 ) -> Result<Vec<rla_train::run::IterMetrics>> {
-    cfg.check_paths().map_err(anyhow::Error::msg)?;
-    let _lock = rla_train::run::lock_run(dir)?;
-    // the config first: a run killed during its warm start resumes with `--resume` alone
-    RunDir::create(dir, &cfg, resume)?;
-    if !resume || !dir.join("checkpoint/state.json").exists() {
-        ensure_pretrained(&cfg, dir, progress)?;
-    }
-    rla_train::registry::setting(&cfg)?.train(backend(), cfg, dir, resume, progress)?;
-    let rd = RunDir {
-        path: dir.to_path_buf(),
-    };
-    write_report(&rd)?;
-    rd.metrics()
+    rla_train::open::train_to_end(backend(), cfg, dir, (resume, progress), &mut |l| {
+        println!("{l}")
+    })
 }
 
 pub fn run_train(a: TrainArgs) -> Result<()> {
@@ -228,36 +175,6 @@ pub fn run_report(dir: PathBuf) -> Result<()> {
     Ok(())
 }
 
-/// A seed's SFT control and the (in-domain, OOD) success of the base it started from.
-type Control = (rla_train::control::ControlResult, (f64, f64));
-
-/// One finished run of the ablation.
-struct AblationRun {
-    before: (f64, f64),
-    after: (f64, f64),
-    judge: (Option<f64>, Option<f64>),
-    mu: Option<f64>,
-    metrics: Vec<rla_train::run::IterMetrics>,
-}
-
-/// Mean, min and max.
-fn spread(xs: &[f64]) -> (f64, f64, f64) {
-    let mean = xs.iter().sum::<f64>() / xs.len().max(1) as f64;
-    let min = xs.iter().copied().fold(f64::INFINITY, f64::min);
-    let max = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    (mean, min, max)
-}
-
-/// `mean (min–max)` in percent, or the single value for one seed.
-fn pct(xs: &[f64]) -> String {
-    let (m, lo, hi) = spread(xs);
-    if xs.len() == 1 {
-        format!("{:.1}", 100.0 * m)
-    } else {
-        format!("{:.1} ({:.1}–{:.1})", 100.0 * m, 100.0 * lo, 100.0 * hi)
-    }
-}
-
 pub fn run_ablate(a: AblateArgs) -> Result<()> {
     let base = RunConfig::load(&a.config)?;
     base.check_paths().map_err(anyhow::Error::msg)?;
@@ -265,164 +182,27 @@ pub fn run_ablate(a: AblateArgs) -> Result<()> {
         bail!("--seeds 0: run at least one seed");
     }
     let (modes, control) = parse_modes(&a.modes)?;
-    std::fs::create_dir_all(&a.out)?;
-    let mut runs: Vec<Vec<AblationRun>> = modes.iter().map(|_| vec![]).collect();
-    let mut controls: Vec<Control> = vec![];
-    for s in 0..a.seeds {
-        let mut seeded = base.clone();
-        seeded.seed = base.seed + s;
-        let out = if a.seeds == 1 {
-            a.out.clone()
-        } else {
-            a.out.join(format!("seed-{}", seeded.seed))
-        };
-        ensure_pretrained(&seeded, &out, !a.quiet)?;
-        for (mi, &mode) in modes.iter().enumerate() {
-            let mut cfg = seeded.clone();
-            cfg.mode = mode;
-            if cfg.policy.path.is_none() {
-                cfg.policy.path = Some(out.join("pretrained/policy"));
-            }
-            if cfg.reward.path.is_none() {
-                cfg.reward.path = Some(out.join("pretrained/reward"));
-            }
-            let dir = out.join(mode.name().replace('+', "-"));
-            let resume = dir.join("checkpoint/state.json").exists();
-            let ms = train_run_metrics(cfg, &dir, resume, !a.quiet)?;
-            let (before, after) = before_after(&ms)?;
-            let last = ms.last().context("no metrics")?;
-            runs[mi].push(AblationRun {
-                before,
-                after,
-                judge: (last.process_acc, last.outcome_acc),
-                mu: last.mu,
-                metrics: ms,
-            });
-        }
-        if control {
-            let full = modes
-                .iter()
-                .position(|&m| m == Mode::Full)
-                .context("full")?;
-            let run = runs[full].last().context("full's run")?;
-            let mut cfg = seeded.clone();
-            if cfg.policy.path.is_none() {
-                cfg.policy.path = Some(out.join("pretrained/policy"));
-            }
-            let budget = training_seconds(&run.metrics);
-            let sft = out.join("sft");
-            let r = rla_train::control::sft_control(backend(), &cfg, &sft, budget, !a.quiet)?;
-            controls.push((r, run.before));
-        }
-    }
-    let (judge_a, judge_b) = rla_train::registry::setting(&base)?.judge_columns();
-    let mut table = format!(
-        "| mode | in-domain before | in-domain after | OOD before | OOD after | {judge_a} | {judge_b} | μ (last) |\n|---|---|---|---|---|---|---|---|\n"
-    );
-    for (mode, rs) in modes.iter().zip(&runs) {
-        let col = |f: &dyn Fn(&AblationRun) -> Option<f64>| {
-            let xs: Vec<f64> = rs.iter().filter_map(f).collect();
-            if xs.is_empty() {
-                "—".to_string()
-            } else {
-                pct(&xs)
-            }
-        };
-        let mu: Vec<f64> = rs.iter().filter_map(|r| r.mu).collect();
-        let mu = if mu.is_empty() {
-            "—".to_string()
-        } else {
-            let (m, lo, hi) = spread(&mu);
-            format!("{m:.2} ({lo:.2}–{hi:.2})")
-        };
-        table.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
-            mode.name(),
-            col(&|r| Some(r.before.0)),
-            col(&|r| Some(r.after.0)),
-            col(&|r| Some(r.before.1)),
-            col(&|r| Some(r.after.1)),
-            col(&|r| r.judge.0),
-            col(&|r| r.judge.1),
-            mu
-        ));
-    }
-    if control {
-        let col = |f: &dyn Fn(&Control) -> f64| pct(&controls.iter().map(f).collect::<Vec<_>>());
-        table.push_str(&format!(
-            "| sft (control) | {} | {} | {} | {} | — | — | — |\n",
-            col(&|c| c.1 .0),
-            col(&|c| c.0.in_domain),
-            col(&|c| c.1 .1),
-            col(&|c| c.0.ood),
-        ));
-    }
+    let r = rla_train::ablate::ablate(
+        backend(),
+        &base,
+        &a.out,
+        &rla_train::ablate::Ablation {
+            seeds: a.seeds,
+            modes,
+            control,
+            progress: !a.quiet,
+        },
+        &mut |l| println!("{l}"),
+    )?;
     println!(
         "{} seed(s) from {}; greedy success in %, mean (min–max) over seeds",
         a.seeds, base.seed
     );
-    print!("{table}");
-    rla_train::run::write_atomic(&a.out.join("ablation.md"), &table)?;
-    // the modes' evaluation curves with their seed ranges
-    let mut curves: Vec<PathBuf> = vec![];
-    for (split, file, pick) in [
-        (
-            "in-domain",
-            "ablation-in-domain.png",
-            (|m: &rla_train::run::IterMetrics| m.eval_in_domain) as fn(&_) -> Option<f64>,
-        ),
-        ("OOD", "ablation-ood.png", |m| m.eval_ood),
-        ("validation", "ablation-validation.png", |m| {
-            m.eval_validation
-        }),
-    ] {
-        if !runs
-            .iter()
-            .flatten()
-            .flat_map(|r| &r.metrics)
-            .any(|m| pick(m).is_some())
-        {
-            continue; // a split the runs did not evaluate
-        }
-        curves.push(a.out.join(file));
-        let series: Vec<rla_train::plots::BandSeries> = modes
-            .iter()
-            .zip(&runs)
-            .map(|(mode, rs)| {
-                let mut by_iter: std::collections::BTreeMap<usize, Vec<f64>> = Default::default();
-                for r in rs {
-                    for m in &r.metrics {
-                        if let Some(v) = pick(m) {
-                            by_iter.entry(m.iteration).or_default().push(100.0 * v);
-                        }
-                    }
-                }
-                let pts = by_iter
-                    .into_iter()
-                    .map(|(k, xs)| {
-                        let (m, lo, hi) = spread(&xs);
-                        (k as f64, m, lo, hi)
-                    })
-                    .collect();
-                (mode.name().to_string(), pts)
-            })
-            .collect();
-        let top = series
-            .iter()
-            .flat_map(|s| s.1.iter().map(|p| p.3))
-            .fold(0.0, f64::max);
-        rla_train::plots::band_chart(
-            &a.out.join(file),
-            &format!("greedy {split} success by mode ({} seeds)", a.seeds),
-            "success %",
-            &series,
-            (0.0, (top + 5.0).clamp(10.0, 100.0)),
-        )?;
-    }
+    print!("{}", r.table);
     println!(
         "table: {}; curves: {}",
-        a.out.join("ablation.md").display(),
-        curves
+        r.table_file.display(),
+        r.curves
             .iter()
             .map(|p| p.display().to_string())
             .collect::<Vec<_>>()
@@ -432,13 +212,8 @@ pub fn run_ablate(a: AblateArgs) -> Result<()> {
 }
 
 /// Warm-starts the run's tiny models into `out/policy` and `out/reward` in its setting.
-fn warm_start(cfg: &RunConfig, out: &std::path::Path, progress: bool) -> Result<Vec<String>> {
-    rla_train::registry::setting(cfg)?.warm_start(rla_train::setting::WarmStart {
-        backend: backend(),
-        cfg,
-        out,
-        progress,
-    })
+fn warm_start(cfg: &RunConfig, out: &Path, progress: bool) -> Result<Vec<String>> {
+    rla_train::open::warm_start(backend(), cfg, out, progress)
 }
 
 #[cfg(test)]

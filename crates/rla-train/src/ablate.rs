@@ -1,0 +1,269 @@
+//! The ablation: one run per mode (`outcome`, `policy`, `policy+reward`, `full`) and seed from
+//! one config, each seed's warm starts shared by its modes, and optionally the SFT control (the
+//! minutes of each seed's `full` run spent on more SFT of its warm start); the table of greedy
+//! success before and after, the judge's quality and μ, written to `OUT/ablation.md`, and the
+//! modes' evaluation curves with their seed ranges as PNG files. Finished run folders are reused.
+
+use crate::config::{Mode, RunConfig};
+use crate::control::ControlResult;
+use crate::run::IterMetrics;
+use anyhow::{bail, Context, Result};
+use rla_lm::Backend;
+use std::path::{Path, PathBuf};
+
+/// What to run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ablation {
+    /// Seeds per mode: the config's seed, then the next ones. With more than one, runs go to
+    /// `OUT/seed-S/MODE`.
+    pub seeds: u64,
+    /// The modes, in the table's order.
+    pub modes: Vec<Mode>,
+    /// Whether to run the SFT control (with `full` among the modes).
+    pub control: bool,
+    /// Progress bars on stderr.
+    pub progress: bool,
+}
+
+/// What the ablation wrote.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ablated {
+    /// The table (Markdown), also in `OUT/ablation.md`.
+    pub table: String,
+    /// The table's file.
+    pub table_file: PathBuf,
+    /// The curves written, one per split the runs evaluated.
+    pub curves: Vec<PathBuf>,
+}
+
+/// A seed's SFT control and the (in-domain, OOD) success of the base it started from.
+type Control = (ControlResult, (f64, f64));
+
+/// One finished run of the ablation.
+struct AblationRun {
+    before: (f64, f64),
+    after: (f64, f64),
+    judge: (Option<f64>, Option<f64>),
+    mu: Option<f64>,
+    metrics: Vec<IterMetrics>,
+}
+
+/// A run's training seconds: its iterations' rollouts, judging, updates and adaptation (its
+/// evaluations not counted).
+fn training_seconds(ms: &[IterMetrics]) -> f64 {
+    ms.iter()
+        .map(|m| m.time_rollout + m.time_judge + m.time_update + m.time_adapt)
+        .sum()
+}
+
+/// Mean, min and max.
+fn spread(xs: &[f64]) -> (f64, f64, f64) {
+    let mean = xs.iter().sum::<f64>() / xs.len().max(1) as f64;
+    let min = xs.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (mean, min, max)
+}
+
+/// `mean (min–max)` in percent, or the single value for one seed.
+fn pct(xs: &[f64]) -> String {
+    let (m, lo, hi) = spread(xs);
+    if xs.len() == 1 {
+        format!("{:.1}", 100.0 * m)
+    } else {
+        format!("{:.1} ({:.1}–{:.1})", 100.0 * m, 100.0 * lo, 100.0 * hi)
+    }
+}
+
+/// Runs the ablation of `base` into `out`; `say` is given the warm starts' lines as they come.
+pub fn ablate(
+    backend: &'static dyn Backend,
+    base: &RunConfig,
+    out: &Path,
+    a: &Ablation,
+    say: &mut dyn FnMut(&str),
+) -> Result<Ablated> {
+    base.check_paths().map_err(anyhow::Error::msg)?;
+    if a.seeds == 0 {
+        bail!("--seeds 0: run at least one seed");
+    }
+    if a.control && !a.modes.contains(&Mode::Full) {
+        bail!("--modes sft: the control is given the minutes of `full`; name full too");
+    }
+    std::fs::create_dir_all(out)?;
+    let modes = &a.modes;
+    let mut runs: Vec<Vec<AblationRun>> = modes.iter().map(|_| vec![]).collect();
+    let mut controls: Vec<Control> = vec![];
+    for s in 0..a.seeds {
+        let mut seeded = base.clone();
+        seeded.seed = base.seed + s;
+        let out = if a.seeds == 1 {
+            out.to_path_buf()
+        } else {
+            out.join(format!("seed-{}", seeded.seed))
+        };
+        crate::open::ensure_pretrained(backend, &seeded, &out, a.progress, say)?;
+        for (mi, &mode) in modes.iter().enumerate() {
+            let mut cfg = seeded.clone();
+            cfg.mode = mode;
+            if cfg.policy.path.is_none() {
+                cfg.policy.path = Some(out.join("pretrained/policy"));
+            }
+            if cfg.reward.path.is_none() {
+                cfg.reward.path = Some(out.join("pretrained/reward"));
+            }
+            let dir = out.join(mode.name().replace('+', "-"));
+            let resume = dir.join("checkpoint/state.json").exists();
+            let ms = crate::open::train_to_end(backend, cfg, &dir, (resume, a.progress), say)?;
+            let (before, after) = crate::report::before_after(&ms)?;
+            let last = ms.last().context("no metrics")?;
+            runs[mi].push(AblationRun {
+                before,
+                after,
+                judge: (last.process_acc, last.outcome_acc),
+                mu: last.mu,
+                metrics: ms,
+            });
+        }
+        if a.control {
+            let full = modes
+                .iter()
+                .position(|&m| m == Mode::Full)
+                .context("full")?;
+            let run = runs[full].last().context("full's run")?;
+            let mut cfg = seeded.clone();
+            if cfg.policy.path.is_none() {
+                cfg.policy.path = Some(out.join("pretrained/policy"));
+            }
+            let budget = training_seconds(&run.metrics);
+            let sft = out.join("sft");
+            let r = crate::control::sft_control(backend, &cfg, &sft, budget, a.progress)?;
+            controls.push((r, run.before));
+        }
+    }
+    let (judge_a, judge_b) = crate::registry::setting(base)?.judge_columns();
+    let table = table(modes, &runs, &controls, (judge_a, judge_b));
+    let table_file = out.join("ablation.md");
+    crate::run::write_atomic(&table_file, &table)?;
+    let curves = curves(out, modes, &runs, a.seeds)?;
+    Ok(Ablated {
+        table,
+        table_file,
+        curves,
+    })
+}
+
+/// The ablation's table: a row per mode, and the control's.
+fn table(
+    modes: &[Mode],
+    runs: &[Vec<AblationRun>],
+    controls: &[Control],
+    (judge_a, judge_b): (&str, &str),
+) -> String {
+    let mut table = format!(
+        "| mode | in-domain before | in-domain after | OOD before | OOD after | {judge_a} | {judge_b} | μ (last) |\n|---|---|---|---|---|---|---|---|\n"
+    );
+    for (mode, rs) in modes.iter().zip(runs) {
+        let col = |f: &dyn Fn(&AblationRun) -> Option<f64>| {
+            let xs: Vec<f64> = rs.iter().filter_map(f).collect();
+            if xs.is_empty() {
+                "—".to_string()
+            } else {
+                pct(&xs)
+            }
+        };
+        let mu: Vec<f64> = rs.iter().filter_map(|r| r.mu).collect();
+        let mu = if mu.is_empty() {
+            "—".to_string()
+        } else {
+            let (m, lo, hi) = spread(&mu);
+            format!("{m:.2} ({lo:.2}–{hi:.2})")
+        };
+        table.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            mode.name(),
+            col(&|r| Some(r.before.0)),
+            col(&|r| Some(r.after.0)),
+            col(&|r| Some(r.before.1)),
+            col(&|r| Some(r.after.1)),
+            col(&|r| r.judge.0),
+            col(&|r| r.judge.1),
+            mu
+        ));
+    }
+    if !controls.is_empty() {
+        let col = |f: &dyn Fn(&Control) -> f64| pct(&controls.iter().map(f).collect::<Vec<_>>());
+        table.push_str(&format!(
+            "| sft (control) | {} | {} | {} | {} | — | — | — |\n",
+            col(&|c| c.1 .0),
+            col(&|c| c.0.in_domain),
+            col(&|c| c.1 .1),
+            col(&|c| c.0.ood),
+        ));
+    }
+    table
+}
+
+/// The modes' evaluation curves with their seed ranges, one chart per split the runs evaluated.
+fn curves(
+    out: &Path,
+    modes: &[Mode],
+    runs: &[Vec<AblationRun>],
+    seeds: u64,
+) -> Result<Vec<PathBuf>> {
+    let mut curves: Vec<PathBuf> = vec![];
+    for (split, file, pick) in [
+        (
+            "in-domain",
+            "ablation-in-domain.png",
+            (|m: &IterMetrics| m.eval_in_domain) as fn(&_) -> Option<f64>,
+        ),
+        ("OOD", "ablation-ood.png", |m| m.eval_ood),
+        ("validation", "ablation-validation.png", |m| {
+            m.eval_validation
+        }),
+    ] {
+        if !runs
+            .iter()
+            .flatten()
+            .flat_map(|r| &r.metrics)
+            .any(|m| pick(m).is_some())
+        {
+            continue; // a split the runs did not evaluate
+        }
+        curves.push(out.join(file));
+        let series: Vec<crate::plots::BandSeries> = modes
+            .iter()
+            .zip(runs)
+            .map(|(mode, rs)| {
+                let mut by_iter: std::collections::BTreeMap<usize, Vec<f64>> = Default::default();
+                for r in rs {
+                    for m in &r.metrics {
+                        if let Some(v) = pick(m) {
+                            by_iter.entry(m.iteration).or_default().push(100.0 * v);
+                        }
+                    }
+                }
+                let pts = by_iter
+                    .into_iter()
+                    .map(|(k, xs)| {
+                        let (m, lo, hi) = spread(&xs);
+                        (k as f64, m, lo, hi)
+                    })
+                    .collect();
+                (mode.name().to_string(), pts)
+            })
+            .collect();
+        let top = series
+            .iter()
+            .flat_map(|s| s.1.iter().map(|p| p.3))
+            .fold(0.0, f64::max);
+        crate::plots::band_chart(
+            &out.join(file),
+            &format!("greedy {split} success by mode ({seeds} seeds)"),
+            "success %",
+            &series,
+            (0.0, (top + 5.0).clamp(10.0, 100.0)),
+        )?;
+    }
+    Ok(curves)
+}

@@ -1,0 +1,424 @@
+//! Evaluation of a policy outside a run: any setting's own greedy success on a split
+//! ([`setting_success`], the same evaluation a run makes), and the household's views of its
+//! episodes — greedy episodes kept step by step ([`household_greedy`]), ALFWorld's own game
+//! folders ([`household_games`]), sampled episodes with a standard error
+//! ([`household_sampled`]) and the judge's verdicts on every step ([`judge_steps`]).
+//!
+//! The policy is any [`Sampler`]: a checkpoint opened in process, or a model on OpenAI-compatible
+//! servers ([`rla_remote::client::RemoteSampler`]); the functions return what they measured and
+//! print nothing (the command line prints it).
+
+use crate::config::{RunConfig, SettingConfig};
+use crate::household::config::HouseholdConfig;
+use crate::household::{Episodes, PromptStyle};
+use crate::play::{Played, Trajectory};
+use crate::setting::{Ctx, JudgeQuality, Split};
+use anyhow::{bail, Context, Result};
+use rla_env::household::stats::TakeRates;
+use rla_env::household::TaskSpec;
+use rla_lm::{SampleParams, Sampler};
+use std::path::{Path, PathBuf};
+
+/// The config of an evaluation named by a run folder (its `config.toml`) or a config file, and
+/// the policy checkpoint it names by default: the run's last checkpoint, else the config's
+/// `policy.path` (`None` when it names neither).
+pub fn run_config(c: &Path) -> Result<(RunConfig, Option<PathBuf>)> {
+    let (file, run) = if c.is_dir() {
+        (c.join("config.toml"), Some(c))
+    } else {
+        (c.to_path_buf(), None)
+    };
+    if !file.exists() {
+        bail!(
+            "{}: neither a run folder (with config.toml) nor a config file",
+            c.display()
+        );
+    }
+    let cfg = RunConfig::load(&file)?;
+    let policy = match run {
+        Some(r) if r.join("checkpoint/policy").exists() => Some(r.join("checkpoint/policy")),
+        _ => cfg.policy.path.clone(),
+    };
+    Ok((cfg, policy))
+}
+
+/// The household's flags that override its config or a checkpoint's recorded prompt settings.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HouseholdFlags {
+    /// History window of the prompts.
+    pub window: Option<usize>,
+    /// Listing style of the admissible commands.
+    pub style: Option<PromptStyle>,
+    /// Step limit of each episode (at least 1).
+    pub step_limit: Option<usize>,
+    /// Give the policy the agent's notes.
+    pub notes: bool,
+    /// Draw answers only among the admissible ones.
+    pub constrained: bool,
+}
+
+impl HouseholdFlags {
+    /// Refuses a step limit of 0.
+    pub fn check(&self) -> Result<()> {
+        if self.step_limit == Some(0) {
+            bail!("--step-limit 0: an episode needs at least one step");
+        }
+        Ok(())
+    }
+
+    /// The flags applied to a run config's household table.
+    pub fn apply_to_config(&self, cfg: &mut RunConfig) -> Result<()> {
+        self.check()?;
+        let h = HouseholdConfig::of_mut(cfg);
+        if let Some(w) = self.window {
+            h.history_window = w;
+        }
+        if let Some(s) = self.style {
+            h.prompt_style = s;
+        }
+        if let Some(l) = self.step_limit {
+            h.eval_step_limit = l;
+        }
+        h.notes |= self.notes;
+        h.constrain_actions |= self.constrained;
+        Ok(())
+    }
+
+    /// The flags applied to the settings episodes are played with (one rollout each; the
+    /// unlisted style always draws among the admissible answers).
+    pub fn apply_to_episodes(&self, mut ep: Episodes) -> Result<Episodes> {
+        self.check()?;
+        ep.rollouts = 1;
+        if let Some(s) = self.style {
+            ep.style = s;
+        }
+        if let Some(w) = self.window {
+            ep.window = w;
+        }
+        if let Some(l) = self.step_limit {
+            ep.step_limit = l;
+        }
+        ep.notes |= self.notes;
+        ep.constrained |= self.constrained || ep.style == PromptStyle::Unlisted;
+        Ok(ep)
+    }
+}
+
+/// The reference's settings, for a checkpoint that records none: numbered prompt, window 2,
+/// 60 steps.
+pub const DEFAULT_EPISODES: Episodes = Episodes {
+    rollouts: 1,
+    step_limit: 60,
+    window: 2,
+    style: PromptStyle::Numbered,
+    constrained: false,
+    notes: false,
+};
+
+/// What a setting's own evaluation measured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SettingSuccess {
+    /// The setting's name.
+    pub setting: &'static str,
+    /// Tasks played.
+    pub n: usize,
+    /// Greedy success.
+    pub success: f64,
+}
+
+/// The greedy success of `policy` on the first `n` tasks of `split` (all of a finite split when
+/// `n` is `None`) in the config's setting, through the setting's own evaluation.
+pub fn setting_success(
+    cfg: &RunConfig,
+    policy: &dyn Sampler,
+    split: Split,
+    n: Option<usize>,
+    progress: bool,
+) -> Result<SettingSuccess> {
+    cfg.validate().map_err(anyhow::Error::msg)?;
+    let mut s = crate::registry::setting(cfg)?;
+    let n = match (n, s.split_size(split)) {
+        (Some(n), Some(size)) if n > size => bail!(
+            "--n {n}: the {split:?} split of the {} setting holds {size} tasks",
+            s.name()
+        ),
+        (Some(n), _) => n,
+        (None, Some(size)) => size,
+        (None, None) => bail!("--n: the {split:?} split has no end; say how many"),
+    };
+    let ctx = Ctx {
+        cfg,
+        k: 0,
+        progress,
+    };
+    let success = s.evaluate(ctx, policy, split, n)?;
+    Ok(SettingSuccess {
+        setting: s.name(),
+        n,
+        success,
+    })
+}
+
+/// The steps at the end of a lost greedy episode that [`Trajectory::ends_in_loop`] reads.
+pub const LOOP_STEPS: usize = 10;
+
+/// Greedy household episodes and what they add up to.
+#[derive(Debug, Clone)]
+pub struct Greedy {
+    /// One episode a task (a game), in order.
+    pub trajs: Vec<Trajectory>,
+    /// Episodes won.
+    pub won: usize,
+    /// Steps played in all.
+    pub steps: usize,
+    /// Lost episodes whose last [`LOOP_STEPS`] actions repeat one action or alternate between
+    /// two.
+    pub looped: usize,
+}
+
+impl Greedy {
+    fn of(trajs: Vec<Trajectory>) -> Greedy {
+        let won = trajs.iter().filter(|t| t.won()).count();
+        let steps = trajs.iter().map(|t| t.steps.len()).sum();
+        let looped = trajs
+            .iter()
+            .filter(|t| !t.won() && t.ends_in_loop(LOOP_STEPS))
+            .count();
+        Greedy {
+            trajs,
+            won,
+            steps,
+            looped,
+        }
+    }
+
+    /// The share of episodes won.
+    pub fn success(&self) -> f64 {
+        self.won as f64 / self.trajs.len().max(1) as f64
+    }
+
+    /// Episodes lost.
+    pub fn lost(&self) -> usize {
+        self.trajs.len() - self.won
+    }
+}
+
+/// The commands an episode played.
+fn commands(t: &Trajectory) -> Vec<String> {
+    t.steps.iter().map(|s| s.action.clone()).collect()
+}
+
+/// Refuses an answer of no tokens.
+fn check_tokens(max_tokens: usize) -> Result<()> {
+    if max_tokens == 0 {
+        bail!("--max-tokens 0: an answer needs at least one token");
+    }
+    Ok(())
+}
+
+/// One greedy episode of each household task.
+pub fn household_greedy(
+    policy: &dyn Sampler,
+    tasks: &[TaskSpec],
+    ep: Episodes,
+    max_tokens: usize,
+) -> Result<Greedy> {
+    check_tokens(max_tokens)?;
+    let bar = crate::bar((tasks.len() * ep.step_limit) as u64, "eval");
+    let trajs = crate::household::evaluate_episodes(policy, tasks, ep, max_tokens, Some(&bar))?;
+    bar.finish_and_clear();
+    Ok(Greedy::of(trajs))
+}
+
+/// The policy's take rates of objects in view over the episodes of `tasks`.
+pub fn task_take_rates(trajs: &[Trajectory], tasks: &[TaskSpec]) -> Result<TakeRates> {
+    let mut rates = TakeRates::default();
+    for (t, task) in trajs.iter().zip(tasks) {
+        let w = std::sync::Arc::new(task.build()?);
+        rates.add_episode(&w, &task.object, &commands(t));
+    }
+    Ok(rates)
+}
+
+/// ALFWorld's game folders played greedily.
+#[derive(Debug, Clone)]
+pub struct Games {
+    /// The game folders, in the order played.
+    pub folders: Vec<PathBuf>,
+    /// Their episodes.
+    pub played: Greedy,
+    /// The policy's take rates of objects in view over the episodes.
+    pub take_rates: TakeRates,
+}
+
+/// Every game folder under `dir` (a folder holding a `game.tw-pddl` and its `traj_data.json`,
+/// as in ALFWorld's `valid_seen`), the first `n` when given, played greedily.
+pub fn household_games(
+    policy: &dyn Sampler,
+    dir: &Path,
+    n: Option<usize>,
+    ep: Episodes,
+    max_tokens: usize,
+) -> Result<Games> {
+    use rla_env::household::expert::GoalSpec;
+    use rla_env::household::game::GameFile;
+    use rla_env::household::Household;
+    check_tokens(max_tokens)?;
+    let mut folders = rla_env::household::game::game_folders(dir)?;
+    if folders.is_empty() {
+        bail!(
+            "{} holds no game folder (a folder with game.tw-pddl)",
+            dir.display()
+        );
+    }
+    if let Some(n) = n {
+        if n > folders.len() {
+            bail!("--n {n}: {} holds {} games", dir.display(), folders.len());
+        }
+        folders.truncate(n);
+    }
+    let mut games = Vec::with_capacity(folders.len());
+    let mut targets = Vec::with_capacity(folders.len());
+    for f in &folders {
+        let g = GameFile::load(f)?;
+        let traj = g.traj.as_ref().with_context(|| {
+            format!(
+                "{}: no traj_data.json beside the game (it names the goal)",
+                f.display()
+            )
+        })?;
+        let goal = GoalSpec::from_traj(&g.world, traj)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;
+        targets.push((g.world.clone(), traj.pddl_params.object_target.clone()));
+        games.push((
+            Household::new(g.world.clone()).with_step_limit(ep.step_limit),
+            goal,
+        ));
+    }
+    let bar = crate::bar((games.len() * ep.step_limit) as u64, "eval");
+    let sp = SampleParams::greedy(max_tokens);
+    let trajs = crate::household::rollout_games(policy, games, ep, &sp, Some(&bar))?;
+    bar.finish_and_clear();
+    let mut take_rates = TakeRates::default();
+    for (t, (w, target)) in trajs.iter().zip(&targets) {
+        take_rates.add_episode(w, target, &commands(t));
+    }
+    Ok(Games {
+        folders,
+        played: Greedy::of(trajs),
+        take_rates,
+    })
+}
+
+/// Sampled household episodes: the mean success over the tasks and its standard error.
+#[derive(Debug, Clone)]
+pub struct Sampled {
+    /// Every episode (`task` says whose).
+    pub trajs: Vec<Trajectory>,
+    /// Mean over the tasks of each task's share of won episodes.
+    pub mean: f64,
+    /// Its standard error.
+    pub std_error: f64,
+}
+
+/// `samples` episodes of every task sampled at `temperature`.
+pub fn household_sampled(
+    policy: &dyn Sampler,
+    tasks: &[TaskSpec],
+    mut ep: Episodes,
+    (temperature, samples): (f64, usize),
+    max_tokens: usize,
+) -> Result<Sampled> {
+    if !(temperature.is_finite() && temperature > 0.0) {
+        bail!("--temperature {temperature}: use a positive temperature (greedy is the default)");
+    }
+    if samples == 0 {
+        bail!("--samples 0: sample at least one episode a task");
+    }
+    check_tokens(max_tokens)?;
+    ep.rollouts = samples;
+    let sp = SampleParams {
+        temperature,
+        max_new_tokens: max_tokens,
+        seed: 0,
+        ..Default::default()
+    };
+    let n = tasks.len();
+    let bar = crate::bar((n * samples * ep.step_limit) as u64, "eval");
+    let trajs = crate::household::rollout(policy, tasks, ep, &sp, Some(&bar))?;
+    bar.finish_and_clear();
+    let mut won = vec![0usize; n];
+    for t in &trajs {
+        won[t.task] += t.won() as usize;
+    }
+    let per: Vec<f64> = won.iter().map(|&w| w as f64 / samples as f64).collect();
+    let (mean, std_error) = rla_core::stats::mean_std_error(&per).unwrap_or((0.0, 0.0));
+    Ok(Sampled {
+        trajs,
+        mean,
+        std_error,
+    })
+}
+
+/// The judge's verdicts on the steps of some episodes.
+#[derive(Debug, Clone)]
+pub struct JudgeView {
+    /// Steps judged.
+    pub steps: usize,
+    /// Verdicts given.
+    pub verdicts: usize,
+    /// Verdicts with a `\boxed{±1}`.
+    pub parsed: usize,
+    /// Its quality against the expert's labels.
+    pub quality: JudgeQuality,
+    /// The first verdict's text.
+    pub first: Option<String>,
+}
+
+/// Judges every step of the household episodes `trajs` of `tasks` `m` times with the judge's
+/// prompt (sampled at temperature 1, at most `tokens` tokens a verdict; the agent's notes above
+/// each step with `notes`), and measures the judge against the expert's step labels.
+pub fn judge_steps(
+    judge: &dyn Sampler,
+    (tasks, notes): (&[TaskSpec], bool),
+    trajs: &[Trajectory],
+    m: usize,
+    tokens: usize,
+) -> Result<JudgeView> {
+    let steps: usize = trajs.iter().map(|t| t.steps.len()).sum();
+    let bar = crate::bar(steps as u64, "judge");
+    let sp = SampleParams {
+        temperature: 1.0,
+        max_new_tokens: tokens,
+        ..Default::default()
+    };
+    let verdicts = crate::household::play::judge(judge, (tasks, notes), trajs, m, &sp, Some(&bar))?;
+    bar.finish_and_clear();
+    let played = Played {
+        trajs: trajs.to_vec(),
+        verdicts,
+    };
+    let quality = played.quality();
+    let all: Vec<&rla_core::reward::StepScore> = played
+        .verdicts
+        .iter()
+        .flatten()
+        .flat_map(|v| &v.scores)
+        .collect();
+    let parsed = all
+        .iter()
+        .filter(|s| **s != &rla_core::reward::StepScore::Unparsed)
+        .count();
+    Ok(JudgeView {
+        steps,
+        verdicts: all.len(),
+        parsed,
+        quality,
+        first: played
+            .verdicts
+            .iter()
+            .flatten()
+            .next()
+            .map(|v| v.texts[0].clone()),
+    })
+}
