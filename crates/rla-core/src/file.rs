@@ -15,7 +15,7 @@ use std::path::Path;
 pub const MAX_BYTES: u64 = 64 << 20;
 
 fn human(bytes: u64) -> String {
-    if bytes >= 1 << 20 && bytes % (1 << 20) == 0 {
+    if bytes >= 1 << 20 && bytes & ((1 << 20) - 1) == 0 {
         format!("{} MiB", bytes >> 20)
     } else {
         format!("{bytes} bytes")

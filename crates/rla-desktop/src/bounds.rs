@@ -17,8 +17,16 @@ pub use crate::workbook::MAX_SHEET_CELLS;
 /// Checks an .xlsx file against the limits above; a file that is not a zip is left to the reader
 /// (which names it).
 pub fn check_xlsx(path: &Path) -> Result<(), DesktopError> {
-    let Ok(f) = std::fs::File::open(path) else {
-        return Ok(());
+    let f = match rla_core::file::open(path) {
+        Ok(f) => f,
+        // a FIFO or a device would block or never end the reader
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => {
+            return Err(DesktopError::Io {
+                path: path.into(),
+                source: e,
+            })
+        }
+        Err(_) => return Ok(()),
     };
     let Ok(mut z) = zip::ZipArchive::new(f) else {
         return Ok(());
@@ -32,10 +40,11 @@ pub fn check_xlsx(path: &Path) -> Result<(), DesktopError> {
             continue;
         };
         let is_sheet = name.starts_with("xl/worksheets/") && name.ends_with(".xml");
+        let is_strings = name == "xl/sharedStrings.xml";
         // the declared size may lie: what counts is what the part unpacks to
         let mut bytes = Vec::new();
         let limit = MAX_PART_BYTES.min(MAX_TOTAL_BYTES - total);
-        let read = if is_sheet {
+        let read = if is_sheet || is_strings {
             (&mut part)
                 .take(limit + 1)
                 .read_to_end(&mut bytes)
@@ -62,8 +71,55 @@ pub fn check_xlsx(path: &Path) -> Result<(), DesktopError> {
         if is_sheet {
             check_sheet(path, &name, &bytes)?;
         }
+        if is_strings {
+            check_strings(path, &name, &bytes)?;
+        }
     }
     Ok(())
+}
+
+/// The shared strings' `uniqueCount` (and `count`) may not claim more strings than the part can
+/// hold (each takes at least `<si></si>`, 9 bytes): calamine reserves room for `uniqueCount`
+/// strings before it reads one, and a claim of 2^64−1 panics inside it (a claim of 10^15 would
+/// abort the process on the allocation). Checked here, before calamine opens the file.
+fn check_strings(path: &Path, name: &str, xml: &[u8]) -> Result<(), DesktopError> {
+    let mut reader = quick_xml::Reader::from_reader(xml);
+    let mut buf = Vec::new();
+    loop {
+        match reader.read_event_into(&mut buf) {
+            Ok(quick_xml::events::Event::Start(ref e) | quick_xml::events::Event::Empty(ref e))
+                if e.local_name().as_ref() == "sst" =>
+            {
+                let most = xml.len() as u64 / 9;
+                for key in ["uniqueCount", "count"] {
+                    let Some(v) = crate::xmlpart::attr(e, key) else {
+                        continue;
+                    };
+                    let t = v.trim();
+                    let too_many = match t.parse::<u128>() {
+                        Ok(n) => n > most as u128,
+                        // digits past u128: more than any part holds
+                        Err(_) => !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()),
+                    };
+                    if too_many {
+                        return Err(DesktopError::invalid(
+                            path,
+                            name,
+                            format!(
+                                "{key}=\"{}\" claims more strings than the part's {} bytes hold (at most {most})",
+                                v.chars().take(40).collect::<String>(),
+                                xml.len()
+                            ),
+                        ));
+                    }
+                }
+                return Ok(());
+            }
+            Ok(quick_xml::events::Event::Eof) | Err(_) => return Ok(()),
+            _ => {}
+        }
+        buf.clear();
+    }
 }
 
 /// The rectangle of a sheet's cells (and of its `<dimension>`) must stay within
@@ -195,6 +251,70 @@ mod tests {
                 b
             }
         }
+    }
+
+    #[test]
+    fn shared_strings_claiming_more_than_they_hold_are_refused_before_calamine() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut s = Sheet::new("Sheet1");
+        s.cells
+            .insert(Addr::new(0, 0), Content::Text("apple".into()));
+        let book = Workbook { sheets: vec![s] };
+        let src = dir.path().join("text.xlsx");
+        crate::xlsx::save(&book, &src).unwrap();
+        let claim = |name: &str, n: &'static str| {
+            let mut z = zip::ZipArchive::new(std::fs::File::open(&src).unwrap()).unwrap();
+            let out = dir.path().join(name);
+            let mut w = zip::ZipWriter::new(std::fs::File::create(&out).unwrap());
+            for i in 0..z.len() {
+                let mut f = z.by_index(i).unwrap();
+                let part = f.name().unwrap().to_string();
+                let mut b = Vec::new();
+                f.read_to_end(&mut b).unwrap();
+                if part == "xl/sharedStrings.xml" {
+                    let t = String::from_utf8(b).unwrap();
+                    let i = t.find("uniqueCount=\"").unwrap() + 13;
+                    let j = i + t[i..].find('"').unwrap();
+                    b = format!("{}{n}{}", &t[..i], &t[j..]).into_bytes();
+                }
+                w.start_file(part.as_str(), zip::write::SimpleFileOptions::default())
+                    .unwrap();
+                w.write_all(&b).unwrap();
+            }
+            w.finish().unwrap();
+            out
+        };
+        assert!(crate::xlsx::open(&claim("one.xlsx", "1")).is_ok());
+        // 2^64 − 1: a capacity overflow inside calamine; 10^15: an allocation that aborts
+        for n in [
+            "18446744073709551615",
+            "1000000000000000",
+            "99999999999999999999999999999999999999999",
+        ] {
+            let f = claim("lie.xlsx", n);
+            let e = crate::xlsx::open(&f).unwrap_err().to_string();
+            assert!(
+                e.contains("uniqueCount") && e.contains("claims more strings"),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_fifo_or_a_device_is_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("result.xlsx");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        let e = crate::xlsx::open(&fifo).unwrap_err().to_string();
+        assert!(e.contains("a FIFO"), "{e}");
+        let zero = dir.path().join("zero.xlsx");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        let e = crate::xlsx::open(&zero).unwrap_err().to_string();
+        assert!(e.contains("a device"), "{e}");
     }
 
     #[test]

@@ -134,8 +134,19 @@ pub struct FormulaError {
     pub message: String,
 }
 
+/// The longest formula read, in characters: Excel's limit. It bounds the depth of a formula's
+/// tree too (a chain `B2+B2+…` is as deep as it has terms), and with it the stack its
+/// evaluation needs.
+pub const MAX_FORMULA_CHARS: usize = 8192;
+
 /// Parses a formula (without its leading `=`).
 pub fn parse(formula: &str) -> Result<Expr, FormulaError> {
+    if formula.chars().count() > MAX_FORMULA_CHARS {
+        return Err(FormulaError {
+            formula: formula.chars().take(64).collect::<String>() + "…",
+            message: format!("longer than {MAX_FORMULA_CHARS} characters (Excel's limit)"),
+        });
+    }
     let mut p = Parser {
         s: formula.as_bytes(),
         i: 0,
@@ -743,6 +754,24 @@ mod tests {
         assert!(parse(&deep).is_err());
         let deep = "(".repeat(10_000) + "1" + &")".repeat(10_000);
         assert!(parse(&deep).is_err());
+    }
+
+    #[test]
+    fn a_chain_of_60000_terms_is_refused_and_the_longest_allowed_evaluates() {
+        let long = vec!["B2"; 60_000].join("+");
+        let e = parse(&long).unwrap_err();
+        assert!(e.message.contains("longer than 8192"), "{}", e.message);
+        // the deepest tree a formula within the limit can make: evaluated and dropped on a
+        // thread with the 2 MiB stack of Rust's spawned threads
+        let deepest = vec!["1"; MAX_FORMULA_CHARS / 2].join("+");
+        assert!(deepest.len() < MAX_FORMULA_CHARS);
+        let v = std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(move || eval(&parse(&deepest).unwrap(), &grid()))
+            .unwrap()
+            .join()
+            .unwrap();
+        assert_eq!(v, Value::Number((MAX_FORMULA_CHARS / 2) as f64));
     }
 
     #[test]

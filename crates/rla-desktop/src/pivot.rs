@@ -203,7 +203,7 @@ fn cache_id(xml: &[u8]) -> Option<String> {
 /// openpyxl refuses to load a workbook whose pivot table names a cache id the workbook does not
 /// list (`KeyError`); such a result file scores 0 in OSWorld. `Err` names the table.
 pub fn check_caches(path: &Path) -> Result<(), String> {
-    let Ok(f) = std::fs::File::open(path) else {
+    let Ok(f) = rla_core::file::open(path) else {
         return Ok(());
     };
     let Ok(mut z) = zip::ZipArchive::new(f) else {

@@ -214,7 +214,7 @@ fn py_repr(s: &str) -> String {
 /// whose `<v>` is empty, as openpyxl writes a formula it did not compute; a shared-string index
 /// out of range).
 pub fn read_cell_value(path: &Path, sheet: &str, coordinate: &str) -> Result<CellValue, String> {
-    let Ok(f) = std::fs::File::open(path) else {
+    let Ok(f) = rla_core::file::open(path) else {
         return Ok(CellValue::None);
     };
     let Ok(mut z) = zip::ZipArchive::new(f) else {

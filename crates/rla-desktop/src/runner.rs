@@ -178,8 +178,9 @@ impl Real {
                     for (path, local) in
                         downloads(std::slice::from_ref(s), tp).map_err(|e| err(i, &e))?
                     {
-                        let data = std::fs::read(&local)
-                            .map_err(|e| err(i, &format!("{}: {e}", local.display())))?;
+                        let data =
+                            rla_core::file::read_limited(&local, crate::bounds::MAX_TOTAL_BYTES)
+                                .map_err(|e| err(i, &format!("{}: {e}", local.display())))?;
                         self.remote.upload(&path, &data).map_err(|e| err(i, &e))?;
                     }
                 }

@@ -514,7 +514,7 @@ pub(crate) fn open_sheet(
     path: &Path,
     sheet: &str,
 ) -> Option<(zip::ZipArchive<std::fs::File>, String)> {
-    let mut z = zip::ZipArchive::new(std::fs::File::open(path).ok()?).ok()?;
+    let mut z = zip::ZipArchive::new(rla_core::file::open(path).ok()?).ok()?;
     let part = sheet_part(&mut z, sheet)?;
     Some((z, part))
 }
@@ -567,7 +567,7 @@ impl StyledSheet {
     /// Loads a sheet of the workbook at `path` by its name; `Err` says why openpyxl would not
     /// (no file, not a workbook, no such sheet).
     pub fn open(path: &Path, sheet: &str) -> Result<StyledSheet, String> {
-        let f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let f = rla_core::file::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
         let mut z = zip::ZipArchive::new(f)
             .map_err(|e| format!("{}: not a workbook: {e}", path.display()))?;
         let styles = entry(&mut z, "xl/styles.xml")

@@ -291,7 +291,7 @@ impl DesktopTask {
 
     /// Reads and parses a task file.
     pub fn load(path: &Path) -> Result<DesktopTask, DesktopError> {
-        let text = std::fs::read_to_string(path).map_err(|e| DesktopError::Io {
+        let text = rla_core::file::read_to_string(path).map_err(|e| DesktopError::Io {
             path: path.to_path_buf(),
             source: e,
         })?;

@@ -48,7 +48,19 @@ fn xlsx(path: &Path) -> Result<calamine::Xlsx<std::io::BufReader<std::fs::File>>
         });
     }
     crate::bounds::check_xlsx(path)?;
-    calamine::open_workbook(path).map_err(|e: calamine::XlsxError| bad(path, e))
+    // hostile parts are checked before calamine reads them (crate::bounds); a panic of
+    // calamine's that no check foresaw is caught at each call and is the file's error
+    calm(path, || calamine::open_workbook(path))
+}
+
+/// A calamine call on `path`, its error or panic as the file's error.
+fn calm<T>(
+    path: &Path,
+    f: impl FnOnce() -> Result<T, calamine::XlsxError>,
+) -> Result<T, DesktopError> {
+    rla_core::file::catch_quiet(f)
+        .map_err(|p| bad(path, format!("the reader failed: {p}")))?
+        .map_err(|e| bad(path, e))
 }
 
 fn of_data(d: &Data) -> Option<Stored> {
@@ -77,7 +89,7 @@ fn cached_of(
     let names = wb.sheet_names();
     let mut out = Vec::with_capacity(names.len());
     for name in names {
-        let range = wb.worksheet_range(&name).map_err(|e| bad(path, e))?;
+        let range = calm(path, || wb.worksheet_range(&name))?;
         let (r0, c0) = range.start().unwrap_or((0, 0));
         let cells = range
             .used_cells()
@@ -107,7 +119,7 @@ pub fn open(path: &Path) -> Result<Workbook, DesktopError> {
             };
             sheet.cells.insert(a, c);
         }
-        let formulas = wb.worksheet_formula(&s.name).map_err(|e| bad(path, e))?;
+        let formulas = calm(path, || wb.worksheet_formula(&s.name))?;
         let (r0, c0) = formulas.start().unwrap_or((0, 0));
         for (r, c, f) in formulas.used_cells() {
             if !f.is_empty() {
@@ -267,7 +279,7 @@ pub fn to_csv(book: &Workbook, sheet: usize) -> String {
 /// Reads a CSV file into a one-sheet workbook (the sheet named after the file), each field
 /// typed as if entered by hand.
 pub fn open_csv(path: &Path) -> Result<Workbook, DesktopError> {
-    let bytes = std::fs::read(path).map_err(|e| DesktopError::Io {
+    let bytes = rla_core::file::read(path).map_err(|e| DesktopError::Io {
         path: path.into(),
         source: e,
     })?;

@@ -225,7 +225,7 @@ fn parse_idx(
 /// A text file's lines as OSWorld's `_safe_read_file` reads them: UTF-8 (a byte-order mark
 /// kept), else Latin-1; split as Python's `str.splitlines` splits.
 pub fn read_lines(path: &Path) -> std::io::Result<Vec<String>> {
-    let bytes = std::fs::read(path)?;
+    let bytes = rla_core::file::read(path)?;
     let text = match String::from_utf8(bytes) {
         Ok(t) => t,
         Err(e) => e.into_bytes().iter().map(|&b| b as char).collect(),
