@@ -1,19 +1,38 @@
 //! `rlanything eval`: a policy's greedy success in its run's setting (`--config`), or the
 //! household's step-by-step views of its episodes, ALFWorld's own game folders and the judge's
-//! verdicts on them.
+//! verdicts on them. The policy is a checkpoint (`--model DIR`) or a model on OpenAI-compatible
+//! servers (`--url URL --model NAME`); the evaluation is `rla_train::eval`'s, this file parses
+//! the arguments and prints.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use rla_env::household::splits::{eval_tasks, Split};
-use rla_train::config::{RunConfig, SettingConfig};
+use rla_lm::Sampler;
+use rla_train::config::SettingConfig;
+use rla_train::eval::{self, HouseholdFlags};
 use rla_train::household::config::HouseholdConfig;
 use std::path::{Path, PathBuf};
 
 #[derive(clap::Args)]
 pub struct EvalArgs {
     /// A policy checkpoint (HF layout); with `--config`, by default the run's last checkpoint
-    /// (`RUN/checkpoint/policy`) or the config's `policy.path`.
+    /// (`RUN/checkpoint/policy`) or the config's `policy.path`. With `--url`, the model's name
+    /// on the servers.
     #[arg(long)]
     pub model: Option<PathBuf>,
+    /// Evaluate a model on an OpenAI-compatible server (vLLM, SGLang, `rlanything serve`) at
+    /// this base URL (repeat for more servers) instead of a checkpoint in process; `--model`
+    /// names it there.
+    #[arg(long = "url", value_name = "URL")]
+    pub urls: Vec<String>,
+    /// With `--url`: the checkpoint folder whose tokenizer and chat template the served model
+    /// has (default: the checkpoint `--config` names; without either, the server's own, which
+    /// answers chat requests only). The household reads the prompt settings it records.
+    #[arg(long, value_name = "DIR")]
+    pub tokenizer: Option<PathBuf>,
+    /// With `--url`: send `Authorization: Bearer <KEY>`, the key read from this environment
+    /// variable.
+    #[arg(long, value_name = "VAR")]
+    pub api_key_env: Option<String>,
     /// Which split: in-domain or ood (the fixed splits), or validation (the tuning split).
     #[arg(long, default_value = "in-domain")]
     pub split: String,
@@ -104,22 +123,106 @@ fn parse_prompt_style(s: &str) -> Result<rla_train::household::PromptStyle> {
     })
 }
 
-/// `--step-limit`, refused at 0.
-fn step_limit(a: &EvalArgs) -> Result<Option<usize>> {
-    if a.step_limit == Some(0) {
-        bail!("--step-limit 0: an episode needs at least one step");
-    }
-    Ok(a.step_limit)
+/// The household's flags that override its config or a checkpoint's settings.
+fn household_flags(a: &EvalArgs) -> Result<HouseholdFlags> {
+    Ok(HouseholdFlags {
+        window: a.window,
+        style: a
+            .prompt_style
+            .as_deref()
+            .map(parse_prompt_style)
+            .transpose()?,
+        step_limit: a.step_limit,
+        notes: a.notes,
+        constrained: a.constrained,
+    })
 }
 
-pub fn run_eval(mut a: EvalArgs) -> Result<()> {
+/// The policy evaluated: a checkpoint opened here, or a model on servers.
+struct Policy {
+    sampler: Box<dyn PolicySampler>,
+    /// How the lines name it.
+    name: String,
+    /// The folder of its files here (the checkpoint, or the served model's tokenizer).
+    files: Option<PathBuf>,
+}
+
+/// What a policy is used as here.
+trait PolicySampler {
+    fn sampler(&self) -> &dyn Sampler;
+}
+
+impl PolicySampler for Box<dyn rla_lm::Model> {
+    fn sampler(&self) -> &dyn Sampler {
+        &**self
+    }
+}
+
+impl PolicySampler for rla_remote::client::RemoteSampler<Box<dyn rla_lm::Codec>> {
+    fn sampler(&self) -> &dyn Sampler {
+        self
+    }
+}
+
+/// Opens the policy `--model` (or `--url` and `--model`) names; `default` is the checkpoint
+/// the config names.
+fn open_policy(a: &EvalArgs, default: Option<PathBuf>, config: Option<&Path>) -> Result<Policy> {
+    if a.urls.is_empty() {
+        if a.tokenizer.is_some() || a.api_key_env.is_some() {
+            bail!("--tokenizer and --api-key-env go with --url (a model on a server)");
+        }
+        let model = match (&a.model, default, config) {
+            (Some(m), _, _) => m.clone(),
+            (None, Some(d), _) => d,
+            (None, None, Some(c)) => bail!(
+                "{}: no trained policy to evaluate (no checkpoint/policy, no policy.path); name \
+                 one with --model",
+                c.display()
+            ),
+            (None, None, None) => bail!("name the policy: --model DIR, or --config RUN_OR_CONFIG"),
+        };
+        let lm = crate::backend::open_sampler(&model)?;
+        return Ok(Policy {
+            sampler: Box::new(lm),
+            name: model.display().to_string(),
+            files: Some(model),
+        });
+    }
+    let name = a
+        .model
+        .as_ref()
+        .map(|m| m.to_string_lossy().into_owned())
+        .ok_or_else(|| anyhow::anyhow!("--url: name the model on the server with --model NAME"))?;
+    let files = a.tokenizer.clone().or(default);
+    let codec: Box<dyn rla_lm::Codec> = match &files {
+        Some(dir) => crate::backend::backend().codec(dir)?,
+        None => Box::new(rla_remote::client::ServerTokenizer),
+    };
+    let mut ends = rla_remote::client::Endpoints::one(&a.urls[0], &name);
+    ends.urls = a
+        .urls
+        .iter()
+        .map(|u| u.trim_end_matches('/').to_string())
+        .collect();
+    ends.api_key = crate::access::api_key(a.api_key_env.as_deref())?;
+    let remote = rla_remote::client::RemoteSampler::new(codec, ends)?;
+    Ok(Policy {
+        sampler: Box::new(remote),
+        name: format!("{name} at {}", a.urls.join(", ")),
+        files,
+    })
+}
+
+pub fn run_eval(a: EvalArgs) -> Result<()> {
     if a.temperature.is_some() && (a.games.is_some() || a.judge > 0) {
         bail!("--temperature samples the household's split tasks; ALFWorld's games (--games) and the judge's view (--judge) play greedily");
     }
+    let flags = household_flags(&a)?;
     let mut run_cfg = None;
-    if let Some(c) = a.config.clone() {
-        let (cfg, model) = eval_config(&c, a.model.as_deref())?;
-        a.model = Some(model);
+    let mut default = None;
+    if let Some(c) = &a.config {
+        let (mut cfg, policy) = eval::run_config(c)?;
+        default = policy;
         // the household's step-by-step and sampled views play its episodes here; anything else
         // is the setting's own evaluation
         let household_views = a.games.is_some()
@@ -131,7 +234,23 @@ pub fn run_eval(mut a: EvalArgs) -> Result<()> {
             bail!("--temperature: sampled evaluation is the household's; this run's setting evaluates greedily");
         }
         if cfg.setting != "household" || !household_views {
-            return eval_setting(&a, cfg);
+            let split = parse_split(&a.split)?;
+            if cfg.setting == "household" {
+                flags.apply_to_config(&mut cfg)?;
+            }
+            let policy = open_policy(&a, default, Some(c))?;
+            let started = std::time::Instant::now();
+            let r = eval::setting_success(&cfg, policy.sampler.sampler(), split, a.n, true)?;
+            println!(
+                "{} success on {} {} tasks: {:.3} ({} setting; {:.0} s)",
+                policy.name,
+                r.n,
+                a.split,
+                r.success,
+                r.setting,
+                started.elapsed().as_secs_f64()
+            );
+            return Ok(());
         }
         run_cfg = Some(cfg);
     }
@@ -146,232 +265,72 @@ pub fn run_eval(mut a: EvalArgs) -> Result<()> {
             tasks.len()
         );
     }
-    let model = a.model.clone().ok_or_else(|| {
-        anyhow::anyhow!("name the policy: --model DIR, or --config RUN_OR_CONFIG")
-    })?;
-    let lm = crate::backend::open_sampler(&model)?;
+    let policy = open_policy(&a, default, a.config.as_deref())?;
+    let lm = policy.sampler.sampler();
     // the run's config, else the settings the checkpoint records, else the reference's
     // numbered prompt; explicit flags override either
-    let recorded = match &run_cfg {
-        Some(cfg) => Some(rla_train::household::Episodes::evaluation(cfg)),
-        None => rla_train::household::Episodes::load_from(&model)?,
+    let recorded = match (&run_cfg, &policy.files) {
+        (Some(cfg), _) => Some(rla_train::household::Episodes::evaluation(cfg)),
+        (None, Some(files)) => rla_train::household::Episodes::load_from(files)?,
+        (None, None) => None,
     };
     if recorded.is_none() {
         eprintln!(
             "{} records no prompt settings ({}); using the flags' (default: numbered prompt, \
              window 2, 60 steps)",
-            model.display(),
+            policy
+                .files
+                .as_deref()
+                .unwrap_or(Path::new(&policy.name))
+                .display(),
             rla_train::household::EPISODES_FILE
         );
     }
-    let mut ep = recorded.unwrap_or(rla_train::household::Episodes {
-        rollouts: 1,
-        step_limit: 60,
-        window: 2,
-        style: rla_train::household::PromptStyle::Numbered,
-        constrained: false,
-        notes: false,
-    });
-    ep.rollouts = 1;
-    if let Some(s) = &a.prompt_style {
-        ep.style = parse_prompt_style(s)?;
-    }
-    if let Some(w) = a.window {
-        ep.window = w;
-    }
-    if let Some(l) = step_limit(&a)? {
-        ep.step_limit = l;
-    }
-    ep.notes |= a.notes;
-    ep.constrained |= a.constrained || ep.style == rla_train::household::PromptStyle::Unlisted;
-    if a.max_tokens == 0 {
-        bail!("--max-tokens 0: an answer needs at least one token");
-    }
+    let ep = flags.apply_to_episodes(recorded.unwrap_or(eval::DEFAULT_EPISODES))?;
     if let Some(dir) = &a.games {
-        return eval_games(&a, &*lm, dir, ep);
+        return print_games(&a, &policy.name, lm, dir, ep);
     }
     if let Some(t) = a.temperature {
-        return eval_sampled(&a, &*lm, &tasks[..n], ep, t, &model);
+        let r = eval::household_sampled(lm, &tasks[..n], ep, (t, a.samples), a.max_tokens)?;
+        for t in r.trajs.iter().take(a.show) {
+            print_episode(&format!("task: {}", tasks[t.task].sentence()), t);
+        }
+        println!(
+            "{} success on {n} {} tasks, {} episodes each at temperature {t}: {:.3} \
+             (standard error {:.3})",
+            policy.name, a.split, a.samples, r.mean, r.std_error,
+        );
+        return Ok(());
     }
-    let bar = rla_train::bar((n * ep.step_limit) as u64, "eval");
     let started = std::time::Instant::now();
-    let trajs =
-        rla_train::household::evaluate_episodes(&*lm, &tasks[..n], ep, a.max_tokens, Some(&bar))?;
-    bar.finish_and_clear();
+    let g = eval::household_greedy(lm, &tasks[..n], ep, a.max_tokens)?;
     let played = started.elapsed().as_secs_f64();
-    for (t, task) in trajs.iter().zip(&tasks[..n]).take(a.show) {
+    for (t, task) in g.trajs.iter().zip(&tasks[..n]).take(a.show) {
         print_episode(&format!("task: {}", task.sentence()), t);
     }
-    let s = trajs.iter().filter(|t| t.won()).count() as f64 / n.max(1) as f64;
-    let steps: usize = trajs.iter().map(|t| t.steps.len()).sum();
     println!(
-        "{} success on {n} {} tasks: {s:.3} ({steps} steps in {played:.0} s)",
-        model.display(),
-        a.split
+        "{} success on {n} {} tasks: {:.3} ({} steps in {played:.0} s)",
+        policy.name,
+        a.split,
+        g.success(),
+        g.steps
     );
-    let lost = trajs.iter().filter(|t| !t.won()).count();
-    let looped = trajs
-        .iter()
-        .filter(|t| !t.won() && t.ends_in_loop(LOOP_STEPS))
-        .count();
     println!(
-        "lost {lost}; {looped} of them end in a loop (their last {LOOP_STEPS} actions repeat one action or alternate between two)"
+        "lost {}; {} of them end in a loop (their last {} actions repeat one action or alternate between two)",
+        g.lost(),
+        g.looped,
+        eval::LOOP_STEPS
     );
     if a.take_rates {
-        let mut rates = rla_env::household::stats::TakeRates::default();
-        for (t, task) in trajs.iter().zip(&tasks[..n]) {
-            let w = std::sync::Arc::new(task.build()?);
-            rates.add_episode(&w, &task.object, &commands(t));
-        }
-        print!("{rates}");
+        print!("{}", eval::task_take_rates(&g.trajs, &tasks[..n])?);
     }
     if a.judge > 0 {
         let notes = a.judge_notes
             || run_cfg
                 .as_ref()
                 .is_some_and(|c| HouseholdConfig::of(c).judge_notes);
-        judge_steps(&a, &*lm, (&tasks[..n], notes), &trajs)?;
+        print_judge(&a, lm, (&tasks[..n], notes), &g.trajs)?;
     }
-    Ok(())
-}
-
-/// The commands an episode played.
-fn commands(t: &rla_train::play::Trajectory) -> Vec<String> {
-    t.steps.iter().map(|s| s.action.clone()).collect()
-}
-
-/// The steps at the end of a lost greedy episode that
-/// [`rla_train::play::Trajectory::ends_in_loop`] reads.
-const LOOP_STEPS: usize = 10;
-
-/// `--temperature T --samples K`: K sampled episodes of every task; the mean success and its
-/// standard error over the tasks (each task's share of won episodes).
-fn eval_sampled(
-    a: &EvalArgs,
-    lm: &dyn rla_lm::Sampler,
-    tasks: &[rla_env::household::TaskSpec],
-    mut ep: rla_train::household::Episodes,
-    temperature: f64,
-    model: &std::path::Path,
-) -> Result<()> {
-    if !(temperature.is_finite() && temperature > 0.0) {
-        bail!("--temperature {temperature}: use a positive temperature (greedy is the default)");
-    }
-    if a.samples == 0 {
-        bail!("--samples 0: sample at least one episode a task");
-    }
-    ep.rollouts = a.samples;
-    let sp = rla_lm::SampleParams {
-        temperature,
-        max_new_tokens: a.max_tokens,
-        seed: 0,
-        ..Default::default()
-    };
-    let n = tasks.len();
-    let bar = rla_train::bar((n * a.samples * ep.step_limit) as u64, "eval");
-    let trajs = rla_train::household::rollout(lm, tasks, ep, &sp, Some(&bar))?;
-    bar.finish_and_clear();
-    for t in trajs.iter().take(a.show) {
-        print_episode(&format!("task: {}", tasks[t.task].sentence()), t);
-    }
-    let mut won = vec![0usize; n];
-    for t in &trajs {
-        won[t.task] += t.won() as usize;
-    }
-    let per: Vec<f64> = won.iter().map(|&w| w as f64 / a.samples as f64).collect();
-    let (mean, se) = rla_core::stats::mean_std_error(&per).unwrap_or((0.0, 0.0));
-    println!(
-        "{} success on {n} {} tasks, {} episodes each at temperature {temperature}: {mean:.3} \
-         (standard error {se:.3})",
-        model.display(),
-        a.split,
-        a.samples,
-    );
-    Ok(())
-}
-
-/// The config of `eval --config` (a run folder's `config.toml`, or a config file) and the
-/// policy it evaluates: `model` if given, else the run's last checkpoint, else the config's
-/// `policy.path`.
-fn eval_config(
-    c: &std::path::Path,
-    model: Option<&std::path::Path>,
-) -> Result<(RunConfig, PathBuf)> {
-    let (file, run) = if c.is_dir() {
-        (c.join("config.toml"), Some(c))
-    } else {
-        (c.to_path_buf(), None)
-    };
-    if !file.exists() {
-        bail!(
-            "{}: neither a run folder (with config.toml) nor a config file",
-            c.display()
-        );
-    }
-    let cfg = RunConfig::load(&file)?;
-    let model = match (model, run) {
-        (Some(m), _) => m.to_path_buf(),
-        (None, Some(r)) if r.join("checkpoint/policy").exists() => r.join("checkpoint/policy"),
-        (None, _) => cfg.policy.path.clone().ok_or_else(|| {
-            anyhow::anyhow!(
-                "{}: no trained policy to evaluate (no checkpoint/policy, no policy.path); name \
-                 one with --model",
-                c.display()
-            )
-        })?,
-    };
-    Ok((cfg, model))
-}
-
-/// `eval --config` through the setting's own evaluation (greedy success on a split), with the
-/// household's flags applied to its table.
-fn eval_setting(a: &EvalArgs, mut cfg: RunConfig) -> Result<()> {
-    use rla_train::setting::Ctx;
-    let split = parse_split(&a.split)?;
-    if cfg.setting == "household" {
-        let h = HouseholdConfig::of_mut(&mut cfg);
-        if let Some(w) = a.window {
-            h.history_window = w;
-        }
-        if let Some(s) = &a.prompt_style {
-            h.prompt_style = parse_prompt_style(s)?;
-        }
-        if let Some(l) = step_limit(a)? {
-            h.eval_step_limit = l;
-        }
-        h.notes |= a.notes;
-        h.constrain_actions |= a.constrained;
-    }
-    cfg.validate().map_err(anyhow::Error::msg)?;
-    let model = a
-        .model
-        .clone()
-        .ok_or_else(|| anyhow::anyhow!("name the policy: --model DIR"))?;
-    let lm = crate::backend::open_sampler(&model)?;
-    let mut s = rla_train::registry::setting(&cfg)?;
-    let n = match (a.n, s.split_size(split)) {
-        (Some(n), Some(size)) if n > size => bail!(
-            "--n {n}: the {split:?} split of the {} setting holds {size} tasks",
-            s.name()
-        ),
-        (Some(n), _) => n,
-        (None, Some(size)) => size,
-        (None, None) => bail!("--n: the {split:?} split has no end; say how many"),
-    };
-    let ctx = Ctx {
-        cfg: &cfg,
-        k: 0,
-        progress: true,
-    };
-    let started = std::time::Instant::now();
-    let success = s.evaluate(ctx, &*lm, split, n)?;
-    let setting = s.name();
-    println!(
-        "{} success on {n} {} tasks: {success:.3} ({setting} setting; {:.0} s)",
-        model.display(),
-        a.split,
-        started.elapsed().as_secs_f64()
-    );
     Ok(())
 }
 
@@ -384,81 +343,37 @@ fn print_episode(heading: &str, t: &rla_train::play::Trajectory) {
 }
 
 /// `eval --games DIR`: every game folder under DIR, played greedily; the success rate last.
-fn eval_games(
+fn print_games(
     a: &EvalArgs,
-    lm: &dyn rla_lm::Sampler,
+    name: &str,
+    lm: &dyn Sampler,
     dir: &Path,
     ep: rla_train::household::Episodes,
 ) -> Result<()> {
-    use rla_env::household::expert::GoalSpec;
-    use rla_env::household::game::GameFile;
-    use rla_env::household::Household;
-    let mut folders = rla_env::household::game::game_folders(dir)?;
-    if folders.is_empty() {
-        bail!(
-            "{} holds no game folder (a folder with game.tw-pddl)",
-            dir.display()
-        );
-    }
-    if let Some(n) = a.n {
-        if n > folders.len() {
-            bail!("--n {n}: {} holds {} games", dir.display(), folders.len());
-        }
-        folders.truncate(n);
-    }
-    let mut games = Vec::with_capacity(folders.len());
-    let mut targets = Vec::with_capacity(folders.len());
-    for f in &folders {
-        let g = GameFile::load(f)?;
-        let traj = g.traj.as_ref().with_context(|| {
-            format!(
-                "{}: no traj_data.json beside the game (it names the goal)",
-                f.display()
-            )
-        })?;
-        let goal = GoalSpec::from_traj(&g.world, traj)
-            .map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;
-        targets.push((g.world.clone(), traj.pddl_params.object_target.clone()));
-        games.push((
-            Household::new(g.world.clone()).with_step_limit(ep.step_limit),
-            goal,
-        ));
-    }
-    let n = games.len();
-    let bar = rla_train::bar((n * ep.step_limit) as u64, "eval");
     let started = std::time::Instant::now();
-    let sp = rla_lm::SampleParams::greedy(a.max_tokens);
-    let trajs = rla_train::household::rollout_games(lm, games, ep, &sp, Some(&bar))?;
-    bar.finish_and_clear();
+    let g = eval::household_games(lm, dir, a.n, ep, a.max_tokens)?;
     let played = started.elapsed().as_secs_f64();
-    for (t, f) in trajs.iter().zip(&folders).take(a.show) {
+    for (t, f) in g.played.trajs.iter().zip(&g.folders).take(a.show) {
         print_episode(&format!("game: {}", f.display()), t);
     }
-    let won = trajs.iter().filter(|t| t.won()).count();
-    let steps: usize = trajs.iter().map(|t| t.steps.len()).sum();
     if a.take_rates {
-        let mut rates = rla_env::household::stats::TakeRates::default();
-        for (t, (w, target)) in trajs.iter().zip(&targets) {
-            rates.add_episode(w, target, &commands(t));
-        }
-        print!("{rates}");
+        print!("{}", g.take_rates);
     }
     println!(
-        "{} success on {n} games of {}: {:.3} ({won} won; {steps} steps in {played:.0} s)",
-        a.model
-            .as_deref()
-            .unwrap_or(std::path::Path::new("the policy"))
-            .display(),
+        "{name} success on {} games of {}: {:.3} ({} won; {} steps in {played:.0} s)",
+        g.folders.len(),
         dir.display(),
-        won as f64 / n as f64
+        g.played.success(),
+        g.played.won,
+        g.played.steps,
     );
     Ok(())
 }
 
 /// The judge's verdicts on the steps of `trajs`, and its quality against the expert's labels.
-fn judge_steps(
+fn print_judge(
     a: &EvalArgs,
-    policy: &dyn rla_lm::Sampler,
+    policy: &dyn Sampler,
     tasks: (&[rla_env::household::task::TaskSpec], bool),
     trajs: &[rla_train::play::Trajectory],
 ) -> Result<()> {
@@ -470,44 +385,26 @@ fn judge_steps(
         }
         None => policy,
     };
-    let steps: usize = trajs.iter().map(|t| t.steps.len()).sum();
-    let bar = rla_train::bar(steps as u64, "judge");
-    let sp = rla_lm::SampleParams {
-        temperature: 1.0,
-        max_new_tokens: a.judge_tokens,
-        ..Default::default()
-    };
     let started = std::time::Instant::now();
-    let verdicts =
-        rla_train::household::play::judge(judge, tasks, trajs, a.judge, &sp, Some(&bar))?;
-    bar.finish_and_clear();
+    let v = eval::judge_steps(judge, tasks, trajs, a.judge, a.judge_tokens)?;
     let secs = started.elapsed().as_secs_f64();
-    let played = rla_train::play::Played {
-        trajs: trajs.to_vec(),
-        verdicts,
-    };
-    let q = played.quality();
-    let verdicts = played.verdicts;
-    let all: Vec<&rla_core::reward::StepScore> =
-        verdicts.iter().flatten().flat_map(|v| &v.scores).collect();
-    let parsed = all
-        .iter()
-        .filter(|s| **s != &rla_core::reward::StepScore::Unparsed)
-        .count();
+    let q = &v.quality;
     let shown = |x: Option<f64>| x.map_or("n/a".into(), |x| format!("{x:.3}"));
     println!(
-        "judge: {} verdicts on {steps} steps in {secs:.0} s; with a \\boxed{{±1}}: {parsed} ({:.1}%); \
+        "judge: {} verdicts on {} steps in {secs:.0} s; with a \\boxed{{±1}}: {} ({:.1}%); \
          process accuracy {} (against the expert's labels), outcome accuracy {}, p+ {}, p- {}, μ {}",
-        all.len(),
-        100.0 * parsed as f64 / all.len().max(1) as f64,
+        v.verdicts,
+        v.steps,
+        v.parsed,
+        100.0 * v.parsed as f64 / v.verdicts.max(1) as f64,
         shown(q.process_acc),
         shown(q.outcome_acc),
         shown(q.calibration.p_plus()),
         shown(q.calibration.p_minus()),
         shown(q.calibration.mu()),
     );
-    if let Some(v) = verdicts.iter().flatten().next() {
-        println!("a verdict: {:?}", v.texts[0]);
+    if let Some(t) = &v.first {
+        println!("a verdict: {t:?}");
     }
     Ok(())
 }
