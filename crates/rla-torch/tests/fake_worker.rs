@@ -80,8 +80,7 @@ fn a_reply_trickled_a_byte_at_a_time_fails_the_call_at_its_deadline() {
     // every byte comes well within 2 s of the last; the reply as a whole takes about 12 s
     let e = w
         .call("health", serde_json::json!({}), vec![])
-        .err()
-        .expect("a reply that took about 12 s was taken by a call of 2 s")
+        .expect_err("a reply that took about 12 s was taken by a call of 2 s")
         .to_string();
     assert!(e.contains("did not answer health within 2 s"), "{e}");
 }
