@@ -39,9 +39,10 @@ impl EnvError {
         }
     }
 
-    /// Reads a file to a string.
+    /// Reads a file to a string: a regular file of at most [`rla_core::file::MAX_BYTES`] (a
+    /// game or task file that is a FIFO, a device or a symlink to one is an error).
     pub fn read(path: &std::path::Path) -> Result<String, EnvError> {
-        std::fs::read_to_string(path).map_err(|source| EnvError::Io {
+        rla_core::file::read_to_string(path).map_err(|source| EnvError::Io {
             path: path.to_path_buf(),
             source,
         })

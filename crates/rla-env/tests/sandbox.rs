@@ -178,6 +178,15 @@ fn impossible_limits_are_named() {
     };
     let e = Sandbox::new(find_python().unwrap(), bad).unwrap_err();
     assert!(e.to_string().contains("cpu_secs"), "{e}");
+    // a wall-clock limit no duration holds (it panicked in Duration::from_secs_f64)
+    for wall_secs in [1e20, 1e6] {
+        let far = Limits {
+            wall_secs,
+            ..Limits::default()
+        };
+        let e = Sandbox::new(find_python().unwrap(), far).unwrap_err();
+        assert!(e.to_string().contains("at most 86400"), "{e}");
+    }
     let e = Sandbox::new("/nonexistent/python".into(), Limits::default()).unwrap_err();
     assert!(e.to_string().contains("/nonexistent/python"), "{e}");
 }

@@ -70,14 +70,22 @@ pub struct LimitArgs {
 }
 
 impl LimitArgs {
-    fn limits(&self) -> Limits {
-        Limits {
+    fn limits(&self) -> Result<Limits> {
+        let memory_bytes = self
+            .memory_mib
+            .checked_mul(1 << 20)
+            .with_context(|| format!("--memory-mib {}: too large", self.memory_mib))?;
+        let output_bytes = self
+            .output_kib
+            .checked_mul(1 << 10)
+            .with_context(|| format!("--output-kib {}: too large", self.output_kib))?;
+        Ok(Limits {
             wall_secs: self.wall_secs,
             cpu_secs: self.cpu_secs,
-            memory_bytes: self.memory_mib << 20,
-            output_bytes: self.output_kib << 10,
+            memory_bytes,
+            output_bytes,
             ..Limits::default()
-        }
+        })
     }
 }
 
@@ -139,7 +147,7 @@ pub fn run(c: CodeCmd) -> Result<()> {
                     tests.len()
                 );
             }
-            let sb = Sandbox::with_limits(limits.limits())?;
+            let sb = Sandbox::with_limits(limits.limits()?)?;
             let bar = rla_train::bar(tests.len() as u64, "code exec");
             let mut verdicts = Vec::with_capacity(tests.len());
             // a batch at a time in parallel, printed in order
@@ -194,7 +202,7 @@ pub fn run(c: CodeCmd) -> Result<()> {
                     (ps, cs)
                 }
             };
-            let sb = Sandbox::with_limits(limits.limits())?;
+            let sb = Sandbox::with_limits(limits.limits()?)?;
             let bar = rla_train::bar(ps.len() as u64, "humaneval");
             let mut ok = Vec::with_capacity(ps.len());
             for (p, c) in ps.chunks(16).zip(cs.chunks(16)) {
@@ -218,7 +226,7 @@ pub fn run(c: CodeCmd) -> Result<()> {
         } => {
             let problems = rla_env::code::load_jsonl(&problems)?;
             let lm = crate::backend::open_sampler(&model)?;
-            let sb = Sandbox::with_limits(limits.limits())?;
+            let sb = Sandbox::with_limits(limits.limits()?)?;
             let bar = rla_train::bar(problems.len() as u64, "code eval");
             let mut ok = 0;
             // a few problems per generation call keeps memory bounded for real models

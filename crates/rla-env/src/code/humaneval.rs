@@ -70,15 +70,24 @@ pub fn find_data() -> Result<PathBuf, EnvError> {
 
 /// Reads `HumanEval.jsonl.gz` (or an uncompressed `.jsonl`); errors name the line.
 pub fn load(path: &Path) -> Result<Vec<HumanEvalProblem>, EnvError> {
-    let bytes = std::fs::read(path).map_err(|source| EnvError::Io {
+    let bytes = rla_core::file::read(path).map_err(|source| EnvError::Io {
         path: path.to_path_buf(),
         source,
     })?;
     let text = if bytes.starts_with(&[0x1f, 0x8b]) {
         let mut s = String::new();
+        let limit = rla_core::file::MAX_BYTES;
         flate2::read::GzDecoder::new(&bytes[..])
+            .take(limit + 1)
             .read_to_string(&mut s)
             .map_err(|e| EnvError::invalid(path, "gzip", e.to_string()))?;
+        if s.len() as u64 > limit {
+            return Err(EnvError::invalid(
+                path,
+                "gzip",
+                format!("unpacks to more than {} MiB", limit >> 20),
+            ));
+        }
         s
     } else {
         String::from_utf8(bytes).map_err(|e| EnvError::invalid(path, "utf-8", e.to_string()))?

@@ -71,11 +71,20 @@ impl Default for Limits {
     }
 }
 
+/// The longest wall-clock limit a run may have: a day.
+pub const MAX_WALL_SECS: f64 = 86_400.0;
+
 impl Limits {
-    /// Checks that every limit is positive.
+    /// Checks that every limit is positive, and the wall-clock limit at most [`MAX_WALL_SECS`].
     pub fn validate(&self) -> Result<(), String> {
         if !(self.wall_secs > 0.0 && self.wall_secs.is_finite()) {
             return Err(format!("wall_secs = {}: must be > 0", self.wall_secs));
+        }
+        if self.wall_secs > MAX_WALL_SECS {
+            return Err(format!(
+                "wall_secs = {}: at most {MAX_WALL_SECS} (a day)",
+                self.wall_secs
+            ));
         }
         for (name, v) in [
             ("cpu_secs", self.cpu_secs),
