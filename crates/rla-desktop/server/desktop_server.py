@@ -478,17 +478,45 @@ def check_code(code):
         )
 
 
+# an action's time limit: OSWorld's server times a command out at 120 s
+ACTION_SECS = 120.0
+
+
+class ActionTimeout(Exception):
+    pass
+
+
 class Actions:
     """pyautogui, imported once; `write` types `<` with shift and comma (pyautogui's own keysym
     for it types `>` on this keyboard map, the fault OSWorld's controller works around), and
-    each mouse button is held down 40 ms."""
+    each mouse button is held down 40 ms. An action runs at most ACTION_SECS: every sleep in it
+    (`time.sleep`, pyautogui's PAUSE and durations) is bounded by the action's deadline, and one
+    that would run past it ends the action at once with an error, so the desktop is free again.
+    pyautogui's settings an action may change (PAUSE, FAILSAFE) are restored by /setup/reset."""
 
     def __init__(self):
         import pyautogui
 
-        pyautogui.FAILSAFE = False
-        pyautogui.PAUSE = 0.0
         self.pg = pyautogui
+        self.restore_settings()
+        self.deadline = None
+        actions = self
+
+        def sleep(secs):
+            secs = float(secs)
+            if secs < 0:
+                raise ValueError("sleep length must be non-negative")
+            if actions.deadline is not None and time.monotonic() + secs > actions.deadline:
+                raise ActionTimeout(f"a sleep of {secs:g} s would run the action past its {ACTION_SECS:g} s")
+            time.sleep(secs)
+
+        # the `time` an action sees (and pyautogui's own, for PAUSE and durations): its sleep
+        # is bounded
+        clock = type(time)("time")
+        clock.__dict__.update({k: v for k, v in time.__dict__.items() if not k.startswith("__")})
+        clock.sleep = sleep
+        self.clock = clock
+        pyautogui.time = clock
         orig = pyautogui.write
 
         def write(message, interval=0.0, *a, **kw):
@@ -521,10 +549,26 @@ class Actions:
             up(x, y, button)
 
         pm._mouseDown, pm._mouseUp = mouse_down, mouse_up
+        if hasattr(pm, "time"):
+            pm.time = clock
         pyautogui.typewrite = write
-        self.ns = {"pyautogui": pyautogui, "time": time, "__name__": "__action__"}
+        import builtins
+
+        real_import = builtins.__import__
+
+        def action_import(name, *a, **kw):
+            # `import time` in an action gives it the bounded clock
+            return clock if name == "time" else real_import(name, *a, **kw)
+
+        self.ns = {"pyautogui": pyautogui, "time": clock, "__name__": "__action__",
+                   "__builtins__": dict(builtins.__dict__, __import__=action_import)}
         # the session's `Office`, to wait for LibreOffice after an action
         self.office = None
+
+    def restore_settings(self):
+        """pyautogui's settings as an action finds them after a reset."""
+        self.pg.FAILSAFE = False
+        self.pg.PAUSE = 0.0
 
     def run(self, code, allow_any):
         if not allow_any:
@@ -533,12 +577,14 @@ class Actions:
         old = sys.stdout
         sys.stdout = out
         error = None
+        self.deadline = time.monotonic() + ACTION_SECS
         try:
             exec(compile(code, "<action>", "exec"), self.ns)
         except Exception as e:
             error = f"{type(e).__name__}: {e}"
         finally:
             sys.stdout = old
+            self.deadline = None
         # LibreOffice handles what the action did (and draws it) before the next observation:
         # 20 ms for its main loop to take the input up, then until it has nothing left to do
         # (50 ms in all without LibreOffice's API)
@@ -1180,7 +1226,13 @@ class Handler(BaseHTTPRequestHandler):
                     fields[name] = part.get_payload(decode=True) or b""
             return fields
         if ctype.startswith("application/json"):
-            return {k: (v if isinstance(v, bytes) else str(v).encode()) for k, v in json.loads(raw or b"{}").items()}
+            try:
+                v = json.loads(raw or b"{}")
+            except (ValueError, UnicodeDecodeError) as e:
+                raise BadRequest(f"the body is not JSON: {e}")
+            if not isinstance(v, dict):
+                raise BadRequest("the form must be a JSON object of fields")
+            return {k: str(x).encode() for k, x in v.items()}
         return {k: v[0].encode() for k, v in urllib.parse.parse_qs(raw.decode("utf-8", "replace")).items()}
 
     def do_GET(self):
@@ -1527,6 +1579,8 @@ def r_reset(h, s):
         except OSError:
             pass
     s.uploaded.clear()
+    # an action may have set pyautogui.PAUSE = 3 (or FAILSAFE): the next task starts without it
+    Actions_singleton.restore_settings()
     Actions_singleton.pg.moveTo(s.width // 2, s.height // 2)
     h.reply(200, {"status": "success"})
 

@@ -344,3 +344,99 @@ fn servers_beyond_loopback_need_a_key() {
         "then the model is loaded: {err}"
     );
 }
+
+/// pyautogui stand-in for the tests that need no display: its settings, and calls that pause
+/// as pyautogui's do (`time.sleep(PAUSE)` on its module's `time`).
+const FAKE_PYAUTOGUI: &str = r#"
+import sys, time, types
+pg = types.ModuleType('pyautogui')
+pg.FAILSAFE, pg.PAUSE, pg.time = True, 0.1, time
+pg.platformModule = types.SimpleNamespace(_mouseDown=lambda *a: None, _mouseUp=lambda *a: None)
+pg.write = lambda *a, **k: None
+pg.moveTo = lambda *a, **k: pg.time.sleep(pg.PAUSE)
+sys.modules['pyautogui'] = pg
+"#;
+
+/// An action that sleeps past OSWorld's 120 s ends at once with an error (the desktop's lock is
+/// free again), `import time` in it included; /setup/reset restores pyautogui's PAUSE.
+#[test]
+fn an_action_runs_at_most_120_s_and_reset_restores_pyautogui() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = python(
+        dir.path(),
+        &format!(
+            "{FAKE_PYAUTOGUI}{}",
+            r#"
+import threading
+a = ds.Actions()
+ds.Actions_singleton = a
+for code in ("time.sleep(100000)", "import time\ntime.sleep(100000)",
+             "import pyautogui\npyautogui.PAUSE = 100000\npyautogui.moveTo(1, 1)"):
+    got = {}
+    t = threading.Thread(target=lambda: got.update(a.run(code, True)), daemon=True)
+    t.start()
+    t.join(20)
+    print('still running' if t.is_alive() else got['status'] + ' | ' + got['error'])
+    a.pg.PAUSE = 0.0
+print(a.run("time.sleep(0.01)", False)['status'])
+a.run("import pyautogui\npyautogui.PAUSE = 3", False)
+print('PAUSE before reset', a.pg.PAUSE)
+class H:
+    def json_body(self): return {}
+    def reply(self, code, body): print('reset', code)
+s = types.SimpleNamespace(close_office=lambda: None, restore_profile=lambda: None,
+                          uploaded=[], width=100, height=100)
+ds.r_reset(H(), s)
+print('PAUSE after reset', a.pg.PAUSE)
+"#
+        ),
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    for l in &lines[..3] {
+        assert!(
+            l.starts_with("error | ActionTimeout") && l.contains("past its 120 s"),
+            "{out}"
+        );
+    }
+    assert_eq!(lines[3], "success", "{out}");
+    assert_eq!(lines[4], "PAUSE before reset 3", "{out}");
+    assert_eq!(lines[5], "reset 200", "{out}");
+    assert_eq!(lines[6], "PAUSE after reset 0.0", "{out}");
+}
+
+/// `/file`'s form as a JSON list (or not JSON) is a 400 naming what was wrong, not a 500.
+#[test]
+fn a_file_form_that_is_not_an_object_is_a_bad_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = python(
+        dir.path(),
+        r#"
+import threading, urllib.request, urllib.error
+from http.server import ThreadingHTTPServer
+root = os.path.realpath('session')
+s = types.SimpleNamespace(api_key=None, lock=threading.Lock(), ahead=None, root=root,
+                          home=os.path.join(root, 'home'), files=os.path.join(root, 'files'))
+httpd = ThreadingHTTPServer(('127.0.0.1', 0), ds.Handler)
+httpd.session = s
+threading.Thread(target=httpd.serve_forever, daemon=True).start()
+url = f'http://127.0.0.1:{httpd.server_address[1]}/file'
+for body in (b'["file_path"]', b'{"file_path": '):
+    req = urllib.request.Request(url, data=body, headers={'Content-Type': 'application/json'})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            print(r.status)
+    except urllib.error.HTTPError as e:
+        print(e.code, json.loads(e.read())['message'])
+httpd.shutdown()
+"#,
+    );
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[0].starts_with("400 ") && lines[0].contains("JSON object"),
+        "{out}"
+    );
+    assert!(
+        lines[1].starts_with("400 ") && lines[1].contains("not JSON"),
+        "{out}"
+    );
+}
