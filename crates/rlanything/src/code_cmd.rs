@@ -91,8 +91,8 @@ impl LimitArgs {
 
 /// Reads a test file in either format; every block must parse.
 pub fn read_tests(path: &Path) -> Result<Vec<TestCase>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let text = rla_core::file::read_to_string(path)
+        .with_context(|| format!("cannot read {}", path.display()))?;
     if text.trim_start().starts_with('{') {
         return text
             .lines()
@@ -134,7 +134,7 @@ pub fn run(c: CodeCmd) -> Result<()> {
             max_tests,
             limits,
         } => {
-            let src = std::fs::read_to_string(&program)
+            let src = rla_core::file::read_to_string(&program)
                 .with_context(|| format!("cannot read {}", program.display()))?;
             let tests = read_tests(&tests_path)?;
             if tests.len() > max_tests {

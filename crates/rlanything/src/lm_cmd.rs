@@ -146,8 +146,8 @@ fn one() -> usize {
 impl TinyConfig {
     /// Reads and checks a TOML file.
     pub fn load(path: &Path) -> Result<TinyConfig> {
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let text = rla_core::file::read_to_string(path)
+            .with_context(|| format!("reading {}", path.display()))?;
         toml::from_str(&text).with_context(|| format!("{}", path.display()))
     }
 
@@ -274,7 +274,7 @@ pub fn run(cmd: LmCmd) -> Result<()> {
             rla_model::weights::check_checkpoint_dest(&out, force)
                 .map_err(|m| anyhow::anyhow!("--out {m}"))?;
             let tc = TinyConfig::load(&config)?;
-            let corpus = std::fs::read_to_string(&tokenizer_corpus)
+            let corpus = rla_core::file::read_to_string(&tokenizer_corpus)
                 .with_context(|| format!("reading {}", tokenizer_corpus.display()))?;
             let tok = build_word_level(&corpus, tc.min_count)?;
             let cfg = tc.model_config(tok.vocab_size())?;
