@@ -125,6 +125,52 @@ EOF
 expect "weights holding NaN: lm generate" "NaN" -- "$BIN" lm generate --model model-nan --prompt "go to"
 expect "weights holding NaN: eval" "NaN" -- "$BIN" eval --model model-nan --n 1
 expect "weights holding NaN: serve" "NaN" -- "$BIN" serve --model model-nan --port 0
+# LoRA adapters are checked like weights: NaN, r = 0, a scale that overflows every output
+make_adapter() { # folder r alpha fill (a number, or nan)
+  mkdir -p "$1"
+  py "$1" "$2" "$3" "$4" model/config.json <<'EOF'
+import json, struct, sys
+d, r, alpha, fill, cfg = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
+c = json.load(open(cfg))
+hidden, heads = c["hidden_size"], c["num_attention_heads"]
+out = c.get("head_dim") or hidden // heads
+out *= heads
+tensors, data = {}, b""
+for l in range(c["num_hidden_layers"]):
+    p = f"base_model.model.model.layers.{l}.self_attn.q_proj"
+    for name, shape in ((f"{p}.lora_A.weight", [r, hidden]), (f"{p}.lora_B.weight", [out, r])):
+        n = shape[0] * shape[1]
+        tensors[name] = {"dtype": "F32", "shape": shape, "data_offsets": [len(data), len(data) + 4 * n]}
+        data += struct.pack(f"<{n}f", *([fill] * n))
+h = json.dumps(tensors).encode()
+h += b" " * (-len(h) % 8)
+open(f"{d}/adapter_model.safetensors", "wb").write(struct.pack("<Q", len(h)) + h + data)
+json.dump({"peft_type": "LORA", "r": r, "lora_alpha": alpha, "target_modules": ["q_proj"]},
+          open(f"{d}/adapter_config.json", "w"))
+EOF
+}
+for a in "nan 4 8 nan" "r0 0 8 0.01" "huge 4 1e38 0.01" "fine 4 8 0.01"; do
+  set -- $a
+  cp -r model "model-adapter-$1" && make_adapter "model-adapter-$1" "$2" "$3" "$4"
+  make_adapter "adapter-$1" "$2" "$3" "$4"
+done
+expect "an adapter holding NaN: lm generate" "NaN" -- "$BIN" lm generate --model model-adapter-nan --prompt "go to"
+expect "an adapter with r = 0: lm generate" "r: 0" -- "$BIN" lm generate --model model-adapter-r0 --prompt "go to"
+expect "an adapter with lora_alpha = 1e38: lm generate" "changes a weight by" -- "$BIN" lm generate --model model-adapter-huge --prompt "go to"
+expect "an adapter holding NaN: serve --adapter" "NaN" -- "$BIN" serve --model model --adapter adapter-nan --port 0
+expect "a sound adapter: lm generate" ok -- "$BIN" lm generate --model model-adapter-fine --prompt "go to" --max-tokens 4
+# files read whole are read only if regular, and only so far
+cp -r model model-zero && rm model-zero/config.json && ln -s /dev/zero model-zero/config.json
+expect "config.json a symlink to /dev/zero: lm generate" "not a regular file" -- "$BIN" lm generate --model model-zero --prompt "go to"
+mkdir -p adapter-zero && ln -s /dev/zero adapter-zero/adapter_config.json && cp adapter-fine/adapter_model.safetensors adapter-zero/
+expect "adapter_config.json a symlink to /dev/zero: serve --adapter" "not a regular file" -- "$BIN" serve --model model --adapter adapter-zero --port 0
+py align0.gguf <<'EOF'
+import struct, sys
+k = b"general.alignment"
+open(sys.argv[1], "wb").write(b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + struct.pack("<Q", len(k)) + k
+                              + struct.pack("<II", 4, 0))
+EOF
+expect "a GGUF with general.alignment = 0 (candle divides by it)" "GGUF header" -- "$BIN" lm convert --gguf align0.gguf --out conv
 expect "lm generate --max-tokens 99999999" "context" -- "$BIN" lm generate --model model --prompt "go to" --max-tokens 99999999
 expect "lm generate within the context" ok -- "$BIN" lm generate --model model --prompt "go to" --max-tokens 8
 # --out never deletes what it did not make: a folder of models, a folder of notes, a file
@@ -152,7 +198,7 @@ open(os.path.join(d, "chat_template.jinja"), "w").write(t or "")
 EOF
 
 echo "== the server"
-"$BIN" serve --model model-jinja --name tiny --port 0 >serve.log 2>&1 &
+"$BIN" serve --model model-jinja --name tiny --port 0 --body-timeout-secs 2 >serve.log 2>&1 &
 server_pid=$!
 for _ in $(seq 100); do
   addr=$(grep -oE "http://[0-9.]+:[0-9]+" serve.log | head -n1)
@@ -210,6 +256,35 @@ json.dump({"model": "tiny", "messages": [{"role": "user", "content": "go to"}], 
 json.dump({"model": "tiny", "prompt": "go to", "max_tokens": 4}, open("ok.json", "w"))
 open("huge.json", "w").write('{"model": "tiny", "prompt": "' + "go " * (20 << 20) + '"}')
 EOF
+py "$work" <<'EOF'
+import json, sys
+w = sys.argv[1]
+for name in ("nan", "huge", "zero"):
+    json.dump({"lora_name": name, "lora_path": f"{w}/adapter-{name}"}, open(f"lora-{name}.json", "w"))
+json.dump({"model": "tiny", "prompt": "go", "echo": True, "logprobs": 0, "max_tokens": 0}, open("echo1.json", "w"))
+json.dump({"model": "tiny", "prompt": "go to", "guided_choice": ["冰箱", "go to"], "max_tokens": 4}, open("unk.json", "w"))
+EOF
+cat >stall.py <<'EOF'
+# four clients declare a body over 1 KiB and never send it; a fifth request must be answered
+import json, socket, sys, urllib.request
+addr = sys.argv[1]
+host, port = addr.split("//")[1].split(":")
+held = []
+for _ in range(4):
+    s = socket.create_connection((host, int(port)))
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\n\r\n")
+    held.append(s)
+body = json.dumps({"model": "tiny", "prompt": "go to", "max_tokens": 2}).encode()
+req = urllib.request.Request(addr + "/v1/completions", data=body, headers={"Content-Type": "application/json"})
+with urllib.request.urlopen(req, timeout=60) as r:
+    print(r.status, "answered beside four stalled clients")
+EOF
+http_case "/v1/load_lora_adapter: an adapter holding NaN" /v1/load_lora_adapter lora-nan.json 400 "NaN"
+http_case "/v1/load_lora_adapter: lora_alpha = 1e38" /v1/load_lora_adapter lora-huge.json 400 "changes a weight by"
+http_case "/v1/load_lora_adapter: adapter_config.json is /dev/zero" /v1/load_lora_adapter lora-zero.json 400 "not a regular file"
+http_case "echo of a one-token prompt" /v1/completions echo1.json 200 "text_completion"
+http_case "a guided choice the vocabulary cannot write" /v1/completions unk.json 400 "guided_choice"
+expect "four clients that never send their declared body" "ok:200 answered" -- python3 stall.py "$addr"
 http_case "a 1 MB prompt (350k tokens)" /v1/completions big.json 400 "context"
 http_case "a prompt longer than the context" /v1/completions long.json 400 "context"
 http_case "max_tokens past the context" /v1/completions max.json 400 "max_tokens"
@@ -321,6 +396,8 @@ kill "$listener" 2>/dev/null
 wait "$listener" 2>/dev/null
 expect "code isolation says unix_sockets_denied" 'ok:"unix_sockets_denied": true' -- "$BIN" code isolation
 
+expect "code exec --wall-secs 1e20" "at most 86400" -- "$BIN" code exec --program loop.py --tests tests.jsonl --wall-secs 1e20
+
 echo "== the household: game files"
 game=$root/tests/fixtures/alfworld-traces/00-pick_and_place_simple-kitchen
 mkdir -p deep empty-domain
@@ -337,6 +414,8 @@ EOF
 expect "a PDDL problem nested 50,000 deep: env solve" "nested more than" -- "$BIN" env solve deep
 expect "a game with an empty pddl_domain: env solve" "pddl_domain" -- "$BIN" env solve empty-domain
 expect "a game file of ALFWorld's: env solve" ok -- "$BIN" env solve "$game"
+mkdir -p zero-game && ln -s /dev/zero zero-game/game.tw-pddl
+expect "game.tw-pddl a symlink to /dev/zero: env solve" "a device" -- "$BIN" env solve zero-game
 
 echo "== the desktop: workbooks, screenshots"
 "$BIN" desktop export --split in-domain --n 1 --out tasks >/dev/null
@@ -364,6 +443,39 @@ expect "a workbook with a value at XFD1048576 (scores 0, as OSWorld)" "ok:A1:XFD
 expect "a cell reference ZZZZZZZZZZZZ999… (scores 0)" "ok:is not a cell" -- "$BIN" desktop evaluate --task "$task" --result badref.xlsx
 expect "an xlsx whose sheet unpacks to 400 MB (scores 0)" "ok:unpacks to more than" -- "$BIN" desktop evaluate --task "$task" --result bomb.xlsx
 expect "the task's own start workbook" ok -- "$BIN" desktop evaluate --task "$task" --result "$start"
+py "$start" strings.xlsx <<'EOF'
+import re, sys, zipfile
+src, out = sys.argv[1:]
+zin = zipfile.ZipFile(src)
+with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+    for i in zin.infolist():
+        b = zin.read(i.filename)
+        if i.filename == "xl/sharedStrings.xml":
+            b = re.sub(rb'uniqueCount="\d+"', b'uniqueCount="18446744073709551615"', b)
+        z.writestr(i.filename, b)
+EOF
+expect "shared strings with uniqueCount 2^64-1 (scores 0)" "ok:claims more strings" -- "$BIN" desktop evaluate --task "$task" --result strings.xlsx
+mkfifo fifo.xlsx
+expect "desktop evaluate --result a FIFO (scores 0)" "ok:is a FIFO" -- "$BIN" desktop evaluate --task "$task" --result fifo.xlsx
+ln -s /dev/zero zero-task.json
+expect "a task file that is a symlink to /dev/zero" "not a regular file" -- "$BIN" desktop evaluate --task zero-task.json --result "$start"
+# a formula of 60,000 terms (its tree as deep): refused as longer than Excel's 8192 characters
+mkdir -p deep-task && cp "$task" deep-task/ && cp -r "${task%.json}" deep-task/
+deep_task=deep-task/$(basename "$task")
+py "$start" "${deep_task%.json}/start.xlsx" <<'EOF'
+import sys, zipfile
+src, out = sys.argv[1:]
+zin = zipfile.ZipFile(src)
+with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+    for i in zin.infolist():
+        b = zin.read(i.filename)
+        if i.filename == "xl/worksheets/sheet1.xml":
+            f = "+".join(["B2"] * 60000)
+            b = b.replace(b"</sheetData>", b'<row r="900"><c r="A900"><f>' + f.encode() + b"</f></c></row></sheetData>")
+        z.writestr(i.filename, b)
+EOF
+expect "a 60,000-term formula: desktop screenshot" ok -- "$BIN" desktop screenshot "$deep_task" --out deep.png
+expect "a 60,000-term formula: desktop play" "ok:score" -- bash -c "printf 'tree\nscore\n\n' | \"\$0\" desktop play \"\$1\"" "$BIN" "$deep_task"
 expect "desktop screenshot --size 0x0" "each side" -- "$BIN" desktop screenshot "$task" --out s.png --size 0x0
 expect "desktop screenshot --size 4294967295x4294967295" "each side" -- "$BIN" desktop screenshot "$task" --out s.png --size 4294967295x4294967295
 expect "desktop screenshot --size 100000x100000" "each side" -- "$BIN" desktop screenshot "$task" --out s.png --size 100000x100000
@@ -411,6 +523,52 @@ expect "soffice --convert-to txt --outdir . /host/file" "no such file" -- python
 expect "soffice --convert-to pth: (a .pth in site-packages)" "convert here only to" -- python3 convert.py "$server_py" '["soffice", "--convert-to", "pth:Text", "--outdir", "/usr/lib/python3/dist-packages", "/home/user/t.csv"]'
 expect "soffice -env:… --convert-to csv" "is not passed" -- python3 convert.py "$server_py" '["soffice", "-env:UserInstallation=file:///tmp/x", "--convert-to", "csv", "/home/user/t.csv"]'
 expect "soffice --convert-to xlsx --outdir /anywhere" "ok:output in the session's files" -- python3 convert.py "$server_py" '["soffice", "--convert-to", "xlsx", "--outdir", "/anywhere", "/home/user/t.csv"]'
+# an action runs at most 120 s (OSWorld's limit); /setup/reset restores pyautogui's PAUSE; a JSON
+# list as /file's form is a 400 (with a stand-in for pyautogui: no display needed)
+cat >actions.py <<'PY'
+import importlib.util, sys, threading, time, types
+pg = types.ModuleType("pyautogui")
+pg.FAILSAFE, pg.PAUSE, pg.time = True, 0.0, time
+pg.platformModule = types.SimpleNamespace(_mouseDown=lambda *a: None, _mouseUp=lambda *a: None)
+pg.write = lambda *a, **k: None
+pg.moveTo = lambda *a, **k: pg.time.sleep(pg.PAUSE)
+sys.modules["pyautogui"] = pg
+spec = importlib.util.spec_from_file_location("ds", sys.argv[1])
+ds = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(ds)
+a = ds.Actions_singleton = ds.Actions()
+code = sys.argv[2].replace("\\n", "\n")
+got = {}
+t = threading.Thread(target=lambda: got.update(a.run(code, False)), daemon=True)
+t.start()
+t.join(30)
+if t.is_alive():
+    sys.exit("error: the action still runs")
+if sys.argv[3] == "reset":
+    class H:
+        def json_body(self): return {}
+        def reply(self, code, body): pass
+    ds.r_reset(H(), types.SimpleNamespace(close_office=lambda: None, restore_profile=lambda: None,
+                                          uploaded=[], width=100, height=100))
+    print("PAUSE after /setup/reset:", pg.PAUSE)
+else:
+    print(got["status"], got["error"])
+PY
+expect "an action time.sleep(100000)" "ok:past its 120 s" -- python3 actions.py "$server_py" 'import time\ntime.sleep(100000)' run
+expect "pyautogui.PAUSE = 3, then /setup/reset" "ok:PAUSE after /setup/reset: 0.0" -- python3 actions.py "$server_py" 'import pyautogui\npyautogui.PAUSE = 3' reset
+cat >fileform.py <<'PY'
+import importlib.util, io, json, sys, types
+spec = importlib.util.spec_from_file_location("ds", sys.argv[1])
+ds = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(ds)
+h = types.SimpleNamespace(raw_body=b'["file_path"]', headers={"Content-Type": "application/json"})
+try:
+    ds.Handler.form_body(types.SimpleNamespace(body=lambda: h.raw_body, headers=h.headers))
+except ds.BadRequest as e:
+    sys.exit(f"error: 400 {e}")
+print("read as a form")
+PY
+expect "a JSON list as /file's form" "JSON object" -- python3 fileform.py "$server_py"
 # serve-real runs the script it carries, from a folder of its own, never a file in $TMPDIR
 mkdir -p shared-tmp && chmod 1777 shared-tmp
 printf 'print("planted")\n' >shared-tmp/rlanything-desktop-server-0000000000000000.py
@@ -488,6 +646,25 @@ expect "[policy.learner] python that does not exist" "could not be started" -- "
 python3 -m venv --without-pip bare-venv
 printf '[policy.learner]\nbackend = "torch"\npython = "%s"\n' "$PWD/bare-venv/bin/python" | cat run.toml - >torch-bare.toml
 expect "[policy.learner] python without torch" "No module named" -- "$BIN" train --quiet --config torch-bare.toml --run torch-bare
+
+# a worker that trickles its reply a byte at a time: the call's deadline is the whole call's
+cat >trickle.py <<'PY'
+import json, os, socket, struct, sys, time
+port = [a for a in sys.argv if a.startswith("--connect=")][0].split(":")[-1]
+s = socket.create_connection(("127.0.0.1", int(port)))
+def message(h):
+    h = json.dumps(h).encode()
+    return b"RLAW" + struct.pack("<IQ", len(h), 0) + h
+s.sendall(message({"v": 1, "op": "hello", "token": os.environ["RLA_WORKER_TOKEN"], "world": 1}))
+call = s.recv(1 << 16)
+(n,) = struct.unpack("<I", call[4:8])
+for b in message({"v": 1, "id": json.loads(call[16:16 + n])["id"], "ok": True, "pad": "x" * 40}):
+    s.sendall(bytes([b]))
+    time.sleep(0.2)
+PY
+printf '#!/bin/sh\nexec python3 %s "$@"\n' "$PWD/trickle.py" >trickle && chmod 755 trickle
+printf '[policy.learner]\nbackend = "torch"\npython = "%s"\ntimeout_s = 2\n' "$PWD/trickle" | cat run.toml - >torch-trickle.toml
+expect "[policy.learner] a worker trickling its reply" "did not answer init within 2 s" -- "$BIN" train --quiet --config torch-trickle.toml --run torch-trickle
 
 echo
 echo "| cases tried | clear errors | right results | panics | hangs | silent wrongs |"

@@ -35,6 +35,10 @@ pub struct Args {
     /// environment variable.
     #[arg(long)]
     pub api_key_env: Option<String>,
+    /// Seconds a request's body may take to arrive; past them the client is answered 408 and
+    /// the worker is free again (a client that declares a body and never sends it).
+    #[arg(long, default_value_t = 60.0)]
+    pub body_timeout_secs: f64,
 }
 
 pub fn run(a: Args) -> Result<()> {
@@ -70,8 +74,18 @@ pub fn run(a: Args) -> Result<()> {
             .unwrap_or_else(|| "model".into())
     });
     let addr = format!("{}:{}", a.host, a.port);
+    let body_timeout = std::time::Duration::try_from_secs_f64(a.body_timeout_secs)
+        .ok()
+        .filter(|d| !d.is_zero() && a.body_timeout_secs <= 86_400.0)
+        .ok_or_else(|| {
+            anyhow::anyhow!(
+                "--body-timeout-secs {}: from above 0 to 86400 seconds",
+                a.body_timeout_secs
+            )
+        })?;
     let options = rla_remote::server::Options {
         api_key: key,
+        body_timeout,
         ..Default::default()
     };
     let loaders = rla_remote::server::Loaders::<Lm> {
