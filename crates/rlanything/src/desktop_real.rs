@@ -5,7 +5,8 @@ use anyhow::{bail, Context, Result};
 use rand::{Rng, SeedableRng};
 use rla_desktop::family::{self, Split};
 use rla_desktop::remote::{tree, RemoteDesktop};
-use rla_desktop::runner::{self, Agent, ExpertAgent, Native, Observation, Real, Screen};
+use rla_desktop::runner::{self, ExpertAgent, Native, Real, Screen};
+use rla_train::desktop::screen::OnScreen;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -119,72 +120,6 @@ pub fn serve(
     Err(err).with_context(|| format!("starting {}", python.display()))
 }
 
-/// A model on an inference server as an agent of the runner: the screenshot and the prompt in,
-/// its answer (a `computer_use` call or pyautogui code) out as code.
-struct ModelAgent<'a> {
-    vlm: &'a dyn rla_lm::Sampler,
-    instruction: String,
-    previous: Vec<String>,
-    size: (u32, u32),
-    max_tokens: usize,
-}
-
-impl Agent for ModelAgent<'_> {
-    fn wants_screenshot(&self) -> bool {
-        true
-    }
-
-    fn next(&mut self, obs: &Observation) -> Result<String, String> {
-        use rla_train::desktop::prompts;
-        let (w, h) = self.size;
-        let text = prompts::screenshot_prompt(
-            &self.instruction,
-            &prompts::previous_actions(&self.previous, 3),
-            w,
-            h,
-        );
-        let msg = rla_lm::VisualMessage {
-            role: "user".into(),
-            text,
-            png: obs.screenshot.clone(),
-        };
-        let out = self
-            .vlm
-            .generate_visual(
-                &[vec![msg]],
-                1,
-                &rla_lm::SampleParams::greedy(self.max_tokens),
-            )
-            .map_err(|e| e.to_string())?;
-        let answer = out
-            .into_iter()
-            .next()
-            .and_then(|v| v.into_iter().next())
-            .map(|s| s.text)
-            .unwrap_or_default();
-        self.previous.push(prompts::step_summary(&answer));
-        let acts = match prompts::free_form_actions(&answer, w, h) {
-            Ok(a) => a,
-            // an answer that is no action is the step's error on the desktop
-            Err(_) => return Ok(answer),
-        };
-        if acts
-            .iter()
-            .any(|a| matches!(a, rla_desktop::action::Action::Done))
-        {
-            return Ok("DONE".into());
-        }
-        if acts
-            .iter()
-            .any(|a| matches!(a, rla_desktop::action::Action::Fail))
-        {
-            return Ok("FAIL".into());
-        }
-        let marks = rla_desktop::a11y::mark_centres(&obs.nodes);
-        Ok(rla_desktop::remote::code::actions(&acts, &marks)?.unwrap_or_else(|| "WAIT".into()))
-    }
-}
-
 fn screen_for(
     desktop: Option<&str>,
     desktop_key: Option<String>,
@@ -232,27 +167,29 @@ pub fn eval(
         let dir = tmp.path().join(format!("{i}"));
         let path = rla_desktop::local::export(&g, &dir)?;
         let (id, instruction) = (g.task.id.clone(), g.task.instruction.clone());
-        let mut agent: Box<dyn Agent> = match vlm {
-            None => {
-                Box::new(ExpertAgent::new(g, desktop.is_some(), size).map_err(anyhow::Error::msg)?)
-            }
-            Some(v) => Box::new(ModelAgent {
-                vlm: v,
-                instruction: instruction.clone(),
-                previous: vec![],
-                size,
-                max_tokens,
-            }),
-        };
         let rec = record.filter(|_| i == 0).map(|r| (r, 960));
-        match runner::play_recorded(
-            screen.as_mut(),
-            &path,
-            agent.as_mut(),
-            step_limit,
-            &dir,
-            rec,
-        ) {
+        // the expert as the runner's agent; a model through the desktop setting's play loop
+        let played = match vlm {
+            None => {
+                let mut agent =
+                    ExpertAgent::new(g, desktop.is_some(), size).map_err(anyhow::Error::msg)?;
+                runner::play_recorded(screen.as_mut(), &path, &mut agent, step_limit, &dir, rec)
+                    .map_err(anyhow::Error::msg)
+            }
+            Some(v) => rla_train::desktop::screen::play_on_screen(
+                v,
+                screen.as_mut(),
+                &path,
+                &dir,
+                OnScreen {
+                    size,
+                    step_limit,
+                    max_tokens,
+                    record: rec,
+                },
+            ),
+        };
+        match played {
             Ok(p) => {
                 if p.score >= 1.0 {
                     solved += 1;

@@ -14,6 +14,7 @@ pub mod dagger;
 pub mod play;
 pub mod probe;
 pub mod prompts;
+pub mod screen;
 pub mod warm;
 
 pub use play::{rollout, split_tasks};

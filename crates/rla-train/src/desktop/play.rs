@@ -46,7 +46,12 @@ fn observe(
 }
 
 /// The policy's prompt for the configured observation.
-fn prompt_for(cfg: &RunConfig, instruction: &str, previous: &str, observation: &str) -> String {
+pub(crate) fn prompt_for(
+    cfg: &RunConfig,
+    instruction: &str,
+    previous: &str,
+    observation: &str,
+) -> String {
     match DesktopConfig::of(cfg).observation {
         DesktopObservation::Compact => policy_prompt(instruction, previous, observation),
         DesktopObservation::A11yTree => tree_prompt(
