@@ -138,6 +138,7 @@ pub fn setting_success(
     cfg.validate().map_err(anyhow::Error::msg)?;
     let mut s = crate::registry::setting(cfg)?;
     let n = match (n, s.split_size(split)) {
+        (Some(0), _) => bail!("--n 0: evaluate at least one task"),
         (Some(n), Some(size)) if n > size => bail!(
             "--n {n}: the {split:?} split of the {} setting holds {size} tasks",
             s.name()
@@ -224,6 +225,9 @@ pub fn household_greedy(
     max_tokens: usize,
 ) -> Result<Greedy> {
     check_tokens(max_tokens)?;
+    if tasks.is_empty() {
+        bail!("--n 0: evaluate at least one task (a success rate of no tasks is no number)");
+    }
     let bar = crate::bar((tasks.len() * ep.step_limit) as u64, "eval");
     let trajs = crate::household::evaluate_episodes(policy, tasks, ep, max_tokens, Some(&bar))?;
     bar.finish_and_clear();
@@ -272,6 +276,9 @@ pub fn household_games(
         );
     }
     if let Some(n) = n {
+        if n == 0 {
+            bail!("--n 0: play at least one game");
+        }
         if n > folders.len() {
             bail!("--n {n}: {} holds {} games", dir.display(), folders.len());
         }
@@ -334,6 +341,9 @@ pub fn household_sampled(
     }
     if samples == 0 {
         bail!("--samples 0: sample at least one episode a task");
+    }
+    if tasks.is_empty() {
+        bail!("--n 0: evaluate at least one task");
     }
     check_tokens(max_tokens)?;
     ep.rollouts = samples;

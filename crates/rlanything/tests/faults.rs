@@ -505,3 +505,34 @@ fn sandboxed_programs_die_with_code_exec_and_leave_no_folder() {
         .collect();
     assert!(left.is_empty(), "left behind: {left:?}");
 }
+
+/// `eval --n 0` is a clear error, never a success rate of NaN with exit status 0.
+#[test]
+fn eval_of_no_tasks_is_an_error_not_nan() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("tiny.toml");
+    std::fs::write(
+        &cfg,
+        "arch = \"qwen3\"\nhidden_size = 16\nintermediate_size = 32\nnum_hidden_layers = 1\n\
+         num_attention_heads = 2\nnum_key_value_heads = 1\nmax_position_embeddings = 256\n",
+    )
+    .unwrap();
+    let corpus = dir.path().join("corpus.txt");
+    std::fs::write(&corpus, "go to the fridge 1\nopen the fridge 1\n").unwrap();
+    let model = dir.path().join("m");
+    let o = run(
+        &["lm", "init", "--config"],
+        &[
+            &cfg,
+            Path::new("--tokenizer-corpus"),
+            &corpus,
+            Path::new("--out"),
+            &model,
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let o = run(&["eval", "--n", "0", "--model"], &[&model]);
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("--n 0"), "{}", text(&o));
+    assert!(!text(&o).contains("NaN"), "{}", text(&o));
+}
