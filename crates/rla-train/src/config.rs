@@ -365,6 +365,66 @@ impl Default for EvalConfig {
     }
 }
 
+/// Experiment tracking of a run's metrics (`[logging]`): every scalar of each iteration's
+/// metrics record, as `metrics.jsonl` holds it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LoggingConfig {
+    /// TensorBoard event files in the run's `tensorboard/` folder, with the report's table as
+    /// text.
+    pub tensorboard: bool,
+    /// Weights & Biases through its Python client (`wandb = { project = "…", mode = "offline" }`).
+    pub wandb: Option<WandbConfig>,
+}
+
+/// A run's Weights & Biases logging.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WandbConfig {
+    /// The W&B project.
+    pub project: String,
+    /// `offline` (files in the run's `wandb/` folder, synced later with `wandb sync`) or
+    /// `online`.
+    #[serde(default = "WandbConfig::default_mode")]
+    pub mode: String,
+    /// The Python that has the `wandb` package (a path or a name on `PATH`).
+    #[serde(default = "WandbConfig::default_python")]
+    pub python: String,
+    /// The run's display name (default: W&B's own).
+    #[serde(default)]
+    pub name: Option<String>,
+}
+
+impl WandbConfig {
+    fn default_mode() -> String {
+        "offline".into()
+    }
+    fn default_python() -> String {
+        "python3".into()
+    }
+}
+
+impl LoggingConfig {
+    /// Rejects impossible values, naming them.
+    pub fn validate(&self) -> Result<(), String> {
+        if let Some(w) = &self.wandb {
+            if w.project.trim().is_empty() {
+                return Err("logging.wandb.project is empty: name the W&B project".into());
+            }
+            if !matches!(w.mode.as_str(), "offline" | "online") {
+                return Err(format!(
+                    "logging.wandb.mode = {:?}: use \"offline\" or \"online\"",
+                    w.mode
+                ));
+            }
+            if w.python.trim().is_empty() {
+                return Err("logging.wandb.python is empty: name a Python with wandb".into());
+            }
+        }
+        Ok(())
+    }
+}
+
 /// A setting's table of the run config (`[household]`, `[coding]`, …): read from the table of
 /// the setting's name, written back there, and checked by the setting itself.
 pub trait SettingConfig:
@@ -542,6 +602,8 @@ pub struct RunConfig {
     pub pretrain: PretrainConfig,
     /// Evaluation.
     pub eval: EvalConfig,
+    /// Experiment tracking.
+    pub logging: LoggingConfig,
     /// The setting's own table.
     #[serde(skip)]
     pub table: SettingTable,
@@ -573,6 +635,7 @@ impl RunConfig {
             },
             pretrain: PretrainConfig::default(),
             eval: EvalConfig::default(),
+            logging: LoggingConfig::default(),
             table: SettingTable::new(table),
         }
     }
@@ -615,23 +678,47 @@ impl RunConfig {
 
     /// Reads and validates a TOML file.
     pub fn load(path: &Path) -> anyhow::Result<RunConfig> {
+        RunConfig::load_with(path, &[])
+    }
+
+    /// Reads a TOML file, applies `overrides` to its table, and validates the result.
+    pub fn load_with(path: &Path, overrides: &[Override]) -> anyhow::Result<RunConfig> {
         let text = std::fs::read_to_string(path)
             .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
         let folder = path.parent().unwrap_or(Path::new("."));
-        RunConfig::parse_in(&text, folder).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+        RunConfig::parse_in_with(&text, folder, overrides)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
     }
 
     /// Parses and validates a config's text as if it were a file in `folder`: relative model
-    /// paths are read from that folder.
+    /// paths are read from that folder, and a model path that is no folder there but reads as a
+    /// Hugging Face id (`owner/name`, `owner/name@revision`) is the id's snapshot in the local
+    /// hub cache ([`rla_lm::hub::resolve`]).
     pub fn parse_in(text: &str, folder: &Path) -> anyhow::Result<RunConfig> {
-        let mut cfg: RunConfig = toml::from_str(text)?;
+        RunConfig::parse_in_with(text, folder, &[])
+    }
+
+    /// [`RunConfig::parse_in`] with `overrides` applied to the text's table before it is read,
+    /// so their keys and values are checked as the file's own.
+    pub fn parse_in_with(
+        text: &str,
+        folder: &Path,
+        overrides: &[Override],
+    ) -> anyhow::Result<RunConfig> {
+        let mut cfg: RunConfig = if overrides.is_empty() {
+            toml::from_str(text)?
+        } else {
+            let mut t: toml::Table = toml::from_str(text)?;
+            for o in overrides {
+                o.apply(&mut t).map_err(anyhow::Error::msg)?;
+            }
+            // read back as text, so a bad value is named as the file's own would be
+            toml::from_str(&toml::to_string(&t)?)?
+        };
         cfg.validate().map_err(anyhow::Error::msg)?;
         for m in [&mut cfg.policy, &mut cfg.reward] {
             if let Some(p) = &m.path {
-                if p.is_relative() {
-                    let joined = folder.join(p);
-                    m.path = Some(std::fs::canonicalize(&joined).unwrap_or(joined));
-                }
+                m.path = Some(model_path(p, folder));
             }
         }
         Ok(cfg)
@@ -675,6 +762,7 @@ impl RunConfig {
             .validate()
             .map_err(|e| format!("reward_band: {e}"))?;
         self.ppo.validate().map_err(|e| format!("ppo: {e}"))?;
+        self.logging.validate()?;
         for (n, m) in [("policy", &self.policy), ("reward", &self.reward)] {
             if !(m.lr.is_finite() && m.lr > 0.0) {
                 return Err(format!("{n}.lr = {} must be positive and finite", m.lr));
@@ -751,6 +839,14 @@ impl RunConfig {
     pub fn check_paths(&self) -> Result<(), String> {
         for (n, m) in [("policy", &self.policy), ("reward", &self.reward)] {
             if let Some(p) = &m.path {
+                if !p.exists() && p.is_relative() {
+                    if let Some(s) = p.to_str().filter(|s| rla_lm::hub::parse_id(s).is_some()) {
+                        let e = rla_lm::hub::resolve(p, Path::new(""))
+                            .err()
+                            .unwrap_or_else(|| "not a checkpoint folder".into());
+                        return Err(format!("{n}.path = {s}: {e}"));
+                    }
+                }
                 if !rla_lm::is_checkpoint(p) {
                     return Err(format!(
                         "{n}.path = {}: not a checkpoint folder (config.json, tokenizer.json and \
@@ -777,4 +873,147 @@ impl RunConfig {
             0.0
         }
     }
+}
+
+/// A model path of a config in `folder`: an absolute path as it is; a relative one read from
+/// `folder`; one that is no folder there but reads as a Hugging Face id, the id's cached
+/// snapshot; an id missing from the cache is kept as it reads, for
+/// [`RunConfig::check_paths`] to name with the cache it searched.
+fn model_path(p: &Path, folder: &Path) -> PathBuf {
+    if p.is_absolute() {
+        return p.to_path_buf();
+    }
+    let joined = folder.join(p);
+    if joined.exists() {
+        return std::fs::canonicalize(&joined).unwrap_or(joined);
+    }
+    match p.to_str().and_then(rla_lm::hub::parse_id) {
+        Some(_) => match rla_lm::hub::resolve(p, folder) {
+            Ok(dir) => std::fs::canonicalize(&dir).unwrap_or(dir),
+            Err(_) => p.to_path_buf(),
+        },
+        None => joined,
+    }
+}
+
+/// One `--set KEY=VALUE` of the command line: a dotted key of the run config (`policy.lr`,
+/// `household.train_step_limit`) and its value, read as TOML (`3`, `1e-4`, `true`, `"text"`,
+/// `[1, 2]`, `{ project = "p" }`) or else as a string (`mode=full`). The key and the value are
+/// checked as the config file's own would be.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Override {
+    /// The dotted key.
+    pub key: String,
+    /// The value.
+    pub value: toml::Value,
+}
+
+impl Override {
+    /// `seed = n`, as `--seed` gives it.
+    pub fn seed(n: u64) -> Override {
+        Override {
+            key: "seed".into(),
+            value: toml::Value::Integer(n as i64),
+        }
+    }
+
+    /// The key's parts.
+    pub fn path(&self) -> Vec<&str> {
+        self.key.split('.').collect()
+    }
+
+    /// Sets the key in a config's table, making the tables on its way.
+    pub fn apply(&self, t: &mut toml::Table) -> Result<(), String> {
+        let parts = self.path();
+        let (last, tables) = parts.split_last().expect("a key has a part");
+        let mut at = t;
+        for (i, part) in tables.iter().enumerate() {
+            let v = at
+                .entry(part.to_string())
+                .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+            at = v.as_table_mut().ok_or_else(|| {
+                format!(
+                    "--set {}: `{}` is a value, not a table",
+                    self.key,
+                    parts[..=i].join(".")
+                )
+            })?;
+        }
+        at.insert(last.to_string(), self.value.clone());
+        Ok(())
+    }
+}
+
+impl std::str::FromStr for Override {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Override, String> {
+        let Some((key, raw)) = s.split_once('=') else {
+            return Err(format!("--set {s}: write KEY=VALUE (say, policy.lr=1e-4)"));
+        };
+        let key = key.trim();
+        if key.is_empty() || key.split('.').any(|p| p.trim().is_empty() || p != p.trim()) {
+            return Err(format!(
+                "--set {s}: `{key}` is not a key (dotted names: policy.lr)"
+            ));
+        }
+        let raw = raw.trim();
+        let value = toml::from_str::<toml::Table>(&format!("v = {raw}"))
+            .ok()
+            .and_then(|mut t| t.remove("v"))
+            .unwrap_or_else(|| toml::Value::String(raw.to_string()));
+        Ok(Override {
+            key: key.to_string(),
+            value,
+        })
+    }
+}
+
+/// What a resumed run may be given that differs from its recorded config: keys that only
+/// extend it (more `iterations`) or change how it is tracked (`logging`).
+pub fn extends_the_run(key: &str) -> bool {
+    key == "iterations" || key == "logging" || key.starts_with("logging.")
+}
+
+/// Refuses overrides that would change a finished part of the run recorded in `recorded`: each
+/// override's key must read the same in `recorded` and `next` (both as written to
+/// `config.toml`), unless it only extends the run ([`extends_the_run`]); fewer `iterations` than
+/// recorded are refused too.
+pub fn check_resume_overrides(
+    recorded: &RunConfig,
+    next: &RunConfig,
+    overrides: &[Override],
+) -> Result<(), String> {
+    let a = toml::Value::try_from(recorded).map_err(|e| e.to_string())?;
+    let b = toml::Value::try_from(next).map_err(|e| e.to_string())?;
+    let at = |v: &toml::Value, o: &Override| -> Option<toml::Value> {
+        let mut v = v;
+        for p in o.path() {
+            v = v.get(p)?;
+        }
+        Some(v.clone())
+    };
+    for o in overrides {
+        let (old, new) = (at(&a, o), at(&b, o));
+        if o.key == "iterations" && next.iterations < recorded.iterations {
+            return Err(format!(
+                "--set iterations={}: the run was started with iterations = {}; a resumed run \
+                 may only be given more",
+                next.iterations, recorded.iterations
+            ));
+        }
+        if old != new && !extends_the_run(&o.key) {
+            let show = |v: Option<toml::Value>| v.map_or("(unset)".to_string(), |v| v.to_string());
+            return Err(format!(
+                "--set {}: the run was started with {} = {} and this would make it {}; a resumed \
+                 run keeps its configuration (only iterations and logging may change): start a \
+                 new run to change it",
+                o.key,
+                o.key,
+                show(old),
+                show(new)
+            ));
+        }
+    }
+    Ok(())
 }

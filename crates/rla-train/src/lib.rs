@@ -25,6 +25,7 @@ pub mod report;
 pub mod run;
 pub mod served;
 pub mod setting;
+pub mod track;
 pub mod trainer;
 
 pub use config::{Mode, RunConfig};

@@ -213,6 +213,7 @@ pub fn train_to_end(
     say: &mut dyn FnMut(&str),
 ) -> Result<Vec<crate::run::IterMetrics>> {
     cfg.check_paths().map_err(anyhow::Error::msg)?;
+    crate::track::check(&cfg)?;
     let _lock = crate::run::lock_run(dir)?;
     // the config first: a run killed during its warm start resumes with `--resume` alone
     RunDir::create(dir, &cfg, resume)?;

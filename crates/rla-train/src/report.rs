@@ -8,6 +8,18 @@ fn f(x: Option<f64>) -> String {
     x.map(|v| format!("{v:.3}")).unwrap_or_else(|| "—".into())
 }
 
+/// The report's table: a row an iteration.
+pub fn table(ms: &[IterMetrics]) -> String {
+    let mut s = String::from("| iter | train success | eval in-domain | eval OOD | μ | bound | precision A | process acc | outcome acc | accepted | pending | pool | rollout s | judge s | update s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for m in ms {
+        s.push_str(&format!(
+            "| {} | {:.3} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {:.1} | {:.1} |\n",
+            m.iteration, m.train_success, f(m.eval_in_domain), f(m.eval_ood), f(m.mu), f(m.bound), f(m.precision), f(m.process_acc), f(m.outcome_acc), m.accepted, m.pending_next, m.pool_size, m.time_rollout, m.time_judge, m.time_update
+        ));
+    }
+    s
+}
+
 /// Writes `report.md` into the run folder and returns its text.
 pub fn write_report(dir: &RunDir) -> Result<String> {
     let ms: Vec<IterMetrics> = dir.metrics()?;
@@ -27,13 +39,7 @@ pub fn write_report(dir: &RunDir) -> Result<String> {
             "**The run diverged at iteration {k}: {what}.**\n\n"
         ));
     }
-    s.push_str("| iter | train success | eval in-domain | eval OOD | μ | bound | precision A | process acc | outcome acc | accepted | pending | pool | rollout s | judge s | update s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-    for m in &ms {
-        s.push_str(&format!(
-            "| {} | {:.3} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {:.1} | {:.1} |\n",
-            m.iteration, m.train_success, f(m.eval_in_domain), f(m.eval_ood), f(m.mu), f(m.bound), f(m.precision), f(m.process_acc), f(m.outcome_acc), m.accepted, m.pending_next, m.pool_size, m.time_rollout, m.time_judge, m.time_update
-        ));
-    }
+    s.push_str(&table(&ms));
     match crate::plots::write_plots(&dir.path, &ms) {
         Ok(files) => {
             s.push('\n');

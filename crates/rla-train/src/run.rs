@@ -197,8 +197,15 @@ impl RunDir {
         if cpath.exists() && resume {
             let old: RunConfig = toml::from_str(&std::fs::read_to_string(&cpath)?)
                 .with_context(|| format!("{}", cpath.display()))?;
-            if &old != cfg {
+            // what only extends the run (more iterations) or changes its tracking may differ
+            let mut same = old.clone();
+            same.iterations = cfg.iterations.max(old.iterations);
+            same.logging = cfg.logging.clone();
+            if &same != cfg {
                 anyhow::bail!("{} was started with a different configuration; resume with `rlanything train --resume {}` alone", path.display(), path.display());
+            }
+            if &old != cfg {
+                write_atomic(&cpath, &text)?;
             }
         } else {
             write_atomic(&cpath, &text)?;

@@ -428,6 +428,8 @@ impl<S: Setting> Trainer<S> {
     /// Runs the remaining iterations, evaluating and checkpointing as configured.
     pub fn run(&mut self) -> Result<()> {
         let start = self.state.completed;
+        let mut tracker =
+            crate::track::Tracker::open(&self.cfg, &self.dir.path, &self.state.metrics)?;
         if start == 0 && self.state.metrics.is_empty() {
             let mut m0 = IterMetrics {
                 iteration: 0,
@@ -435,6 +437,7 @@ impl<S: Setting> Trainer<S> {
             };
             self.evaluate_splits(&mut m0)?;
             self.dir.push_metrics(&mut self.state, &m0)?;
+            tracker.push(&self.state.metrics)?;
             tracing::info!(
                 in_domain = m0.eval_in_domain,
                 ood = m0.eval_ood,
@@ -463,6 +466,7 @@ impl<S: Setting> Trainer<S> {
             let (policy, reward): (&dyn Learner, &dyn Learner) = (&*self.policy, &*self.reward);
             self.dir
                 .checkpoint(&mut self.state, policy, reward, &files, &m)?;
+            tracker.push(&self.state.metrics)?;
             if let Some(what) = diverged(&m) {
                 anyhow::bail!(
                     "the run diverged at iteration {k}: {what}. Its metrics and checkpoint are \
@@ -472,7 +476,7 @@ impl<S: Setting> Trainer<S> {
                 );
             }
         }
-        Ok(())
+        tracker.finish()
     }
 }
 

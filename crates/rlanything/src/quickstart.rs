@@ -15,9 +15,13 @@ use std::time::Instant;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Seed of every random choice.
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
+    /// Seed of every random choice (default: the config's, 0).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Sets a key of the closed loop's config (configs/quickstart.toml), as a line of it would:
+    /// `--set iterations=4` (repeatable; the value read as TOML, else as a string).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<rla_train::config::Override>,
     /// Run folder of the closed-loop run (resumed if it holds one).
     #[arg(long, default_value = "runs/quickstart")]
     pub run: std::path::PathBuf,
@@ -33,10 +37,17 @@ pub const QUICKSTART_TOML: &str = include_str!("../../../configs/quickstart.toml
 /// The folder `configs/quickstart.toml` sits in: the base it names is read from there.
 pub const CONFIGS_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../configs");
 
-/// The quickstart's configuration, its base read relative to the source tree's `configs/`.
-pub fn quickstart_config() -> Result<rla_train::RunConfig> {
-    rla_train::RunConfig::parse_in(QUICKSTART_TOML, std::path::Path::new(CONFIGS_DIR))
-        .map_err(|e| anyhow::anyhow!("configs/quickstart.toml: {e}"))
+/// The quickstart's configuration, its base read relative to the source tree's `configs/`, with
+/// the command line's overrides applied.
+pub fn quickstart_config(
+    overrides: &[rla_train::config::Override],
+) -> Result<rla_train::RunConfig> {
+    rla_train::RunConfig::parse_in_with(
+        QUICKSTART_TOML,
+        std::path::Path::new(CONFIGS_DIR),
+        overrides,
+    )
+    .map_err(|e| anyhow::anyhow!("configs/quickstart.toml: {e}"))
 }
 
 /// Success of the expert and of a random agent on one evaluation split.
@@ -79,11 +90,14 @@ fn evaluate(split: Split, seed: u64) -> Result<(usize, usize, usize, f64)> {
 }
 
 pub fn run(a: Args) -> Result<()> {
+    // the config first: a bad override is named before any work
+    let cfg = quickstart_config(&crate::train_cmd::overrides(&a.set, a.seed))?;
+    let seed = cfg.seed;
     println!("== Household evaluation splits (ALFWorld-compatible, generated natively) ==");
     let t = Instant::now();
     let mut total_steps = 0.0;
     for split in [Split::InDomain, Split::Ood] {
-        let (n, e, r, s) = evaluate(split, a.seed)?;
+        let (n, e, r, s) = evaluate(split, seed)?;
         total_steps += s;
         println!(
             "{:<10} {n:>4} tasks   expert {:>5.1}%   random agent {:>5.1}%",
@@ -148,8 +162,6 @@ pub fn run(a: Args) -> Result<()> {
         return Ok(());
     }
     println!("\n== The closed loop from the household base (models/household), mode `full` ==");
-    let mut cfg = quickstart_config()?;
-    cfg.seed = a.seed;
     cfg.check_paths().map_err(anyhow::Error::msg)?;
     let t = Instant::now();
     let resume = a.run.join("checkpoint/state.json").exists();

@@ -2,7 +2,7 @@
 
 use crate::backend::backend;
 use anyhow::{bail, Result};
-use rla_train::config::{Mode, RunConfig};
+use rla_train::config::{Mode, Override, RunConfig};
 use rla_train::report::write_report;
 use rla_train::run::RunDir;
 use std::path::{Path, PathBuf};
@@ -15,6 +15,13 @@ pub struct PretrainArgs {
     /// Output folder (policy/ and reward/ are written inside).
     #[arg(long)]
     pub out: PathBuf,
+    /// Sets a key of the config, as a line of it would: `--set policy.lr=1e-4` (repeatable;
+    /// the value read as TOML, else as a string).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<Override>,
+    /// The run's seed (`--set seed=N`).
+    #[arg(long)]
+    pub seed: Option<u64>,
 }
 
 #[derive(clap::Args)]
@@ -28,6 +35,14 @@ pub struct TrainArgs {
     /// Continue the run in --run (or the folder given here) from its last completed iteration.
     #[arg(long, num_args = 0..=1, default_missing_value = "")]
     pub resume: Option<PathBuf>,
+    /// Sets a key of the config, as a line of it would: `--set policy.lr=1e-4` (repeatable;
+    /// the value read as TOML, else as a string). With --resume, a key that differs from the
+    /// run's recorded config is refused, except `iterations` (more) and `logging`.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<Override>,
+    /// The run's seed (`--set seed=N`).
+    #[arg(long)]
+    pub seed: Option<u64>,
     /// No progress bars.
     #[arg(long)]
     pub quiet: bool,
@@ -51,6 +66,13 @@ pub struct AblateArgs {
     /// more SFT of the warm start on fresh expert demonstrations instead of RL (with `full`).
     #[arg(long, value_delimiter = ',')]
     pub modes: Vec<String>,
+    /// Sets a key of the config, as a line of it would: `--set policy.lr=1e-4` (repeatable;
+    /// the value read as TOML, else as a string).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<Override>,
+    /// The run's seed (`--set seed=N`).
+    #[arg(long)]
+    pub seed: Option<u64>,
     /// No progress bars.
     #[arg(long)]
     pub quiet: bool,
@@ -88,18 +110,39 @@ fn parse_modes(names: &[String]) -> Result<(Vec<Mode>, bool)> {
     ))
 }
 
+/// The command line's overrides: `--set`s, then `--seed`.
+pub fn overrides(set: &[Override], seed: Option<u64>) -> Vec<Override> {
+    let mut v = set.to_vec();
+    v.extend(seed.map(Override::seed));
+    v
+}
+
+/// How the overrides read on a command line.
+fn shown(ov: &[Override]) -> String {
+    ov.iter()
+        .map(|o| format!(" --set {}={}", o.key, o.value))
+        .collect()
+}
+
 pub fn run_pretrain(a: PretrainArgs) -> Result<()> {
-    let cfg = RunConfig::load(&a.config)?;
+    let ov = overrides(&a.set, a.seed);
+    let cfg = RunConfig::load_with(&a.config, &ov)?;
     let start = std::time::Instant::now();
     let lines = warm_start(&cfg, &a.out, true)?;
     for line in &lines {
         println!("{line}");
     }
-    let config_text = std::fs::read_to_string(&a.config)?;
+    // with overrides, the config as it was read
+    let config_text = if ov.is_empty() {
+        std::fs::read_to_string(&a.config)?
+    } else {
+        toml::to_string_pretty(&cfg)?
+    };
     let command = format!(
-        "rlanything pretrain --config {} --out {}",
+        "rlanything pretrain --config {} --out {}{}",
         a.config.display(),
-        a.out.display()
+        a.out.display(),
+        shown(&ov)
     );
     rla_train::manifest::write_manifest(
         backend(),
@@ -145,17 +188,23 @@ pub fn run_train(a: TrainArgs) -> Result<()> {
         Some(_) => (a.run.clone(), true),
         None => (a.run.clone(), false),
     };
+    let ov = overrides(&a.set, a.seed);
+    let recorded = dir.join("config.toml");
     let cfg = match (&a.config, resume) {
-        (Some(c), _) => RunConfig::load(c)?,
+        (Some(c), _) => RunConfig::load_with(c, &ov)?,
         (None, true) if !dir.join("config.toml").exists() => bail!(
             "{} holds no config.toml, so there is no run to resume; start it with \
              `rlanything train --config CONFIG --run {}`",
             dir.display(),
             dir.display()
         ),
-        (None, true) => RunConfig::load(&dir.join("config.toml"))?,
+        (None, true) => RunConfig::load_with(&recorded, &ov)?,
         (None, false) => bail!("--config is required for a new run"),
     };
+    if resume && recorded.exists() {
+        let was = RunConfig::load(&recorded)?;
+        rla_train::config::check_resume_overrides(&was, &cfg, &ov).map_err(anyhow::Error::msg)?;
+    }
     let ((i0, o0), (i1, o1)) = train_run(cfg, &dir, resume, !a.quiet)?;
     println!("evaluation success: in-domain {i0:.3} → {i1:.3}, OOD {o0:.3} → {o1:.3}");
     println!("report: {}", dir.join("report.md").display());
@@ -176,7 +225,7 @@ pub fn run_report(dir: PathBuf) -> Result<()> {
 }
 
 pub fn run_ablate(a: AblateArgs) -> Result<()> {
-    let base = RunConfig::load(&a.config)?;
+    let base = RunConfig::load_with(&a.config, &overrides(&a.set, a.seed))?;
     base.check_paths().map_err(anyhow::Error::msg)?;
     if a.seeds == 0 {
         bail!("--seeds 0: run at least one seed");
