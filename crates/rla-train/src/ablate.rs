@@ -89,7 +89,13 @@ pub fn ablate(
     if a.control && !a.modes.contains(&Mode::Full) {
         bail!("--modes sft: the control is given the minutes of `full`; name full too");
     }
-    std::fs::create_dir_all(out)?;
+    if out.exists() && !out.is_dir() {
+        bail!(
+            "--out {}: is a file, not a folder; choose a folder",
+            out.display()
+        );
+    }
+    std::fs::create_dir_all(out).with_context(|| format!("--out {}", out.display()))?;
     let modes = &a.modes;
     let mut runs: Vec<Vec<AblationRun>> = modes.iter().map(|_| vec![]).collect();
     let mut controls: Vec<Control> = vec![];

@@ -536,3 +536,21 @@ fn eval_of_no_tasks_is_an_error_not_nan() {
     assert!(text(&o).contains("--n 0"), "{}", text(&o));
     assert!(!text(&o).contains("NaN"), "{}", text(&o));
 }
+
+/// `ablate --out FILE` names the file (it said only "File exists").
+#[test]
+fn ablate_out_a_file_names_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("run.toml");
+    std::fs::write(&cfg, CONFIG).unwrap();
+    let file = dir.path().join("notes.txt");
+    std::fs::write(&file, "keep").unwrap();
+    let o = run(&["ablate", "--config"], &[&cfg, Path::new("--out"), &file]);
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains(&format!("--out {}: is a file", file.display())),
+        "{}",
+        text(&o)
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep");
+}
