@@ -268,6 +268,16 @@ impl RunDir {
         }
         let s: RunState<T> = serde_json::from_str(&text)
             .with_context(|| format!("{} is not a {setting} run state", p.display()))?;
+        // every checkpoint records the metrics of the iteration it completes: a count the
+        // metrics do not bear out (an edited or damaged state) would skip iterations never run
+        let last = s.metrics.iter().map(|m| m.iteration).max().unwrap_or(0);
+        if s.completed != last {
+            anyhow::bail!(
+                "{} says {} iteration(s) completed, but its metrics end at iteration {last}: the                  state is damaged or edited; restore the checkpoint or start the run anew",
+                p.display(),
+                s.completed
+            );
+        }
         Ok(Some(s))
     }
 

@@ -554,3 +554,26 @@ fn ablate_out_a_file_names_it() {
     );
     assert_eq!(std::fs::read_to_string(&file).unwrap(), "keep");
 }
+
+/// A `state.json` that claims more completed iterations than its metrics record (edited or
+/// damaged) is refused on resume, not taken as a finished run.
+#[test]
+fn a_state_claiming_iterations_its_metrics_do_not_show_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let run_dir = finished_run(dir.path());
+    let state = run_dir.join("checkpoint/state.json");
+    let json = std::fs::read_to_string(&state).unwrap();
+    assert!(json.contains(r#""completed":2"#), "{json}");
+    std::fs::write(
+        &state,
+        json.replace(r#""completed":2"#, r#""completed":99"#),
+    )
+    .unwrap();
+    let o = run(&["train", "--quiet", "--resume"], &[&run_dir]);
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("says 99 iteration(s) completed, but its metrics end at iteration 2"),
+        "{}",
+        text(&o)
+    );
+}
