@@ -107,7 +107,7 @@ pub fn ablate(
         } else {
             out.join(format!("seed-{}", seeded.seed))
         };
-        crate::open::ensure_pretrained(backend, &seeded, &out, a.progress, say)?;
+        crate::launch::ensure_pretrained(backend, &seeded, &out, a.progress, say)?;
         for (mi, &mode) in modes.iter().enumerate() {
             let mut cfg = seeded.clone();
             cfg.mode = mode;
@@ -119,7 +119,7 @@ pub fn ablate(
             }
             let dir = out.join(mode.name().replace('+', "-"));
             let resume = dir.join("checkpoint/state.json").exists();
-            let ms = crate::open::train_to_end(backend, cfg, &dir, (resume, a.progress), say)?;
+            let ms = crate::launch::train_to_end(backend, cfg, &dir, (resume, a.progress), say)?;
             let (before, after) = crate::report::before_after(&ms)?;
             let last = ms.last().context("no metrics")?;
             runs[mi].push(AblationRun {

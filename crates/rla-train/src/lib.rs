@@ -13,6 +13,7 @@ pub mod desktop;
 pub mod eval;
 pub mod household;
 pub mod judge;
+pub mod launch;
 pub mod manifest;
 pub mod open;
 pub mod play;

@@ -177,7 +177,7 @@ pub fn train_run_metrics(
     resume: bool,
     progress: bool,
 ) -> Result<Vec<rla_train::run::IterMetrics>> {
-    rla_train::open::train_to_end(backend(), cfg, dir, (resume, progress), &mut |l| {
+    rla_train::launch::train_to_end(backend(), cfg, dir, (resume, progress), &mut |l| {
         println!("{l}")
     })
 }
@@ -262,7 +262,7 @@ pub fn run_ablate(a: AblateArgs) -> Result<()> {
 
 /// Warm-starts the run's tiny models into `out/policy` and `out/reward` in its setting.
 fn warm_start(cfg: &RunConfig, out: &Path, progress: bool) -> Result<Vec<String>> {
-    rla_train::open::warm_start(backend(), cfg, out, progress)
+    rla_train::launch::warm_start(backend(), cfg, out, progress)
 }
 
 #[cfg(test)]
