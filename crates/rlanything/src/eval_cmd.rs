@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 
 #[derive(clap::Args)]
 pub struct EvalArgs {
-    /// A policy checkpoint (HF layout); with `--config`, by default the run's last checkpoint
+    /// A policy checkpoint (HF layout, or a Hugging Face id `owner/name[@rev]` found in the local
+    /// hub cache); with `--config`, by default the run's last checkpoint
     /// (`RUN/checkpoint/policy`) or the config's `policy.path`. With `--url`, the model's name
     /// on the servers.
     #[arg(long)]
@@ -172,7 +173,7 @@ fn open_policy(a: &EvalArgs, default: Option<PathBuf>, config: Option<&Path>) ->
             bail!("--tokenizer and --api-key-env go with --url (a model on a server)");
         }
         let model = match (&a.model, default, config) {
-            (Some(m), _, _) => m.clone(),
+            (Some(m), _, _) => crate::backend::model_dir(m)?,
             (None, Some(d), _) => d,
             (None, None, Some(c)) => bail!(
                 "{}: no trained policy to evaluate (no checkpoint/policy, no policy.path); name \
@@ -380,7 +381,7 @@ fn print_judge(
     let own;
     let judge = match &a.judge_model {
         Some(d) => {
-            own = crate::backend::open_sampler(d)?;
+            own = crate::backend::open_sampler(&crate::backend::model_dir(d)?)?;
             &*own
         }
         None => policy,

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 pub enum LmCmd {
     /// Print, as JSON, the token ids of a text and the log-probability of each token after the first.
     Logprobs {
-        /// Checkpoint folder (HF layout).
+        /// Checkpoint folder (HF layout), or a Hugging Face id (`owner/name[@rev]`) in the hub cache.
         #[arg(long)]
         model: PathBuf,
         /// The text.
@@ -27,7 +27,7 @@ pub enum LmCmd {
     },
     /// Generate a continuation of a prompt.
     Generate {
-        /// Checkpoint folder (HF layout).
+        /// Checkpoint folder (HF layout), or a Hugging Face id (`owner/name[@rev]`) in the hub cache.
         #[arg(long)]
         model: PathBuf,
         /// The prompt (a user message with --chat).
@@ -187,7 +187,11 @@ impl TinyConfig {
 
 fn load(model: &Path, dtype: &str) -> Result<Lm> {
     let dtype: DType = parse_dtype(dtype).map_err(anyhow::Error::msg)?;
-    Ok(Lm::load(model, dtype, &Device::Cpu)?)
+    Ok(Lm::load(
+        &crate::backend::model_dir(model)?,
+        dtype,
+        &Device::Cpu,
+    )?)
 }
 
 pub fn run(cmd: LmCmd) -> Result<()> {

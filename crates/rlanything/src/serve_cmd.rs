@@ -12,10 +12,12 @@ use std::path::PathBuf;
 /// Serve a checkpoint over the OpenAI-compatible API.
 #[derive(ClapArgs, Debug)]
 pub struct Args {
-    /// A checkpoint folder (Hugging Face layout).
+    /// A checkpoint folder (Hugging Face layout), or a Hugging Face id (`owner/name[@rev]`)
+    /// found in the local hub cache.
     #[arg(long)]
     pub model: PathBuf,
-    /// The model's name in requests and `/v1/models` (default: the folder's name).
+    /// The model's name in requests and `/v1/models` (default: the folder's name, or the hub
+    /// id).
     #[arg(long)]
     pub name: Option<String>,
     /// Address to listen on; beyond loopback it needs --api-key-env.
@@ -64,10 +66,15 @@ pub fn run(a: Args) -> Result<()> {
             a.host, a.port
         );
     }
-    let lm = Lm::load(&a.model, DType::F32, &Device::Cpu)
-        .with_context(|| format!("loading {}", a.model.display()))?;
+    let model = crate::backend::model_dir(&a.model)?;
+    let lm = Lm::load(&model, DType::F32, &Device::Cpu)
+        .with_context(|| format!("loading {}", model.display()))?;
     let name = a.name.unwrap_or_else(|| {
-        a.model
+        if !a.model.exists() {
+            // a hub id: its name
+            return a.model.display().to_string();
+        }
+        model
             .canonicalize()
             .ok()
             .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
