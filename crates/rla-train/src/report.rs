@@ -33,7 +33,7 @@ pub fn write_report(dir: &RunDir) -> Result<String> {
     let mut s = String::from("# RLAnything run report\n\n");
     if let Some((k, what)) = ms
         .iter()
-        .find_map(|m| crate::trainer::diverged(m).map(|w| (m.iteration, w)))
+        .find_map(|m| crate::run::diverged(m).map(|w| (m.iteration, w)))
     {
         s.push_str(&format!(
             "**The run diverged at iteration {k}: {what}.**\n\n"

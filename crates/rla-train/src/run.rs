@@ -408,3 +408,16 @@ impl RunDir {
         write_atomic(&p, &serde_json::to_string_pretty(v)?)
     }
 }
+
+/// What diverged in an iteration (a loss that is NaN or infinite), if anything.
+pub fn diverged(m: &IterMetrics) -> Option<String> {
+    let bad: Vec<String> = [
+        ("the policy's PPO loss", m.policy_loss),
+        ("the reward model's PPO loss", m.reward_loss),
+    ]
+    .into_iter()
+    .filter(|(_, x)| !x.is_finite())
+    .map(|(n, x)| format!("{n} is {x}"))
+    .collect();
+    (!bad.is_empty()).then(|| bad.join(" and "))
+}

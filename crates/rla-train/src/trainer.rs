@@ -467,7 +467,7 @@ impl<S: Setting> Trainer<S> {
             self.dir
                 .checkpoint(&mut self.state, policy, reward, &files, &m)?;
             tracker.push(&self.state.metrics)?;
-            if let Some(what) = diverged(&m) {
+            if let Some(what) = crate::run::diverged(&m) {
                 anyhow::bail!(
                     "the run diverged at iteration {k}: {what}. Its metrics and checkpoint are \
                      saved (`rlanything report {0}` shows them); lower the learning rate in a new \
@@ -535,19 +535,6 @@ pub fn mini_batches(n: usize, size: usize, seed: u64) -> Vec<Vec<usize>> {
     let mut idx: Vec<usize> = (0..n).collect();
     idx.shuffle(&mut rand_chacha::ChaCha8Rng::seed_from_u64(seed));
     idx.chunks(size).map(<[usize]>::to_vec).collect()
-}
-
-/// What diverged in an iteration (a loss that is NaN or infinite), if anything.
-pub fn diverged(m: &IterMetrics) -> Option<String> {
-    let bad: Vec<String> = [
-        ("the policy's PPO loss", m.policy_loss),
-        ("the reward model's PPO loss", m.reward_loss),
-    ]
-    .into_iter()
-    .filter(|(_, x)| !x.is_finite())
-    .map(|(n, x)| format!("{n} is {x}"))
-    .collect();
-    (!bad.is_empty()).then(|| bad.join(" and "))
 }
 
 #[cfg(test)]
