@@ -609,6 +609,9 @@ pub struct RunConfig {
     pub table: SettingTable,
 }
 
+/// The largest count of tasks, rollouts or samples a config may ask for (2^20).
+pub const MAX_COUNT: usize = 1 << 20;
+
 impl RunConfig {
     /// The shared keys' defaults for the setting `name` whose table is `table`.
     pub fn with_table<T: SettingConfig>(name: &str, table: T) -> RunConfig {
@@ -733,6 +736,22 @@ impl RunConfig {
                 Ok(())
             }
         };
+        // counts that size lists of tasks, rollouts or samples: 2^62 is no count to run, and
+        // overflowed a list's capacity (a panic) before
+        for (name, v) in [
+            ("pool_size", self.pool_size),
+            ("rollouts_per_task", self.rollouts_per_task),
+            ("judge_samples (m)", self.judge_samples),
+            ("pretrain.tasks", self.pretrain.tasks),
+            ("pretrain.held_out", self.pretrain.held_out),
+            ("pretrain.validation", self.pretrain.validation),
+            ("pretrain.judge_tasks", self.pretrain.judge_tasks),
+            ("pretrain.dagger_tasks", self.pretrain.dagger_tasks),
+        ] {
+            if v > MAX_COUNT {
+                return Err(format!("{name} = {v}: at most {MAX_COUNT}"));
+            }
+        }
         pos("judge_samples (m)", self.judge_samples)?;
         self.table.validate(self, true)?;
         pos("iterations", self.iterations)?;

@@ -577,3 +577,40 @@ fn a_state_claiming_iterations_its_metrics_do_not_show_is_refused() {
         text(&o)
     );
 }
+
+/// Counts that size lists (`pretrain.tasks`, `judge_tasks`, `dagger_tasks`, …) of 2^62 are
+/// named errors, not a capacity overflow inside a run.
+#[test]
+fn counts_of_2_62_are_refused_before_a_run() {
+    let dir = tempfile::tempdir().unwrap();
+    for (key, line) in [
+        ("pretrain.tasks", "tasks = 4611686018427387904"),
+        ("pretrain.judge_tasks", "judge_tasks = 4611686018427387904"),
+        (
+            "pretrain.dagger_tasks",
+            "dagger_tasks = 4611686018427387904",
+        ),
+    ] {
+        let cfg = dir.path().join("run.toml");
+        let toml = CONFIG.replace(
+            "[pretrain]\ntasks = 4",
+            &format!("[pretrain]\ntasks = 4\n{line}"),
+        );
+        let toml = if key == "pretrain.tasks" {
+            toml.replace("[pretrain]\ntasks = 4\n", "[pretrain]\n")
+        } else {
+            toml
+        };
+        std::fs::write(&cfg, toml).unwrap();
+        let o = run(
+            &["train", "--quiet", "--config"],
+            &[&cfg, Path::new("--run"), &dir.path().join("r")],
+        );
+        assert!(!o.status.success(), "{key}: {}", text(&o));
+        assert!(
+            text(&o).contains(&format!("{key} = 4611686018427387904: at most 1048576")),
+            "{key}: {}",
+            text(&o)
+        );
+    }
+}
