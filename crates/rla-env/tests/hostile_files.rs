@@ -38,6 +38,9 @@ fn a_task_file_that_is_a_device_is_refused() {
     let e = rla_env::code::load_jsonl(&tasks).err().unwrap().to_string();
     assert!(e.contains("tasks.jsonl") && e.contains("a device"), "{e}");
     let he = link_to_zero(dir.path(), "HumanEval.jsonl.gz");
-    let e = rla_env::code::humaneval::load(&he).err().unwrap().to_string();
+    let e = rla_env::code::humaneval::load(&he)
+        .err()
+        .unwrap()
+        .to_string();
     assert!(e.contains("a device"), "{e}");
 }

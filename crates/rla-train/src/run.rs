@@ -273,7 +273,8 @@ impl RunDir {
         let last = s.metrics.iter().map(|m| m.iteration).max().unwrap_or(0);
         if s.completed != last {
             anyhow::bail!(
-                "{} says {} iteration(s) completed, but its metrics end at iteration {last}: the                  state is damaged or edited; restore the checkpoint or start the run anew",
+                "{} says {} iteration(s) completed, but its metrics end at iteration {last}: \
+                 the state is damaged or edited; restore the checkpoint or start the run anew",
                 p.display(),
                 s.completed
             );
