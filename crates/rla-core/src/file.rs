@@ -99,6 +99,39 @@ pub fn read_to_string(path: &Path) -> std::io::Result<String> {
     read_to_string_limited(path, MAX_BYTES)
 }
 
+/// Reads a UTF-8 file named on the command line (`--config`, a corpus, a program), of at most
+/// `limit` bytes: a regular file, or a pipe or device the user names (`--config <(…)`), read only
+/// up to the limit, so `/dev/zero` is an error, not memory without bound. A folder is refused.
+/// Files found inside folders, or named by a server's client, use [`read_to_string`], which takes
+/// regular files only.
+pub fn read_arg_to_string(path: &Path, limit: u64) -> std::io::Result<String> {
+    if std::fs::metadata(path)?.is_dir() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "is a folder, not a file",
+        ));
+    }
+    let mut out = Vec::new();
+    std::fs::File::open(path)?
+        .take(limit.saturating_add(1))
+        .read_to_end(&mut out)?;
+    if out.len() as u64 > limit {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "is larger than {}, the most read from such a file",
+                human(limit)
+            ),
+        ));
+    }
+    String::from_utf8(out).map_err(|_| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "stream did not contain valid UTF-8",
+        )
+    })
+}
+
 thread_local! {
     static QUIET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
@@ -178,6 +211,30 @@ mod tests {
         let e = read_limited(&p, 99).unwrap_err();
         assert!(e.to_string().contains("larger than 99 bytes"), "{e}");
         std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_file_named_on_the_command_line_may_be_a_pipe_but_is_bounded() {
+        let e = read_arg_to_string(Path::new("/dev/zero"), 1 << 20).unwrap_err();
+        assert!(e.to_string().contains("larger than 1 MiB"), "{e}");
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "echo 'arch = 1'"])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // the pipe's reading end, as `<(…)` names it
+        let fd = {
+            use std::os::fd::AsRawFd;
+            child.stdout.as_ref().unwrap().as_raw_fd()
+        };
+        let p = format!("/proc/self/fd/{fd}");
+        assert_eq!(
+            read_arg_to_string(Path::new(&p), 1 << 20).unwrap(),
+            "arch = 1\n"
+        );
+        child.wait().unwrap();
+        let e = read_arg_to_string(Path::new("/"), 1 << 20).unwrap_err();
+        assert!(e.to_string().contains("a folder"), "{e}");
     }
 
     #[test]

@@ -686,7 +686,7 @@ impl RunConfig {
 
     /// Reads a TOML file, applies `overrides` to its table, and validates the result.
     pub fn load_with(path: &Path, overrides: &[Override]) -> anyhow::Result<RunConfig> {
-        let text = std::fs::read_to_string(path)
+        let text = rla_core::file::read_arg_to_string(path, rla_core::file::MAX_BYTES)
             .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
         let folder = path.parent().unwrap_or(Path::new("."));
         RunConfig::parse_in_with(&text, folder, overrides)

@@ -91,7 +91,7 @@ impl LimitArgs {
 
 /// Reads a test file in either format; every block must parse.
 pub fn read_tests(path: &Path) -> Result<Vec<TestCase>> {
-    let text = rla_core::file::read_to_string(path)
+    let text = rla_core::file::read_arg_to_string(path, rla_core::file::MAX_BYTES)
         .with_context(|| format!("cannot read {}", path.display()))?;
     if text.trim_start().starts_with('{') {
         return text
@@ -134,7 +134,7 @@ pub fn run(c: CodeCmd) -> Result<()> {
             max_tests,
             limits,
         } => {
-            let src = rla_core::file::read_to_string(&program)
+            let src = rla_core::file::read_arg_to_string(&program, rla_core::file::MAX_BYTES)
                 .with_context(|| format!("cannot read {}", program.display()))?;
             let tests = read_tests(&tests_path)?;
             if tests.len() > max_tests {

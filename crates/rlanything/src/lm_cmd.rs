@@ -146,7 +146,7 @@ fn one() -> usize {
 impl TinyConfig {
     /// Reads and checks a TOML file.
     pub fn load(path: &Path) -> Result<TinyConfig> {
-        let text = rla_core::file::read_to_string(path)
+        let text = rla_core::file::read_arg_to_string(path, rla_core::file::MAX_BYTES)
             .with_context(|| format!("reading {}", path.display()))?;
         toml::from_str(&text).with_context(|| format!("{}", path.display()))
     }
@@ -278,7 +278,7 @@ pub fn run(cmd: LmCmd) -> Result<()> {
             rla_model::weights::check_checkpoint_dest(&out, force)
                 .map_err(|m| anyhow::anyhow!("--out {m}"))?;
             let tc = TinyConfig::load(&config)?;
-            let corpus = rla_core::file::read_to_string(&tokenizer_corpus)
+            let corpus = rla_core::file::read_arg_to_string(&tokenizer_corpus, 1 << 30)
                 .with_context(|| format!("reading {}", tokenizer_corpus.display()))?;
             let tok = build_word_level(&corpus, tc.min_count)?;
             let cfg = tc.model_config(tok.vocab_size())?;
