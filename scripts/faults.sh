@@ -414,6 +414,8 @@ EOF
 expect "a PDDL problem nested 50,000 deep: env solve" "nested more than" -- "$BIN" env solve deep
 expect "a game with an empty pddl_domain: env solve" "pddl_domain" -- "$BIN" env solve empty-domain
 expect "a game file of ALFWorld's: env solve" ok -- "$BIN" env solve "$game"
+mkdir -p loop-games && ln -s . loop-games/here && ln -s / loop-games/root
+expect "eval --games on symlinks to . and /" "holds no game folder" -- "$BIN" eval --model model --games loop-games
 mkdir -p zero-game && ln -s /dev/zero zero-game/game.tw-pddl
 expect "game.tw-pddl a symlink to /dev/zero: env solve" "a device" -- "$BIN" env solve zero-game
 
@@ -629,7 +631,19 @@ EOF
 sed 's/^in_domain = 2/in_domain = 100000/' run.toml >big-eval.toml
 expect "[eval] in_domain = 100000" "holds 140 tasks" -- "$BIN" train --quiet --config big-eval.toml --run big-eval
 expect "eval --n 100000" "holds 140 tasks" -- "$BIN" eval --model model --n 100000
+expect "eval --n 0" "--n 0" -- "$BIN" eval --model model --n 0
+sed 's/^tasks = 2$/tasks = 4611686018427387904/' run.toml >count-tasks.toml
+for key in judge_tasks dagger_tasks; do
+  sed "s/^\[pretrain\]$/[pretrain]\n$key = 4611686018427387904/" run.toml >"count-$key.toml"
+done
+expect "pretrain.tasks = 2^62" "at most 1048576" -- "$BIN" train --quiet --config count-tasks.toml --run count-tasks
+expect "pretrain.judge_tasks = 2^62" "at most 1048576" -- "$BIN" train --quiet --config count-judge_tasks.toml --run count-judge
+expect "pretrain.dagger_tasks = 2^62" "at most 1048576" -- "$BIN" train --quiet --config count-dagger_tasks.toml --run count-dagger
+expect "ablate --out a file" "--out notes/todo.txt: is a file" -- "$BIN" ablate --config run.toml --out notes/todo.txt
 expect "a short household run" ok -- "$BIN" train --quiet --config run.toml --run run
+cp -r run run-edited
+sed -i 's/"completed":1,/"completed":99,/' run-edited/checkpoint/state.json
+expect "a state.json claiming 99 completed iterations" "says 99 iteration(s) completed" -- "$BIN" train --quiet --resume run-edited
 rm -f run/checkpoint/state.json
 expect "train --resume without checkpoint/state.json" "no checkpoint/state.json" -- "$BIN" train --quiet --resume run
 expect "train --resume of a folder never started" "holds no config.toml" -- "$BIN" train --quiet --resume never
