@@ -100,7 +100,7 @@ pub fn resolve_in(
         rev.to_string()
     } else {
         let refp = repo.join("refs").join(rev);
-        let text = std::fs::read_to_string(&refp).map_err(|e| {
+        let text = rla_core::file::read_to_string(&refp).map_err(|e| {
             format!(
                 "{owner}/{name}: revision {rev} is neither a snapshot in {} nor a ref ({}: {e}); \
                  fetch it with `{fetch}`",

@@ -48,7 +48,7 @@ pub fn sft_control(
 ) -> Result<ControlResult> {
     let record = dir.join("control.json");
     if record.exists() {
-        let text = std::fs::read_to_string(&record)?;
+        let text = rla_core::file::read_to_string(&record)?;
         return serde_json::from_str(&text)
             .with_context(|| format!("{} is not a control's record", record.display()));
     }

@@ -283,7 +283,7 @@ pub fn read_curve(path: &std::path::Path) -> Result<Vec<CurvePoint>> {
     if !path.exists() {
         return Ok(vec![]);
     }
-    std::fs::read_to_string(path)?
+    rla_core::file::read_to_string(path)?
         .lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| {

@@ -128,6 +128,10 @@ struct StateHead {
     metrics: Vec<IterMetrics>,
 }
 
+/// The most read of a run folder's state, metrics or config (a pool of many tasks makes a
+/// large state; a symlink to `/dev/zero` stops here).
+const MAX_RUN_FILE: u64 = 1 << 30;
+
 /// Writes through a temporary file and a rename.
 pub fn write_atomic(path: &Path, text: &str) -> Result<()> {
     Ok(rla_lm::write_atomic(path, text.as_bytes())?)
@@ -195,8 +199,11 @@ impl RunDir {
         }
         let text = toml::to_string_pretty(cfg)?;
         if cpath.exists() && resume {
-            let old: RunConfig = toml::from_str(&std::fs::read_to_string(&cpath)?)
-                .with_context(|| format!("{}", cpath.display()))?;
+            let old: RunConfig = toml::from_str(&rla_core::file::read_to_string_limited(
+                &cpath,
+                MAX_RUN_FILE,
+            )?)
+            .with_context(|| format!("{}", cpath.display()))?;
             // what only extends the run (more iterations) or changes its tracking may differ
             let mut same = old.clone();
             same.iterations = cfg.iterations.max(old.iterations);
@@ -232,8 +239,8 @@ impl RunDir {
         if !p.exists() {
             return Ok(None);
         }
-        let text =
-            std::fs::read_to_string(&p).with_context(|| format!("cannot read {}", p.display()))?;
+        let text = rla_core::file::read_to_string_limited(&p, MAX_RUN_FILE)
+            .with_context(|| format!("cannot read {}", p.display()))?;
         let head: StateHead = serde_json::from_str(&text)
             .with_context(|| format!("{} is not a run state", p.display()))?;
         if head.format != Some(STATE_FORMAT) {
@@ -312,7 +319,7 @@ impl RunDir {
         let done = match self.read_metrics_file() {
             Ok(ms) => ms.iter().map(|m| m.iteration).max().unwrap_or(0),
             // unreadable metrics: count the lines that are not the initial evaluation
-            Err(_) => std::fs::read_to_string(&p)
+            Err(_) => rla_core::file::read_to_string_limited(&p, MAX_RUN_FILE)
                 .map(|t| {
                     t.lines()
                         .filter(|l| !l.trim().is_empty())
@@ -339,7 +346,7 @@ impl RunDir {
         if !p.exists() {
             return Ok(vec![]);
         }
-        std::fs::read_to_string(&p)?
+        rla_core::file::read_to_string_limited(&p, MAX_RUN_FILE)?
             .lines()
             .filter(|l| !l.trim().is_empty())
             .map(|l| serde_json::from_str(l).with_context(|| format!("{}", p.display())))

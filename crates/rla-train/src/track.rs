@@ -105,7 +105,7 @@ impl Tracker {
 
     fn start_wandb(cfg: &RunConfig, w: &WandbConfig, dir: &Path) -> Result<WandbRun> {
         let file = dir.join("wandb.json");
-        let state = match std::fs::read_to_string(&file) {
+        let state = match rla_core::file::read_to_string(&file) {
             Ok(text) => serde_json::from_str(&text)
                 .with_context(|| format!("{} is not a W&B run record", file.display()))?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => WandbState {

@@ -134,7 +134,7 @@ pub fn run_pretrain(a: PretrainArgs) -> Result<()> {
     }
     // with overrides, the config as it was read
     let config_text = if ov.is_empty() {
-        std::fs::read_to_string(&a.config)?
+        rla_core::file::read_arg_to_string(&a.config, rla_core::file::MAX_BYTES)?
     } else {
         toml::to_string_pretty(&cfg)?
     };

@@ -614,3 +614,21 @@ fn counts_of_2_62_are_refused_before_a_run() {
         );
     }
 }
+
+/// A run's `state.json` that is a symlink to `/dev/zero` is an error naming it, not memory
+/// without bound.
+#[test]
+fn a_run_state_that_is_a_device_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let run_dir = finished_run(dir.path());
+    let state = run_dir.join("checkpoint/state.json");
+    std::fs::remove_file(&state).unwrap();
+    std::os::unix::fs::symlink("/dev/zero", &state).unwrap();
+    let o = run(&["train", "--quiet", "--resume"], &[&run_dir]);
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("state.json") && text(&o).contains("not a regular file"),
+        "{}",
+        text(&o)
+    );
+}

@@ -159,7 +159,7 @@ impl Episodes {
         if !p.exists() {
             return Ok(None);
         }
-        let text = std::fs::read_to_string(&p)
+        let text = rla_core::file::read_to_string(&p)
             .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", p.display()))?;
         let ep = serde_json::from_str(&text)
             .map_err(|e| anyhow::anyhow!("{}: not episode settings: {e}", p.display()))?;
