@@ -130,7 +130,32 @@ fn clients_that_never_send_their_body_do_not_hold_the_workers() {
     for s in &mut stalled {
         let (st, body) = answer(s);
         assert_eq!(st, 408, "{body}");
-        assert!(body.contains("did not come within"), "{body}");
+        assert!(body.contains("did not come whole within"), "{body}");
+    }
+}
+
+#[test]
+fn a_burst_of_silent_connections_is_closed_and_others_are_answered() {
+    let opts = Options {
+        body_timeout: Duration::from_millis(300),
+        ..Options::default()
+    };
+    let srv = server::start(Words, "w", "127.0.0.1:0", 2, opts).unwrap();
+    let addr = srv.addr().to_string();
+    // a burst of connections that send nothing at all (tiny_http gives each a thread that
+    // waits for its request without end, and a burst left later connections unserved)
+    let mut silent: Vec<TcpStream> = (0..8).map(|_| TcpStream::connect(&addr).unwrap()).collect();
+    let (st, body) = post(
+        &addr,
+        "/v1/completions",
+        r#"{"model": "w", "prompt": "go", "max_tokens": 2}"#,
+    );
+    assert_eq!(st, 200, "{body}");
+    // each silent one is closed by the server
+    for s in &mut silent {
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let mut buf = [0u8; 16];
+        assert_eq!(s.read(&mut buf).unwrap(), 0);
     }
 }
 

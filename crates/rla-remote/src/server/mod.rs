@@ -39,8 +39,11 @@ pub struct Options {
     pub max_tokens: usize,
     /// Largest request body, in bytes.
     pub max_body: usize,
-    /// How long a worker waits for a request's body: a client that declares a body and never
-    /// sends it (or trickles it) is answered 408 after this, and the worker is free again.
+    /// How long a client may keep the server waiting for bytes: a body that has not come
+    /// whole after this (declared and never sent, or trickled) is answered 408 and the worker
+    /// is free again, and a connection that has sent nothing for this long is closed
+    /// (tiny_http's connection threads have no time-out of their own: a burst of silent
+    /// connections left new ones unanswered).
     pub body_timeout: std::time::Duration,
 }
 
@@ -62,6 +65,8 @@ pub struct Running {
     http: Arc<tiny_http::Server>,
     workers: Vec<std::thread::JoinHandle<()>>,
     addr: std::net::SocketAddr,
+    /// Set when the server stops: the reaper of silent connections ends.
+    stopping: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Running {
@@ -88,6 +93,7 @@ impl Running {
     }
 
     fn shutdown(&mut self) {
+        self.stopping.store(true, Ordering::SeqCst);
         for _ in 0..self.workers.len() {
             self.http.unblock();
         }
@@ -195,11 +201,53 @@ pub fn start_with<S: Sampler + Send + Sync + 'static>(
             })
         })
         .collect();
+    let stopping = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (stop, idle) = (stopping.clone(), state.limits.body_timeout);
+    std::thread::spawn(move || reap_silent(addr.port(), idle, &stop));
     Ok(Running {
         http,
         workers,
         addr,
+        stopping,
     })
+}
+
+/// Until `stop` is set, closes the reading side of every connection to local port `port` that
+/// has received nothing for `idle` (its request, if any, is still answered).
+fn reap_silent(port: u16, idle: std::time::Duration, stop: &std::sync::atomic::AtomicBool) {
+    let every = (idle / 4).clamp(
+        std::time::Duration::from_millis(50),
+        std::time::Duration::from_secs(1),
+    );
+    let idle_ms = idle.as_millis().min(u32::MAX as u128) as u32;
+    while !stop.load(Ordering::SeqCst) {
+        std::thread::sleep(every);
+        each_connection(port, |s| {
+            if silent_ms(s).is_some_and(|ms| ms >= idle_ms) {
+                let _ = s.shutdown(std::net::Shutdown::Read);
+            }
+            false
+        });
+    }
+}
+
+/// How long ago the connection last received data, in milliseconds (Linux's TCP_INFO).
+#[allow(unsafe_code)]
+fn silent_ms(s: &std::net::TcpStream) -> Option<u32> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: getsockopt(2) writes at most `len` bytes into `info`, a plain C struct
+    let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+    let r = unsafe {
+        libc::getsockopt(
+            s.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_INFO,
+            (&mut info as *mut libc::tcp_info).cast(),
+            &mut len,
+        )
+    };
+    (r == 0).then_some(info.tcpi_last_data_recv)
 }
 
 /// An error reply.
@@ -372,15 +420,18 @@ fn take_body(
             shut_reading(port, peer);
         }
     });
+    let declared = req.body_length();
     let body = read_body(&mut req, max);
     drop(done);
     let _ = watchdog.join();
-    if started.elapsed() >= within {
+    // cut short: past the deadline, or its connection's reading side shut as silent
+    let short = matches!((&body, declared), (Ok(b), Some(n)) if b.len() < n);
+    if started.elapsed() >= within || short {
         tracing::debug!("a request body did not come in time");
         let secs = within.as_secs_f64();
         let body = ErrorBody {
             error: ErrorDetail {
-                message: format!("the request body did not come within {secs} s"),
+                message: format!("the request body did not come whole within {secs} s"),
                 kind: "invalid_request_error".into(),
                 param: None,
                 code: None,
@@ -395,8 +446,20 @@ fn take_body(
 /// Shuts down the reading side of this process's TCP connection from `peer` to local port
 /// `port`, so a read blocked on it returns. The socket is found among the process's descriptors
 /// by its two addresses.
-#[allow(unsafe_code)]
 fn shut_reading(port: u16, peer: std::net::SocketAddr) {
+    each_connection(port, |s| {
+        let found = s.peer_addr().ok() == Some(peer);
+        if found {
+            let _ = s.shutdown(std::net::Shutdown::Read);
+        }
+        found
+    });
+}
+
+/// Calls `f` on each of this process's TCP connections to local port `port` (the server's side
+/// of each), found among its descriptors, until `f` says it is done.
+#[allow(unsafe_code)]
+fn each_connection(port: u16, mut f: impl FnMut(&std::net::TcpStream) -> bool) {
     use std::os::fd::FromRawFd;
     let Ok(dir) = std::fs::read_dir("/proc/self/fd") else {
         return;
@@ -413,8 +476,8 @@ fn shut_reading(port: u16, peer: std::net::SocketAddr) {
         // SAFETY: the stream is never dropped, so the descriptor is never closed here; on a
         // descriptor that is no longer a socket (closed meanwhile) the calls below fail.
         let s = std::mem::ManuallyDrop::new(unsafe { std::net::TcpStream::from_raw_fd(fd) });
-        if s.peer_addr().ok() == Some(peer) && s.local_addr().is_ok_and(|a| a.port() == port) {
-            let _ = s.shutdown(std::net::Shutdown::Read);
+        // a connection (it has a peer; the listener has none) to the server's port
+        if s.peer_addr().is_ok() && s.local_addr().is_ok_and(|a| a.port() == port) && f(&s) {
             return;
         }
     }
