@@ -285,6 +285,24 @@ http_case "/v1/load_lora_adapter: adapter_config.json is /dev/zero" /v1/load_lor
 http_case "echo of a one-token prompt" /v1/completions echo1.json 200 "text_completion"
 http_case "a guided choice the vocabulary cannot write" /v1/completions unk.json 400 "guided_choice"
 expect "four clients that never send their declared body" "ok:200 answered" -- python3 stall.py "$addr"
+cat >silent.py <<'EOF'
+# a burst of connections that send nothing; another request must be answered, and each silent
+# connection closed by the server
+import json, socket, sys, urllib.request
+addr = sys.argv[1]
+host, port = addr.split("//")[1].split(":")
+held = [socket.create_connection((host, int(port))) for _ in range(8)]
+body = json.dumps({"model": "tiny", "prompt": "go to", "max_tokens": 2}).encode()
+req = urllib.request.Request(addr + "/v1/completions", data=body, headers={"Content-Type": "application/json"})
+with urllib.request.urlopen(req, timeout=60) as r:
+    status = r.status
+for s in held:
+    s.settimeout(60)
+    if s.recv(16) != b"":
+        sys.exit("error: a silent connection was answered")
+print(status, "answered; the 8 silent connections closed")
+EOF
+expect "a burst of 8 silent connections" "ok:200 answered" -- python3 silent.py "$addr"
 http_case "a 1 MB prompt (350k tokens)" /v1/completions big.json 400 "context"
 http_case "a prompt longer than the context" /v1/completions long.json 400 "context"
 http_case "max_tokens past the context" /v1/completions max.json 400 "max_tokens"
