@@ -126,7 +126,13 @@ fn shown(ov: &[Override]) -> String {
 
 pub fn run_pretrain(a: PretrainArgs) -> Result<()> {
     let ov = overrides(&a.set, a.seed);
-    let cfg = RunConfig::load_with(&a.config, &ov)?;
+    // read once: a config given as a pipe (`--config <(…)`) cannot be read a second time for the
+    // manifest
+    let text = rla_core::file::read_arg_to_string(&a.config, rla_core::file::MAX_BYTES)
+        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", a.config.display()))?;
+    let folder = a.config.parent().unwrap_or(std::path::Path::new("."));
+    let cfg = RunConfig::parse_in_with(&text, folder, &ov)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", a.config.display()))?;
     let start = std::time::Instant::now();
     let lines = warm_start(&cfg, &a.out, true)?;
     for line in &lines {
@@ -134,7 +140,7 @@ pub fn run_pretrain(a: PretrainArgs) -> Result<()> {
     }
     // with overrides, the config as it was read
     let config_text = if ov.is_empty() {
-        rla_core::file::read_arg_to_string(&a.config, rla_core::file::MAX_BYTES)?
+        text
     } else {
         toml::to_string_pretty(&cfg)?
     };

@@ -81,6 +81,44 @@ fn good_overrides_are_read_as_typed_values_and_recorded() {
         "{manifest}"
     );
 
+    // a config read from a pipe is read once: the manifest records it as given
+    let piped = dir.path().join("piped");
+    let mut child = bin()
+        .args(["pretrain", "--config", "/dev/stdin", "--out"])
+        .arg(&piped)
+        .args(["--set", "pretrain.policy_steps=1"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    use std::io::Write as _;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(CONFIG.as_bytes())
+        .unwrap();
+    assert!(child.wait().unwrap().success());
+    let manifest = std::fs::read_to_string(piped.join("MANIFEST.md")).unwrap();
+    assert!(manifest.contains("policy_steps = 1"), "{manifest}");
+    let mut child = bin()
+        .args(["pretrain", "--config", "/dev/stdin", "--out"])
+        .arg(dir.path().join("piped-plain"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(CONFIG.as_bytes())
+        .unwrap();
+    assert!(child.wait().unwrap().success());
+    let manifest = std::fs::read_to_string(dir.path().join("piped-plain/MANIFEST.md")).unwrap();
+    let first = CONFIG.lines().find(|l| !l.trim().is_empty()).unwrap();
+    assert!(manifest.contains(first), "the config as given: {manifest}");
+
     // ablate (and so a run's config): a float, a string and the seed, recorded in the run
     let out = dir.path().join("ablate");
     let with_paths = CONFIG
