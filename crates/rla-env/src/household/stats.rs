@@ -28,6 +28,11 @@ pub struct SceneStats {
     pub by_number: BTreeMap<usize, (usize, usize)>,
 }
 
+/// The number an object is shown with (`3` in `apple 3`).
+fn shown_number(name: &str) -> Option<usize> {
+    name.rsplit(' ').next().and_then(|k| k.parse().ok())
+}
+
 /// The figures of one scene, whose goal object class is `target` (`Apple`).
 pub fn scene_stats(w: &World, target: &str) -> SceneStats {
     let mut s = SceneStats {
@@ -50,12 +55,7 @@ pub fn scene_stats(w: &World, target: &str) -> SceneStats {
         classes.insert(o.otype);
         let is_target = target_type.is_some() && o.otype == target_type;
         s.targets += usize::from(is_target);
-        if let Some(k) = o
-            .name
-            .rsplit(' ')
-            .next()
-            .and_then(|k| k.parse::<usize>().ok())
-        {
+        if let Some(k) = shown_number(&o.name) {
             let e = s.by_number.entry(k).or_default();
             e.0 += 1;
             e.1 += usize::from(is_target);
@@ -209,7 +209,7 @@ impl TakeRates {
                 };
                 for o in takes {
                     let obj = &w.objects[o as usize];
-                    let Some(k) = obj.name.rsplit(' ').next().and_then(|k| k.parse().ok()) else {
+                    let Some(k) = shown_number(&obj.name) else {
                         continue;
                     };
                     let is_target = target_type.is_some() && obj.otype == target_type;
