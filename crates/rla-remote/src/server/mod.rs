@@ -232,6 +232,7 @@ fn reap_silent(port: u16, idle: std::time::Duration, stop: &std::sync::atomic::A
 }
 
 /// How long ago the connection last received data, in milliseconds (Linux's TCP_INFO).
+#[cfg(target_os = "linux")]
 #[allow(unsafe_code)]
 fn silent_ms(s: &std::net::TcpStream) -> Option<u32> {
     use std::os::fd::AsRawFd;
@@ -248,6 +249,13 @@ fn silent_ms(s: &std::net::TcpStream) -> Option<u32> {
         )
     };
     (r == 0).then_some(info.tcpi_last_data_recv)
+}
+
+/// Elsewhere the kernel does not say, and no connection is reaped for silence (the body timeout
+/// still holds).
+#[cfg(not(target_os = "linux"))]
+fn silent_ms(_s: &std::net::TcpStream) -> Option<u32> {
+    None
 }
 
 /// An error reply.
