@@ -113,6 +113,7 @@ pub const DEFAULT_EPISODES: Episodes = Episodes {
     style: PromptStyle::Numbered,
     constrained: false,
     notes: false,
+    notes_style: crate::household::notes::NotesStyle::Full,
 };
 
 /// What a setting's own evaluation measured.
@@ -151,6 +152,7 @@ pub fn setting_success(
         cfg,
         k: 0,
         progress,
+        run: None,
     };
     let success = s.evaluate(ctx, policy, split, n)?;
     Ok(SettingSuccess {

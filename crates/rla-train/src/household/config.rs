@@ -2,6 +2,7 @@
 
 use crate::config::{RunConfig, SettingConfig};
 use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
 
 /// Who rewrites tasks and summarises critiques.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -12,6 +13,35 @@ pub enum RewriterKind {
     Structured,
     /// The reward model prompted as the reference prompts its environment model.
     RewardModel,
+}
+
+/// Game folders standing in for the fixed evaluation splits (`[household] eval_games`); a split
+/// not named keeps the generated one.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EvalGames {
+    /// In place of the in-domain split (ALFWorld's `valid_seen`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_domain: Option<PathBuf>,
+    /// In place of the OOD split (ALFWorld's `valid_unseen`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ood: Option<PathBuf>,
+    /// In place of the validation split.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validation: Option<PathBuf>,
+}
+
+impl EvalGames {
+    /// The folder standing in for `split`, if any.
+    pub fn of(&self, split: crate::setting::Split) -> Option<&Path> {
+        use crate::setting::Split;
+        match split {
+            Split::InDomain => self.in_domain.as_deref(),
+            Split::Ood => self.ood.as_deref(),
+            Split::Validation => self.validation.as_deref(),
+            Split::Train => None,
+        }
+    }
 }
 
 /// The household setting (`[household]`).
@@ -34,6 +64,10 @@ pub struct HouseholdConfig {
     /// into, what it saw in the others, what it holds and has done, kept from the game's text.
     /// With a short history window this is its memory of the episode.
     pub notes: bool,
+    /// How much the notes write out: `"full"` (every unseen place, every object seen) or
+    /// `"compact"` (unseen places of a kind as number ranges, only objects of the classes the
+    /// task names; about half the prompt in ALFRED's rooms). Needs `notes`.
+    pub notes_style: super::notes::NotesStyle,
     /// Give the judge the agent's notes too, above the step it judges (needs `notes`): whether a
     /// step searched a new place or went back to a known one shows only there.
     pub judge_notes: bool,
@@ -44,6 +78,18 @@ pub struct HouseholdConfig {
     /// diagnostic of the step reward's ceiling; the judge still judges and its accuracy is still
     /// measured, but its agreeing samples give it no consistency reward to learn from.
     pub oracle_verdicts: bool,
+    /// Train on game folders in ALFWorld's layout (found recursively under this folder, as
+    /// `$ALFWORLD_DATA/json_2.1.1/train`) in place of generated tasks: the pool draws
+    /// `pool_size` of them (seeded). `~` and `$VARIABLE`s are expanded; a relative path is read
+    /// from the config's folder.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub train_games: Option<PathBuf>,
+    /// Game folders in place of the fixed evaluation splits (`{ in_domain = "…", ood = "…",
+    /// validation = "…" }`); `[eval]`'s counts take the first games of each, in path order.
+    pub eval_games: EvalGames,
+    /// A game folder that does not load, or whose `traj_data.json` disagrees with its game, is
+    /// left out and counted (printed at the start) instead of stopping the run.
+    pub skip_bad_games: bool,
 }
 
 impl Default for HouseholdConfig {
@@ -55,18 +101,55 @@ impl Default for HouseholdConfig {
             prompt_style: crate::household::PromptStyle::Numbered,
             constrain_actions: false,
             notes: false,
+            notes_style: super::notes::NotesStyle::Full,
             judge_notes: false,
             rewriter: RewriterKind::Structured,
             oracle_verdicts: false,
+            train_games: None,
+            eval_games: EvalGames::default(),
+            skip_bad_games: false,
         }
     }
 }
 
 impl SettingConfig for HouseholdConfig {
+    fn resolve_paths(&mut self, folder: &Path) -> Result<(), String> {
+        let resolve = |key: &str, p: &mut Option<PathBuf>| -> Result<(), String> {
+            let Some(given) = p.as_ref() else {
+                return Ok(());
+            };
+            let text = given.to_string_lossy().into_owned();
+            let mut path = rla_env::household::source::expand_path(&text).map_err(|e| {
+                if text.contains("ALFWORLD_DATA") && std::env::var_os("ALFWORLD_DATA").is_none() {
+                    format!(
+                        "household.{key} = {text:?}: ALFWORLD_DATA is not set. Point it at ALFWorld's data (`alfworld-download` writes json_2.1.1/train, valid_seen and valid_unseen), or at a stand-in in the same layout: `rlanything env generate --alfworld-data DIR` then ALFWORLD_DATA=DIR"
+                    )
+                } else {
+                    format!("household.{key}: {e}")
+                }
+            })?;
+            if path.is_relative() {
+                path = folder.join(path);
+            }
+            *p = Some(path);
+            Ok(())
+        };
+        resolve("train_games", &mut self.train_games)?;
+        resolve("eval_games.in_domain", &mut self.eval_games.in_domain)?;
+        resolve("eval_games.ood", &mut self.eval_games.ood)?;
+        resolve("eval_games.validation", &mut self.eval_games.validation)?;
+        Ok(())
+    }
+
     fn validate(&self, run: &RunConfig, active: bool) -> Result<(), String> {
         if self.prompt_style == super::PromptStyle::Unlisted && !self.constrain_actions {
             return Err(
                 "household.prompt_style = \"unlisted\" needs household.constrain_actions = true (the constraint carries the admissible commands)".into(),
+            );
+        }
+        if self.notes_style != super::notes::NotesStyle::Full && !self.notes {
+            return Err(
+                "household.notes_style = \"compact\" needs household.notes = true (it shapes the notes)".into(),
             );
         }
         if self.judge_notes && !self.notes {

@@ -33,7 +33,7 @@ pub fn expert_labels(
         let t = tasks
             .get(tr.task)
             .with_context(|| format!("an episode of task {}, of {}", tr.task, tasks.len()))?;
-        let mut walk = ExpertWalk::start(t, h.notes)?;
+        let mut walk = ExpertWalk::start(t, h)?;
         let mut named: Vec<String> = Vec::new();
         for s in &tr.steps {
             // an agent that has spoilt its task leaves the expert nothing to do

@@ -14,14 +14,35 @@
 //! hint: The apple is in the fridge 1.
 //! ```
 //!
+//! With [`NotesStyle::Compact`] the lists are shorter, which a tiny model reads in fewer tokens
+//! when ALFRED's rooms hold up to 28 cabinets and 40 objects: the unseen places of a kind are
+//! written as ranges (`unseen: cabinet 1-4 6 9-28, drawer 1-3, fridge 1`), and `seen` keeps only
+//! the objects whose class the task names (with the places that hold them). Both are still read
+//! from the game's text alone: the classes are the words of the task's sentence.
+//!
 //! The `repeated` line counts the commands the agent has played more than once. Without it, an
 //! agent that takes an object and puts it back (or walks between two places) sees the same prompt
 //! again and again, and a greedy policy repeats the pair until the step limit; with it, a loop is
 //! a state the policy can see, and RL can learn to leave it.
 
+/// How much the notes write out.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NotesStyle {
+    /// Every unseen place by name; every object seen, wherever it was.
+    #[default]
+    Full,
+    /// Unseen places of a kind as number ranges; only the objects of the classes the task names.
+    Compact,
+}
+
 /// What the agent has learnt about the room so far.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Notes {
+    /// How the notes are written.
+    style: NotesStyle,
+    /// The words of the task's sentence (lower case): the classes `Compact` keeps in `seen`.
+    task_words: Vec<String>,
     /// Places named by the intro that the agent has not yet looked into (a closed receptacle
     /// it only stood at counts as unseen), in name order.
     unseen: Vec<String>,
@@ -68,7 +89,7 @@ fn between<'a>(s: &'a str, start: &str, end: &str) -> Option<&'a str> {
 impl Notes {
     /// Notes at the start of an episode, from the game's intro: every place it lists is unseen;
     /// the sentence after the task, if any, is the hint.
-    pub fn from_intro(intro: &str) -> Notes {
+    pub fn from_intro(intro: &str, style: NotesStyle) -> Notes {
         let mut unseen = between(intro, "Looking quickly around you, you see ", ".\n")
             .or_else(|| between(intro, "Looking quickly around you, you see ", "."))
             .map(split_list)
@@ -81,7 +102,20 @@ impl Notes {
             let h = rest[j..].trim();
             (!h.is_empty()).then(|| h.to_string())
         });
+        let task_words = intro
+            .find("Your task is to: ")
+            .map(|i| {
+                let rest = &intro[i + "Your task is to: ".len()..];
+                let end = rest.find('.').unwrap_or(rest.len());
+                rest[..end]
+                    .split_whitespace()
+                    .map(|w| w.to_ascii_lowercase())
+                    .collect()
+            })
+            .unwrap_or_default();
         Notes {
+            style,
+            task_words,
             unseen,
             hint,
             ..Default::default()
@@ -164,15 +198,27 @@ impl Notes {
         }
     }
 
+    /// Whether `object` (`apple 2`) is of a class the task's sentence names.
+    fn named_by_task(&self, object: &str) -> bool {
+        let class = object.rsplit_once(' ').map_or(object, |(c, _)| c);
+        self.task_words.iter().any(|w| w == class)
+    }
+
     /// The notes as prompt lines (each ending in a newline); empty parts are left out.
     pub fn render(&self) -> String {
         let mut s = String::new();
         if !self.unseen.is_empty() {
-            s.push_str(&format!("unseen: {}\n", self.unseen.join(", ")));
+            let unseen = match self.style {
+                NotesStyle::Full => self.unseen.join(", "),
+                NotesStyle::Compact => ranges(&self.unseen),
+            };
+            s.push_str(&format!("unseen: {unseen}\n"));
         }
+        let keep = |o: &&String| self.style == NotesStyle::Full || self.named_by_task(o);
         let seen: Vec<String> = self
             .seen
             .iter()
+            .map(|(p, v)| (p, v.iter().filter(keep).cloned().collect::<Vec<_>>()))
             .filter(|(_, v)| !v.is_empty())
             .map(|(p, v)| format!("{p} has {}", v.join(", ")))
             .collect();
@@ -203,6 +249,49 @@ impl Notes {
     }
 }
 
+/// Place names grouped by kind, each kind's numbers as ranges: `cabinet 1`, `cabinet 2`,
+/// `cabinet 3`, `cabinet 5`, `drawer 1` → `cabinet 1-3 5, drawer 1`. Kinds in name order; a name
+/// without a number stands alone.
+fn ranges(places: &[String]) -> String {
+    let mut kinds: std::collections::BTreeMap<&str, Vec<u32>> = Default::default();
+    let mut alone = Vec::new();
+    for p in places {
+        match p.rsplit_once(' ').and_then(|(k, n)| Some((k, n.parse::<u32>().ok()?))) {
+            Some((k, n)) => kinds.entry(k).or_default().push(n),
+            None => alone.push(p.as_str()),
+        }
+    }
+    let mut parts: Vec<(String, String)> = alone
+        .into_iter()
+        .map(|p| (p.to_string(), p.to_string()))
+        .collect();
+    for (k, mut ns) in kinds {
+        ns.sort_unstable();
+        ns.dedup();
+        let mut runs: Vec<String> = Vec::new();
+        let mut i = 0;
+        while i < ns.len() {
+            let mut j = i;
+            while j + 1 < ns.len() && ns[j + 1] == ns[j] + 1 {
+                j += 1;
+            }
+            runs.push(if j > i {
+                format!("{}-{}", ns[i], ns[j])
+            } else {
+                ns[i].to_string()
+            });
+            i = j + 1;
+        }
+        parts.push((k.to_string(), format!("{k} {}", runs.join(" "))));
+    }
+    parts.sort();
+    parts
+        .into_iter()
+        .map(|(_, p)| p)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -213,18 +302,40 @@ mod tests {
 
     #[test]
     fn intro_lists_the_unseen_places_and_the_hint() {
-        let n = Notes::from_intro(INTRO);
+        let n = Notes::from_intro(INTRO, NotesStyle::Full);
         assert_eq!(
             n.render(),
             "unseen: cabinet 1, cabinet 2, countertop 1, drawer 1\nhint: The knife is in the drawer 1.\n"
         );
-        let plain = Notes::from_intro("You are in the middle of a room. Looking quickly around you, you see a fridge 1.\n\nYour task is to: cool some egg.");
+        let plain = Notes::from_intro("You are in the middle of a room. Looking quickly around you, you see a fridge 1.\n\nYour task is to: cool some egg.", NotesStyle::Full);
         assert_eq!(plain.render(), "unseen: fridge 1\n");
     }
 
     #[test]
+    fn compact_notes_write_ranges_and_keep_only_the_classes_the_task_names() {
+        let intro = "You are in the middle of a room. Looking quickly around you, you see a cabinet 3, a cabinet 1, a cabinet 10, a cabinet 2, a cabinet 5, a drawer 1, a fridge 1, and a sinkbasin 2.\n\nYour task is to: put a clean knife in countertop.";
+        let mut n = Notes::from_intro(intro, NotesStyle::Compact);
+        assert_eq!(
+            n.render(),
+            "unseen: cabinet 1-3 5 10, drawer 1, fridge 1, sinkbasin 2\n"
+        );
+        n.observe("You arrive at drawer 1. On the drawer 1, you see a butterknife 1, a knife 2, and a fork 2.");
+        n.observe("You arrive at cabinet 2. On the cabinet 2, you see a spoon 1.");
+        assert_eq!(
+            n.render(),
+            "unseen: cabinet 1 3 5 10, fridge 1, sinkbasin 2\nseen: drawer 1 has knife 2\n"
+        );
+        // the full notes of the same episode name everything
+        let mut f = Notes::from_intro(intro, NotesStyle::Full);
+        f.observe("You arrive at drawer 1. On the drawer 1, you see a butterknife 1, a knife 2, and a fork 2.");
+        assert!(f.render().contains("seen: drawer 1 has butterknife 1, knife 2, fork 2\n"));
+        assert!(f.render().starts_with("unseen: cabinet 1, cabinet 10, cabinet 2"));
+        assert_eq!(ranges(&["desk".into(), "armchair 2".into()]), "armchair 2, desk");
+    }
+
+    #[test]
     fn looks_takes_moves_and_transforms_are_recorded() {
-        let mut n = Notes::from_intro(INTRO);
+        let mut n = Notes::from_intro(INTRO, NotesStyle::Full);
         n.observe("You arrive at cabinet 1. The cabinet 1 is closed.");
         assert!(n.render().starts_with("unseen: cabinet 1, cabinet 2"));
         n.observe("You open the cabinet 1. The cabinet 1 is open. In it, you see nothing.");
@@ -253,7 +364,7 @@ mod tests {
 
     #[test]
     fn a_loop_never_shows_the_same_notes_twice() {
-        let mut n = Notes::from_intro(INTRO);
+        let mut n = Notes::from_intro(INTRO, NotesStyle::Full);
         n.observe("You arrive at drawer 1. On the drawer 1, you see a knife 1, and a fork 2.");
         let mut seen = std::collections::HashSet::new();
         // take the knife and put it back, again and again
@@ -279,7 +390,7 @@ mod tests {
             "{r}"
         );
         // commands played once are not listed; at most three repeated ones are, the most recent first
-        let mut m = Notes::from_intro(INTRO);
+        let mut m = Notes::from_intro(INTRO, NotesStyle::Full);
         for c in [
             "look",
             "go to cabinet 1",

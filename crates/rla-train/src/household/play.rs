@@ -13,7 +13,7 @@ use crate::play::{encode_response, play, Applied, Game, Prompt, Trajectory, Turn
 use anyhow::Result;
 use indicatif::ProgressBar;
 use rla_env::household::expert::{progress_label, GoalSpec};
-use rla_env::household::{Household, TaskSpec};
+use rla_env::household::{Household, HouseholdTask};
 use rla_env::Environment;
 use rla_lm::{Sample, SampleParams, Sampler};
 use std::path::Path;
@@ -129,6 +129,9 @@ pub struct Episodes {
     /// The prompt carries the agent's notes ([`super::notes::Notes`]).
     #[serde(default)]
     pub notes: bool,
+    /// How the notes are written (older checkpoints: full).
+    #[serde(default)]
+    pub notes_style: super::notes::NotesStyle,
 }
 
 impl Episodes {
@@ -142,6 +145,7 @@ impl Episodes {
             style: HouseholdConfig::of(cfg).prompt_style,
             constrained: HouseholdConfig::of(cfg).constrain_actions,
             notes: HouseholdConfig::of(cfg).notes,
+            notes_style: HouseholdConfig::of(cfg).notes_style,
         }
     }
 
@@ -167,19 +171,20 @@ impl Episodes {
     }
 }
 
-/// Plays `ep.rollouts` episodes of each task with the policy; all episodes step together.
-pub fn rollout(
+/// Plays `ep.rollouts` episodes of each task with the policy (generated tasks or game folders,
+/// each with its own step limit, at most `ep.step_limit`); all episodes step together.
+pub fn rollout<T: HouseholdTask>(
     policy: &dyn Sampler,
-    tasks: &[TaskSpec],
+    tasks: &[T],
     ep: Episodes,
     sp: &SampleParams,
     bar: Option<&ProgressBar>,
 ) -> Result<Vec<Trajectory>> {
     let mut games = Vec::new();
     for t in tasks {
-        let env = Household::from_task(t)?.with_step_limit(ep.step_limit.min(t.step_limit));
-        let goal = GoalSpec::from_task(env.world(), t).map_err(anyhow::Error::msg)?;
-        games.push((env, goal));
+        let (env, goal) = t.open().map_err(anyhow::Error::msg)?;
+        let limit = ep.step_limit.min(t.step_limit());
+        games.push((env.with_step_limit(limit), goal));
     }
     rollout_games(policy, games, ep, sp, bar)
 }
@@ -205,7 +210,7 @@ pub fn rollout_games(
                     env,
                     goal,
                     ep,
-                    notes: ep.notes.then(|| Notes::from_intro(&obs)),
+                    notes: ep.notes.then(|| Notes::from_intro(&obs, ep.notes_style)),
                     obs,
                     history: vec![],
                     admissible: vec![],
@@ -219,9 +224,9 @@ pub fn rollout_games(
 
 /// The judge's m verdicts on every step of the household's episodes (with the agent's notes
 /// when `notes`).
-pub fn judge(
+pub fn judge<T: HouseholdTask>(
     reward: &dyn Sampler,
-    (tasks, notes): (&[TaskSpec], bool),
+    (tasks, notes): (&[T], bool),
     trajs: &[Trajectory],
     m: usize,
     sp: &SampleParams,
@@ -234,7 +239,11 @@ pub fn judge(
 
 /// The judge's prompt on one step of a task's episode; with `notes`, the agent's notes before
 /// the step (its record's `previous`) go above it.
-pub fn step_judge_prompt(task: &TaskSpec, s: &crate::play::StepRec, notes: bool) -> String {
+pub fn step_judge_prompt(
+    task: &impl HouseholdTask,
+    s: &crate::play::StepRec,
+    notes: bool,
+) -> String {
     judge_prompt(
         &task.sentence(),
         if notes { &s.previous } else { "" },
@@ -246,9 +255,9 @@ pub fn step_judge_prompt(task: &TaskSpec, s: &crate::play::StepRec, notes: bool)
 }
 
 /// Greedy success rate of the policy on tasks (one episode each).
-pub fn evaluate(
+pub fn evaluate<T: HouseholdTask>(
     policy: &dyn Sampler,
-    tasks: &[TaskSpec],
+    tasks: &[T],
     ep: Episodes,
     max_new_tokens: usize,
     bar: Option<&ProgressBar>,
@@ -261,9 +270,9 @@ pub fn evaluate(
 }
 
 /// The greedy episodes behind [`evaluate`].
-pub fn evaluate_episodes(
+pub fn evaluate_episodes<T: HouseholdTask>(
     policy: &dyn Sampler,
-    tasks: &[TaskSpec],
+    tasks: &[T],
     ep: Episodes,
     max_new_tokens: usize,
     bar: Option<&ProgressBar>,

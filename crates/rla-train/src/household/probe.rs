@@ -41,13 +41,13 @@ pub(super) struct Labelled {
 }
 
 impl ExpertWalk {
-    pub(super) fn start(t: &TaskSpec, notes: bool) -> Result<ExpertWalk> {
+    pub(super) fn start(t: &TaskSpec, h: &HouseholdConfig) -> Result<ExpertWalk> {
         let mut env = Household::from_task(t)?;
         let goal = GoalSpec::from_task(env.world(), t).map_err(anyhow::Error::msg)?;
         let obs = env.reset();
         let searcher = SearchExpert::new(env.world());
         Ok(ExpertWalk {
-            memo: notes.then(|| Notes::from_intro(&obs)),
+            memo: h.notes.then(|| Notes::from_intro(&obs, h.notes_style)),
             env,
             goal,
             obs,

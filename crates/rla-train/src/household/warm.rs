@@ -41,7 +41,7 @@ pub fn demonstration_steps(
     for (ti, t) in tasks.iter().enumerate() {
         // two episodes per task: one at the given noise, one noisier, so the judge sees failures
         for eps_noise in [noise, (noise * 2.0).min(0.9)] {
-            let mut walk = ExpertWalk::start(t, h.notes)?;
+            let mut walk = ExpertWalk::start(t, h)?;
             // (notes the judge reads, obs, answer, action)
             let mut steps: Vec<(String, String, String, String)> = Vec::new();
             let mut won = false;
