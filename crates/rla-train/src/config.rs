@@ -438,6 +438,14 @@ pub trait SettingConfig:
         Ok(())
     }
 
+    /// Makes the table's data paths usable from anywhere: relative ones are read from the config
+    /// file's `folder`, `~` and `$VARIABLE`s expanded. The run folder's copy of the config then
+    /// records where the data was.
+    fn resolve_paths(&mut self, folder: &Path) -> Result<(), String> {
+        let _ = folder;
+        Ok(())
+    }
+
     /// The run's table, which is this setting's ([`RunConfig::table`]).
     fn of(run: &RunConfig) -> &Self {
         run.table()
@@ -459,6 +467,7 @@ trait AnyTable: Any + Debug + Send + Sync {
     fn same(&self, other: &dyn AnyTable) -> bool;
     fn to_toml(&self) -> Result<toml::Value, String>;
     fn check(&self, run: &RunConfig, active: bool) -> Result<(), String>;
+    fn resolve(&mut self, folder: &Path) -> Result<(), String>;
     fn as_any(&self) -> &dyn Any;
     fn as_any_mut(&mut self) -> &mut dyn Any;
 }
@@ -472,6 +481,9 @@ impl<T: SettingConfig> AnyTable for T {
     }
     fn to_toml(&self) -> Result<toml::Value, String> {
         toml::Value::try_from(self).map_err(|e| e.to_string())
+    }
+    fn resolve(&mut self, folder: &Path) -> Result<(), String> {
+        self.resolve_paths(folder)
     }
     fn check(&self, run: &RunConfig, active: bool) -> Result<(), String> {
         self.validate(run, active)
@@ -719,6 +731,7 @@ impl RunConfig {
             toml::from_str(&toml::to_string(&t)?)?
         };
         cfg.validate().map_err(anyhow::Error::msg)?;
+        cfg.table.0.resolve(folder).map_err(anyhow::Error::msg)?;
         for m in [&mut cfg.policy, &mut cfg.reward] {
             if let Some(p) = &m.path {
                 m.path = Some(model_path(p, folder));

@@ -137,6 +137,7 @@ fn control_with(
         cfg,
         k: cfg.iterations,
         progress,
+        run: None,
     };
     let e = &cfg.eval;
     let in_domain = setting.evaluate(ctx, &*lm, Split::InDomain, e.in_domain)?;

@@ -41,6 +41,7 @@ pub fn validation_wins(
         cfg,
         k: 0,
         progress: false,
+        run: None,
     };
     let rate = s.evaluate(ctx, &*lm, Split::Validation, n)?;
     Ok((rate * n as f64).round() as usize)

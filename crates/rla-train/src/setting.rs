@@ -141,6 +141,9 @@ pub struct Ctx<'a> {
     pub k: usize,
     /// Progress bars on stderr.
     pub progress: bool,
+    /// The run's folder, when inside a run (a setting writes what it makes there, such as
+    /// rewritten games).
+    pub run: Option<&'a std::path::Path>,
 }
 
 impl Ctx<'_> {
@@ -257,6 +260,13 @@ pub trait Setting {
         critique: Option<&str>,
         i: usize,
     ) -> Result<Option<(String, Self::Task)>>;
+
+    /// Called with a rewrite the loop has accepted, before it joins the pool: a setting that
+    /// wrote the rewrite somewhere may keep it where accepted tasks go (and point the task there).
+    fn accepted(&mut self, ctx: Ctx, task: &mut Self::Task) -> Result<()> {
+        let _ = (ctx, task);
+        Ok(())
+    }
 
     /// How many tasks a fixed evaluation split holds; `None` for a generator without end. A
     /// config asking for more is refused before the run starts.

@@ -59,10 +59,12 @@ impl<S: Setting> Trainer<S> {
     /// One iteration of Algorithm 1.
     pub fn iteration(&mut self, k: usize) -> Result<IterMetrics> {
         let cfg = self.cfg.clone();
+        let run = self.dir.path.clone();
         let ctx = Ctx {
             cfg: &cfg,
             k,
             progress: self.progress,
+            run: Some(&run),
         };
         let mut m = IterMetrics {
             iteration: k,
@@ -78,7 +80,7 @@ impl<S: Setting> Trainer<S> {
         check_shape(self.setting.name(), &groups, batch.tasks.len())?;
         m.time_judge = secs(t);
         let acc = accuracies(&groups);
-        let trained = self.accept_or_drop(&batch, &acc, k, &mut m);
+        let trained = self.accept_or_drop(ctx, &batch, &acc, k, &mut m)?;
         self.measure_theory(&groups, &record, &acc, &mut m);
         let t = Instant::now();
         let samples = self.build_samples(&groups, &acc, &trained, &mut m)?;
@@ -116,23 +118,28 @@ impl<S: Setting> Trainer<S> {
     /// band); a dropped rewrite's episodes do not train. Returns which groups train.
     fn accept_or_drop(
         &mut self,
+        ctx: Ctx,
         batch: &Batch<S::Task>,
         acc: &[f64],
         k: usize,
         m: &mut IterMetrics,
-    ) -> Vec<bool> {
+    ) -> Result<Vec<bool>> {
         let mut trained = vec![true; batch.tasks.len()];
         for (j, p) in batch.pending.iter().enumerate() {
             let i = batch.sampled.len() + j;
             let ok = accept_rewrite(p.direction, p.parent_acc, acc[i], &self.cfg.adapt);
             trained[i] = ok;
+            let mut p = p.clone();
+            if ok {
+                self.setting.accepted(ctx, &mut p.task)?;
+            }
             self.state
                 .pool
-                .record_outcome(p, acc[i], ok, k, self.cfg.grow_pool);
+                .record_outcome(&p, acc[i], ok, k, self.cfg.grow_pool);
             m.accepted += ok as usize;
         }
         m.pending_evaluated = batch.pending.len();
-        trained
+        Ok(trained)
     }
 
     /// The live theory: success, μ from the judge's verdicts against ground truth, the
@@ -408,6 +415,7 @@ impl<S: Setting> Trainer<S> {
             cfg: &self.cfg,
             k: self.state.completed,
             progress: self.progress,
+            run: Some(&self.dir.path),
         };
         self.setting.evaluate(ctx, &*self.policy, split, n)
     }

@@ -43,8 +43,17 @@ pub enum EnvCmd {
         #[arg(long, default_value_t = 0)]
         seed: u64,
         /// Output folder.
-        #[arg(long)]
-        out: PathBuf,
+        #[arg(
+            long,
+            required_unless_present = "alfworld_data",
+            conflicts_with = "alfworld_data"
+        )]
+        out: Option<PathBuf>,
+        /// Write a stand-in for ALFWorld's data in its layout instead: DIR/json_2.1.1/train (--n
+        /// generated training tasks), valid_seen (the in-domain split) and valid_unseen (the OOD
+        /// split), each game in TASK/trial_ID/; then ALFWORLD_DATA=DIR runs configs/alfworld.toml.
+        #[arg(long, value_name = "DIR", conflicts_with = "split")]
+        alfworld_data: Option<PathBuf>,
     },
     /// Print the expert's shortest plan for a game.
     Solve {
@@ -98,7 +107,12 @@ pub fn run(cmd: EnvCmd) -> Result<()> {
             n,
             seed,
             out,
-        } => generate(split, n, seed, out),
+            alfworld_data,
+        } => match (out, alfworld_data) {
+            (_, Some(root)) => generate_alfworld_data(n, seed, &root),
+            (Some(out), None) => generate(split, n, seed, out),
+            (None, None) => unreachable!("clap requires --out or --alfworld-data"),
+        },
         EnvCmd::Solve { game } => solve(game),
         EnvCmd::Stats {
             split,
@@ -236,12 +250,47 @@ fn generate(split: SplitArg, n: usize, seed: u64, out: PathBuf) -> Result<()> {
             t.goal.as_str(),
             t.room().as_str()
         ));
-        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-        write_atomic(&dir.join("game.tw-pddl"), &t.game_json()?)?;
-        write_atomic(&dir.join("traj_data.json"), &t.traj_json())?;
-        write_atomic(&dir.join("task.json"), &serde_json::to_string_pretty(t)?)?;
+        write_game(t, &dir)?;
     }
     println!("wrote {} games to {}", tasks.len(), out.display());
+    Ok(())
+}
+
+fn write_game(t: &rla_env::household::TaskSpec, dir: &std::path::Path) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    write_atomic(&dir.join("game.tw-pddl"), &t.game_json()?)?;
+    write_atomic(&dir.join("traj_data.json"), &t.traj_json())?;
+    write_atomic(&dir.join("task.json"), &serde_json::to_string_pretty(t)?)?;
+    Ok(())
+}
+
+/// A stand-in for `$ALFWORLD_DATA`: generated games in ALFWorld's layout
+/// (`json_2.1.1/{train,valid_seen,valid_unseen}/TASK/trial_ID/`), TASK named as ALFWorld names
+/// its folders (`pick_and_place_simple-Apple-None-Fridge-12`).
+fn generate_alfworld_data(n: usize, seed: u64, root: &std::path::Path) -> Result<()> {
+    for (name, split) in [
+        ("train", SplitArg::Train),
+        ("valid_seen", SplitArg::InDomain),
+        ("valid_unseen", SplitArg::Ood),
+    ] {
+        let tasks = split_tasks(split, n, seed);
+        let out = root.join("json_2.1.1").join(name);
+        for t in &tasks {
+            let task = format!(
+                "{}-{}-None-{}-{}",
+                t.goal.as_str(),
+                t.object,
+                t.receptacle.as_deref().or(t.lamp.as_deref()).unwrap_or(""),
+                t.floor_plan
+            );
+            write_game(t, &out.join(task).join(format!("trial_{}", t.id)))?;
+        }
+        println!("wrote {} games to {}", tasks.len(), out.display());
+    }
+    println!(
+        "ALFWORLD_DATA={} now stands in for ALFWorld's data",
+        root.display()
+    );
     Ok(())
 }
 

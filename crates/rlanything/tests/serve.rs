@@ -699,6 +699,7 @@ fn greedy_evaluation_through_two_servers_equals_in_process() {
         cfg: &cfg,
         k: 0,
         progress: false,
+        run: None,
     };
     let mut h = rla_train::household::Household::default();
     for split in [Split::InDomain, Split::Ood] {

@@ -7,6 +7,7 @@
 //! - [`vocab`]: the kinds, entities and predicates that the world and its goals share.
 //! - [`pddl`]: the PDDL reader.
 //! - [`trace`]: replaying traces recorded from the real engine.
+//! - [`source`]: a task from the generator or from a game folder, opened alike.
 
 pub mod data;
 pub mod expert;
@@ -15,6 +16,7 @@ pub mod goal;
 pub mod kinds;
 pub mod pddl;
 pub mod regame;
+pub mod source;
 pub mod splits;
 pub mod stats;
 pub mod task;
@@ -24,6 +26,7 @@ pub mod world;
 
 pub use expert::{plan, GoalSpec};
 pub use game::{GameFile, Household, TrajData};
+pub use source::{GameTask, HouseTask, HouseholdTask};
 pub use task::{GoalKind, Room, TaskSpec};
 pub use world::{Action, State, World};
 pub mod batch;

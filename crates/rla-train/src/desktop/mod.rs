@@ -318,6 +318,7 @@ mod tests {
             cfg: &cfg,
             k: 1,
             progress: false,
+            run: None,
         };
         let no_model = crate::play::testing::Scripted {
             answers: vec![],

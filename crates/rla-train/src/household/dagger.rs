@@ -11,7 +11,7 @@ use crate::play::Trajectory;
 use crate::pretrain::{Demo, Example, WarmStart};
 use anyhow::{Context, Result};
 use indicatif::ProgressBar;
-use rla_env::household::TaskSpec;
+use rla_env::household::{HouseholdTask, TaskSpec};
 use rla_lm::{Model, SampleParams};
 
 /// DAgger's labels: the searching expert's action at the states of the policy's own episodes.
@@ -22,8 +22,8 @@ use rla_lm::{Model, SampleParams};
 /// that loops for fifteen steps hears "go to coffeemachine 1" fifteen times, and SFT on every
 /// one of those teaches going, not taking (measured: held-out accuracy 79.8% → 74.1%,
 /// validation success 48.3% → 23.3% with every state kept).
-pub fn expert_labels(
-    tasks: &[TaskSpec],
+pub fn expert_labels<T: HouseholdTask>(
+    tasks: &[T],
     trajs: &[Trajectory],
     cfg: &RunConfig,
 ) -> Result<Vec<Demo>> {

@@ -5,6 +5,7 @@
 
 pub mod config;
 pub mod dagger;
+pub mod games;
 pub mod notes;
 pub mod play;
 pub mod probe;
@@ -25,7 +26,7 @@ use config::{HouseholdConfig, RewriterKind};
 use rewriter::{LmRewriter, Phrases, Rewriter, Structured, Summariser};
 use rla_core::adapt::Direction;
 use rla_env::household::splits::{eval_tasks, train_tasks};
-use rla_env::household::TaskSpec;
+use rla_env::household::{HouseTask, HouseholdTask, TaskSpec};
 use rla_lm::{SampleParams, Sampler};
 
 impl PoolTask for TaskSpec {
@@ -34,6 +35,15 @@ impl PoolTask for TaskSpec {
     }
     fn parent(&self) -> Option<&str> {
         self.parent.as_deref()
+    }
+}
+
+impl PoolTask for HouseTask {
+    fn id(&self) -> &str {
+        HouseholdTask::id(self)
+    }
+    fn parent(&self) -> Option<&str> {
+        HouseTask::parent(self)
     }
 }
 
@@ -64,12 +74,7 @@ impl Household {
     ) -> R {
         let lm = LmRewriter {
             lm: reward,
-            params: SampleParams {
-                temperature: 0.7,
-                max_new_tokens: 64,
-                seed: ctx.seed(4 + i as u64),
-                ..Default::default()
-            },
+            params: rewrite_params(ctx, i),
         };
         match self.cfg.rewriter {
             RewriterKind::Structured => f(&Structured, &Phrases),
@@ -78,20 +83,34 @@ impl Household {
     }
 }
 
+/// How the reward model samples a rewrite or a summary of the batch's task `i`.
+fn rewrite_params(ctx: Ctx, i: usize) -> SampleParams {
+    SampleParams {
+        temperature: 0.7,
+        max_new_tokens: 64,
+        seed: ctx.seed(4 + i as u64),
+        ..Default::default()
+    }
+}
+
 impl Setting for Household {
-    type Task = TaskSpec;
+    type Task = HouseTask;
     type Record = Played;
 
     fn name(&self) -> &'static str {
         "household"
     }
 
-    fn initial_pool(&self, cfg: &RunConfig) -> Result<Vec<TaskSpec>> {
+    fn initial_pool(&self, cfg: &RunConfig) -> Result<Vec<HouseTask>> {
+        if let Some(root) = &self.cfg.train_games {
+            let games = games::train_pool(root, cfg.pool_size, cfg.seed, &self.cfg)?;
+            return Ok(games.into_iter().map(HouseTask::Game).collect());
+        }
         Ok(train_tasks(cfg.pool_size, cfg.seed)
             .into_iter()
             .map(|mut t| {
                 t.step_limit = self.cfg.train_step_limit;
-                t
+                HouseTask::Generated(t)
             })
             .collect())
     }
@@ -100,7 +119,7 @@ impl Setting for Household {
         &mut self,
         ctx: Ctx,
         policy: &dyn Sampler,
-        tasks: &[TaskSpec],
+        tasks: &[HouseTask],
     ) -> Result<(Vec<Group>, Played)> {
         let cfg = ctx.cfg;
         let trajs = ctx.with_bar(
@@ -127,7 +146,7 @@ impl Setting for Household {
         &mut self,
         ctx: Ctx,
         reward: &dyn Sampler,
-        tasks: &[TaskSpec],
+        tasks: &[HouseTask],
         groups: &mut [Group],
         played: &mut Played,
     ) -> Result<()> {
@@ -162,22 +181,63 @@ impl Setting for Household {
         &mut self,
         ctx: Ctx,
         reward: &dyn Sampler,
-        task: &TaskSpec,
+        task: &HouseTask,
         direction: Direction,
         critique: Option<&str>,
         i: usize,
-    ) -> Result<Option<(String, TaskSpec)>> {
-        Ok(self.with_rewriter(ctx, reward, i, |rewriter, _| {
-            rewriter.rewrite(task, direction, critique, ctx.k)
-        }))
+    ) -> Result<Option<(String, HouseTask)>> {
+        let t = match task {
+            HouseTask::Generated(t) => t,
+            HouseTask::Game(g) => {
+                let params = rewrite_params(ctx, i);
+                let id = format!("rewrite-{:04}-{i:03}", ctx.k);
+                let seed = ctx.seed(5 + i as u64);
+                let r = games::rewrite_game(
+                    &self.cfg, reward, &params, g, direction, critique, ctx.run, id, seed,
+                )?;
+                return Ok(r.map(|(what, g)| (what, HouseTask::Game(g))));
+            }
+        };
+        Ok(self
+            .with_rewriter(ctx, reward, i, |rewriter, _| {
+                rewriter.rewrite(t, direction, critique, ctx.k)
+            })
+            .map(|(what, t)| (what, HouseTask::Generated(t))))
+    }
+
+    fn accepted(&mut self, ctx: Ctx, task: &mut HouseTask) -> Result<()> {
+        match (task, ctx.run) {
+            (HouseTask::Game(g), Some(run)) => games::accept(run, g),
+            _ => Ok(()),
+        }
     }
 
     fn split_size(&self, split: Split) -> Option<usize> {
-        Some(eval_tasks(split).len())
+        match self.cfg.eval_games.of(split) {
+            // a folder that cannot be read is named when the split is first evaluated
+            Some(root) => games::count(root).ok(),
+            None => Some(eval_tasks(split).len()),
+        }
     }
 
     fn evaluate(&mut self, ctx: Ctx, policy: &dyn Sampler, split: Split, n: usize) -> Result<f64> {
         let cfg = ctx.cfg;
+        if let Some(root) = self.cfg.eval_games.of(split) {
+            let games = games::eval_games(root, n, &self.cfg)?;
+            return ctx.with_bar(
+                (games.len() * self.cfg.eval_step_limit) as u64,
+                &format!("eval {split:?}"),
+                |bar| {
+                    evaluate(
+                        policy,
+                        &games,
+                        Episodes::evaluation(cfg),
+                        cfg.policy.max_new_tokens,
+                        bar,
+                    )
+                },
+            );
+        }
         let tasks: Vec<TaskSpec> = eval_tasks(split).into_iter().take(n).collect();
         ctx.with_bar(
             (tasks.len() * self.cfg.eval_step_limit) as u64,
@@ -198,7 +258,7 @@ impl Setting for Household {
         &self,
         dir: &RunDir,
         k: usize,
-        tasks: &[TaskSpec],
+        tasks: &[HouseTask],
         played: &Played,
     ) -> Result<()> {
         played.save_samples(
@@ -207,7 +267,7 @@ impl Setting for Household {
             |t| {
                 serde_json::json!({
                     "task": tasks[t.task].sentence(),
-                    "task_id": tasks[t.task].id,
+                    "task_id": HouseholdTask::id(&tasks[t.task]),
                     "won": t.won(),
                 })
             },

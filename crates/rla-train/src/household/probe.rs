@@ -12,7 +12,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rla_env::household::expert::{GoalSpec, SearchExpert};
 use rla_env::household::splits::{eval_tasks, train_tasks, Split};
-use rla_env::household::{Household, TaskSpec};
+use rla_env::household::{Household, HouseholdTask, TaskSpec};
 use rla_env::Environment;
 use rla_lm::Model;
 
@@ -41,9 +41,8 @@ pub(super) struct Labelled {
 }
 
 impl ExpertWalk {
-    pub(super) fn start(t: &TaskSpec, h: &HouseholdConfig) -> Result<ExpertWalk> {
-        let mut env = Household::from_task(t)?;
-        let goal = GoalSpec::from_task(env.world(), t).map_err(anyhow::Error::msg)?;
+    pub(super) fn start(t: &impl HouseholdTask, h: &HouseholdConfig) -> Result<ExpertWalk> {
+        let (mut env, goal) = t.open().map_err(anyhow::Error::msg)?;
         let obs = env.reset();
         let searcher = SearchExpert::new(env.world());
         Ok(ExpertWalk {

@@ -15,15 +15,15 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rla_env::household::splits::{eval_tasks, Split};
-use rla_env::household::{Household, TaskSpec};
+use rla_env::household::{Household, HouseholdTask, TaskSpec};
 use rla_env::Environment;
 use rla_lm::{SampleParams, Sampler};
 
 /// Demonstrations of the tasks: policy steps (with each step's admissible commands and task)
 /// and judge examples from noisy expert episodes, prompted as `cfg.household` plays and at
 /// `cfg.pretrain.noise`, seeded by `seed`.
-pub fn demonstration_steps(
-    tasks: &[TaskSpec],
+pub fn demonstration_steps<T: HouseholdTask>(
+    tasks: &[T],
     cfg: &RunConfig,
     seed: u64,
 ) -> Result<(Vec<Demo>, Vec<Example>)> {
@@ -45,7 +45,7 @@ pub fn demonstration_steps(
             // (notes the judge reads, obs, answer, action)
             let mut steps: Vec<(String, String, String, String)> = Vec::new();
             let mut won = false;
-            for _ in 0..t.step_limit {
+            for _ in 0..t.step_limit() {
                 let Some(l) = walk.label(h)? else {
                     break;
                 };
@@ -284,11 +284,18 @@ fn judge_quality_on(
 const CONTROL_CHUNK: usize = 100;
 
 /// The SFT control's demonstrations: chunk `chunk` of generated training tasks (a share given a
-/// hint, as the warm start's), drawn with other seeds than the warm start's own tasks.
+/// hint, as the warm start's), drawn with other seeds than the warm start's own tasks; with
+/// `[household] train_games`, games of that folder.
 pub fn household_control_demonstrations(cfg: &RunConfig, chunk: u64) -> Result<Vec<Example>> {
     let seed = 1_000_003u64
         .wrapping_mul(cfg.seed.wrapping_add(1))
         .wrapping_add(chunk);
+    let h = HouseholdConfig::of(cfg);
+    if let Some(root) = &h.train_games {
+        let games = super::games::train_pool(root, CONTROL_CHUNK, seed, h)?;
+        let (pol, _) = demonstration_steps(&games, cfg, seed)?;
+        return Ok(pol.into_iter().map(|d| (d.prompt, d.answer)).collect());
+    }
     let mut c = cfg.clone();
     c.seed = seed;
     c.pretrain.tasks = CONTROL_CHUNK;
