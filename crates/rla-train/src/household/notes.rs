@@ -256,7 +256,10 @@ fn ranges(places: &[String]) -> String {
     let mut kinds: std::collections::BTreeMap<&str, Vec<u32>> = Default::default();
     let mut alone = Vec::new();
     for p in places {
-        match p.rsplit_once(' ').and_then(|(k, n)| Some((k, n.parse::<u32>().ok()?))) {
+        match p
+            .rsplit_once(' ')
+            .and_then(|(k, n)| Some((k, n.parse::<u32>().ok()?)))
+        {
             Some((k, n)) => kinds.entry(k).or_default().push(n),
             None => alone.push(p.as_str()),
         }
@@ -328,9 +331,16 @@ mod tests {
         // the full notes of the same episode name everything
         let mut f = Notes::from_intro(intro, NotesStyle::Full);
         f.observe("You arrive at drawer 1. On the drawer 1, you see a butterknife 1, a knife 2, and a fork 2.");
-        assert!(f.render().contains("seen: drawer 1 has butterknife 1, knife 2, fork 2\n"));
-        assert!(f.render().starts_with("unseen: cabinet 1, cabinet 10, cabinet 2"));
-        assert_eq!(ranges(&["desk".into(), "armchair 2".into()]), "armchair 2, desk");
+        assert!(f
+            .render()
+            .contains("seen: drawer 1 has butterknife 1, knife 2, fork 2\n"));
+        assert!(f
+            .render()
+            .starts_with("unseen: cabinet 1, cabinet 10, cabinet 2"));
+        assert_eq!(
+            ranges(&["desk".into(), "armchair 2".into()]),
+            "armchair 2, desk"
+        );
     }
 
     #[test]
