@@ -12,6 +12,7 @@
 //! | [`filter`] | the accuracy bands that select tasks for the policy and reward-model updates |
 //! | [`adapt`] | environment adaptation: direction of a rewrite and its acceptance |
 //! | [`ppo`] | the PPO-clip objective and the k3 KL estimate, per token and aggregated |
+//! | [`vitals`] | an update's vital signs: clip fraction, KL between the policy before and after it, entropy |
 //! | [`theory`] | μ = p₊ + p₋, the Theorem 1 bound, empirical precision A, the Theorem 2 imbalance |
 //! | [`metrics`] | process and outcome accuracy of a judge, success rate, task-accuracy histogram |
 //! | [`seed`] | seeds derived from a seed and a tag, stable across platforms |
@@ -32,6 +33,7 @@ pub mod reward;
 pub mod seed;
 pub mod stats;
 pub mod theory;
+pub mod vitals;
 
 pub use adapt::{accept_rewrite, adaptation_direction, AdaptConfig, Direction};
 pub use advantage::{policy_advantages, RolloutRewards};

@@ -293,6 +293,14 @@ pub struct StepStats {
     pub sequences: usize,
     /// Response tokens used.
     pub tokens: usize,
+    /// PPO: the share of response tokens whose ratio `π/π_old` lay outside the clip range
+    /// (measured before the step), when the back end reports it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clip_fraction: Option<f64>,
+    /// PPO: the mean entropy (nats) of the policy at the decision tokens (drawn freely, or among
+    /// more than one allowed token: over those tokens only), when the back end reports it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision_entropy: Option<f64>,
 }
 
 /// One chat message.
@@ -514,6 +522,21 @@ pub trait Learner {
         pairs: &[(Vec<u32>, Vec<u32>)],
         choices: &[Option<&[Vec<u32>]>],
     ) -> Result<Vec<Vec<f32>>>;
+
+    /// `log π(response token)` under the model as it is now, over the allowed tokens where
+    /// `choices[i]` gives them (as [`Learner::reference_logprobs_within`]): what the trainer
+    /// compares with the samples' `old_logprobs` after an update. A back end that cannot score
+    /// says so, and the update's KL is not measured.
+    fn logprobs_within(
+        &self,
+        pairs: &[(Vec<u32>, Vec<u32>)],
+        choices: &[Option<&[Vec<u32>]>],
+    ) -> Result<Vec<Vec<f32>>> {
+        let _ = (pairs, choices);
+        Err(LmError::Unsupported(
+            "this learner does not score its samples after an update".into(),
+        ))
+    }
 
     /// The SFT loss of (prompt, response) pairs, without an update (a held-out loss).
     fn sft_loss(&self, pairs: &[(Vec<u32>, Vec<u32>)]) -> Result<f64>;

@@ -310,6 +310,14 @@ impl Learner for Lm {
         Ok(sample::score_within(r, pairs, choices)?)
     }
 
+    fn logprobs_within(
+        &self,
+        pairs: &[(Vec<u32>, Vec<u32>)],
+        choices: &[Option<&[Vec<u32>]>],
+    ) -> rla_lm::Result<Vec<Vec<f32>>> {
+        Ok(sample::score_within(&self.model, pairs, choices)?)
+    }
+
     fn sft_loss(&self, pairs: &[(Vec<u32>, Vec<u32>)]) -> rla_lm::Result<f64> {
         Ok(train::sft_eval(&self.model, pairs, self.tok.pad_id)?)
     }

@@ -5,7 +5,7 @@
 use crate::fused;
 use crate::model::Transformer;
 use crate::ops::{acc_dtype, Result};
-use candle_core::Tensor;
+use candle_core::{DType, Tensor};
 use rla_core::ppo::PpoConfig;
 
 /// Log-probabilities `[B, L]` the model gives `targets[b, t]` after `ids[b, ..=t]`.
@@ -24,6 +24,17 @@ pub fn token_logprobs(model: &Transformer, ids: &Tensor, targets: &Tensor) -> Re
 /// Log-probabilities `[B, R]` of each row's response tokens only: the output projection and the
 /// softmax run on the R response positions, not on the whole sequence.
 pub fn response_logprobs(model: &Transformer, b: &crate::batch::Batch) -> Result<Tensor> {
+    Ok(response_logprobs_and_entropy(model, b, false)?.0)
+}
+
+/// [`response_logprobs`], and with `entropy` the summed entropy (nats) of the policy over the
+/// batch's decision tokens — real response tokens drawn freely (every token) or among more than
+/// one allowed token (over those only) — with their count, read off the same logits.
+pub fn response_logprobs_and_entropy(
+    model: &Transformer,
+    b: &crate::batch::Batch,
+    entropy: bool,
+) -> Result<(Tensor, Option<(f64, usize)>)> {
     let (n, l) = b.ids.dims2()?;
     let pos = Tensor::arange(0u32, l as u32, b.ids.device())?
         .unsqueeze(0)?
@@ -40,7 +51,35 @@ pub fn response_logprobs(model: &Transformer, b: &crate::batch::Batch) -> Result
     if let Some(choices) = &b.resp_choices {
         logits = logits.broadcast_add(&choice_mask(choices, n, b.resp_len, &logits)?)?;
     }
-    fused::token_logprobs(&logits, &b.resp_targets)
+    let ent = if entropy {
+        Some(decision_entropy(&logits, b)?)
+    } else {
+        None
+    };
+    Ok((fused::token_logprobs(&logits, &b.resp_targets)?, ent))
+}
+
+/// The summed entropy over the decision tokens of `[B, R, V]` logits (choices already masked),
+/// and their count.
+fn decision_entropy(logits: &Tensor, b: &crate::batch::Batch) -> Result<(f64, usize)> {
+    let lp = crate::ops::log_softmax_last(&logits.detach().to_dtype(DType::F32)?)?;
+    let h = (lp.exp()? * &lp)?.sum(2)?.neg()?.to_vec2::<f32>()?;
+    let mask = b.resp_mask.to_dtype(DType::F32)?.to_vec2::<f32>()?;
+    let (mut sum, mut count) = (0.0, 0usize);
+    for (i, (hr, mr)) in h.iter().zip(&mask).enumerate() {
+        for (j, (&x, &m)) in hr.iter().zip(mr).enumerate() {
+            let choices = b
+                .resp_choices
+                .as_ref()
+                .map(|c| c[i * b.resp_len + j].as_slice())
+                .filter(|c| !c.is_empty());
+            if m > 0.0 && rla_core::vitals::is_decision(choices) {
+                sum += x as f64;
+                count += 1;
+            }
+        }
+    }
+    Ok((sum, count))
 }
 
 /// An additive mask `[B, R, V]` that leaves each position's choices (every token where it has

@@ -4,7 +4,7 @@
 //! training resumes exactly.
 
 use crate::batch::Batch;
-use crate::loss::{ppo_loss, response_logprobs, sft_loss};
+use crate::loss::{ppo_loss, response_logprobs, response_logprobs_and_entropy, sft_loss};
 use crate::model::Transformer;
 use crate::ops::acc_dtype;
 use crate::optim;
@@ -250,7 +250,9 @@ fn by_length<T>(items: &[T], len: impl Fn(&T) -> usize) -> Vec<&T> {
     v
 }
 
-/// One PPO-clip update over `samples`.
+/// One PPO-clip update over `samples`. Its stats hold, besides the loss and the gradient norm,
+/// the share of response tokens whose ratio the clip bounds and the policy's mean entropy at the
+/// decision tokens (both measured before the step).
 pub fn ppo_step(
     model: &Transformer,
     opt: &mut AdamW,
@@ -261,7 +263,10 @@ pub fn ppo_step(
     PpoSample::check_all(samples).map_err(ModelError::Other)?;
     let acc = acc_dtype(model.dtype);
     let samples: Vec<&PpoSample> = by_length(samples, |s| s.prompt.len() + s.response.len());
-    accumulate_and_step(&model.device, opt, cfg, samples.len(), |r| {
+    // (tokens the clip bounds, response tokens), (entropy summed, decision tokens)
+    let mut clip = (0usize, 0usize);
+    let mut ent = (0f64, 0usize);
+    let mut stats = accumulate_and_step(&model.device, opt, cfg, samples.len(), |r| {
         let part = &samples[r];
         let b = Batch::new(
             part.iter()
@@ -292,11 +297,27 @@ pub fn ppo_step(
             &model.device,
         )?
         .to_dtype(acc)?;
-        let lp = response_logprobs(model, &b)?;
+        let (lp, e) = response_logprobs_and_entropy(model, &b, true)?;
+        if let Some((sum, n)) = e {
+            ent.0 += sum;
+            ent.1 += n;
+        }
+        let lpv = lp.detach().to_dtype(DType::F64)?.to_vec2::<f64>()?;
+        for (s, row) in part.iter().zip(&lpv) {
+            let new = &row[..s.response.len()];
+            let old: Vec<f64> = s.old_logprobs.iter().map(|&x| x as f64).collect();
+            if let Some(f) = rla_core::vitals::clip_fraction(new, &old, cfg.ppo.clip_eps) {
+                clip.0 += (f * new.len() as f64).round() as usize;
+                clip.1 += new.len();
+            }
+        }
         let mask = b.resp_mask.to_dtype(acc)?;
         let loss = ppo_loss(&lp, &old, refp.as_ref(), &adv, &mask, &cfg.ppo)?;
         Ok((loss, part.iter().map(|s| s.response.len()).sum()))
-    })
+    })?;
+    stats.clip_fraction = (clip.1 > 0).then(|| clip.0 as f64 / clip.1 as f64);
+    stats.decision_entropy = (ent.1 > 0).then(|| ent.0 / ent.1 as f64);
+    Ok(stats)
 }
 
 /// One supervised update over (prompt, response) pairs.

@@ -734,3 +734,80 @@ fn lora_trains_only_adapters_merges_and_exports_in_peft_format() {
     assert!(fresh.blocks[0].q.lora.is_none());
     assert!(max_diff(&logits(&fresh, &[3, 4, 5, 6]), &adapted) < 1e-4);
 }
+
+/// The update's vital signs on a hand-built batch: old log-probabilities shifted by known amounts
+/// give a known clip fraction, and the entropy at the decision tokens is that of the choices'
+/// distribution, computed here by scoring each choice.
+#[test]
+fn a_ppo_step_reports_its_clip_fraction_and_the_entropy_at_its_decisions() {
+    let (mut m, tok) = setup(Arch::Qwen3, 4);
+    let vars = m.make_trainable().unwrap();
+    let mut opt = AdamW::new(vars).unwrap();
+    let cfg = TrainConfig {
+        lr: 1e-3,
+        micro_batch: 2,
+        ..Default::default()
+    };
+    let eos = tok.eos_ids[0];
+    let answer = |t: &str| {
+        let mut v = tok.encode(t).unwrap();
+        v.push(eos);
+        v
+    };
+    let prompt = tok.encode("the fridge 1 is closed .").unwrap();
+    // two answers that part at their third token ("cabinet" or "fridge"): one decision token
+    let two = vec![answer(" go to cabinet 2"), answer(" go to fridge 1")];
+    let mut samples = Vec::new();
+    for (k, resp) in two.iter().enumerate() {
+        let choices = rla_lm::choices_along(&two, resp);
+        let now = rla_model::sample::score_within(
+            &m,
+            &[(prompt.clone(), resp.clone())],
+            &[Some(&choices)],
+        )
+        .unwrap()
+        .remove(0);
+        // the first answer's decision token drawn by a policy 0.5 nats less likely (ratio
+        // e^0.5 ≈ 1.65, outside [0.8, 1.2]); every other token as the model scores it now
+        let old: Vec<f32> = now
+            .iter()
+            .zip(&choices)
+            .map(|(&x, c)| if k == 0 && c.len() > 1 { x - 0.5 } else { x })
+            .collect();
+        samples.push(PpoSample {
+            prompt: prompt.clone(),
+            response: resp.clone(),
+            advantage: if k == 0 { 1.0 } else { -1.0 },
+            old_logprobs: old,
+            ref_logprobs: None,
+            choices: Some(choices),
+        });
+    }
+    let tokens: usize = samples.iter().map(|s| s.response.len()).sum();
+    // the entropy of the two-way choice, from the two answers' scores at their decision token
+    let decision_lp: Vec<f64> = samples
+        .iter()
+        .map(|s| {
+            let i = s
+                .choices
+                .as_ref()
+                .unwrap()
+                .iter()
+                .position(|c| c.len() > 1)
+                .unwrap();
+            let now = rla_model::sample::score_within(
+                &m,
+                &[(s.prompt.clone(), s.response.clone())],
+                &[s.choices.as_deref()],
+            )
+            .unwrap();
+            now[0][i] as f64
+        })
+        .collect();
+    let want = rla_core::vitals::entropy(&decision_lp).unwrap();
+    let st = ppo_step(&m, &mut opt, &cfg, &samples, tok.pad_id).unwrap();
+    assert_eq!(st.clip_fraction, Some(1.0 / tokens as f64));
+    let got = st.decision_entropy.unwrap();
+    assert!((got - want).abs() < 1e-4, "entropy {got} against {want}");
+    assert!(got > 0.0 && got <= 2f64.ln() + 1e-6);
+}

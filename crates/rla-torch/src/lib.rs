@@ -325,6 +325,8 @@ impl TorchLearner {
             grad_norm: num(&s, "grad_norm"),
             sequences: m.header["sequences"].as_u64().unwrap_or(0) as usize,
             tokens: m.header["tokens"].as_u64().unwrap_or(0) as usize,
+            clip_fraction: m.header["clip_fraction"].as_f64(),
+            decision_entropy: None,
         })
     }
 }
@@ -389,6 +391,15 @@ impl Learner for TorchLearner {
         }
         rla_lm::check_choice_lists(pairs, choices).map_err(LmError::Unsupported)?;
         self.logprobs("reference", pairs, choices)
+    }
+
+    fn logprobs_within(
+        &self,
+        pairs: &[(Vec<u32>, Vec<u32>)],
+        choices: &[Option<&[Vec<u32>]>],
+    ) -> rla_lm::Result<Vec<Vec<f32>>> {
+        rla_lm::check_choice_lists(pairs, choices).map_err(LmError::Unsupported)?;
+        self.logprobs("policy", pairs, choices)
     }
 
     fn sft_loss(&self, pairs: &[(Vec<u32>, Vec<u32>)]) -> rla_lm::Result<f64> {
@@ -525,6 +536,13 @@ impl Learner for TorchModel {
         choices: &[Option<&[Vec<u32>]>],
     ) -> rla_lm::Result<Vec<Vec<f32>>> {
         self.learner.reference_logprobs_within(pairs, choices)
+    }
+    fn logprobs_within(
+        &self,
+        pairs: &[(Vec<u32>, Vec<u32>)],
+        choices: &[Option<&[Vec<u32>]>],
+    ) -> rla_lm::Result<Vec<Vec<f32>>> {
+        self.learner.logprobs_within(pairs, choices)
     }
     fn sft_loss(&self, pairs: &[(Vec<u32>, Vec<u32>)]) -> rla_lm::Result<f64> {
         self.learner.sft_loss(pairs)

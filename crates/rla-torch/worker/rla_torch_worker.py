@@ -412,7 +412,8 @@ class Worker:
             print(f"forward_backward: {batch.n} sequences in {len(mine)} micro-batches "
                   f"(token budget {self.token_budget})", flush=True)
         self.model.train()
-        total = torch.zeros(2, dtype=torch.float64)
+        # the sequences' losses, the response tokens, the tokens whose ratio the clip bounds
+        total = torch.zeros(3, dtype=torch.float64)
         c, eps, beta = (float(self.ppo[k]) for k in ("log_ratio_clamp", "clip_eps", "kl_beta"))
         for k in range(count):
             idx = mine[k] if k < len(mine) else []
@@ -429,6 +430,7 @@ class Worker:
                 adv = torch.from_numpy(batch.adv[idx]).to(self.device).unsqueeze(1)
                 ratio = torch.exp(torch.clamp(lp - old, -c, c))
                 per = -torch.minimum(ratio * adv, torch.clamp(ratio, 1 - eps, 1 + eps) * adv)
+                total[2] += float((((ratio - 1).abs() > eps).to(mask.dtype) * mask).sum())
                 if beta > 0:
                     ref = t("ref") if batch.ref is not None else old
                     q = ref - lp
@@ -439,8 +441,11 @@ class Worker:
             total[0] += float(seq.detach().sum())
             total[1] += float(mask.sum())
         dist.all_reduce(total)
-        return {"loss": float(total[0]) / batch.n, "sequences": batch.n,
-                "tokens": int(batch.rlens.sum())}, {}
+        head = {"loss": float(total[0]) / batch.n, "sequences": batch.n,
+                "tokens": int(batch.rlens.sum())}
+        if kind == "ppo" and total[1] > 0:
+            head["clip_fraction"] = float(total[2]) / float(total[1])
+        return head, {}
 
     def op_optim_step(self, _h, _arrays):
         import torch

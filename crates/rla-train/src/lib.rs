@@ -28,6 +28,7 @@ pub mod served;
 pub mod setting;
 pub mod track;
 pub mod trainer;
+pub mod vitals;
 
 pub use config::{Mode, RunConfig};
 pub use progress::bar;

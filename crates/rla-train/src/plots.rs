@@ -155,7 +155,7 @@ fn pts(ms: &[IterMetrics], f: impl Fn(&IterMetrics) -> Option<f64>) -> Vec<(f64,
         .collect()
 }
 
-/// Writes the four plots into `dir`; returns their file names.
+/// Writes the five plots into `dir`; returns their file names.
 pub fn write_plots(dir: &Path, ms: &[IterMetrics]) -> Result<Vec<String>> {
     let trained: Vec<IterMetrics> = ms.iter().filter(|m| m.iteration > 0).cloned().collect();
     let mut accepted = 0usize;
@@ -209,6 +209,28 @@ pub fn write_plots(dir: &Path, ms: &[IterMetrics]) -> Result<Vec<String>> {
                 ("precision A".into(), pts(&trained, |m| m.precision)),
             ],
             (0.0, 2.0),
+        ),
+        (
+            "vitals.png",
+            "The update's vital signs (policy)",
+            "value",
+            vec![
+                (
+                    "clip fraction".into(),
+                    pts(&trained, |m| m.vitals.policy.clip_fraction),
+                ),
+                (
+                    "KL of the update x100 (decision tokens)".into(),
+                    pts(&trained, |m| {
+                        m.vitals.policy.update_kl_decision.map(|k| 100.0 * k)
+                    }),
+                ),
+                (
+                    "entropy at decisions (nats)".into(),
+                    pts(&trained, |m| m.vitals.policy.entropy),
+                ),
+            ],
+            (0.0, 3.5),
         ),
         (
             "accepted.png",

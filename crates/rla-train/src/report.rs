@@ -20,6 +20,45 @@ pub fn table(ms: &[IterMetrics]) -> String {
     s
 }
 
+/// The vital signs' table: a row an iteration (the policy's update, the judge's, and the tokens
+/// a second of each phase).
+pub fn vitals_table(ms: &[IterMetrics]) -> String {
+    let mut s = String::from("| iter | policy clip frac | policy KL of the update (decision tokens) | policy grad norm | policy entropy (decisions) | policy steps / samples / σ=0 groups | judge clip frac | judge grad norm | judge steps / samples / σ=0 groups | rollout tok/s | judge tok/s | update tok/s |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    let rate = |t: usize, secs: f64| {
+        if secs > 0.0 && t > 0 {
+            format!("{:.0}", t as f64 / secs)
+        } else {
+            "—".into()
+        }
+    };
+    for m in ms.iter().filter(|m| m.iteration > 0) {
+        let (p, r) = (&m.vitals.policy, &m.vitals.reward);
+        let kl = match (p.update_kl, p.update_kl_decision) {
+            (Some(a), Some(d)) => format!("{a:.2e} ({d:.2e})"),
+            _ => "—".into(),
+        };
+        s.push_str(&format!(
+            "| {} | {} | {kl} | {} | {} | {} / {} / {} | {} | {} | {} / {} / {} | {} | {} | {} |\n",
+            m.iteration,
+            f(p.clip_fraction),
+            f(p.grad_norm),
+            f(p.entropy),
+            p.steps,
+            p.samples,
+            p.groups_dropped,
+            f(r.clip_fraction),
+            f(r.grad_norm),
+            r.steps,
+            r.samples,
+            r.groups_dropped,
+            rate(m.vitals.tokens_rollout, m.time_rollout),
+            rate(m.vitals.tokens_judge, m.time_judge),
+            rate(m.vitals.tokens_update, m.time_update),
+        ));
+    }
+    s
+}
+
 /// Writes `report.md` into the run folder and returns its text.
 pub fn write_report(dir: &RunDir) -> Result<String> {
     let ms: Vec<IterMetrics> = dir.metrics()?;
@@ -49,6 +88,8 @@ pub fn write_report(dir: &RunDir) -> Result<String> {
         }
         Err(e) => s.push_str(&format!("\n(plots not drawn: {e})\n")),
     }
+    s.push_str("\n## The update's vital signs\n\nHow far each update moved the policy (k3 KL between the policy before and after it, over all response tokens and, in brackets, over the decision tokens: those drawn among more than one allowed token), the share of tokens the clip bounded, the gradient norm before clipping, the policy's entropy where it had a choice, the optimiser steps, the samples trained and the groups whose rewards were all equal (σ = 0), and the tokens a second of each phase.\n\n");
+    s.push_str(&vitals_table(&ms));
     let accepted: usize = ms.iter().map(|m| m.accepted).sum();
     s.push_str(&format!("\nAccepted rewrites in all: {accepted}. Lineage in `tasks.jsonl`, sample trajectories in `samples/`.\n"));
     crate::run::write_atomic(&dir.path.join("report.md"), &s)?;

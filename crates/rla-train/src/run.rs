@@ -80,6 +80,9 @@ pub struct IterMetrics {
     /// reference is the frozen warm start.
     #[serde(default)]
     pub policy_kl: Option<f64>,
+    /// The update's vital signs ([`crate::vitals`]).
+    #[serde(default)]
+    pub vitals: crate::vitals::Vitals,
     /// The setting's own metrics (coding: code accuracy, unit-test accuracy, detection).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub setting: Option<serde_json::Value>,

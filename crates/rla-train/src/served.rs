@@ -161,6 +161,13 @@ impl Learner for Served {
     ) -> rla_lm::Result<Vec<Vec<f32>>> {
         self.lm.reference_logprobs_within(pairs, choices)
     }
+    fn logprobs_within(
+        &self,
+        pairs: &[(Vec<u32>, Vec<u32>)],
+        choices: &[Option<&[Vec<u32>]>],
+    ) -> rla_lm::Result<Vec<Vec<f32>>> {
+        self.lm.logprobs_within(pairs, choices)
+    }
     fn sft_loss(&self, pairs: &[(Vec<u32>, Vec<u32>)]) -> rla_lm::Result<f64> {
         self.lm.sft_loss(pairs)
     }

@@ -79,6 +79,23 @@ impl<S: Setting> Trainer<S> {
             .judge(ctx, &*self.reward, &batch.tasks, &mut groups, &mut record)?;
         check_shape(self.setting.name(), &groups, batch.tasks.len())?;
         m.time_judge = secs(t);
+        fn gen(g: &crate::setting::Generation) -> (&[u32], &[u32]) {
+            (g.prompt.as_slice(), g.response.as_slice())
+        }
+        m.vitals.tokens_rollout = crate::vitals::tokens(
+            groups
+                .iter()
+                .flat_map(|g| &g.episodes)
+                .flat_map(|e| &e.steps)
+                .map(|s| gen(&s.action)),
+        );
+        m.vitals.tokens_judge = crate::vitals::tokens(
+            groups
+                .iter()
+                .flat_map(|g| &g.judgements)
+                .flat_map(|j| &j.samples)
+                .map(|x| gen(&x.sample)),
+        );
         let acc = accuracies(&groups);
         let trained = self.accept_or_drop(ctx, &batch, &acc, k, &mut m)?;
         self.measure_theory(&groups, &record, &acc, &mut m);
@@ -224,6 +241,10 @@ impl<S: Setting> Trainer<S> {
             }
             if policy_band.contains(acc[ti]) {
                 let adv = policy_advantages(&rewards);
+                let longest = adv.iter().map(Vec::len).max().unwrap_or(0);
+                m.vitals.policy.groups_dropped += (0..longest)
+                    .filter(|&i| adv.iter().all(|a| a.get(i).is_none_or(Option::is_none)))
+                    .count();
                 for (e, ep) in g.episodes.iter().enumerate() {
                     for (i, st) in ep.steps.iter().enumerate() {
                         if let Some(a) = adv[e][i] {
@@ -249,6 +270,9 @@ impl<S: Setting> Trainer<S> {
                         },
                         JudgeReward::Given(None) => vec![None; j.samples.len()],
                     };
+                    if adv.iter().all(Option::is_none) {
+                        m.vitals.reward.groups_dropped += 1;
+                    }
                     for (x, a) in j.samples.iter().zip(adv) {
                         if let Some(a) = a {
                             s.reward.push(ppo_sample(&x.sample, a));
@@ -310,6 +334,8 @@ impl<S: Setting> Trainer<S> {
     fn update(&mut self, s: &Samples, m: &mut IterMetrics) -> Result<()> {
         m.policy_samples = s.policy.len();
         m.reward_samples = s.reward.len();
+        m.vitals.policy.samples = s.policy.len();
+        m.vitals.reward.samples = s.reward.len();
         let cfg = &self.cfg;
         // each (model, epoch) its own shuffle, from the run's seed and the iteration
         let plan = |n: usize, spec: &crate::config::ModelSpec, model: &str| {
@@ -329,20 +355,37 @@ impl<S: Setting> Trainer<S> {
             .progress
             .then(|| crate::bar(steps as u64, &format!("iter {} update", m.iteration)));
         for e in 0..cfg.update_epochs {
-            for (model, samples, batches, loss) in [
-                (&mut self.policy, &s.policy, &pp[e], &mut m.policy_loss),
-                (&mut self.reward, &s.reward, &rp[e], &mut m.reward_loss),
+            for (model, samples, batches, loss, vitals) in [
+                (
+                    &mut self.policy,
+                    &s.policy,
+                    &pp[e],
+                    &mut m.policy_loss,
+                    &mut m.vitals.policy,
+                ),
+                (
+                    &mut self.reward,
+                    &s.reward,
+                    &rp[e],
+                    &mut m.reward_loss,
+                    &mut m.vitals.reward,
+                ),
             ] {
                 let mut total = 0.0;
                 for idx in batches {
-                    let loss = if idx.len() == samples.len() {
-                        model.ppo_update(samples)?.loss // one batch of all: no copy
+                    let st = if idx.len() == samples.len() {
+                        model.ppo_update(samples)? // one batch of all: no copy
                     } else {
                         let part: Vec<PpoSample> =
                             idx.iter().map(|&i| samples[i].clone()).collect();
-                        model.ppo_update(&part)?.loss
+                        model.ppo_update(&part)?
                     };
-                    total += loss * idx.len() as f64;
+                    vitals.add_step(&st);
+                    m.vitals.tokens_update +=
+                        crate::vitals::tokens(idx.iter().map(|&i| {
+                            (samples[i].prompt.as_slice(), samples[i].response.as_slice())
+                        }));
+                    total += st.loss * idx.len() as f64;
                     if let Some(b) = &bar {
                         b.inc(1);
                     }
@@ -354,6 +397,22 @@ impl<S: Setting> Trainer<S> {
         }
         if let Some(b) = bar {
             b.finish_and_clear();
+        }
+        // how far the update moved the policy: its samples scored again (a learner that cannot
+        // score leaves it unmeasured)
+        if !s.policy.is_empty() {
+            let pairs: Vec<(Vec<u32>, Vec<u32>)> = s
+                .policy
+                .iter()
+                .map(|x| (x.prompt.clone(), x.response.clone()))
+                .collect();
+            let choices: Vec<Option<&[Vec<u32>]>> =
+                s.policy.iter().map(|x| x.choices.as_deref()).collect();
+            match self.policy.logprobs_within(&pairs, &choices) {
+                Ok(after) => m.vitals.policy.set_update_kl(&s.policy, &after),
+                Err(rla_lm::LmError::Unsupported(_)) => {}
+                Err(e) => return Err(e.into()),
+            }
         }
         Ok(())
     }
