@@ -92,6 +92,12 @@ pub fn step_reward_value(outcome: f64, step_scores: &[StepScore], lambda: f64) -
     outcome + lambda * step_term
 }
 
+/// The step signal alone, `mean_j S_ij` (0 for no verdicts): the policy's reward in the paper's
+/// reward-only run (§3.2.6), which leaves the outcome out.
+pub fn step_signal(step_scores: &[StepScore]) -> f64 {
+    step_reward_value(0.0, step_scores, 1.0)
+}
+
 /// [`step_reward`] for every step of one trajectory: `step_scores[i]` holds the m verdicts of
 /// step i.
 pub fn step_rewards(outcome: Outcome, step_scores: &[Vec<StepScore>], lambda: f64) -> Vec<f64> {
@@ -105,6 +111,17 @@ pub fn step_rewards(outcome: Outcome, step_scores: &[Vec<StepScore>], lambda: f6
 mod tests {
     use super::*;
     use StepScore::{Negative as N, Positive as P, Unparsed as U};
+
+    #[test]
+    fn the_step_signal_is_the_mean_verdict_without_the_outcome() {
+        assert!(close(step_signal(&[P, P, N]), 1.0 / 3.0));
+        assert!(close(step_signal(&[N, N]), -1.0));
+        assert!(close(step_signal(&[]), 0.0));
+        assert!(close(
+            step_signal(&[U, P]),
+            step_reward_value(0.0, &[U, P], 1.0)
+        ));
+    }
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() < 1e-9

@@ -26,11 +26,25 @@ pub enum Mode {
     /// Everything: judge trained and environment adapting.
     #[serde(rename = "full")]
     Full,
+    /// The paper's reward-only run (§3.2.6): the policy's step reward is the judge's mean verdict
+    /// alone, with no outcome; the judge is trained on consistency with the integrated reward
+    /// `O + λ·mean S` (so it still learns from the outcome); fixed tasks.
+    #[serde(rename = "reward-only")]
+    RewardOnly,
 }
 
 impl Mode {
-    /// All four, in the order of the paper's table.
+    /// The four of the paper's table, in its order (what `ablate` runs unless told).
     pub const ALL: [Mode; 4] = [Mode::Outcome, Mode::Policy, Mode::PolicyReward, Mode::Full];
+
+    /// Every mode, in the order tables list them.
+    pub const EVERY: [Mode; 5] = [
+        Mode::Outcome,
+        Mode::Policy,
+        Mode::PolicyReward,
+        Mode::Full,
+        Mode::RewardOnly,
+    ];
 
     /// The name used in configs and tables.
     pub fn name(self) -> &'static str {
@@ -39,6 +53,7 @@ impl Mode {
             Mode::Policy => "policy",
             Mode::PolicyReward => "policy+reward",
             Mode::Full => "full",
+            Mode::RewardOnly => "reward-only",
         }
     }
 
@@ -49,7 +64,12 @@ impl Mode {
 
     /// Whether the judge is trained.
     pub fn trains_judge(self) -> bool {
-        matches!(self, Mode::PolicyReward | Mode::Full)
+        matches!(self, Mode::PolicyReward | Mode::Full | Mode::RewardOnly)
+    }
+
+    /// Whether the policy's reward leaves the outcome out (the judge's verdicts alone).
+    pub fn reward_only(self) -> bool {
+        self == Mode::RewardOnly
     }
 
     /// Whether tasks adapt.

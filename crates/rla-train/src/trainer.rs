@@ -13,7 +13,7 @@ use rla_core::advantage::policy_advantages;
 use rla_core::consistency::consistency_advantages;
 use rla_core::filter::task_accuracy;
 use rla_core::ppo::k3_kl;
-use rla_core::reward::{step_reward_value, StepScore};
+use rla_core::reward::{step_reward_value, step_signal, StepScore};
 use rla_core::stats::standardize;
 use rla_core::theory::{imbalance, theorem1_lower_bound, IMBALANCE_MARGIN};
 use rla_lm::{Learner, Model, PpoSample};
@@ -218,7 +218,7 @@ impl<S: Setting> Trainer<S> {
                 .iter()
                 .map(|e| vec![vec![]; e.steps.len()])
                 .collect();
-            if lambda > 0.0 {
+            if lambda > 0.0 || cfg.mode.reward_only() {
                 for j in &g.judgements {
                     if let Some((e, i)) = j.step {
                         scores[e][i] = j.samples.iter().map(|x| x.score).collect();
@@ -240,7 +240,18 @@ impl<S: Setting> Trainer<S> {
                 rsum.1 += 1;
             }
             if policy_band.contains(acc[ti]) {
-                let adv = policy_advantages(&rewards);
+                // the reward-only run: the policy learns from the judge's verdicts alone
+                let signals: Vec<Vec<f64>>;
+                let policy_rewards = if cfg.mode.reward_only() {
+                    signals = scores
+                        .iter()
+                        .map(|e| e.iter().map(|x| step_signal(x)).collect())
+                        .collect();
+                    &signals
+                } else {
+                    &rewards
+                };
+                let adv = policy_advantages(policy_rewards);
                 let longest = adv.iter().map(Vec::len).max().unwrap_or(0);
                 m.vitals.policy.groups_dropped += (0..longest)
                     .filter(|&i| adv.iter().all(|a| a.get(i).is_none_or(Option::is_none)))

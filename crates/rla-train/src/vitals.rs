@@ -130,7 +130,10 @@ mod tests {
         assert!((v.update_kl_decision.unwrap() - (k(a) + k(b)) / 2.0).abs() < 1e-9);
         // no move, no KL
         let mut z = RoleVitals::default();
-        z.set_update_kl(std::slice::from_ref(&s), std::slice::from_ref(&s.old_logprobs));
+        z.set_update_kl(
+            std::slice::from_ref(&s),
+            std::slice::from_ref(&s.old_logprobs),
+        );
         assert_eq!((z.update_kl, z.update_kl_decision), (Some(0.0), Some(0.0)));
     }
 }

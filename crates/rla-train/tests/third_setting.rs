@@ -44,6 +44,8 @@ impl PoolTask for Show {
 struct Numbers {
     cfg: NumbersConfig,
     rewrites: usize,
+    /// The judge's every verdict is +1, whatever it samples.
+    always_yes: bool,
 }
 
 /// Its table of the run config (`[numbers]`).
@@ -73,7 +75,11 @@ impl Registered for Numbers {
     const NAME: &'static str = "numbers";
     type Config = NumbersConfig;
     fn new(cfg: NumbersConfig) -> Numbers {
-        Numbers { cfg, rewrites: 0 }
+        Numbers {
+            cfg,
+            rewrites: 0,
+            always_yes: false,
+        }
     }
 }
 
@@ -179,6 +185,7 @@ impl Setting for Numbers {
                                 choices: None,
                             },
                             score: match x.text.trim() {
+                                _ if self.always_yes => StepScore::Positive,
                                 "1" => StepScore::Positive,
                                 "0" => StepScore::Negative,
                                 _ => StepScore::Unparsed,
@@ -471,6 +478,7 @@ fn optimiser_steps(t: &Trainer<Numbers>, dir: &Path) -> f64 {
 fn mini_batches_take_one_optimiser_step_each() {
     let dir = tempfile::tempdir().unwrap();
     let mut out = vec![];
+    let mut vital_steps = vec![];
     for (i, mb) in [0usize, 3].into_iter().enumerate() {
         let mut cfg = config(0.0);
         cfg.mode = rla_train::Mode::Policy;
@@ -484,6 +492,28 @@ fn mini_batches_take_one_optimiser_step_each() {
             .map(|m| m.policy_samples)
             .collect();
         let steps = optimiser_steps(&t, &dir.path().join(format!("w{i}")));
+        vital_steps.push(
+            t.state.metrics[1..]
+                .iter()
+                .map(|m| m.vitals.policy.steps)
+                .sum::<usize>(),
+        );
+        for m in &t.state.metrics[1..] {
+            let v = &m.vitals.policy;
+            assert_eq!(v.samples, m.policy_samples);
+            if v.steps > 0 {
+                // the update moved the policy by a measured, non-negative amount
+                assert!(
+                    v.update_kl.unwrap() >= 0.0 && v.grad_norm.unwrap() > 0.0,
+                    "{v:?}"
+                );
+                assert!(
+                    v.clip_fraction.is_some() && v.entropy.unwrap() > 0.0,
+                    "{v:?}"
+                );
+            }
+            assert!(m.vitals.tokens_rollout > 0 && m.vitals.tokens_judge > 0);
+        }
         out.push((
             samples,
             steps,
@@ -495,9 +525,50 @@ fn mini_batches_take_one_optimiser_step_each() {
     // one step per epoch over all samples ...
     let expect0: usize = s0.iter().map(|&n| 2 * usize::from(n > 0)).sum();
     assert_eq!(*steps0 as usize, expect0, "{s0:?}");
+    // and the vital signs count the steps the optimiser took
+    assert_eq!(vital_steps[0], expect0);
     // ... or one per mini-batch of 3
     let expect1: usize = s1.iter().map(|&n| 2 * n.div_ceil(3)).sum();
     assert_eq!(*steps1 as usize, expect1, "{s1:?}");
     assert!(steps1 > steps0);
     assert_ne!(w0, w1, "mini-batches change the update");
+}
+
+#[test]
+fn reward_only_trains_the_policy_on_the_verdicts_alone() {
+    // a judge that says +1 to everything: its verdicts alone give every step the same reward,
+    // so the reward-only run has nothing to train the policy on, while the integrated reward
+    // still carries the outcome
+    let dir = tempfile::tempdir().unwrap();
+    let mut trained = vec![];
+    for (i, mode) in [rla_train::Mode::RewardOnly, rla_train::Mode::PolicyReward]
+        .into_iter()
+        .enumerate()
+    {
+        let mut cfg = config(0.0);
+        cfg.mode = mode;
+        cfg.iterations = 4;
+        let mut t = trainer(&dir.path().join(format!("run{i}")), cfg);
+        t.setting.always_yes = true;
+        t.run().unwrap();
+        let ms = &t.state.metrics[1..];
+        trained.push((
+            ms.iter().map(|m| m.policy_samples).sum::<usize>(),
+            ms.iter()
+                .map(|m| m.vitals.policy.groups_dropped)
+                .sum::<usize>(),
+            ms.iter().map(|m| m.reward_samples).sum::<usize>(),
+        ));
+    }
+    let (only, integrated) = (trained[0], trained[1]);
+    assert_eq!(only.0, 0, "{trained:?}");
+    assert!(
+        only.1 > 0,
+        "tasks in the band, dropped for σ = 0: {trained:?}"
+    );
+    assert!(integrated.0 > 0, "{trained:?}");
+    // (a judge that always agrees with itself has no consistency signal to learn from in
+    // either; that reward-only trains its judge is the mode's rule)
+    assert_eq!(only.2, integrated.2);
+    assert!(rla_train::Mode::RewardOnly.trains_judge() && !rla_train::Mode::RewardOnly.adapts());
 }

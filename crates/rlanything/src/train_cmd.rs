@@ -61,7 +61,7 @@ pub struct AblateArgs {
     #[arg(long, default_value_t = 1)]
     pub seeds: u64,
     /// Only these modes, comma-separated (`outcome`, `policy`, `policy+reward` or
-    /// `policy-reward`, `full`); default all four. A later run with more modes reuses the
+    /// `policy-reward`, `full`, `reward-only`); default the paper table's four. A later run with more modes reuses the
     /// finished folders. `sft` adds the control: the minutes of each seed's `full` run spent on
     /// more SFT of the warm start on fresh expert demonstrations instead of RL (with `full`).
     #[arg(long, value_delimiter = ',')]
@@ -88,13 +88,13 @@ fn parse_modes(names: &[String]) -> Result<(Vec<Mode>, bool)> {
     }
     let mut named = Vec::new();
     for n in names.iter().map(|n| n.trim()) {
-        match Mode::ALL
+        match Mode::EVERY
             .into_iter()
             .find(|m| m.name() == n || m.name().replace('+', "-") == n)
         {
             Some(m) => named.push(m),
             None => {
-                bail!("--modes {n}: use outcome, policy, policy+reward (or policy-reward), full and sft")
+                bail!("--modes {n}: use outcome, policy, policy+reward (or policy-reward), full, reward-only and sft")
             }
         }
     }
@@ -102,7 +102,7 @@ fn parse_modes(names: &[String]) -> Result<(Vec<Mode>, bool)> {
         bail!("--modes sft: the control is given the minutes of `full`; name full too");
     }
     Ok((
-        Mode::ALL
+        Mode::EVERY
             .into_iter()
             .filter(|m| named.contains(m))
             .collect(),
@@ -291,6 +291,10 @@ mod tests {
         assert_eq!(
             parse_modes(&names(&["policy+reward"])).unwrap(),
             (vec![Mode::PolicyReward], false)
+        );
+        assert_eq!(
+            parse_modes(&names(&["reward-only", "outcome"])).unwrap(),
+            (vec![Mode::Outcome, Mode::RewardOnly], false)
         );
         assert_eq!(
             parse_modes(&names(&["sft", "full"])).unwrap(),

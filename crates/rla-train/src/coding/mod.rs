@@ -338,6 +338,38 @@ impl Setting for Coding {
                     .collect(),
                 reward: JudgeReward::Given(test_rewards_raw(&played.correct[i], &gen)),
             });
+            if cfg.mode.reward_only() {
+                // the reward-only run: a program's reward is the generated tests' verdicts on
+                // it alone (+1 passed, −1 failed), never the ground truth; these judgements only
+                // carry the verdicts (the tests learn from the judgement above)
+                for e in 0..g.episodes.len() {
+                    let samples = played.tests[i]
+                        .iter()
+                        .zip(&gen)
+                        .filter_map(|(s, row)| {
+                            let pass = *row.as_ref()?.get(e)?;
+                            Some(Scored {
+                                sample: Generation {
+                                    prompt: tester_prompts[i].clone(),
+                                    response: s.tokens.clone(),
+                                    logprobs: s.logprobs.clone(),
+                                    choices: None,
+                                },
+                                score: if pass {
+                                    StepScore::Positive
+                                } else {
+                                    StepScore::Negative
+                                },
+                            })
+                        })
+                        .collect();
+                    g.judgements.push(Judgement {
+                        step: Some((e, 0)),
+                        samples,
+                        reward: JudgeReward::Given(None),
+                    });
+                }
+            }
             played.gens.push(gen);
         }
         Ok(())
