@@ -77,6 +77,27 @@ fn compare(arch: Arch, lora: Option<LoraConfig>, micro_batch: usize) {
             &format!("{what}: gradient norm of step {step}"),
         );
         assert_eq!((a.sequences, a.tokens), (b.sequences, b.tokens));
+        // the share of tokens the clip bounds: the same tokens on both sides
+        let (ca, cb) = (a.clip_fraction.unwrap(), b.clip_fraction.unwrap());
+        close(
+            ca,
+            cb,
+            1e-9,
+            &format!("{what}: clip fraction of step {step}"),
+        );
+    }
+    // and both score the moved policy alike (the update's KL is read from these)
+    let (nc, nt) = (
+        candle.logprobs_within(&p, &within).unwrap(),
+        torch.logprobs_within(&p, &within).unwrap(),
+    );
+    for (a, b) in nc.iter().flatten().zip(nt.iter().flatten()) {
+        close(
+            *a as f64,
+            *b as f64,
+            1e-4,
+            &format!("{what}: log-prob after the update"),
+        );
     }
     for step in 0..2 {
         let (a, b) = (
