@@ -35,9 +35,65 @@ pub fn policy_advantages(rollouts: &[RolloutRewards]) -> Vec<Vec<Option<f64>>> {
     out
 }
 
+/// [`policy_advantages`] with the finished rollouts kept in every later step's group: a rollout
+/// that ended before step i stays in i's group with its last step's reward (a winner's return, or
+/// a loser's that stopped early), so the steps that only losers reach — the looping tails of
+/// lost episodes — are compared with the winners' return instead of only with each other, and get
+/// negative advantages. Advantages are given to the rollouts that reached the step; a group whose
+/// values are all equal (σ ≤ 1e-8) still gives none. Where every rollout reaches every step, this
+/// is [`policy_advantages`].
+pub fn policy_advantages_keeping_finished(rollouts: &[RolloutRewards]) -> Vec<Vec<Option<f64>>> {
+    let mut out: Vec<Vec<Option<f64>>> = rollouts.iter().map(|r| vec![None; r.len()]).collect();
+    let longest = rollouts.iter().map(Vec::len).max().unwrap_or(0);
+    for i in 0..longest {
+        // every rollout with a step: its reward at i, or its last one if it ended before
+        let values: Vec<(usize, f64)> = rollouts
+            .iter()
+            .enumerate()
+            .filter_map(|(j, r)| r.get(i).or(r.last()).map(|&v| (j, v)))
+            .collect();
+        let z = standardize(&values.iter().map(|&(_, v)| v).collect::<Vec<f64>>());
+        if let Some(z) = z {
+            for (&(j, _), a) in values.iter().zip(z) {
+                if rollouts[j].len() > i {
+                    out[j][i] = Some(a);
+                }
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn finished_winners_stay_in_the_groups_of_the_steps_only_losers_reach() {
+        // a winner that finished after one step (return 2), two losers that went on for three
+        let rollouts = vec![vec![2.0], vec![-1.0, -1.0, -1.0], vec![-1.0, -1.0, -1.0]];
+        let paper = policy_advantages(&rollouts);
+        // the paper's groups: steps 1 and 2 hold only the losers (σ = 0): no credit at all
+        assert!(paper[1][1..].iter().all(Option::is_none));
+        let kept = policy_advantages_keeping_finished(&rollouts);
+        // the winner's return stays in steps 1 and 2: [2, -1, -1] -> the losers' tails negative
+        let s = 2f64.sqrt(); // population σ of [2, -1, -1]
+        for i in 0..3 {
+            assert!((kept[1][i].unwrap() + 1.0 / s).abs() < 1e-12, "{kept:?}");
+        }
+        assert!((kept[0][0].unwrap() - 2.0 / s).abs() < 1e-12);
+        // only steps a rollout reached get advantages
+        assert_eq!(kept[0].len(), 1);
+        // with every rollout as long as the others, the paper's groups
+        let even = vec![vec![1.0, 2.0], vec![0.0, -1.0], vec![0.5, 0.5]];
+        assert_eq!(policy_advantages_keeping_finished(&even), policy_advantages(&even));
+        // all equal: nothing to learn
+        let same = vec![vec![-1.0], vec![-1.0, -1.0]];
+        assert!(policy_advantages_keeping_finished(&same)
+            .iter()
+            .flatten()
+            .all(Option::is_none));
+    }
 
     #[test]
     fn hand_computed_groups() {

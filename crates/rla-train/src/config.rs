@@ -78,6 +78,20 @@ impl Mode {
     }
 }
 
+/// How the policy's advantages group the step rewards of a task's rollouts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AdvantageKind {
+    /// The paper's: standardised per task and step index over the rollouts that reached the
+    /// step (`rla_core::policy_advantages`).
+    #[default]
+    Paper,
+    /// Rollouts that ended before a step stay in its group with their last reward, so the steps
+    /// only losers reach are compared with the winners' return
+    /// (`rla_core::policy_advantages_keeping_finished`).
+    KeepFinished,
+}
+
 /// One model of the run (the policy or the reward model).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -616,6 +630,8 @@ pub struct RunConfig {
     pub judge_samples: usize,
     /// λ: weight of the step signal.
     pub lambda: f64,
+    /// How the policy's advantages group the step rewards.
+    pub advantage: AdvantageKind,
     /// PPO epochs per iteration.
     pub update_epochs: usize,
     /// Tasks that give policy samples.
@@ -658,6 +674,7 @@ impl RunConfig {
             rollouts_per_task: 8,
             judge_samples: 3,
             lambda: 1.0,
+            advantage: AdvantageKind::Paper,
             update_epochs: 4,
             policy_band: Band::POLICY,
             reward_band: Band::REWARD,

@@ -251,7 +251,12 @@ impl<S: Setting> Trainer<S> {
                 } else {
                     &rewards
                 };
-                let adv = policy_advantages(policy_rewards);
+                let adv = match cfg.advantage {
+                    crate::config::AdvantageKind::Paper => policy_advantages(policy_rewards),
+                    crate::config::AdvantageKind::KeepFinished => {
+                        rla_core::policy_advantages_keeping_finished(policy_rewards)
+                    }
+                };
                 let longest = adv.iter().map(Vec::len).max().unwrap_or(0);
                 m.vitals.policy.groups_dropped += (0..longest)
                     .filter(|&i| adv.iter().all(|a| a.get(i).is_none_or(Option::is_none)))
