@@ -86,7 +86,10 @@ mod tests {
         assert_eq!(kept[0].len(), 1);
         // with every rollout as long as the others, the paper's groups
         let even = vec![vec![1.0, 2.0], vec![0.0, -1.0], vec![0.5, 0.5]];
-        assert_eq!(policy_advantages_keeping_finished(&even), policy_advantages(&even));
+        assert_eq!(
+            policy_advantages_keeping_finished(&even),
+            policy_advantages(&even)
+        );
         // all equal: nothing to learn
         let same = vec![vec![-1.0], vec![-1.0, -1.0]];
         assert!(policy_advantages_keeping_finished(&same)

@@ -21,3 +21,30 @@ fn shipped_configs_are_valid() {
         assert!(c.iterations > 0);
     }
 }
+
+#[test]
+fn the_alfworld_config_reads_its_games_from_alfworld_data() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../configs");
+    let text = std::fs::read_to_string(dir.join("alfworld.toml")).unwrap();
+    // as if ALFWORLD_DATA were set: the paths are expanded and recorded
+    let c = RunConfig::parse_in(&text.replace("$ALFWORLD_DATA", "/data/alfworld"), &dir).unwrap();
+    let h = rla_train::household::config::HouseholdConfig::of(&c);
+    use rla_train::config::SettingConfig;
+    assert_eq!(
+        h.train_games.as_deref(),
+        Some(std::path::Path::new("/data/alfworld/json_2.1.1/train"))
+    );
+    assert_eq!(
+        h.eval_games.ood.as_deref(),
+        Some(std::path::Path::new(
+            "/data/alfworld/json_2.1.1/valid_unseen"
+        ))
+    );
+    assert_eq!((h.train_step_limit, h.eval_step_limit), (50, 50));
+    // a relative folder is read from the config's folder
+    let rel = RunConfig::parse_in("[household]\ntrain_games = \"games/train\"\n", &dir).unwrap();
+    assert_eq!(
+        rla_train::household::config::HouseholdConfig::of(&rel).train_games,
+        Some(dir.join("games/train"))
+    );
+}
