@@ -42,6 +42,7 @@ pub fn policy_advantages(rollouts: &[RolloutRewards]) -> Vec<Vec<Option<f64>>> {
 /// negative advantages. Advantages are given to the rollouts that reached the step; a group whose
 /// values are all equal (σ ≤ 1e-8) still gives none. Where every rollout reaches every step, this
 /// is [`policy_advantages`].
+#[allow(clippy::needless_range_loop)] // i indexes every rollout's steps, not one list
 pub fn policy_advantages_keeping_finished(rollouts: &[RolloutRewards]) -> Vec<Vec<Option<f64>>> {
     let mut out: Vec<Vec<Option<f64>>> = rollouts.iter().map(|r| vec![None; r.len()]).collect();
     let longest = rollouts.iter().map(Vec::len).max().unwrap_or(0);
