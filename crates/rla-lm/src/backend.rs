@@ -147,6 +147,10 @@ pub struct TrainOptions {
     pub lora: Option<LoraConfig>,
     /// Seeds fresh adapters (and a fresh model's weights).
     pub seed: u64,
+    /// The temperature the model samples its training episodes at: PPO trains the tempered
+    /// policy `softmax(logits / T)`, whose log-probabilities the sampler records (1: the model's
+    /// own; values ≤ 0, greedy, count as 1).
+    pub temperature: f64,
 }
 
 impl Default for TrainOptions {
@@ -157,6 +161,7 @@ impl Default for TrainOptions {
             ppo: PpoConfig::default(),
             lora: None,
             seed: 0,
+            temperature: 1.0,
         }
     }
 }

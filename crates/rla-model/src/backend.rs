@@ -21,6 +21,11 @@ fn train_config(t: &TrainOptions) -> TrainConfig {
         lr: t.lr,
         micro_batch: t.micro_batch,
         ppo: t.ppo,
+        temperature: if t.temperature > 0.0 {
+            t.temperature
+        } else {
+            1.0
+        },
         ..Default::default()
     }
 }

@@ -21,6 +21,9 @@ pub struct Batch {
     /// With constrained responses, the `B·R` lists of tokens each response position was drawn
     /// among (empty: any token); their log-probabilities are then over those tokens only.
     pub resp_choices: Option<Vec<Vec<u32>>>,
+    /// The sampling temperature the responses were drawn at: their log-probabilities are those
+    /// of the tempered distribution `softmax(logits / T)` (1: the model's own).
+    pub temperature: f64,
 }
 
 impl Batch {
@@ -62,7 +65,14 @@ impl Batch {
             resp_mask: Tensor::from_vec(rm, (b, r), dev)?,
             resp_len: r,
             resp_choices: None,
+            temperature: 1.0,
         })
+    }
+
+    /// The batch scored at the sampling temperature `t` (values ≤ 0, greedy decoding, score at 1).
+    pub fn tempered(mut self, t: f64) -> Batch {
+        self.temperature = if t > 0.0 { t } else { 1.0 };
+        self
     }
 
     /// The batch with its rows' responses drawn among choices: `choices` holds, per row, the

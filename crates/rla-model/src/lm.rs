@@ -307,7 +307,12 @@ impl Learner for Lm {
                 "no KL reference: enable training with kl_beta > 0 and a frozen reference".into(),
             )
         })?;
-        Ok(sample::score_within(r, pairs, choices)?)
+        Ok(sample::score_within_at(
+            r,
+            pairs,
+            choices,
+            self.train_cfg.temperature,
+        )?)
     }
 
     fn logprobs_within(
@@ -315,7 +320,12 @@ impl Learner for Lm {
         pairs: &[(Vec<u32>, Vec<u32>)],
         choices: &[Option<&[Vec<u32>]>],
     ) -> rla_lm::Result<Vec<Vec<f32>>> {
-        Ok(sample::score_within(&self.model, pairs, choices)?)
+        Ok(sample::score_within_at(
+            &self.model,
+            pairs,
+            choices,
+            self.train_cfg.temperature,
+        )?)
     }
 
     fn sft_loss(&self, pairs: &[(Vec<u32>, Vec<u32>)]) -> rla_lm::Result<f64> {

@@ -48,6 +48,10 @@ pub fn response_logprobs_and_entropy(
         .reshape((n, b.resp_len, hd))?;
     let logits = model.logits(&picked)?;
     let mut logits = logits.to_dtype(acc_dtype(logits.dtype()))?;
+    if b.temperature != 1.0 {
+        // the tempered policy the samples were drawn from
+        logits = (logits / b.temperature)?;
+    }
     if let Some(choices) = &b.resp_choices {
         logits = logits.broadcast_add(&choice_mask(choices, n, b.resp_len, &logits)?)?;
     }

@@ -186,7 +186,14 @@ fn generate_inner(
         .collect();
     let mut rng = ChaCha8Rng::seed_from_u64(p.seed);
     for step in 0..p.max_new_tokens {
-        let lp = to_rows(&log_softmax_last(&cur.to_dtype(DType::F32)?)?)?;
+        // the log-probabilities of the distribution the token is drawn from: the tempered one
+        // (greedy decoding records the model's own)
+        let scaled = if p.temperature > 0.0 && p.temperature != 1.0 {
+            (cur.to_dtype(DType::F32)? / p.temperature)?
+        } else {
+            cur.to_dtype(DType::F32)?
+        };
+        let lp = to_rows(&log_softmax_last(&scaled)?)?;
         let raw = to_rows(&cur)?;
         let mut keep = Vec::with_capacity(active.len());
         let mut fed = Vec::with_capacity(active.len());
@@ -272,24 +279,36 @@ pub fn score_within(
     pairs: &[(Vec<u32>, Vec<u32>)],
     choices: &[Option<&[Vec<u32>]>],
 ) -> Result<Vec<Vec<f32>>, ModelError> {
+    score_within_at(model, pairs, choices, 1.0)
+}
+
+/// [`score_within`] under the tempered distribution `softmax(logits / temperature)`, as
+/// [`generate_within`] records the log-probabilities of what it draws at that temperature.
+pub fn score_within_at(
+    model: &Transformer,
+    pairs: &[(Vec<u32>, Vec<u32>)],
+    choices: &[Option<&[Vec<u32>]>],
+    temperature: f64,
+) -> Result<Vec<Vec<f32>>, ModelError> {
     rla_lm::check_choice_lists(pairs, choices).map_err(ModelError::Other)?;
     let model = model.detached();
     model
         .device
-        .with_context(|| score_inner_within(&model, pairs, Some(choices)))
+        .with_context(|| score_inner_within(&model, pairs, Some(choices), temperature))
 }
 
 fn score_inner(
     model: &Transformer,
     pairs: &[(Vec<u32>, Vec<u32>)],
 ) -> Result<Vec<Vec<f32>>, ModelError> {
-    score_inner_within(model, pairs, None)
+    score_inner_within(model, pairs, None, 1.0)
 }
 
 fn score_inner_within(
     model: &Transformer,
     pairs: &[(Vec<u32>, Vec<u32>)],
     choices: Option<&[Option<&[Vec<u32>]>]>,
+    temperature: f64,
 ) -> Result<Vec<Vec<f32>>, ModelError> {
     let mut out = Vec::with_capacity(pairs.len());
     for (c, chunk) in pairs.chunks(16).enumerate() {
@@ -302,6 +321,7 @@ fn score_inner_within(
             let part = &ch[c * 16..c * 16 + chunk.len()];
             b = b.within(part.iter().copied())?;
         }
+        let b = b.tempered(temperature);
         let lp = crate::loss::response_logprobs(model, &b)?
             .to_dtype(DType::F32)?
             .to_vec2::<f32>()?;

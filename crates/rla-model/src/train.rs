@@ -35,6 +35,9 @@ pub struct TrainConfig {
     pub micro_batch: usize,
     /// The PPO objective.
     pub ppo: PpoConfig,
+    /// The temperature the PPO samples were drawn at: the policy trained is the tempered one,
+    /// whose log-probabilities the sampler records (1: the model's own).
+    pub temperature: f64,
 }
 
 impl Default for TrainConfig {
@@ -48,6 +51,7 @@ impl Default for TrainConfig {
             max_grad_norm: 1.0,
             micro_batch: 16,
             ppo: PpoConfig::default(),
+            temperature: 1.0,
         }
     }
 }
@@ -274,7 +278,8 @@ pub fn ppo_step(
             pad,
             &model.device,
         )?
-        .within(part.iter().map(|s| s.choices.as_deref()))?;
+        .within(part.iter().map(|s| s.choices.as_deref()))?
+        .tempered(cfg.temperature);
         let old_rows: Vec<&[f32]> = part.iter().map(|s| s.old_logprobs.as_slice()).collect();
         let old = pad_rows(&old_rows, &b, acc)?;
         let refp = match (

@@ -811,3 +811,81 @@ fn a_ppo_step_reports_its_clip_fraction_and_the_entropy_at_its_decisions() {
     assert!((got - want).abs() < 1e-4, "entropy {got} against {want}");
     assert!(got > 0.0 && got <= 2f64.ln() + 1e-6);
 }
+
+/// At a temperature other than 1 the sampler records the log-probabilities of the tempered
+/// distribution it draws from, the learner scores at the same temperature, and a PPO step on
+/// fresh samples starts at ratio 1 (on-policy); scored at temperature 1 the same samples would
+/// be off-policy.
+#[test]
+fn tempered_samples_record_tempered_log_probabilities_and_train_on_policy() {
+    let (mut m, tok) = setup(Arch::Qwen3, 6);
+    let vars = m.make_trainable().unwrap();
+    let mut opt = AdamW::new(vars).unwrap();
+    let t = 0.6;
+    let cfg = TrainConfig {
+        lr: 1e-3,
+        micro_batch: 4,
+        temperature: t,
+        ..Default::default()
+    };
+    let eos = tok.eos_ids[0];
+    let answer = |s: &str| {
+        let mut v = tok.encode(s).unwrap();
+        v.push(eos);
+        v
+    };
+    let prompt = tok.encode("the fridge 1 is closed .").unwrap();
+    let allowed = vec![
+        answer(" go to cabinet 2"),
+        answer(" go to fridge 1"),
+        answer(" open fridge 1"),
+    ];
+    let p = SampleParams {
+        max_new_tokens: 8,
+        temperature: t,
+        seed: 3,
+        ..Default::default()
+    };
+    let out = generate_within(
+        &m,
+        &tok,
+        std::slice::from_ref(&prompt),
+        8,
+        &p,
+        Some(std::slice::from_ref(&allowed)),
+    )
+    .unwrap()
+    .remove(0);
+    let samples: Vec<PpoSample> = out
+        .iter()
+        .enumerate()
+        .map(|(i, s)| PpoSample {
+            prompt: prompt.clone(),
+            response: s.tokens.clone(),
+            advantage: if i % 2 == 0 { 1.0 } else { -1.0 },
+            old_logprobs: s.logprobs.clone(),
+            ref_logprobs: None,
+            choices: Some(rla_lm::choices_along(&allowed, &s.tokens)),
+        })
+        .collect();
+    let pairs: Vec<(Vec<u32>, Vec<u32>)> = samples
+        .iter()
+        .map(|s| (s.prompt.clone(), s.response.clone()))
+        .collect();
+    let choices: Vec<Option<&[Vec<u32>]>> = samples.iter().map(|s| s.choices.as_deref()).collect();
+    let tempered = rla_model::sample::score_within_at(&m, &pairs, &choices, t).unwrap();
+    let plain = rla_model::sample::score_within(&m, &pairs, &choices).unwrap();
+    let mut differs = false;
+    for ((s, a), b) in samples.iter().zip(&tempered).zip(&plain) {
+        for ((&rec, &x), &y) in s.old_logprobs.iter().zip(a).zip(b) {
+            assert!((rec - x).abs() < 1e-4, "recorded {rec}, tempered score {x}");
+            differs |= (rec - y).abs() > 1e-3;
+        }
+    }
+    assert!(
+        differs,
+        "temperature 0.6 changes the decision tokens' log-probabilities"
+    );
+    let st = ppo_step(&m, &mut opt, &cfg, &samples, tok.pad_id).unwrap();
+    assert_eq!(st.clip_fraction, Some(0.0), "on-policy: every ratio is 1");
+}

@@ -212,6 +212,8 @@ pub struct TorchLearner {
     worker: Worker,
     lr: Option<f64>,
     frozen_reference: bool,
+    /// The sampling temperature of its PPO samples (their log-probabilities are tempered).
+    temperature: f64,
 }
 
 impl TorchLearner {
@@ -253,6 +255,7 @@ impl TorchLearner {
             "optimizer": {"beta1": 0.9, "beta2": 0.999, "eps": 1e-8, "weight_decay": 0.0},
             "ppo": {"clip_eps": t.ppo.clip_eps, "log_ratio_clamp": t.ppo.log_ratio_clamp,
                     "kl_beta": t.ppo.kl_beta},
+            "temperature": if t.temperature > 0.0 { t.temperature } else { 1.0 },
             "lora": t.lora.as_ref().map(|l| json!({"r": l.r, "alpha": l.alpha, "targets": l.targets})),
             "seed": t.seed,
             "frozen_reference": frozen,
@@ -268,6 +271,11 @@ impl TorchLearner {
             worker,
             lr: None,
             frozen_reference: frozen,
+            temperature: if t.temperature > 0.0 {
+                t.temperature
+            } else {
+                1.0
+            },
         })
     }
 
@@ -291,11 +299,13 @@ impl TorchLearner {
         self.worker.call(op, args, arrays).map_err(lost)
     }
 
+    /// Log-probabilities of the responses under `which` model at `temperature`.
     fn logprobs(
         &self,
         which: &str,
         pairs: &[(Vec<u32>, Vec<u32>)],
         choices: &[Option<&[Vec<u32>]>],
+        temperature: f64,
     ) -> rla_lm::Result<Vec<Vec<f32>>> {
         if pairs.is_empty() {
             return Ok(vec![]);
@@ -304,7 +314,11 @@ impl TorchLearner {
         let mut arrays = batch(pairs.iter().map(|(p, r)| (p.as_slice(), r.as_slice())));
         let lens: Vec<usize> = pairs.iter().map(|(_, r)| r.len()).collect();
         arrays.extend(choice_arrays(choices, &lens));
-        let mut m = self.call("logprobs", json!({ "which": which }), arrays)?;
+        let mut m = self.call(
+            "logprobs",
+            json!({ "which": which, "temperature": temperature }),
+            arrays,
+        )?;
         let flat = m
             .take("logprobs")
             .ok_or_else(|| LmError::Unsupported("the worker's reply has no logprobs".into()))?
@@ -390,7 +404,7 @@ impl Learner for TorchLearner {
             ));
         }
         rla_lm::check_choice_lists(pairs, choices).map_err(LmError::Unsupported)?;
-        self.logprobs("reference", pairs, choices)
+        self.logprobs("reference", pairs, choices, self.temperature)
     }
 
     fn logprobs_within(
@@ -399,11 +413,11 @@ impl Learner for TorchLearner {
         choices: &[Option<&[Vec<u32>]>],
     ) -> rla_lm::Result<Vec<Vec<f32>>> {
         rla_lm::check_choice_lists(pairs, choices).map_err(LmError::Unsupported)?;
-        self.logprobs("policy", pairs, choices)
+        self.logprobs("policy", pairs, choices, self.temperature)
     }
 
     fn sft_loss(&self, pairs: &[(Vec<u32>, Vec<u32>)]) -> rla_lm::Result<f64> {
-        let lp = self.logprobs("policy", pairs, &vec![None; pairs.len()])?;
+        let lp = self.logprobs("policy", pairs, &vec![None; pairs.len()], 1.0)?;
         let total: f64 = lp
             .iter()
             .map(|r| -r.iter().map(|&x| x as f64).sum::<f64>() / r.len().max(1) as f64)

@@ -203,3 +203,61 @@ fn lora_matches_the_candle_learner() {
     compare(Arch::Qwen2, Some(lc), 3);
     compare(Arch::Qwen3, Some(LoraConfig::default()), 16);
 }
+
+/// Samples drawn at a temperature other than 1: both learners score and train the tempered policy
+/// `softmax(logits / T)` alike.
+#[test]
+fn tempered_policies_match_the_candle_learner() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().join("base");
+    let mut candle = checkpoint(Arch::Qwen3, &base, None);
+    let t = 0.7;
+    candle
+        .enable_training(
+            rla_model::train::TrainConfig {
+                temperature: t,
+                ..train_config(1e-3, 2)
+            },
+            None,
+            0,
+            None,
+        )
+        .unwrap();
+    let mut opts = options(1e-3, 2, None);
+    if let Some(tr) = opts.train.as_mut() {
+        tr.temperature = t;
+    }
+    let mut torch =
+        rla_torch::TorchLearner::start(&base, &opts, &spec(1), &dir.path().join("scratch"))
+            .unwrap();
+    let p = pairs(&candle);
+    let samples = ppo_samples(&candle);
+    let within: Vec<Option<&[Vec<u32>]>> = samples.iter().map(|s| s.choices.as_deref()).collect();
+    let (a, b) = (
+        candle.logprobs_within(&p, &within).unwrap(),
+        torch.logprobs_within(&p, &within).unwrap(),
+    );
+    let plain = rla_model::sample::score_within(&candle.model, &p, &within).unwrap();
+    let mut differs = false;
+    for ((x, y), z) in a
+        .iter()
+        .flatten()
+        .zip(b.iter().flatten())
+        .zip(plain.iter().flatten())
+    {
+        close(*x as f64, *y as f64, 1e-4, "tempered log-prob");
+        differs |= (x - z).abs() > 1e-3;
+    }
+    assert!(differs, "the temperature changes the scores");
+    let (sa, sb) = (
+        candle.ppo_update(&samples).unwrap(),
+        torch.ppo_update(&samples).unwrap(),
+    );
+    close(sa.loss, sb.loss, 1e-4, "tempered PPO loss");
+    close(
+        sa.grad_norm,
+        sb.grad_norm,
+        1e-3,
+        "tempered PPO gradient norm",
+    );
+}

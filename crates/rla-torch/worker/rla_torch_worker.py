@@ -275,6 +275,8 @@ class Worker:
             raise CallError("offload keeps the sharded weights in CPU memory while GPUs compute; "
                             "this worker computes on the CPU, where they already are")
         self.ppo = c["ppo"]
+        # PPO trains the tempered policy its samples were drawn from (softmax(logits / T))
+        self.temperature = float(c.get("temperature", 1.0)) or 1.0
         self.micro_batch = max(1, int(c.get("micro_batch", 16)))
         self.token_budget = int(c.get("token_budget", 0))
         self.max_grad_norm = float(c.get("max_grad_norm", 1.0))
@@ -335,8 +337,9 @@ class Worker:
         counts = [len(chunks([order[i] for i in range(r, batch.n, self.world)])) for r in range(self.world)]
         return chunks(mine), max(counts) if counts else 0
 
-    def forward(self, model, batch, idx):
-        """Log-probabilities [b, R] of the response tokens of sequences `idx` (0 past a row's end)."""
+    def forward(self, model, batch, idx, temperature=1.0):
+        """Log-probabilities [b, R] of the response tokens of sequences `idx` (0 past a row's end),
+        under softmax(logits / temperature)."""
         import torch
         if not idx:
             # a rank without sequences still takes part in the collectives of the forward pass
@@ -358,6 +361,8 @@ class Worker:
         x, pos, tgt = x.to(self.device), pos.to(self.device), tgt.to(self.device)
         logits = model(input_ids=x, use_cache=False).logits
         picked = torch.gather(logits, 1, pos.unsqueeze(-1).expand(-1, -1, logits.shape[-1])).float()
+        if temperature != 1.0:
+            picked = picked / temperature
         if batch.choices is not None:
             # constrained responses: log-probabilities over the tokens each one was drawn among
             keep = torch.zeros((len(idx), r, picked.shape[-1]), dtype=torch.bool)
@@ -386,7 +391,7 @@ class Worker:
         with torch.no_grad():
             for k in range(count):
                 idx = mine[k] if k < len(mine) else []
-                lp = self.forward(model, batch, idx)
+                lp = self.forward(model, batch, idx, float(h.get("temperature", 1.0)))
                 for j, i in enumerate(idx):
                     found[i] = lp[j, :int(batch.rlens[i])].cpu().numpy()
         everyone = [None] * self.world
@@ -417,7 +422,8 @@ class Worker:
         c, eps, beta = (float(self.ppo[k]) for k in ("log_ratio_clamp", "clip_eps", "kl_beta"))
         for k in range(count):
             idx = mine[k] if k < len(mine) else []
-            lp = self.forward(self.model, batch, idx)
+            lp = self.forward(self.model, batch, idx,
+                              self.temperature if kind == "ppo" else 1.0)
             if not idx:
                 lp.backward()
                 continue

@@ -45,6 +45,8 @@ pub fn load_model(
             ppo: *o.ppo,
             lora: o.spec.lora.clone(),
             seed: o.seed,
+            // the episodes it trains on are drawn at its sampling temperature
+            temperature: o.spec.temperature,
         }),
         resume: o.resume.map(Path::to_path_buf),
         reference,

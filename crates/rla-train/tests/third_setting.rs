@@ -313,6 +313,7 @@ fn tiny_lm_on(backend: &dyn Backend, seed: u64, cfg: &RunConfig) -> Box<dyn Mode
         ppo: cfg.ppo,
         lora: None,
         seed,
+        temperature: 1.0,
     };
     backend
         .fresh(&shape, "say 0 1 2 3 4 5 6 7 8 9\n", &train)
