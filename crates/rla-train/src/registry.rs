@@ -61,6 +61,8 @@ pub trait AnySetting {
     fn policy_files(&self, cfg: &RunConfig) -> Result<Vec<(String, String)>>;
     /// The names of the ablation table's two judge-quality columns.
     fn judge_columns(&self) -> (&'static str, &'static str);
+    /// How a rewrite is checked before it is proposed ([`Setting::rewrite_check`]).
+    fn rewrite_check(&self) -> Option<&'static str>;
     /// Warm-starts the run's tiny models ([`Setting::warm_start`]).
     fn warm_start(&self, w: WarmStart) -> Result<Vec<String>>;
     /// Starts (or with `resume`, continues) the run in `dir` and trains it to its last
@@ -78,6 +80,9 @@ pub trait AnySetting {
 impl<S: Registered> AnySetting for S {
     fn name(&self) -> &'static str {
         Setting::name(self)
+    }
+    fn rewrite_check(&self) -> Option<&'static str> {
+        Setting::rewrite_check(self)
     }
     fn split_size(&self, split: Split) -> Option<usize> {
         Setting::split_size(self, split)

@@ -91,6 +91,15 @@ pub fn write_report(dir: &RunDir) -> Result<String> {
     s.push_str("\n## The update's vital signs\n\nHow far each update moved the policy (k3 KL between the policy before and after it, over all response tokens and, in brackets, over the decision tokens: those drawn among more than one allowed token), the share of tokens the clip bounded, the gradient norm before clipping, the policy's entropy where it had a choice, the optimiser steps, the samples trained and the groups whose rewards were all equal (σ = 0), and the tokens a second of each phase.\n\n");
     s.push_str(&vitals_table(&ms));
     let accepted: usize = ms.iter().map(|m| m.accepted).sum();
+    // how the setting checks its rewrites (the paper measures the share of accepted tasks a
+    // stronger model solves at least once)
+    let check = crate::config::RunConfig::load(&dir.path.join("config.toml"))
+        .ok()
+        .and_then(|c| crate::registry::setting(&c).ok())
+        .and_then(|s| s.rewrite_check());
+    if let Some(check) = check {
+        s.push_str(&format!("\nAccepted tasks checked: a rewrite is proposed only if {check}, so every accepted task is solvable (the paper's pass@≥1 of accepted tasks is 1 by construction).\n"));
+    }
     s.push_str(&format!("\nAccepted rewrites in all: {accepted}. Lineage in `tasks.jsonl`, sample trajectories in `samples/`.\n"));
     crate::run::write_atomic(&dir.path.join("report.md"), &s)?;
     Ok(s)

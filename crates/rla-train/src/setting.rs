@@ -261,6 +261,13 @@ pub trait Setting {
         i: usize,
     ) -> Result<Option<(String, Self::Task)>>;
 
+    /// How the setting checks a rewrite before proposing it, if it does (a rewrite is then kept
+    /// only if the setting's solver solves it, so every accepted task is solvable: the paper's
+    /// pass@≥1 of accepted tasks is 1 by construction). The report says so.
+    fn rewrite_check(&self) -> Option<&'static str> {
+        None
+    }
+
     /// Called with a rewrite the loop has accepted, before it joins the pool: a setting that
     /// wrote the rewrite somewhere may keep it where accepted tasks go (and point the task there).
     fn accepted(&mut self, ctx: Ctx, task: &mut Self::Task) -> Result<()> {

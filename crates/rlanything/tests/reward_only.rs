@@ -1,6 +1,7 @@
 //! The paper's reward-only run (`mode = "reward-only"`, §3.2.6) in every setting: from each shipped
 //! base, an iteration whose policy learns from the judge's verdicts alone (the coding setting's:
-//! the generated tests' verdicts on each program), with the update's vital signs recorded.
+//! the generated tests' verdicts on each program), with the update's vital signs recorded and the
+//! report saying how the setting checks its rewrites.
 
 use std::path::Path;
 mod common;
@@ -51,5 +52,10 @@ fn reward_only_runs_in_every_setting_from_its_base() {
         assert!(saved.contains("mode = \"reward-only\""), "{config}");
         let report = std::fs::read_to_string(run.join("report.md")).unwrap();
         assert!(report.contains("## The update's vital signs"), "{config}");
+        // the report says how the setting checks its rewrites
+        assert!(
+            report.contains("Accepted tasks checked: a rewrite is proposed only if"),
+            "{config}"
+        );
     }
 }

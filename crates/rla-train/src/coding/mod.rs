@@ -429,6 +429,10 @@ impl Setting for Coding {
         ))
     }
 
+    fn rewrite_check(&self) -> Option<&'static str> {
+        Some("its reference solution passes its tests in the sandbox")
+    }
+
     fn rewrite(
         &mut self,
         ctx: Ctx,

@@ -19,7 +19,7 @@ pub mod warm;
 
 pub use play::{rollout, split_tasks};
 
-use crate::config::RunConfig;
+use crate::config::{RunConfig, SettingConfig};
 use crate::desktop::config::DesktopConfig;
 use crate::judge::summarise_critiques;
 use crate::play::Played;
@@ -52,6 +52,23 @@ impl DesktopTask {
             spec,
         }
     }
+}
+
+/// Whether the expert solves a task within the training step limit, its evaluator scoring the
+/// result 1.
+fn expert_solves(spec: &Spec, cfg: &RunConfig) -> Result<bool> {
+    let mut ep = play::open(spec, cfg)?;
+    let Ok(steps) = rla_desktop::expert::solve(&ep) else {
+        return Ok(false);
+    };
+    if steps.len() > DesktopConfig::of(cfg).train_step_limit {
+        return Ok(false);
+    }
+    for code in steps.iter().filter(|c| c.as_str() != "DONE") {
+        let nodes = ep.tree(rla_desktop::a11y::TreeOptions::default());
+        ep.step_code(code, &nodes);
+    }
+    Ok(ep.score().is_ok_and(|x| x >= 1.0))
 }
 
 impl PoolTask for DesktopTask {
@@ -177,7 +194,7 @@ impl Setting for Desktop {
 
     fn rewrite(
         &mut self,
-        _ctx: Ctx,
+        ctx: Ctx,
         _reward: &dyn Sampler,
         task: &DesktopTask,
         direction: Direction,
@@ -189,7 +206,19 @@ impl Setting for Desktop {
             Direction::Easier => family::easier(&task.spec),
             Direction::Keep => None,
         };
-        Ok(r.map(|(what, spec)| (what, DesktopTask::new(spec, Some(task.id.clone())))))
+        let Some((what, spec)) = r else {
+            return Ok(None);
+        };
+        // valid only if the expert solves it within the training step limit and the task's
+        // evaluator then scores it 1
+        if !expert_solves(&spec, ctx.cfg)? {
+            return Ok(None);
+        }
+        Ok(Some((what, DesktopTask::new(spec, Some(task.id.clone())))))
+    }
+
+    fn rewrite_check(&self) -> Option<&'static str> {
+        Some("the expert solves it through the GUI within the training step limit and the task's evaluator scores the result 1")
     }
 
     fn split_size(&self, split: Split) -> Option<usize> {

@@ -205,6 +205,10 @@ impl Setting for Household {
             .map(|(what, t)| (what, HouseTask::Generated(t))))
     }
 
+    fn rewrite_check(&self) -> Option<&'static str> {
+        Some("the expert planner solves it from the start within its step limit (a game's rewrite: from the game's start)")
+    }
+
     fn accepted(&mut self, ctx: Ctx, task: &mut HouseTask) -> Result<()> {
         match (task, ctx.run) {
             (HouseTask::Game(g), Some(run)) => games::accept(run, g),
