@@ -228,6 +228,19 @@ fn replace_goal(problem: &str, goal: &str) -> Result<String, String> {
     ))
 }
 
+/// The classes a world's scene names (`Apple`, `CounterTop`), sorted, each once: what a game's
+/// goal may be rewritten to.
+pub fn scene_classes(w: &World) -> Vec<String> {
+    let mut classes: Vec<String> = w
+        .types
+        .iter()
+        .map(|t| t.trim_end_matches("Type").to_string())
+        .collect();
+    classes.sort();
+    classes.dedup();
+    classes
+}
+
 /// Every rewrite of a game in one direction: another object class with fewer (harder) or more
 /// (easier) instances, or another receptacle or lamp class with fewer or more; each checked by
 /// [`retarget_game`], described for the pool's lineage, in a fixed order.
@@ -246,13 +259,7 @@ pub fn game_proposals(files: &GameFiles, dir: Direction) -> Vec<(String, GameFil
         Direction::Easier => new > old,
         Direction::Keep => false,
     };
-    let mut classes: Vec<String> = w
-        .types
-        .iter()
-        .map(|t| t.trim_end_matches("Type").to_string())
-        .collect();
-    classes.sort();
-    classes.dedup();
+    let classes = scene_classes(&w);
     let mut out = Vec::new();
     let (n_obj, n_target) = (class_count(&w, &p.object_target), class_count(&w, target));
     for c in &classes {

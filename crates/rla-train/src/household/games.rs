@@ -10,7 +10,7 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use rla_core::adapt::Direction;
-use rla_env::household::regame::{game_proposals, retarget_game, GameFiles};
+use rla_env::household::regame::{game_proposals, retarget_game, scene_classes, GameFiles};
 use rla_env::household::source::{game_ids, read_games, GameTask};
 use rla_lm::{Message, SampleParams, Sampler};
 use std::path::{Path, PathBuf};
@@ -139,14 +139,7 @@ fn ask(
     direction: Direction,
     critique: Option<&str>,
 ) -> Option<String> {
-    let w = files.world().ok()?;
-    let mut classes: Vec<String> = w
-        .types
-        .iter()
-        .map(|t| t.trim_end_matches("Type").to_string())
-        .collect();
-    classes.sort();
-    classes.dedup();
+    let classes = scene_classes(&files.world().ok()?);
     let (want, was) = if direction == Direction::Harder {
         ("harder", "easy")
     } else {
