@@ -342,7 +342,8 @@ mod tests {
     fn rewrites_switch_evaluators_and_add_hints_with_lineage() {
         let t = DesktopTask::new(family::split(family::Split::Train, 1).remove(0), None);
         let mut g = Desktop::default();
-        let cfg = RunConfig::default();
+        let mut cfg = RunConfig::default();
+        cfg.set_table("desktop", DesktopConfig::default());
         let ctx = Ctx {
             cfg: &cfg,
             k: 1,
