@@ -31,6 +31,7 @@ pub mod nan;
 pub mod ppo;
 pub mod reward;
 pub mod seed;
+pub mod selection;
 pub mod stats;
 pub mod theory;
 pub mod vitals;

@@ -70,29 +70,8 @@ pub fn find_data() -> Result<PathBuf, EnvError> {
 
 /// Reads `HumanEval.jsonl.gz` (or an uncompressed `.jsonl`); errors name the line.
 pub fn load(path: &Path) -> Result<Vec<HumanEvalProblem>, EnvError> {
-    let bytes = rla_core::file::read(path).map_err(|source| EnvError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    let text = if bytes.starts_with(&[0x1f, 0x8b]) {
-        let mut s = String::new();
-        let limit = rla_core::file::MAX_BYTES;
-        flate2::read::GzDecoder::new(&bytes[..])
-            .take(limit + 1)
-            .read_to_string(&mut s)
-            .map_err(|e| EnvError::invalid(path, "gzip", e.to_string()))?;
-        if s.len() as u64 > limit {
-            return Err(EnvError::invalid(
-                path,
-                "gzip",
-                format!("unpacks to more than {} MiB", limit >> 20),
-            ));
-        }
-        s
-    } else {
-        String::from_utf8(bytes).map_err(|e| EnvError::invalid(path, "utf-8", e.to_string()))?
-    };
-    text.lines()
+    read_text(path)?
+        .lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
         .map(|(i, l)| {
@@ -100,6 +79,33 @@ pub fn load(path: &Path) -> Result<Vec<HumanEvalProblem>, EnvError> {
                 .map_err(|e| EnvError::invalid(path, format!("line {}", i + 1), e.to_string()))
         })
         .collect()
+}
+
+/// A text file, gunzipped when it starts with gzip's magic bytes; both the file and what it
+/// unpacks to are bounded by [`rla_core::file::MAX_BYTES`].
+pub fn read_text(path: &Path) -> Result<String, EnvError> {
+    let bytes = rla_core::file::read(path).map_err(|source| EnvError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    if !bytes.starts_with(&[0x1f, 0x8b]) {
+        return String::from_utf8(bytes)
+            .map_err(|e| EnvError::invalid(path, "utf-8", e.to_string()));
+    }
+    let mut s = String::new();
+    let limit = rla_core::file::MAX_BYTES;
+    flate2::read::GzDecoder::new(&bytes[..])
+        .take(limit + 1)
+        .read_to_string(&mut s)
+        .map_err(|e| EnvError::invalid(path, "gzip", e.to_string()))?;
+    if s.len() as u64 > limit {
+        return Err(EnvError::invalid(
+            path,
+            "gzip",
+            format!("unpacks to more than {} MiB", limit >> 20),
+        ));
+    }
+    Ok(s)
 }
 
 /// Completions to check, one per problem, from JSON lines `{"task_id": …, "completion": …}`

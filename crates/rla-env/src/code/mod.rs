@@ -4,6 +4,7 @@
 
 pub mod family;
 pub mod humaneval;
+pub mod problems;
 pub mod sandbox;
 
 use crate::EnvError;

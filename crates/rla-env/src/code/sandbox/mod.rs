@@ -292,6 +292,17 @@ impl Sandbox {
         &self.limits
     }
 
+    /// The same sandbox with a lower wall-clock limit (and CPU limit, in whole seconds, at
+    /// least one); a limit that is not lower, or not a positive number, leaves it as it is.
+    pub fn with_wall_secs(&self, secs: f64) -> Sandbox {
+        let mut sb = self.clone();
+        if secs.is_finite() && secs > 0.0 && secs < self.limits.wall_secs {
+            sb.limits.wall_secs = secs;
+            sb.limits.cpu_secs = self.limits.cpu_secs.min((secs.ceil() as u64).max(1));
+        }
+        sb
+    }
+
     /// Runs a Python program with `stdin` as its input.
     pub fn run_python(&self, source: &str, stdin: &[u8]) -> Result<RunResult, SandboxError> {
         let uid = self.isolation.own_uid.then(take_pool_uid);
