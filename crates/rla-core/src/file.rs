@@ -247,3 +247,45 @@ mod tests {
         assert_eq!(catch_quiet(|| 3).unwrap(), 3);
     }
 }
+
+/// Writes bytes to `path` through a temporary file beside it (named for this process, so two
+/// writers never share one) and a rename, so a crash or a kill never leaves a torn file. Errors
+/// name the file.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let named = |p: &Path, e: std::io::Error| {
+        std::io::Error::new(e.kind(), format!("{}: {e}", p.display()))
+    };
+    let name = path.file_name().ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("{}: not a file name", path.display()),
+        )
+    })?;
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(".{}.tmp", std::process::id()));
+    let tmp = path.with_file_name(tmp_name);
+    std::fs::write(&tmp, bytes).map_err(|e| named(&tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        named(path, e)
+    })
+}
+
+#[cfg(test)]
+mod atomic_tests {
+    use super::write_atomic;
+
+    #[test]
+    fn writes_whole_files_and_names_the_failing_one() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("a.json");
+        write_atomic(&p, b"one").unwrap();
+        write_atomic(&p, b"two").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"two");
+        // no temporary file is left beside it
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1);
+        let e = write_atomic(&d.path().join("missing/b.json"), b"x").unwrap_err();
+        assert!(e.to_string().contains("b.json"), "{e}");
+    }
+}

@@ -230,19 +230,10 @@ pub fn to_bytes(book: &Workbook) -> Result<Vec<u8>, String> {
 
 /// Writes `bytes` to `path` through a temporary file in the same folder, renamed at the end.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), DesktopError> {
-    use std::io::Write;
-    let io = |e: std::io::Error| DesktopError::Io {
+    rla_core::file::write_atomic(path, bytes).map_err(|e| DesktopError::Io {
         path: path.into(),
         source: e,
-    };
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
-    tmp.write_all(bytes).map_err(io)?;
-    tmp.persist(path).map_err(|e| io(e.error))?;
-    Ok(())
+    })
 }
 
 /// Saves the workbook as .xlsx (atomically).

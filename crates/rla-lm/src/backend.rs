@@ -251,16 +251,7 @@ pub fn check_checkpoint_dest(dest: &Path, force: bool) -> std::result::Result<()
     ))
 }
 
-/// Writes bytes to `path` through a temporary file and a rename, so a crash never leaves a torn
-/// file.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let tmp = path.with_extension(format!(
-        "{}.tmp",
-        path.extension().and_then(|e| e.to_str()).unwrap_or("")
-    ));
-    std::fs::write(&tmp, bytes).map_err(|e| named(&tmp, e))?;
-    std::fs::rename(&tmp, path).map_err(|e| named(path, e))
-}
+pub use rla_core::file::write_atomic;
 
 fn named(path: &Path, e: std::io::Error) -> std::io::Error {
     std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))

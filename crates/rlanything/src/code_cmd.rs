@@ -34,20 +34,83 @@ pub enum CodeCmd {
         #[command(flatten)]
         limits: LimitArgs,
     },
-    /// Greedy code accuracy of a coder checkpoint on problems from JSON lines (one problem per
-    /// line: `{"id", "statement", "tests": [{"input", "output"}]}`).
+    /// A coder on a problem file: greedy pass@1, pass@k over sampled programs (`--samples`),
+    /// the test writer's unit-test accuracy and detection (`--tester`), and best-of-N chosen by
+    /// the test writer's tests (`--select best-of-n`).
     Eval {
-        /// The coder (HF layout).
+        /// The coder: a checkpoint (HF layout), or with `--url` the model's name on the server.
         #[arg(long)]
         model: PathBuf,
-        /// The problems.
+        /// A coder on an OpenAI-compatible server (vLLM, SGLang, `rlanything serve`) at this
+        /// base URL (repeat for more servers); `--model` names it there.
+        #[arg(long = "url", value_name = "URL")]
+        urls: Vec<String>,
+        /// With `--url`: the checkpoint folder whose tokenizer and chat template the served model
+        /// has (without it, prompts go as chat messages).
+        #[arg(long, value_name = "DIR")]
+        tokenizer: Option<PathBuf>,
+        /// With `--url`: send `Authorization: Bearer <KEY>`, the key read from this variable.
+        #[arg(long, value_name = "VAR")]
+        api_key_env: Option<String>,
+        /// The problems: the reference's JSON list (`question`, `test_input`, `test_output`,
+        /// `test_method`), HumanEval's or MBPP's JSON lines (plain or gzipped), or the project's
+        /// (`id`, `statement`, `tests`).
         #[arg(long)]
         problems: PathBuf,
-        /// Most new tokens per program.
+        /// Only the first N problems.
+        #[arg(long, value_name = "N")]
+        limit: Option<usize>,
+        /// Most new tokens per program and per test writer answer.
         #[arg(long, default_value_t = 512)]
         max_tokens: usize,
+        /// Programs sampled per problem: pass@k by the unbiased estimator, k = 1, 2, 5, 10, … N.
+        #[arg(long, default_value_t = 0, value_name = "N")]
+        samples: usize,
+        /// Temperature of sampled programs and tests.
+        #[arg(long, default_value_t = 0.8)]
+        temperature: f64,
+        /// Seed of the sampling.
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// The test writer (a checkpoint, such as a run's `checkpoint/reward`): its unit-test
+        /// accuracy and detection rate over the sampled programs and the problems' reference
+        /// solutions, and the tests best-of-N chooses by.
+        #[arg(long, value_name = "DIR")]
+        tester: Option<PathBuf>,
+        /// Test writer answers per problem for its accuracy (one test each).
+        #[arg(long, default_value_t = 4)]
+        tests_per_problem: usize,
+        /// How the program is chosen beside greedy pass@1: `greedy` only, or `best-of-n` (N
+        /// programs, N test writer answers, the program passing the most generated tests).
+        #[arg(long, default_value = "greedy", value_parser = ["greedy", "best-of-n"])]
+        select: String,
+        /// N of best-of-N.
+        #[arg(long, default_value_t = 8)]
+        n: usize,
+        /// Also write the figures, problem by problem, as JSON to this file.
+        #[arg(long, value_name = "FILE")]
+        json: Option<PathBuf>,
         #[command(flatten)]
         limits: LimitArgs,
+    },
+    /// Write the generated chain problems of a split as a problem file: the reference's JSON
+    /// list (stdio tests) or the project's JSON lines (with reference solutions).
+    Generate {
+        /// in-domain, ood, validation or train (the training chains of --seed).
+        #[arg(long, default_value = "train")]
+        split: String,
+        /// How many problems.
+        #[arg(long, default_value_t = 300)]
+        n: usize,
+        /// The training chains' seed (--split train).
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+        /// reference (the reference's JSON list) or project (JSON lines).
+        #[arg(long, default_value = "reference", value_parser = ["reference", "project"])]
+        format: String,
+        /// The file to write.
+        #[arg(long)]
+        out: PathBuf,
     },
     /// Print what the sandbox isolates on this machine.
     Isolation,
@@ -220,29 +283,182 @@ pub fn run(c: CodeCmd) -> Result<()> {
         }
         CodeCmd::Eval {
             model,
+            urls,
+            tokenizer,
+            api_key_env,
             problems,
+            limit,
             max_tokens,
+            samples,
+            temperature,
+            seed,
+            tester,
+            tests_per_problem,
+            select,
+            n,
+            json,
             limits,
         } => {
-            let problems = rla_env::code::load_jsonl(&problems)?;
-            let lm = crate::backend::open_sampler(&model)?;
-            let sb = Sandbox::with_limits(limits.limits()?)?;
-            let bar = rla_train::bar(problems.len() as u64, "code eval");
-            let mut ok = 0;
-            // a few problems per generation call keeps memory bounded for real models
-            for chunk in problems.chunks(16) {
-                let passes = rla_train::coding::greedy_passes(&*lm, &sb, chunk, max_tokens)?;
-                for (p, pass) in chunk.iter().zip(passes) {
-                    ok += pass as usize;
-                    bar.suspend(|| println!("{}: {}", p.id, if pass { "pass" } else { "fail" }));
-                }
-                bar.inc(chunk.len() as u64);
+            let best_of_n = (select == "best-of-n").then_some(n);
+            if best_of_n.is_some() && tester.is_none() {
+                bail!("--select best-of-n chooses by the test writer's tests: name it with --tester DIR");
             }
-            bar.finish_and_clear();
+            if best_of_n == Some(0) {
+                bail!("--n 0: best-of-N needs at least one program");
+            }
+            if !(temperature.is_finite() && temperature >= 0.0) {
+                bail!("--temperature {temperature}: must be a number ≥ 0");
+            }
+            let set = rla_env::code::problems::load(&problems, 1)?;
+            let mut list = set.problems;
+            if let Some(l) = limit {
+                list.truncate(l);
+            }
+            let coder = crate::eval_cmd::open_model(
+                &crate::eval_cmd::ModelPlace {
+                    model: Some(&model),
+                    urls: &urls,
+                    tokenizer: tokenizer.as_deref(),
+                    api_key_env: api_key_env.as_deref(),
+                },
+                None,
+                None,
+            )?;
+            let tester = match &tester {
+                Some(t) => Some(crate::backend::open_sampler(&crate::backend::model_dir(
+                    t,
+                )?)?),
+                None => None,
+            };
+            let sb = Sandbox::with_limits(limits.limits()?)?;
             println!(
-                "code accuracy: {:.3} ({ok} of {} problems)",
-                ok as f64 / problems.len().max(1) as f64,
-                problems.len()
+                "{} problems in {} format from {}",
+                list.len(),
+                set.format.name(),
+                problems.display()
+            );
+            let bar = rla_train::bar(list.len() as u64, "code eval");
+            let opts = rla_train::coding::eval::EvalOptions {
+                max_tokens,
+                samples,
+                temperature,
+                seed,
+                tests_per_problem: if tester.is_some() {
+                    tests_per_problem
+                } else {
+                    0
+                },
+                best_of_n,
+            };
+            let report = rla_train::coding::eval::evaluate(
+                coder.sampler.sampler(),
+                tester.as_deref().map(|t| t as &dyn rla_lm::Sampler),
+                &sb,
+                &list,
+                &opts,
+                |r| {
+                    bar.suspend(|| {
+                        println!("{}: {}", r.id, if r.greedy { "pass" } else { "fail" })
+                    });
+                    bar.inc(1);
+                },
+            )?;
+            bar.finish_and_clear();
+            drop(sb);
+            let ok = report.per_problem.iter().filter(|r| r.greedy).count();
+            println!(
+                "pass@1 (greedy): {:.3} ({ok} of {} problems), {}",
+                report.pass_at_1_greedy, report.problems, coder.name
+            );
+            if !report.pass_at_k.is_empty() {
+                let ks: Vec<String> = report
+                    .pass_at_k
+                    .iter()
+                    .map(|(k, v)| format!("pass@{k} {v:.3}"))
+                    .collect();
+                println!(
+                    "sampled ({} programs a problem, temperature {temperature}, seed {seed}): {}",
+                    samples.max(best_of_n.unwrap_or(0)),
+                    ks.join(", ")
+                );
+            }
+            if let Some(m) = &report.test_writer {
+                println!(
+                    "test writer: unit-test accuracy {:.3}, detection {:.3} ({} tests over {} programs)",
+                    m.test_accuracy, m.detection, m.tests, m.programs
+                );
+            }
+            if let (Some(b), Some(n)) = (report.best_of_n, best_of_n) {
+                let k = report
+                    .per_problem
+                    .iter()
+                    .filter(|r| r.best_of_n == Some(true))
+                    .count();
+                println!(
+                    "best of {n} by the test writer's tests: {b:.3} ({k} of {} problems), beside pass@1 (greedy) {:.3}",
+                    report.problems, report.pass_at_1_greedy
+                );
+            }
+            if let Some(path) = json {
+                rla_core::file::write_atomic(
+                    &path,
+                    serde_json::to_string_pretty(&report)?.as_bytes(),
+                )
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            }
+            Ok(())
+        }
+        CodeCmd::Generate {
+            split,
+            n,
+            seed,
+            format,
+            out,
+        } => {
+            use rla_env::code::family::{generate, generate_between};
+            let max_ops = rla_train::coding::config::CodingConfig::default().max_ops;
+            let tests = rla_train::coding::config::CodingConfig::default().tests;
+            let cfg = {
+                let mut c = rla_train::config::RunConfig::default();
+                c.set_table("coding", rla_train::coding::config::CodingConfig::default());
+                c.seed = seed;
+                c
+            };
+            let specs = match split.as_str() {
+                "train" => rla_train::coding::warm::training_problems(&cfg, n, seed)?,
+                "in-domain" => {
+                    rla_train::coding::eval_problems(&cfg, rla_train::setting::Split::InDomain, n)
+                }
+                "validation" => {
+                    rla_train::coding::eval_problems(&cfg, rla_train::setting::Split::Validation, n)
+                }
+                "ood" => rla_train::coding::eval_problems(&cfg, rla_train::setting::Split::Ood, n),
+                other => bail!("--split {other:?}: train, in-domain, ood or validation"),
+            };
+            let _ = (generate, generate_between, max_ops);
+            let name = |i: usize| format!("{split}-{i}");
+            let text = if format == "reference" {
+                let problems: Vec<rla_env::code::problems::FileProblem> = specs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| s.problem(&name(i), tests).into())
+                    .collect();
+                rla_env::code::problems::to_reference(&problems).map_err(anyhow::Error::msg)?
+            } else {
+                specs
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| serde_json::to_string(&s.problem(&name(i), tests)))
+                    .collect::<Result<Vec<_>, _>>()?
+                    .join("\n")
+                    + "\n"
+            };
+            rla_core::file::write_atomic(&out, text.as_bytes())
+                .with_context(|| format!("cannot write {}", out.display()))?;
+            println!(
+                "{} {split} problems written to {}",
+                specs.len(),
+                out.display()
             );
             Ok(())
         }

@@ -140,16 +140,25 @@ fn household_flags(a: &EvalArgs) -> Result<HouseholdFlags> {
 }
 
 /// The policy evaluated: a checkpoint opened here, or a model on servers.
-struct Policy {
-    sampler: Box<dyn PolicySampler>,
+pub(crate) struct Policy {
+    pub(crate) sampler: Box<dyn PolicySampler>,
     /// How the lines name it.
-    name: String,
+    pub(crate) name: String,
     /// The folder of its files here (the checkpoint, or the served model's tokenizer).
-    files: Option<PathBuf>,
+    pub(crate) files: Option<PathBuf>,
+}
+
+/// Where a model is: a checkpoint (`--model DIR`) or a model on servers (`--url URL --model
+/// NAME`, with the tokenizer's folder and the key's variable).
+pub(crate) struct ModelPlace<'a> {
+    pub(crate) model: Option<&'a Path>,
+    pub(crate) urls: &'a [String],
+    pub(crate) tokenizer: Option<&'a Path>,
+    pub(crate) api_key_env: Option<&'a str>,
 }
 
 /// What a policy is used as here.
-trait PolicySampler {
+pub(crate) trait PolicySampler {
     fn sampler(&self) -> &dyn Sampler;
 }
 
@@ -168,11 +177,29 @@ impl PolicySampler for rla_remote::client::RemoteSampler<Box<dyn rla_lm::Codec>>
 /// Opens the policy `--model` (or `--url` and `--model`) names; `default` is the checkpoint
 /// the config names.
 fn open_policy(a: &EvalArgs, default: Option<PathBuf>, config: Option<&Path>) -> Result<Policy> {
+    open_model(
+        &ModelPlace {
+            model: a.model.as_deref(),
+            urls: &a.urls,
+            tokenizer: a.tokenizer.as_deref(),
+            api_key_env: a.api_key_env.as_deref(),
+        },
+        default,
+        config,
+    )
+}
+
+/// Opens the model `a` names; `default` is the checkpoint the config names.
+pub(crate) fn open_model(
+    a: &ModelPlace,
+    default: Option<PathBuf>,
+    config: Option<&Path>,
+) -> Result<Policy> {
     if a.urls.is_empty() {
         if a.tokenizer.is_some() || a.api_key_env.is_some() {
             bail!("--tokenizer and --api-key-env go with --url (a model on a server)");
         }
-        let model = match (&a.model, default, config) {
+        let model = match (a.model, default, config) {
             (Some(m), _, _) => crate::backend::model_dir(m)?,
             (None, Some(d), _) => d,
             (None, None, Some(c)) => bail!(
@@ -194,7 +221,7 @@ fn open_policy(a: &EvalArgs, default: Option<PathBuf>, config: Option<&Path>) ->
         .as_ref()
         .map(|m| m.to_string_lossy().into_owned())
         .ok_or_else(|| anyhow::anyhow!("--url: name the model on the server with --model NAME"))?;
-    let files = a.tokenizer.clone().or(default);
+    let files = a.tokenizer.map(Path::to_path_buf).or(default);
     let codec: Box<dyn rla_lm::Codec> = match &files {
         Some(dir) => crate::backend::backend().codec(dir)?,
         None => Box::new(rla_remote::client::ServerTokenizer),
@@ -205,7 +232,7 @@ fn open_policy(a: &EvalArgs, default: Option<PathBuf>, config: Option<&Path>) ->
         .iter()
         .map(|u| u.trim_end_matches('/').to_string())
         .collect();
-    ends.api_key = crate::access::api_key(a.api_key_env.as_deref())?;
+    ends.api_key = crate::access::api_key(a.api_key_env)?;
     let remote = rla_remote::client::RemoteSampler::new(codec, ends)?;
     Ok(Policy {
         sampler: Box::new(remote),

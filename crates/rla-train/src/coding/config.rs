@@ -2,6 +2,23 @@
 
 use crate::config::{RunConfig, SettingConfig};
 use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// Problem files standing in for the fixed evaluation splits (`[coding] eval_problems`); a
+/// split not named keeps the generated chains.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EvalProblems {
+    /// In place of the in-domain split (the reference's LiveBench, or HumanEval).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_domain: Option<PathBuf>,
+    /// In place of the OOD split.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ood: Option<PathBuf>,
+    /// In place of the validation split.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validation: Option<PathBuf>,
+}
 
 /// The coding setting.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -11,8 +28,29 @@ pub struct CodingConfig {
     pub max_ops: usize,
     /// Ground-truth tests per problem (at least 4, as the curator requires).
     pub tests: usize,
-    /// Sandbox limits of each program run.
+    /// Sandbox limits of each program run (a problem's own time limit lowers the wall clock's).
     pub limits: rla_env::code::sandbox::Limits,
+    /// A problem file as the training pool (the reference's `CodeContests_train.json`,
+    /// HumanEval's, MBPP's or the project's format) instead of the generated chains; read
+    /// relative to the config's folder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub train_problems: Option<PathBuf>,
+    /// Problem files in place of the evaluation splits.
+    #[serde(default, skip_serializing_if = "EvalProblems::is_empty")]
+    pub eval_problems: EvalProblems,
+    /// Training problems with fewer ground-truth tests are skipped (and counted in the log).
+    pub min_tests: usize,
+    /// Whether `full` runs rewrite problems. Generated chains are rewritten by changing their
+    /// operations; a file's problems by the reward model, asked for a new statement with its
+    /// tests (a rewrite whose tests do not parse, or that no policy program can run, is
+    /// rejected). A tiny model cannot write problems: its configs say `rewrites = false`.
+    pub rewrites: bool,
+}
+
+impl EvalProblems {
+    fn is_empty(&self) -> bool {
+        self == &EvalProblems::default()
+    }
 }
 
 impl Default for CodingConfig {
@@ -25,11 +63,29 @@ impl Default for CodingConfig {
                 cpu_secs: 4,
                 ..Default::default()
             },
+            train_problems: None,
+            eval_problems: EvalProblems::default(),
+            min_tests: 4,
+            rewrites: true,
         }
     }
 }
 
 impl SettingConfig for CodingConfig {
+    fn resolve_paths(&mut self, folder: &Path) -> Result<(), String> {
+        for p in [
+            &mut self.train_problems,
+            &mut self.eval_problems.in_domain,
+            &mut self.eval_problems.ood,
+            &mut self.eval_problems.validation,
+        ] {
+            if let Some(given) = p.as_ref().filter(|g| g.is_relative()) {
+                *p = Some(folder.join(given));
+            }
+        }
+        Ok(())
+    }
+
     fn validate(&self, run: &RunConfig, active: bool) -> Result<(), String> {
         if self.tests < 4 {
             return Err(format!(
@@ -47,6 +103,9 @@ impl SettingConfig for CodingConfig {
         self.limits
             .validate()
             .map_err(|e| format!("coding.limits: {e}"))?;
+        if self.min_tests == 0 {
+            return Err("coding.min_tests = 0: a training problem needs at least one test".into());
+        }
         if active && run.pretrain.dagger_rounds > 0 {
             return Err(
                 "pretrain.dagger_rounds: the coding setting's coder has no expert to label \

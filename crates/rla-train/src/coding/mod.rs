@@ -1,10 +1,14 @@
 //! The coding setting: the policy writes programs, the reward model writes unit tests, and the
 //! sandbox runs every program on the ground-truth and the generated tests. Programs are rewarded
 //! by their share of passed ground-truth tests and tests by CURE's rule (how they separate correct
-//! from incorrect programs); problems are rewritten harder or easier, valid only if their
-//! reference solution passes their tests.
+//! from incorrect programs: a problem's own tests decide which programs are correct, so no
+//! reference solution is needed). Problems are generated chains of operations, or read from a
+//! problem file (`[coding] train_problems`, `eval_problems`: the reference's, HumanEval's,
+//! MBPP's or the project's format). Chains are rewritten harder or easier, valid only if their
+//! reference solution passes their tests; a file's problems by the reward model.
 
 pub mod config;
+pub mod eval;
 pub mod warm;
 
 use crate::coding::config::CodingConfig;
@@ -26,10 +30,9 @@ use rla_core::filter::Band;
 use rla_core::reward::StepScore;
 use rla_core::theory::Calibration;
 use rla_env::code::family::{generate, generate_between, ArithSpec};
+use rla_env::code::problems::{self, FileProblem, UnitTest};
 use rla_env::code::sandbox::Sandbox;
-use rla_env::code::{
-    coder_prompt, extract_program, parse_tests, run_matrix, tester_prompt, Problem, TestCase,
-};
+use rla_env::code::{coder_prompt, run_matrix};
 use rla_lm::{Sample, SampleParams, Sampler};
 use serde::{Deserialize, Serialize};
 
@@ -48,7 +51,34 @@ pub struct CodeTask {
     #[serde(default)]
     pub parent: Option<String>,
     /// The problem.
-    pub spec: ArithSpec,
+    #[serde(flatten)]
+    pub source: CodeSource,
+}
+
+/// Where a pool problem comes from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum CodeSource {
+    /// A generated chain of operations.
+    Chain {
+        /// The chain.
+        spec: ArithSpec,
+    },
+    /// A problem of a file (or the reward model's rewrite of one).
+    File {
+        /// The problem.
+        problem: FileProblem,
+    },
+}
+
+impl CodeTask {
+    /// The problem as the loop runs it (a chain with `tests` ground-truth tests).
+    pub fn problem(&self, tests: usize) -> FileProblem {
+        match &self.source {
+            CodeSource::Chain { spec } => spec.problem("", tests).into(),
+            CodeSource::File { problem } => problem.clone(),
+        }
+    }
 }
 
 impl PoolTask for CodeTask {
@@ -60,7 +90,7 @@ impl PoolTask for CodeTask {
     }
 }
 
-/// The fixed evaluation problems: in-domain (1 to `max_ops` operations, a held-out seed) and OOD
+/// The fixed evaluation chains: in-domain (1 to `max_ops` operations, a held-out seed) and OOD
 /// (`max_ops + 1` operations).
 pub fn eval_problems(cfg: &RunConfig, split: Split, n: usize) -> Vec<ArithSpec> {
     match split {
@@ -76,35 +106,137 @@ pub fn eval_problems(cfg: &RunConfig, split: Split, n: usize) -> Vec<ArithSpec> 
     }
 }
 
-fn prompts(lm: &dyn Sampler, texts: &[String]) -> Result<Vec<Vec<u32>>> {
-    texts.iter().map(|t| encode_prompt(lm, t)).collect()
+/// The evaluation problems of a split: the first `n` of its problem file when the config names
+/// one (all of them when `n` is larger), else `n` generated chains.
+pub fn eval_set(cfg: &RunConfig, split: Split, n: usize) -> Result<Vec<FileProblem>> {
+    let c = CodingConfig::of(cfg);
+    let file = match split {
+        Split::InDomain => c.eval_problems.in_domain.as_ref(),
+        Split::Ood => c.eval_problems.ood.as_ref(),
+        Split::Validation => c.eval_problems.validation.as_ref(),
+        Split::Train => None,
+    };
+    Ok(match file {
+        Some(path) => {
+            let mut set = problems::load(path, 1)?.problems;
+            set.truncate(n);
+            set
+        }
+        None => eval_problems(cfg, split, n)
+            .iter()
+            .map(|s| s.problem("", c.tests).into())
+            .collect(),
+    })
+}
+
+/// The training pool of a problem file: `n` of its problems with at least `min_tests` tests,
+/// drawn by `seed`; says how many were skipped.
+pub fn file_pool(
+    path: &std::path::Path,
+    min_tests: usize,
+    n: usize,
+    seed: u64,
+) -> Result<Vec<CodeTask>> {
+    use rand::seq::SliceRandom;
+    let set = problems::load(path, min_tests)?;
+    if set.skipped > 0 {
+        tracing::info!(
+            "{}: {} problems with fewer than coding.min_tests = {min_tests} tests skipped",
+            path.display(),
+            set.skipped
+        );
+    }
+    if set.problems.is_empty() {
+        anyhow::bail!(
+            "coding.train_problems {}: no problem has coding.min_tests = {min_tests} tests ({} skipped)",
+            path.display(),
+            set.skipped
+        );
+    }
+    let mut all = set.problems;
+    all.shuffle(&mut ChaCha8Rng::seed_from_u64(seed));
+    all.truncate(n);
+    Ok(all
+        .into_iter()
+        .map(|p| CodeTask {
+            id: p.id.clone(),
+            parent: None,
+            source: CodeSource::File { problem: p },
+        })
+        .collect())
+}
+
+/// Prompts as token ids, or `None` when the model's tokenizer is on its server (its prompts go
+/// as chat messages).
+fn prompts(lm: &dyn Sampler, texts: &[String]) -> Result<Option<Vec<Vec<u32>>>> {
+    match texts.first().map(|t| encode_prompt(lm, t)) {
+        Some(Err(e))
+            if e.downcast_ref::<rla_lm::LmError>()
+                .is_some_and(|e| matches!(e, rla_lm::LmError::Unsupported(_))) =>
+        {
+            Ok(None)
+        }
+        _ => texts
+            .iter()
+            .map(|t| encode_prompt(lm, t))
+            .collect::<Result<_>>()
+            .map(Some),
+    }
+}
+
+/// `n` answers to each prompt: through the model's tokenizer, or as chat messages to a served
+/// model that keeps its tokenizer. Also returns the prompts' token ids (empty for chat).
+pub fn ask(
+    lm: &dyn Sampler,
+    texts: &[String],
+    n: usize,
+    p: &SampleParams,
+) -> Result<(Vec<Vec<u32>>, Vec<Vec<Sample>>)> {
+    let out = match prompts(lm, texts)? {
+        Some(ids) => {
+            let out = lm.generate(&ids, n, p)?;
+            (ids, out)
+        }
+        None => {
+            let chats: Vec<Vec<rla_lm::VisualMessage>> = texts
+                .iter()
+                .map(|t| {
+                    vec![rla_lm::VisualMessage {
+                        role: "user".into(),
+                        text: t.clone(),
+                        png: None,
+                    }]
+                })
+                .collect();
+            (vec![vec![]; texts.len()], lm.generate_visual(&chats, n, p)?)
+        }
+    };
+    Ok(out)
 }
 
 /// The programs of a coder's samples (an answer without a program runs as an empty file).
-fn programs_of(samples: &[Sample]) -> Vec<String> {
-    samples
-        .iter()
-        .map(|s| extract_program(&s.text).unwrap_or_default())
-        .collect()
+fn programs_of(p: &FileProblem, samples: &[Sample]) -> Vec<String> {
+    samples.iter().map(|s| p.program(&s.text)).collect()
 }
 
-/// The one test of each test-writer sample (`None`: unparseable).
-fn tests_of(samples: &[Sample]) -> Vec<Option<TestCase>> {
+/// The first test of each test-writer sample (`None`: unparseable, or none written).
+pub fn tests_of(p: &FileProblem, samples: &[Sample]) -> Vec<Option<UnitTest>> {
     samples
         .iter()
-        .map(|s| parse_tests(&s.text).into_iter().next().flatten())
+        .map(|s| p.parse_generated(&s.text).into_iter().next().flatten())
         .collect()
 }
 
 /// Pass vectors of generated tests: `None` for an unparseable one, else whether each program
 /// passes it.
-fn generated_passes(
+pub fn generated_passes(
     sb: &Sandbox,
+    p: &FileProblem,
     programs: &[String],
-    tests: &[Option<TestCase>],
+    tests: &[Option<UnitTest>],
 ) -> Result<Vec<Option<Vec<bool>>>> {
-    let parsed: Vec<TestCase> = tests.iter().flatten().cloned().collect();
-    let m = run_matrix(sb, programs, &parsed)?;
+    let parsed: Vec<UnitTest> = tests.iter().flatten().cloned().collect();
+    let m = p.run(sb, programs, &parsed)?;
     let mut k = 0;
     Ok(tests
         .iter()
@@ -141,24 +273,22 @@ fn critique(gt: &[Vec<bool>], correct: &[bool], gen: &[Option<Vec<bool>>]) -> St
 pub fn greedy_passes(
     lm: &dyn Sampler,
     sb: &Sandbox,
-    problems: &[Problem],
+    problems: &[FileProblem],
     max_new_tokens: usize,
 ) -> Result<Vec<bool>> {
-    let texts: Vec<String> = problems
-        .iter()
-        .map(|p| coder_prompt(&p.statement))
-        .collect();
-    let out = lm.generate(
-        &prompts(lm, &texts)?,
-        1,
-        &SampleParams::greedy(max_new_tokens),
-    )?;
+    let texts: Vec<String> = problems.iter().map(FileProblem::prompt).collect();
+    let (_, out) = ask(lm, &texts, 1, &SampleParams::greedy(max_new_tokens))?;
     check_counts("coder", &out, problems.len(), 1)?;
     problems
         .iter()
         .zip(&out)
-        .map(|(p, s)| Ok(all_pass(&to_bool(&run_matrix(sb, &programs_of(s), &p.tests)?))[0]))
+        .map(|(p, s)| ground_truth(sb, p, &programs_of(p, s)).map(|gt| all_pass(&gt)[0]))
         .collect()
+}
+
+/// Every program on a problem's ground-truth tests: `passes[program][test]`.
+pub fn ground_truth(sb: &Sandbox, p: &FileProblem, programs: &[String]) -> Result<Vec<Vec<bool>>> {
+    Ok(to_bool(&p.run(sb, programs, &p.unit_tests())?))
 }
 
 /// The coding setting.
@@ -174,7 +304,7 @@ pub struct Coding {
 /// One iteration's programs, tests and pass matrices, problem by problem.
 #[derive(Debug, Default)]
 pub struct Played {
-    problems: Vec<Problem>,
+    problems: Vec<FileProblem>,
     programs: Vec<Vec<Sample>>,
     tests: Vec<Vec<Sample>>,
     /// Ground-truth pass matrix (program × test) per problem.
@@ -197,6 +327,50 @@ impl crate::setting::Registered for Coding {
 }
 
 impl Coding {
+    /// The reward model's harder or easier version of a file's stdio problem: a statement after
+    /// `**Problem:**` and at least `min_tests` unit tests in the reference's format, all of
+    /// which must parse.
+    #[allow(clippy::too_many_arguments)]
+    fn rewrite_file(
+        &mut self,
+        ctx: Ctx,
+        reward: &dyn Sampler,
+        task: &CodeTask,
+        problem: &FileProblem,
+        direction: Direction,
+        critique: Option<&str>,
+        i: usize,
+    ) -> Result<Option<(String, CodeTask)>> {
+        if !problem.is_stdio() {
+            return Ok(None);
+        }
+        let prompt = rewrite_prompt(problem, direction, critique, self.cfg.min_tests);
+        let params = ctx.cfg.reward.sampling(ctx.seed(5).wrapping_add(i as u64));
+        let (_, out) = ask(reward, &[prompt], 1, &params)?;
+        let Some(answer) = out.into_iter().next().and_then(|s| s.into_iter().next()) else {
+            return Ok(None);
+        };
+        let Some(new) = parse_rewrite(&answer.text, self.cfg.min_tests) else {
+            return Ok(None);
+        };
+        let id = format!("{}-r{}", task.id, ctx.k);
+        let rewritten = FileProblem {
+            id: id.clone(),
+            statement: new.statement.clone(),
+            checks: rla_env::code::problems::Checks::Stdio { tests: new.tests },
+            time_limit: problem.time_limit,
+            solution: None,
+        };
+        Ok(Some((
+            new.statement,
+            CodeTask {
+                id,
+                parent: Some(task.id.clone()),
+                source: CodeSource::File { problem: rewritten },
+            },
+        )))
+    }
+
     fn sandbox(&mut self) -> Result<Sandbox> {
         if self.sandbox.is_none() {
             self.sandbox = Some(Sandbox::with_limits(self.cfg.limits.clone())?);
@@ -213,15 +387,19 @@ impl Setting for Coding {
         "coding"
     }
 
-    /// Training problems that share no chain of operations with the evaluated ones.
+    /// `pool_size` problems of the training file, drawn by the seed; else generated chains
+    /// that share no chain of operations with the evaluated ones.
     fn initial_pool(&self, cfg: &RunConfig) -> Result<Vec<CodeTask>> {
+        if let Some(path) = &self.cfg.train_problems {
+            return file_pool(path, self.cfg.min_tests, cfg.pool_size, cfg.seed);
+        }
         Ok(warm::training_problems(cfg, cfg.pool_size, cfg.seed)?
             .into_iter()
             .enumerate()
             .map(|(i, spec)| CodeTask {
                 id: format!("code-{i}"),
                 parent: None,
-                spec,
+                source: CodeSource::Chain { spec },
             })
             .collect())
     }
@@ -236,17 +414,10 @@ impl Setting for Coding {
         // of passed tests, and it wins if it passes them all
         let cfg = ctx.cfg;
         let sb = self.sandbox()?;
-        let problems: Vec<Problem> = tasks
-            .iter()
-            .map(|t| t.spec.problem("", self.cfg.tests))
-            .collect();
+        let problems: Vec<FileProblem> = tasks.iter().map(|t| t.problem(self.cfg.tests)).collect();
         let sp = cfg.policy.sampling(ctx.seed(2));
-        let texts: Vec<String> = problems
-            .iter()
-            .map(|p| coder_prompt(&p.statement))
-            .collect();
-        let coder_prompts = prompts(policy, &texts)?;
-        let programs = policy.generate(&coder_prompts, cfg.rollouts_per_task, &sp)?;
+        let texts: Vec<String> = problems.iter().map(FileProblem::prompt).collect();
+        let (coder_prompts, programs) = ask(policy, &texts, cfg.rollouts_per_task, &sp)?;
         check_counts("policy", &programs, problems.len(), cfg.rollouts_per_task)?;
         let mut played = Played {
             problems,
@@ -255,11 +426,7 @@ impl Setting for Coding {
         };
         let mut groups = Vec::with_capacity(tasks.len());
         for (i, p) in played.problems.iter().enumerate() {
-            let gt = to_bool(&run_matrix(
-                &sb,
-                &programs_of(&played.programs[i]),
-                &p.tests,
-            )?);
+            let gt = ground_truth(&sb, p, &programs_of(p, &played.programs[i]))?;
             let correct = all_pass(&gt);
             let fractions = pass_fractions(&gt);
             groups.push(Group {
@@ -303,10 +470,10 @@ impl Setting for Coding {
         let texts: Vec<String> = played
             .problems
             .iter()
-            .map(|p| tester_prompt(&p.statement))
+            .map(FileProblem::tester_prompt)
             .collect();
-        let tester_prompts = prompts(reward, &texts)?;
-        played.tests = reward.generate(&tester_prompts, cfg.judge_samples, &jp)?;
+        let (tester_prompts, tests) = ask(reward, &texts, cfg.judge_samples, &jp)?;
+        played.tests = tests;
         check_counts(
             "reward model",
             &played.tests,
@@ -314,9 +481,10 @@ impl Setting for Coding {
             cfg.judge_samples,
         )?;
         for (i, g) in groups.iter_mut().enumerate() {
-            let progs = programs_of(&played.programs[i]);
-            let parsed = tests_of(&played.tests[i]);
-            let gen = generated_passes(&sb, &progs, &parsed)?;
+            let p = &played.problems[i];
+            let progs = programs_of(p, &played.programs[i]);
+            let parsed = tests_of(p, &played.tests[i]);
+            let gen = generated_passes(&sb, p, &progs, &parsed)?;
             g.judgements.push(Judgement {
                 step: None,
                 samples: played.tests[i]
@@ -430,27 +598,39 @@ impl Setting for Coding {
     }
 
     fn rewrite_check(&self) -> Option<&'static str> {
-        Some("its reference solution passes its tests in the sandbox")
+        Some(if self.cfg.train_problems.is_some() {
+            "the reward model's rewrite has a statement and at least coding.min_tests unit tests that parse"
+        } else {
+            "its reference solution passes its tests in the sandbox"
+        })
     }
 
     fn rewrite(
         &mut self,
         ctx: Ctx,
-        _reward: &dyn Sampler,
+        reward: &dyn Sampler,
         task: &CodeTask,
         direction: Direction,
-        _critique: Option<&str>,
-        _i: usize,
+        critique: Option<&str>,
+        i: usize,
     ) -> Result<Option<(String, CodeTask)>> {
+        if !self.cfg.rewrites || direction == Direction::Keep {
+            return Ok(None);
+        }
         let k = ctx.k;
+        let spec = match &task.source {
+            CodeSource::Chain { spec } => spec,
+            CodeSource::File { problem } => {
+                return self.rewrite_file(ctx, reward, task, problem, direction, critique, i)
+            }
+        };
         if self.rng.as_ref().is_none_or(|(at, _)| *at != k) {
             self.rng = Some((k, ChaCha8Rng::seed_from_u64(ctx.seed(4))));
         }
         let rng = &mut self.rng.as_mut().expect("set above").1;
         let spec = match direction {
-            Direction::Keep => return Ok(None),
-            Direction::Harder => task.spec.harder(rng),
-            Direction::Easier => task.spec.easier(rng),
+            Direction::Harder => spec.harder(rng),
+            _ => spec.easier(rng),
         };
         let Some(spec) = spec else { return Ok(None) };
         // a rewrite never lands on a problem the runs evaluate
@@ -470,7 +650,7 @@ impl Setting for Coding {
             CodeTask {
                 id: format!("{}-r{k}", task.id),
                 parent: Some(task.id.clone()),
-                spec,
+                source: CodeSource::Chain { spec },
             },
         )))
     }
@@ -478,17 +658,13 @@ impl Setting for Coding {
     fn evaluate(&mut self, ctx: Ctx, policy: &dyn Sampler, split: Split, n: usize) -> Result<f64> {
         // greedy code accuracy: one program per problem, all ground-truth tests passed
         let cfg = ctx.cfg;
-        let specs = eval_problems(cfg, split, n);
-        if specs.is_empty() {
+        let problems = eval_set(cfg, split, n)?;
+        if problems.is_empty() {
             return Ok(0.0);
         }
         let sb = self.sandbox()?;
-        let problems: Vec<Problem> = specs
-            .iter()
-            .map(|s| s.problem("", self.cfg.tests))
-            .collect();
         let ok = greedy_passes(policy, &sb, &problems, cfg.policy.max_new_tokens)?;
-        Ok(ok.iter().filter(|&&o| o).count() as f64 / specs.len() as f64)
+        Ok(ok.iter().filter(|&&o| o).count() as f64 / problems.len() as f64)
     }
 
     fn save_samples(
@@ -502,7 +678,7 @@ impl Setting for Coding {
             .map(|i| {
                 serde_json::json!({
                     "statement": played.problems[i].statement,
-                    "programs": programs_of(&played.programs[i]),
+                    "programs": programs_of(&played.problems[i], &played.programs[i]),
                     "ground_truth_passes": played.gts[i],
                     "generated_tests": played.tests[i].iter().map(|s| s.text.clone()).collect::<Vec<_>>(),
                     "generated_passes": played.gens[i],
@@ -534,6 +710,54 @@ impl Setting for Coding {
     fn judge_columns(&self) -> (&'static str, &'static str) {
         ("unit-test acc", "detection")
     }
+}
+
+/// The reward model's prompt for rewriting a stdio problem.
+fn rewrite_prompt(
+    p: &FileProblem,
+    direction: Direction,
+    critique: Option<&str>,
+    min_tests: usize,
+) -> String {
+    let (was, want) = if direction == Direction::Harder {
+        ("easy", "harder")
+    } else {
+        ("hard", "easier")
+    };
+    format!(
+        "This programming problem is too {was} for the coder:\n\n{}\n\nWhat the tests showed: {}\n\nWrite a {want} problem of the same kind. Give its statement after **Problem:**, then at least {min_tests} unit tests, each as **Test Input:** followed by a fenced block with the input, then **Test Output:** followed by a fenced block with the expected output.",
+        p.statement,
+        critique.unwrap_or("nothing recorded.")
+    )
+}
+
+/// A rewritten problem as parsed.
+#[derive(Debug, PartialEq)]
+struct Rewritten {
+    statement: String,
+    tests: Vec<rla_env::code::TestCase>,
+}
+
+/// The statement and tests of a rewrite: `None` unless the statement is there and at least
+/// `min_tests` tests parse, every one of them.
+fn parse_rewrite(answer: &str, min_tests: usize) -> Option<Rewritten> {
+    let lower = answer.to_ascii_lowercase();
+    let start = lower
+        .find("**problem:**")
+        .map(|i| i + "**problem:**".len())?;
+    let end = lower[start..]
+        .find("test input")
+        .map_or(answer.len(), |e| start + e);
+    let statement = answer[start..end]
+        .trim()
+        .trim_end_matches("**")
+        .trim()
+        .to_string();
+    let parsed = rla_env::code::parse_tests(&answer[end..]);
+    let tests: Option<Vec<_>> = parsed.into_iter().collect();
+    let tests = tests?;
+    (!statement.is_empty() && tests.len() >= min_tests.max(1))
+        .then_some(Rewritten { statement, tests })
 }
 
 /// Checks that a model gave `n` samples for each of `prompts` prompts.

@@ -16,7 +16,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rla_env::code::family::{generate, ArithSpec, Op};
 use rla_env::code::sandbox::Sandbox;
-use rla_env::code::{coder_prompt, format_tests, parse_tests, tester_prompt, Problem, TestCase};
+use rla_env::code::{coder_prompt, format_tests, parse_tests, tester_prompt, TestCase};
 use rla_lm::{Model, SampleParams};
 use std::collections::HashSet;
 
@@ -124,10 +124,7 @@ fn coder_probe<'a>(cfg: &'a RunConfig, held_out: &'a [Example], validation: usiz
         }
         if validation > 0 {
             let sb = Sandbox::with_limits(CodingConfig::of(cfg).limits.clone())?;
-            let problems: Vec<Problem> = eval_problems(cfg, Split::Validation, validation)
-                .iter()
-                .map(|s| s.problem("", CodingConfig::of(cfg).tests))
-                .collect();
+            let problems = super::eval_set(cfg, Split::Validation, validation)?;
             let ok = greedy_passes(lm, &sb, &problems, cfg.policy.max_new_tokens)?;
             let rate = ok.iter().filter(|&&o| o).count() as f64 / ok.len().max(1) as f64;
             point.insert("validation_success".into(), rate.into());
