@@ -26,8 +26,9 @@ pub struct EvalOptions {
     pub seed: u64,
     /// Test writer answers per problem (with a test writer).
     pub tests_per_problem: usize,
-    /// Best of N: programs sampled and test writer answers per problem, the program passing
-    /// the most generated tests chosen (needs a test writer).
+    /// Best of N: N candidate programs (the greedy one and N − 1 sampled) and N test writer
+    /// answers per problem, the candidate passing the most generated tests chosen, a tie keeping
+    /// the greedy program (needs a test writer).
     pub best_of_n: Option<usize>,
 }
 
@@ -77,7 +78,7 @@ pub fn evaluate(
     if o.best_of_n.is_some() && tester.is_none() {
         anyhow::bail!("best-of-N chooses by the test writer's tests: name the test writer");
     }
-    let sampled = o.samples.max(o.best_of_n.unwrap_or(0));
+    let sampled = o.samples.max(o.best_of_n.map_or(0, |n| n.saturating_sub(1)));
     let params = |tag: u64| SampleParams {
         temperature: o.temperature,
         seed: rla_core::seed::mix(o.seed, &format!("code-eval/{tag}")),
@@ -124,14 +125,18 @@ pub fn evaluate(
                     tally.add(&judged_correct, &gen);
                 }
                 if let Some(n) = o.best_of_n {
-                    // every test of N answers judges the first N programs
+                    // N candidates: the greedy program, then N − 1 sampled ones; every test of
+                    // N test writer answers judges them, and a tie keeps the greedy program
                     let all: Vec<Option<UnitTest>> = answers[..n.min(answers.len())]
                         .iter()
                         .flat_map(|a| p.parse_generated(&a.text))
                         .collect();
-                    let cands = &programs[..n.min(programs.len())];
-                    let passes = generated_passes(sb, p, cands, &all)?;
-                    best = best_of_n(cands.len(), &passes).map(|b| correct[b]);
+                    let mut cands = programs_of(p, &greedy[i]);
+                    cands.extend(programs[..(n - 1).min(programs.len())].iter().cloned());
+                    let mut cand_correct = vec![greedy_ok];
+                    cand_correct.extend(&correct[..cands.len() - 1]);
+                    let passes = generated_passes(sb, p, &cands, &all)?;
+                    best = best_of_n(cands.len(), &passes).map(|b| cand_correct[b]);
                 }
             }
             let r = ProblemResult {
