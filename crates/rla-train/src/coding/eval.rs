@@ -78,7 +78,9 @@ pub fn evaluate(
     if o.best_of_n.is_some() && tester.is_none() {
         anyhow::bail!("best-of-N chooses by the test writer's tests: name the test writer");
     }
-    let sampled = o.samples.max(o.best_of_n.map_or(0, |n| n.saturating_sub(1)));
+    let sampled = o
+        .samples
+        .max(o.best_of_n.map_or(0, |n| n.saturating_sub(1)));
     let params = |tag: u64| SampleParams {
         temperature: o.temperature,
         seed: rla_core::seed::mix(o.seed, &format!("code-eval/{tag}")),

@@ -184,14 +184,12 @@ fn prompts(lm: &dyn Sampler, texts: &[String]) -> Result<Option<Vec<Vec<u32>>>> 
     }
 }
 
+/// The prompts' token ids (empty for chat) and `n` answers to each.
+pub type Asked = (Vec<Vec<u32>>, Vec<Vec<Sample>>);
+
 /// `n` answers to each prompt: through the model's tokenizer, or as chat messages to a served
 /// model that keeps its tokenizer. Also returns the prompts' token ids (empty for chat).
-pub fn ask(
-    lm: &dyn Sampler,
-    texts: &[String],
-    n: usize,
-    p: &SampleParams,
-) -> Result<(Vec<Vec<u32>>, Vec<Vec<Sample>>)> {
+pub fn ask(lm: &dyn Sampler, texts: &[String], n: usize, p: &SampleParams) -> Result<Asked> {
     let out = match prompts(lm, texts)? {
         Some(ids) => {
             let out = lm.generate(&ids, n, p)?;
@@ -418,6 +416,9 @@ impl Setting for Coding {
         let sp = cfg.policy.sampling(ctx.seed(2));
         let texts: Vec<String> = problems.iter().map(FileProblem::prompt).collect();
         let (coder_prompts, programs) = ask(policy, &texts, cfg.rollouts_per_task, &sp)?;
+        if coder_prompts.iter().any(Vec::is_empty) {
+            anyhow::bail!("training needs the policy's tokenizer here: its prompts went as chat messages to a server that keeps it");
+        }
         check_counts("policy", &programs, problems.len(), cfg.rollouts_per_task)?;
         let mut played = Played {
             problems,
@@ -473,6 +474,9 @@ impl Setting for Coding {
             .map(FileProblem::tester_prompt)
             .collect();
         let (tester_prompts, tests) = ask(reward, &texts, cfg.judge_samples, &jp)?;
+        if tester_prompts.iter().any(Vec::is_empty) {
+            anyhow::bail!("training needs the reward model's tokenizer here: its prompts went as chat messages to a server that keeps it");
+        }
         played.tests = tests;
         check_counts(
             "reward model",
