@@ -56,6 +56,31 @@ pub fn best_of_n(programs: usize, passes: &[Option<Vec<bool>>]) -> Option<usize>
     (0..programs).rev().max_by_key(|&p| score(p))
 }
 
+/// Best of N by agreement: programs that pass exactly the same generated tests behave alike on
+/// the test writer's inputs, so they form one cluster, and the largest cluster wins (ties: the
+/// cluster passing more tests, then the earliest program); its earliest program is chosen. Unlike
+/// [`best_of_n`] it needs only the test writer's inputs to be telling, not its outputs right.
+/// `None` when there is no program.
+pub fn consensus_of_n(programs: usize, passes: &[Option<Vec<bool>>]) -> Option<usize> {
+    if programs == 0 {
+        return None;
+    }
+    let vector = |p: usize| -> Vec<bool> {
+        passes
+            .iter()
+            .flatten()
+            .map(|row| row.get(p).copied().unwrap_or(false))
+            .collect()
+    };
+    let vectors: Vec<Vec<bool>> = (0..programs).map(vector).collect();
+    let key = |p: usize| {
+        let size = vectors.iter().filter(|v| **v == vectors[p]).count();
+        let passed = vectors[p].iter().filter(|&&x| x).count();
+        (size, passed)
+    };
+    (0..programs).rev().max_by_key(|&p| key(p))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -113,5 +138,22 @@ mod tests {
         // no tests: the first program
         assert_eq!(best_of_n(3, &[]), Some(0));
         assert_eq!(best_of_n(0, &passes), None);
+    }
+
+    #[test]
+    fn consensus_picks_the_largest_cluster_even_when_the_tests_are_wrong() {
+        let t = |v: &[u8]| Some(v.iter().map(|&x| x == 1).collect::<Vec<bool>>());
+        // programs 1, 2 and 4 behave alike (fail both tests); 0 and 3 pass one each
+        let passes = vec![t(&[1, 0, 0, 0, 0]), t(&[0, 0, 0, 1, 0])];
+        assert_eq!(best_of_n(5, &passes), Some(0));
+        assert_eq!(consensus_of_n(5, &passes), Some(1));
+        // equal clusters: the one passing more tests, then the earliest
+        let passes = vec![t(&[1, 1, 0, 0])];
+        assert_eq!(consensus_of_n(4, &passes), Some(0));
+        let passes = vec![t(&[0, 0, 1, 1])];
+        assert_eq!(consensus_of_n(4, &passes), Some(2));
+        // no tests: one cluster, the first program
+        assert_eq!(consensus_of_n(3, &[None]), Some(0));
+        assert_eq!(consensus_of_n(0, &[]), None);
     }
 }

@@ -398,6 +398,17 @@ pub fn run(c: CodeCmd) -> Result<()> {
                     "best of {n} by the test writer's tests: {b:.3} ({k} of {} problems), beside pass@1 (greedy) {:.3}",
                     report.problems, report.pass_at_1_greedy
                 );
+                if let Some(c) = report.consensus {
+                    let k = report
+                        .per_problem
+                        .iter()
+                        .filter(|r| r.consensus == Some(true))
+                        .count();
+                    println!(
+                        "best of {n} by agreement on the test writer's tests: {c:.3} ({k} of {} problems)",
+                        report.problems
+                    );
+                }
             }
             if let Some(path) = json {
                 rla_core::file::write_atomic(

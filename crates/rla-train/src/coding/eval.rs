@@ -6,7 +6,7 @@
 use super::{ask, generated_passes, ground_truth, programs_of};
 use anyhow::Result;
 use rla_core::coding::{all_pass, CodingMetrics, CodingTally};
-use rla_core::selection::{best_of_n, pass_at_k, report_ks};
+use rla_core::selection::{best_of_n, consensus_of_n, pass_at_k, report_ks};
 use rla_env::code::problems::{FileProblem, UnitTest};
 use rla_env::code::sandbox::Sandbox;
 use rla_lm::{SampleParams, Sampler};
@@ -44,6 +44,10 @@ pub struct ProblemResult {
     /// Whether the best-of-N choice passed every test.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub best_of_n: Option<bool>,
+    /// Whether the choice by agreement (the largest cluster of programs passing the same
+    /// generated tests) passed every test.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub consensus: Option<bool>,
 }
 
 /// The evaluation's figures.
@@ -61,6 +65,9 @@ pub struct CodeEvalReport {
     /// Success of the best-of-N choice.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub best_of_n: Option<f64>,
+    /// Success of the choice by agreement among the same N candidates.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub consensus: Option<f64>,
     /// Problem by problem.
     pub per_problem: Vec<ProblemResult>,
 }
@@ -110,6 +117,7 @@ pub fn evaluate(
             let programs = programs_of(p, &samples[i]);
             let correct = all_pass(&ground_truth(sb, p, &programs)?);
             let mut best = None;
+            let mut agreed = None;
             if let Some(tests) = &tests {
                 let answers = &tests[i];
                 // the test writer's accuracy: one test per answer, over the sampled programs and
@@ -139,6 +147,7 @@ pub fn evaluate(
                     cand_correct.extend(&correct[..cands.len() - 1]);
                     let passes = generated_passes(sb, p, &cands, &all)?;
                     best = best_of_n(cands.len(), &passes).map(|b| cand_correct[b]);
+                    agreed = consensus_of_n(cands.len(), &passes).map(|b| cand_correct[b]);
                 }
             }
             let r = ProblemResult {
@@ -146,6 +155,7 @@ pub fn evaluate(
                 greedy: greedy_ok,
                 sampled_correct: correct.iter().filter(|&&c| c).count(),
                 best_of_n: best,
+                consensus: agreed,
             };
             progress(&r);
             results.push(r);
@@ -175,6 +185,9 @@ pub fn evaluate(
         best_of_n: o
             .best_of_n
             .map(|_| results.iter().filter(|r| r.best_of_n == Some(true)).count() as f64 / n),
+        consensus: o
+            .best_of_n
+            .map(|_| results.iter().filter(|r| r.consensus == Some(true)).count() as f64 / n),
         per_problem: results,
     })
 }
@@ -313,6 +326,10 @@ mod tests {
         assert_eq!(r.per_problem[0].best_of_n, Some(true));
         assert_eq!(r.per_problem[1].best_of_n, Some(false));
         assert_eq!(r.best_of_n, Some(0.5));
+        // by agreement: the greedy program and the first sample both print 0, so they behave
+        // alike on every generated test and form the largest cluster, wrong on both problems
+        assert_eq!(r.per_problem[0].consensus, Some(false));
+        assert_eq!(r.consensus, Some(0.0));
         // the test writer: problem a's test (3 → 6) is correct, b's (3 → 5) is not; the
         // reference solution joins the judged programs
         let m = r.test_writer.unwrap();
