@@ -63,10 +63,12 @@ pub fn train_to_end(
     if !resume || !dir.join("checkpoint/state.json").exists() {
         ensure_pretrained(backend, &cfg, dir, progress, say)?;
     }
-    crate::registry::setting(&cfg)?.train(backend, cfg, dir, resume, progress)?;
+    let setting = crate::registry::setting(&cfg)?;
+    let check = setting.rewrite_check();
+    setting.train(backend, cfg, dir, resume, progress)?;
     let rd = RunDir {
         path: dir.to_path_buf(),
     };
-    crate::report::write_report(&rd)?;
+    crate::report::write_report(&rd, check)?;
     rd.metrics()
 }

@@ -59,8 +59,9 @@ pub fn vitals_table(ms: &[IterMetrics]) -> String {
     s
 }
 
-/// Writes `report.md` into the run folder and returns its text.
-pub fn write_report(dir: &RunDir) -> Result<String> {
+/// Writes `report.md` into the run folder and returns its text; `rewrite_check` is how the run's
+/// setting checks a rewrite before proposing it ([`crate::setting::Setting::rewrite_check`]).
+pub fn write_report(dir: &RunDir, rewrite_check: Option<&str>) -> Result<String> {
     let ms: Vec<IterMetrics> = dir.metrics()?;
     if ms.is_empty() {
         anyhow::bail!(
@@ -93,11 +94,7 @@ pub fn write_report(dir: &RunDir) -> Result<String> {
     let accepted: usize = ms.iter().map(|m| m.accepted).sum();
     // how the setting checks its rewrites (the paper measures the share of accepted tasks a
     // stronger model solves at least once)
-    let check = crate::config::RunConfig::load(&dir.path.join("config.toml"))
-        .ok()
-        .and_then(|c| crate::registry::setting(&c).ok())
-        .and_then(|s| s.rewrite_check());
-    if let Some(check) = check {
+    if let Some(check) = rewrite_check {
         s.push_str(&format!("\nAccepted tasks checked: a rewrite is proposed only if {check}, so every accepted task is solvable (the paper's pass@≥1 of accepted tasks is 1 by construction).\n"));
     }
     s.push_str(&format!("\nAccepted rewrites in all: {accepted}. Lineage in `tasks.jsonl`, sample trajectories in `samples/`.\n"));

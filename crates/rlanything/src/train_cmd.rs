@@ -219,9 +219,12 @@ pub fn run_train(a: TrainArgs) -> Result<()> {
 
 pub fn run_report(dir: PathBuf) -> Result<()> {
     let rd = RunDir { path: dir };
-    print!("{}", write_report(&rd)?);
-    // the before/after table and the verdict, as the quickstart prints them
     let cfg = RunConfig::load(&rd.path.join("config.toml"))?;
+    let check = rla_train::registry::setting(&cfg)
+        .ok()
+        .and_then(|s| s.rewrite_check());
+    print!("{}", write_report(&rd, check)?);
+    // the before/after table and the verdict, as the quickstart prints them
     let ms = rd.metrics()?;
     if ms.iter().any(|m| m.eval_in_domain.is_some()) {
         println!();
