@@ -191,7 +191,7 @@ fn bench(game: PathBuf, steps: usize, seed: u64) -> Result<()> {
 }
 
 fn write_atomic(path: &std::path::Path, text: &str) -> Result<()> {
-    Ok(rla_model::weights::write_atomic(path, text.as_bytes())?)
+    Ok(rla_core::file::write_atomic(path, text.as_bytes())?)
 }
 
 fn split_tasks(split: SplitArg, n: usize, seed: u64) -> Vec<rla_env::household::TaskSpec> {

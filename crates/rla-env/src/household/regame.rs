@@ -55,10 +55,8 @@ impl GameFiles {
         std::fs::create_dir_all(dir).map_err(io(dir))?;
         for (name, v) in [("game.tw-pddl", &self.game), ("traj_data.json", &self.traj)] {
             let p = dir.join(name);
-            let tmp = dir.join(format!(".{name}.tmp"));
             let text = serde_json::to_string_pretty(v).expect("JSON values serialise");
-            std::fs::write(&tmp, text).map_err(io(&tmp))?;
-            std::fs::rename(&tmp, &p).map_err(io(&p))?;
+            rla_core::file::write_atomic(&p, text.as_bytes()).map_err(io(&p))?;
         }
         Ok(())
     }
