@@ -104,9 +104,15 @@ fn the_coding_loop_runs_end_to_end() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    assert!(
+        text.contains("5 problems in the project's format"),
+        "{text}"
+    );
     assert!(text.contains("of 5 problems"), "{text}");
     assert_eq!(
-        text.lines().filter(|l| l.starts_with('p')).count(),
+        text.lines()
+            .filter(|l| l.starts_with('p') && (l.ends_with(": pass") || l.ends_with(": fail")))
+            .count(),
         5,
         "{text}"
     );
