@@ -219,11 +219,13 @@ pub fn run_train(a: TrainArgs) -> Result<()> {
 
 pub fn run_report(dir: PathBuf) -> Result<()> {
     let rd = RunDir { path: dir };
-    let cfg = RunConfig::load(&rd.path.join("config.toml"))?;
-    let check = rla_train::registry::setting(&cfg)
+    // what a folder without its config lacks is said by the report (no completed iteration)
+    let check = RunConfig::load(&rd.path.join("config.toml"))
         .ok()
+        .and_then(|c| rla_train::registry::setting(&c).ok())
         .and_then(|s| s.rewrite_check());
     print!("{}", write_report(&rd, check)?);
+    let cfg = RunConfig::load(&rd.path.join("config.toml"))?;
     // the before/after table and the verdict, as the quickstart prints them
     let ms = rd.metrics()?;
     if ms.iter().any(|m| m.eval_in_domain.is_some()) {
