@@ -165,6 +165,25 @@ fn malformed_problem_files_are_named() {
         err.contains("few.json") && err.contains("min_tests"),
         "{err}"
     );
+    // a file that is not there is named before anything starts
+    let out = bin()
+        .args(["train", "--quiet", "--config"])
+        .arg(root().join("configs/coding-file.toml"))
+        .arg("--run")
+        .arg(dir.path().join("run2"))
+        .args([
+            "--set",
+            "coding.eval_problems.ood=\"/nonexistent/ood.json\"",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("coding.eval_problems.ood") && err.contains("/nonexistent/ood.json"),
+        "{err}"
+    );
+    assert!(!dir.path().join("run2").exists());
 }
 
 /// A chat-completions server that answers each HumanEval prompt with the completion `answer`

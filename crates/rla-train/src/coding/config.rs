@@ -83,6 +83,26 @@ impl SettingConfig for CodingConfig {
                 *p = Some(folder.join(given));
             }
         }
+        let files = [
+            ("coding.train_problems", &self.train_problems),
+            (
+                "coding.eval_problems.in_domain",
+                &self.eval_problems.in_domain,
+            ),
+            ("coding.eval_problems.ood", &self.eval_problems.ood),
+            (
+                "coding.eval_problems.validation",
+                &self.eval_problems.validation,
+            ),
+        ];
+        for (key, path) in files {
+            if let Some(p) = path.as_ref().filter(|p| !p.is_file()) {
+                return Err(format!(
+                    "{key} = {:?}: no such file (a problem file in the reference's, HumanEval's, MBPP's or the project's format)",
+                    p.display().to_string()
+                ));
+            }
+        }
         Ok(())
     }
 
