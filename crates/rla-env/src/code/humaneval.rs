@@ -84,7 +84,12 @@ pub fn load(path: &Path) -> Result<Vec<HumanEvalProblem>, EnvError> {
 /// A text file, gunzipped when it starts with gzip's magic bytes; both the file and what it
 /// unpacks to are bounded by [`rla_core::file::MAX_BYTES`].
 pub fn read_text(path: &Path) -> Result<String, EnvError> {
-    let bytes = rla_core::file::read(path).map_err(|source| EnvError::Io {
+    read_text_limited(path, rla_core::file::MAX_BYTES)
+}
+
+/// [`read_text`] with another bound on the file and on what it unpacks to.
+pub fn read_text_limited(path: &Path, limit: u64) -> Result<String, EnvError> {
+    let bytes = rla_core::file::read_limited(path, limit).map_err(|source| EnvError::Io {
         path: path.to_path_buf(),
         source,
     })?;
@@ -93,7 +98,6 @@ pub fn read_text(path: &Path) -> Result<String, EnvError> {
             .map_err(|e| EnvError::invalid(path, "utf-8", e.to_string()));
     }
     let mut s = String::new();
-    let limit = rla_core::file::MAX_BYTES;
     flate2::read::GzDecoder::new(&bytes[..])
         .take(limit + 1)
         .read_to_string(&mut s)

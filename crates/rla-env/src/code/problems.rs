@@ -22,6 +22,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::path::Path;
 
+/// The largest problem file read (and the most a gzipped one may unpack to): 2 GiB, above the
+/// reference's `CodeContests_train` with its many large tests.
+pub const MAX_FILE_BYTES: u64 = 2 << 30;
+
 /// Which format a file is in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -239,7 +243,7 @@ fn kind(v: &Value) -> &'static str {
 /// Reads a problem file in any of the formats (one per file); records with fewer than
 /// `min_tests` tests are skipped and counted.
 pub fn load(path: &Path, min_tests: usize) -> Result<ProblemSet, EnvError> {
-    let text = super::humaneval::read_text(path)?;
+    let text = super::humaneval::read_text_limited(path, MAX_FILE_BYTES)?;
     let records: Vec<(String, Value)> = if text.trim_start().starts_with('[') {
         let list: Vec<Value> = serde_json::from_str(&text)
             .map_err(|e| EnvError::invalid(path, "JSON list", e.to_string()))?;
