@@ -604,6 +604,41 @@ impl Debug for SettingTable {
     }
 }
 
+/// Files or folders standing in for a setting's fixed evaluation splits (a setting's
+/// `eval_games`, `eval_problems`, …, read relative to the config's folder); a split not named keeps
+/// the generated one.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EvalSources {
+    /// In place of the in-domain split.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub in_domain: Option<PathBuf>,
+    /// In place of the OOD split.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ood: Option<PathBuf>,
+    /// In place of the validation split.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validation: Option<PathBuf>,
+}
+
+impl EvalSources {
+    /// The file or folder standing in for `split`, if any.
+    pub fn of(&self, split: crate::setting::Split) -> Option<&Path> {
+        use crate::setting::Split;
+        match split {
+            Split::InDomain => self.in_domain.as_deref(),
+            Split::Ood => self.ood.as_deref(),
+            Split::Validation => self.validation.as_deref(),
+            Split::Train => None,
+        }
+    }
+
+    /// Whether no split is named.
+    pub fn is_empty(&self) -> bool {
+        self == &EvalSources::default()
+    }
+}
+
 /// A run: the keys every setting shares, and the table of the setting it trains in (`setting`
 /// names it; [`crate::registry`] reads and writes it under that name).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -8,7 +8,6 @@ pub mod problems;
 pub mod sandbox;
 
 use crate::EnvError;
-use rayon::prelude::*;
 use sandbox::{RunResult, Sandbox, SandboxError, Status};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -118,29 +117,15 @@ pub fn verdict(r: &RunResult, expected: &str) -> Verdict {
     }
 }
 
-/// Runs every program on every test, in parallel. Returns `verdicts[program][test]`.
+/// Runs every program on every stdio test, in parallel. Returns `verdicts[program][test]`.
 pub fn run_matrix(
     sb: &Sandbox,
     programs: &[String],
     tests: &[TestCase],
 ) -> Result<Vec<Vec<Verdict>>, SandboxError> {
-    if tests.is_empty() {
-        return Ok(vec![Vec::new(); programs.len()]);
-    }
-    let jobs: Vec<(usize, usize)> = (0..programs.len())
-        .flat_map(|p| (0..tests.len()).map(move |t| (p, t)))
-        .collect();
-    let results: Vec<Verdict> = jobs
-        .par_iter()
-        .map(|&(p, t)| {
-            let r = sb.run_python(&programs[p], tests[t].input.as_bytes())?;
-            Ok(verdict(&r, &tests[t].output))
-        })
-        .collect::<Result<_, SandboxError>>()?;
-    Ok(results
-        .chunks(tests.len())
-        .map(<[Verdict]>::to_vec)
-        .collect())
+    let units: Vec<problems::UnitTest> =
+        tests.iter().cloned().map(problems::UnitTest::Io).collect();
+    problems::run_units(sb, programs, &units)
 }
 
 fn fenced_blocks(text: &str) -> Vec<(String, String)> {

@@ -4,21 +4,9 @@ use crate::config::{RunConfig, SettingConfig};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
-/// Problem files standing in for the fixed evaluation splits (`[coding] eval_problems`); a
-/// split not named keeps the generated chains.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct EvalProblems {
-    /// In place of the in-domain split (the reference's LiveBench, or HumanEval).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub in_domain: Option<PathBuf>,
-    /// In place of the OOD split.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ood: Option<PathBuf>,
-    /// In place of the validation split.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub validation: Option<PathBuf>,
-}
+/// Problem files standing in for the fixed evaluation splits (`[coding] eval_problems`: the
+/// reference's LiveBench, or HumanEval); a split not named keeps the generated chains.
+pub type EvalProblems = crate::config::EvalSources;
 
 /// The coding setting.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -45,12 +33,6 @@ pub struct CodingConfig {
     /// tests (a rewrite whose tests do not parse, or that no policy program can run, is
     /// rejected). A tiny model cannot write problems: its configs say `rewrites = false`.
     pub rewrites: bool,
-}
-
-impl EvalProblems {
-    fn is_empty(&self) -> bool {
-        self == &EvalProblems::default()
-    }
 }
 
 impl Default for CodingConfig {

@@ -15,34 +15,10 @@ pub enum RewriterKind {
     RewardModel,
 }
 
-/// Game folders standing in for the fixed evaluation splits (`[household] eval_games`); a split
-/// not named keeps the generated one.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct EvalGames {
-    /// In place of the in-domain split (ALFWorld's `valid_seen`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub in_domain: Option<PathBuf>,
-    /// In place of the OOD split (ALFWorld's `valid_unseen`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ood: Option<PathBuf>,
-    /// In place of the validation split.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub validation: Option<PathBuf>,
-}
-
-impl EvalGames {
-    /// The folder standing in for `split`, if any.
-    pub fn of(&self, split: crate::setting::Split) -> Option<&Path> {
-        use crate::setting::Split;
-        match split {
-            Split::InDomain => self.in_domain.as_deref(),
-            Split::Ood => self.ood.as_deref(),
-            Split::Validation => self.validation.as_deref(),
-            Split::Train => None,
-        }
-    }
-}
+/// Game folders standing in for the fixed evaluation splits (`[household] eval_games`: in-domain
+/// as ALFWorld's `valid_seen`, OOD as its `valid_unseen`); a split not named keeps the generated
+/// one.
+pub type EvalGames = crate::config::EvalSources;
 
 /// The household setting (`[household]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
