@@ -35,15 +35,19 @@ pub fn response_logprobs_and_entropy(
     b: &crate::batch::Batch,
     entropy: bool,
 ) -> Result<(Tensor, Option<(f64, usize)>)> {
-    let (n, l) = b.ids.dims2()?;
-    let pos = Tensor::arange(0u32, l as u32, b.ids.device())?
-        .unsqueeze(0)?
-        .broadcast_as((n, l))?
-        .contiguous()?;
-    let h = model.hidden(&b.ids, &pos, None, None)?;
+    let (rows, l) = b.ids.dims2()?;
+    let n = b.resp_targets.dim(0)?;
+    let pos = match &b.positions {
+        Some(p) => p.clone(),
+        None => Tensor::arange(0u32, l as u32, b.ids.device())?
+            .unsqueeze(0)?
+            .broadcast_as((rows, l))?
+            .contiguous()?,
+    };
+    let h = model.hidden(&b.ids, &pos, b.mask.as_ref(), None)?;
     let hd = h.dim(2)?;
     let picked = h
-        .reshape((n * l, hd))?
+        .reshape((rows * l, hd))?
         .index_select(&b.resp_idx, 0)?
         .reshape((n, b.resp_len, hd))?;
     let logits = model.logits(&picked)?;

@@ -89,10 +89,24 @@ pub struct Block {
 }
 
 /// Cached keys and values of every block, `[B, kv_heads, S, head_dim]`.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct KvCache {
     /// Per block.
     pub layers: Vec<Option<(Tensor, Tensor)>>,
+    /// Per block, storage with room for more positions ([`KvCache::reserve`]): `layers` are then
+    /// views of its first S positions, and new keys are written in place instead of copying the
+    /// whole cache at every decoding step.
+    room: Vec<Option<(Tensor, Tensor)>>,
+}
+
+impl Clone for KvCache {
+    /// A clone shares the cached tensors but not the room to write into: its appends copy.
+    fn clone(&self) -> Self {
+        KvCache {
+            layers: self.layers.clone(),
+            room: vec![],
+        }
+    }
 }
 
 impl KvCache {
@@ -110,6 +124,50 @@ impl KvCache {
         self.len() == 0
     }
 
+    /// The cache left-padded with zeros to `len` positions (the padding must be masked).
+    pub fn left_padded(&self, len: usize) -> Result<KvCache> {
+        let mut out = Vec::with_capacity(self.layers.len());
+        for l in &self.layers {
+            out.push(match l {
+                Some((k, v)) if k.dim(2)? < len => {
+                    let (b, h, s, d) = k.dims4()?;
+                    let z = Tensor::zeros((b, h, len - s, d), k.dtype(), k.device())?;
+                    Some((Tensor::cat(&[&z, k], 2)?, Tensor::cat(&[&z, v], 2)?))
+                }
+                other => other.clone(),
+            });
+        }
+        Ok(KvCache {
+            layers: out,
+            room: vec![],
+        })
+    }
+
+    /// The rows of several caches of equal length, one after another.
+    pub fn cat(parts: &[KvCache]) -> Result<KvCache> {
+        let Some(first) = parts.first() else {
+            return Ok(KvCache::default());
+        };
+        let mut out = Vec::with_capacity(first.layers.len());
+        for i in 0..first.layers.len() {
+            let (mut ks, mut vs) = (vec![], vec![]);
+            for p in parts {
+                match p.layers.get(i) {
+                    Some(Some((k, v))) => {
+                        ks.push(k.clone());
+                        vs.push(v.clone());
+                    }
+                    _ => candle_core::bail!("caches of different depths"),
+                }
+            }
+            out.push(Some((Tensor::cat(&ks, 0)?, Tensor::cat(&vs, 0)?)));
+        }
+        Ok(KvCache {
+            layers: out,
+            room: vec![],
+        })
+    }
+
     /// Keeps the rows `idx` (in that order, repeats allowed): m samples share one prefill.
     pub fn select_rows(&self, idx: &[u32]) -> Result<KvCache> {
         let mut out = Vec::with_capacity(self.layers.len());
@@ -125,7 +183,48 @@ impl KvCache {
                 None => None,
             });
         }
-        Ok(KvCache { layers: out })
+        Ok(KvCache {
+            layers: out,
+            room: vec![],
+        })
+    }
+
+    /// Makes room for `extra` more positions in every block: appends then write in place.
+    pub fn reserve(&mut self, extra: usize) -> Result<()> {
+        self.room = Vec::with_capacity(self.layers.len());
+        for l in self.layers.iter_mut() {
+            let Some((k, v)) = l else {
+                self.room.push(None);
+                continue;
+            };
+            let (b, h, s, d) = k.dims4()?;
+            let kb = Tensor::zeros((b, h, s + extra, d), k.dtype(), k.device())?;
+            let vb = Tensor::zeros((b, h, s + extra, d), v.dtype(), v.device())?;
+            kb.slice_set(&k.contiguous()?, 2, 0)?;
+            vb.slice_set(&v.contiguous()?, 2, 0)?;
+            *l = Some((kb.narrow(2, 0, s)?, vb.narrow(2, 0, s)?));
+            self.room.push(Some((kb, vb)));
+        }
+        Ok(())
+    }
+
+    /// Appends keys and values `[B, kv_heads, T, head_dim]` to block `i`, in place where there is
+    /// room, and returns the block's keys and values.
+    fn append(&mut self, i: usize, k: Tensor, v: Tensor) -> Result<(Tensor, Tensor)> {
+        let kv = match (&self.layers[i], self.room.get(i).and_then(|r| r.as_ref())) {
+            (Some((pk, _)), Some((kb, vb)))
+                if pk.dim(2)? + k.dim(2)? <= kb.dim(2)? && kb.dim(0)? == k.dim(0)? =>
+            {
+                let (s, t) = (pk.dim(2)?, k.dim(2)?);
+                kb.slice_set(&k.contiguous()?, 2, s)?;
+                vb.slice_set(&v.contiguous()?, 2, s)?;
+                (kb.narrow(2, 0, s + t)?, vb.narrow(2, 0, s + t)?)
+            }
+            (Some((pk, pv)), _) => (Tensor::cat(&[pk, &k], 2)?, Tensor::cat(&[pv, &v], 2)?),
+            (None, _) => (k, v.contiguous()?),
+        };
+        self.layers[i] = Some(kv.clone());
+        Ok(kv)
     }
 }
 
@@ -512,14 +611,7 @@ impl Transformer {
                 v.transpose(1, 2)?,
             );
             let (k, v) = match cache.as_deref_mut() {
-                Some(c) => {
-                    let kv = match &c.layers[li] {
-                        Some((pk, pv)) => (Tensor::cat(&[pk, &k], 2)?, Tensor::cat(&[pv, &v], 2)?),
-                        None => (k, v.contiguous()?),
-                    };
-                    c.layers[li] = Some(kv.clone());
-                    kv
-                }
+                Some(c) => c.append(li, k, v)?,
                 None => (k, v),
             };
             let y = fused::attention(&q, &k, &v, mask.as_ref(), scale)?.reshape((n, nh * hd))?;

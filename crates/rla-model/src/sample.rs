@@ -142,38 +142,33 @@ fn generate_inner(
         return Err(ModelError::Other("empty prompt".into()));
     }
     let lmax = prompts.iter().map(Vec::len).max().unwrap_or(0);
-    // Prefill each distinct prompt once, left-padded.
-    let mut ids = Vec::with_capacity(np * lmax);
-    let mut pos = Vec::with_capacity(np * lmax);
-    let mut valid: Vec<Vec<bool>> = Vec::with_capacity(np);
-    for pr in prompts {
-        let pad = lmax - pr.len();
-        ids.extend(std::iter::repeat_n(tok.pad_id, pad).chain(pr.iter().copied()));
-        pos.extend(std::iter::repeat_n(0u32, pad).chain(0..pr.len() as u32));
-        valid.push(
-            std::iter::repeat_n(false, pad)
-                .chain(std::iter::repeat_n(true, pr.len()))
-                .collect(),
-        );
-    }
-    let x = Tensor::from_vec(ids, (np, lmax), &dev)?;
-    let ps = Tensor::from_vec(pos, (np, lmax), &dev)?;
-    let mask = padded_causal_mask(&valid, lmax, &dev)?;
-    let mut cache = KvCache::default();
-    // only the last position's logits are needed: the output projection of every prompt
-    // position would cost a [prompts, length, vocabulary] tensor (gigabytes with a real vocabulary)
-    let hidden = model.hidden(&x, &ps, Some(&mask), Some(&mut cache))?;
-    let last = model.logits(&hidden.narrow(1, lmax - 1, 1)?.squeeze(1)?.contiguous()?)?;
+    // Prefill each distinct prompt (with its allowed answers) once: equal prompts share the
+    // prefill as the n samples of one prompt do.
+    let allowed_of = |i: usize| allowed.map(|a| a[i].as_slice()).unwrap_or(&[]);
+    let mut first: std::collections::HashMap<(&[u32], &[Vec<u32>]), u32> =
+        std::collections::HashMap::new();
+    let mut unique: Vec<usize> = Vec::new(); // prompt index of each distinct prompt
+    let of: Vec<u32> = (0..np)
+        .map(|i| {
+            *first
+                .entry((prompts[i].as_slice(), allowed_of(i)))
+                .or_insert_with(|| {
+                    unique.push(i);
+                    unique.len() as u32 - 1
+                })
+        })
+        .collect();
+    let (cache, last, valid_u) = prefill(model, tok, prompts, &unique, lmax, &dev)?;
     // Share the prefill among the n samples of each prompt.
-    let rows: Vec<u32> = (0..np as u32)
-        .flat_map(|i| std::iter::repeat_n(i, n))
+    let rows: Vec<u32> = (0..np)
+        .flat_map(|i| std::iter::repeat_n(of[i], n))
         .collect();
     let mut cache = cache.select_rows(&rows)?;
+    cache.reserve(p.max_new_tokens)?;
     let mut cur = last.index_select(&Tensor::new(rows.as_slice(), &dev)?, 0)?;
-    let mut valid: Vec<Vec<bool>> = rows.iter().map(|&r| valid[r as usize].clone()).collect();
-    let mut next_pos: Vec<u32> = rows
-        .iter()
-        .map(|&r| prompts[r as usize].len() as u32)
+    let mut valid: Vec<Vec<bool>> = rows.iter().map(|&r| valid_u[r as usize].clone()).collect();
+    let mut next_pos: Vec<u32> = (0..np)
+        .flat_map(|i| std::iter::repeat_n(prompts[i].len() as u32, n))
         .collect();
     let mut active: Vec<usize> = (0..rows.len()).collect(); // sample index of each batch row
     let mut out: Vec<Sample> = (0..rows.len())
@@ -185,6 +180,7 @@ fn generate_inner(
         })
         .collect();
     let mut rng = ChaCha8Rng::seed_from_u64(p.seed);
+    let mut live = vec![true; active.len()];
     for step in 0..p.max_new_tokens {
         // the log-probabilities of the distribution the token is drawn from: the tempered one
         // (greedy decoding records the model's own)
@@ -195,9 +191,12 @@ fn generate_inner(
         };
         let lp = to_rows(&log_softmax_last(&scaled)?)?;
         let raw = to_rows(&cur)?;
-        let mut keep = Vec::with_capacity(active.len());
         let mut fed = Vec::with_capacity(active.len());
         for (row, &s) in active.iter().enumerate() {
+            if !live[row] {
+                fed.push(tok.pad_id);
+                continue;
+            }
             let choices = match allowed {
                 Some(a) if !a[s / n].is_empty() => allowed_next(&a[s / n], &out[s].tokens),
                 _ => Vec::new(),
@@ -214,6 +213,8 @@ fn generate_inner(
                 .push(rla_lm::logprob_within(&lp[row], t, &choices));
             if tok.eos_ids.contains(&t) {
                 o.finish = Finish::Eos;
+                live[row] = false;
+                fed.push(tok.pad_id);
                 continue;
             }
             if !p.stop.is_empty() {
@@ -221,20 +222,30 @@ fn generate_inner(
                 if let Some(cut) = p.stop.iter().filter_map(|st| text.find(st.as_str())).min() {
                     o.text = text[..cut].to_string();
                     o.finish = Finish::Stop;
+                    live[row] = false;
+                    fed.push(tok.pad_id);
                     continue;
                 }
             }
-            keep.push(row as u32);
             fed.push(t);
         }
-        if keep.is_empty() || step + 1 == p.max_new_tokens {
+        let n_live = live.iter().filter(|&&x| x).count();
+        if n_live == 0 || step + 1 == p.max_new_tokens {
             break;
         }
-        if keep.len() < active.len() {
+        // finished rows stay in the batch (fed padding, never read) until half of it has
+        // finished: leaving the batch copies every cached key and value of those that stay
+        if 2 * n_live <= active.len() {
+            let keep: Vec<u32> = (0..active.len() as u32)
+                .filter(|&r| live[r as usize])
+                .collect();
             cache = cache.select_rows(&keep)?;
+            cache.reserve(p.max_new_tokens - step)?;
             valid = keep.iter().map(|&r| valid[r as usize].clone()).collect();
             next_pos = keep.iter().map(|&r| next_pos[r as usize]).collect();
             active = keep.iter().map(|&r| active[r as usize]).collect();
+            fed = keep.iter().map(|&r| fed[r as usize]).collect();
+            live = vec![true; keep.len()];
         }
         for v in valid.iter_mut() {
             v.push(true);
@@ -261,6 +272,69 @@ fn generate_inner(
     }
     let mut it = out.into_iter();
     Ok((0..np).map(|_| it.by_ref().take(n).collect()).collect())
+}
+
+/// Prefills the prompts `unique` (indices into `prompts`) in batches of similar length, each
+/// left-padded to its own longest and its cache then left-padded to `lmax`: the cache of every
+/// prompt over `lmax` positions, the logits after each prompt, and which positions are real.
+fn prefill(
+    model: &Transformer,
+    tok: &Tok,
+    prompts: &[Vec<u32>],
+    unique: &[usize],
+    lmax: usize,
+    dev: &Device,
+) -> Result<(KvCache, Tensor, Vec<Vec<bool>>), ModelError> {
+    let mut order: Vec<usize> = (0..unique.len()).collect();
+    order.sort_by_key(|&u| prompts[unique[u]].len());
+    let mut parts: Vec<(KvCache, Tensor)> = Vec::new();
+    for chunk in order.chunks(16) {
+        let l = chunk
+            .iter()
+            .map(|&u| prompts[unique[u]].len())
+            .max()
+            .unwrap_or(1);
+        let (mut ids, mut pos, mut valid) = (vec![], vec![], vec![]);
+        for &u in chunk {
+            let pr = &prompts[unique[u]];
+            let pad = l - pr.len();
+            ids.extend(std::iter::repeat_n(tok.pad_id, pad).chain(pr.iter().copied()));
+            pos.extend(std::iter::repeat_n(0u32, pad).chain(0..pr.len() as u32));
+            valid.push(
+                std::iter::repeat_n(false, pad)
+                    .chain(std::iter::repeat_n(true, pr.len()))
+                    .collect::<Vec<bool>>(),
+            );
+        }
+        let x = Tensor::from_vec(ids, (chunk.len(), l), dev)?;
+        let ps = Tensor::from_vec(pos, (chunk.len(), l), dev)?;
+        let mask = padded_causal_mask(&valid, l, dev)?;
+        let mut cache = KvCache::default();
+        // only the last position's logits are needed: the output projection of every prompt
+        // position would cost a [prompts, length, vocabulary] tensor (gigabytes with a real
+        // vocabulary)
+        let hidden = model.hidden(&x, &ps, Some(&mask), Some(&mut cache))?;
+        let last = model.logits(&hidden.narrow(1, l - 1, 1)?.squeeze(1)?.contiguous()?)?;
+        parts.push((cache.left_padded(lmax)?, last));
+    }
+    // back to the order of `unique`
+    let mut at = vec![0u32; unique.len()];
+    for (k, &u) in order.iter().enumerate() {
+        at[u] = k as u32;
+    }
+    let (caches, lasts): (Vec<KvCache>, Vec<Tensor>) = parts.into_iter().unzip();
+    let cache = KvCache::cat(&caches)?.select_rows(&at)?;
+    let last = Tensor::cat(&lasts, 0)?.index_select(&Tensor::new(at.as_slice(), dev)?, 0)?;
+    let valid = unique
+        .iter()
+        .map(|&i| {
+            let len = prompts[i].len();
+            std::iter::repeat_n(false, lmax - len)
+                .chain(std::iter::repeat_n(true, len))
+                .collect()
+        })
+        .collect();
+    Ok((cache, last, valid))
 }
 
 /// `log π(response_t | prompt, response_<t)` for each (prompt, response) pair, without gradients.
@@ -310,23 +384,29 @@ fn score_inner_within(
     choices: Option<&[Option<&[Vec<u32>]>]>,
     temperature: f64,
 ) -> Result<Vec<Vec<f32>>, ModelError> {
-    let mut out = Vec::with_capacity(pairs.len());
-    for (c, chunk) in pairs.chunks(16).enumerate() {
-        let mut b = crate::batch::Batch::new(
-            chunk.iter().map(|(p, r)| (p.as_slice(), r.as_slice())),
-            0,
-            &model.device,
-        )?;
+    // the pairs of one prompt share a packed row; 16 rows a batch, in order of length
+    let groups = crate::train::packed_groups(pairs, |(p, _)| p.as_slice(), |(_, r)| r.len());
+    let mut out = vec![Vec::new(); pairs.len()];
+    for rows in groups.chunks(16) {
+        let packed: Vec<(&[u32], Vec<&[u32]>)> = rows
+            .iter()
+            .map(|g| {
+                (
+                    pairs[g[0]].0.as_slice(),
+                    g.iter().map(|&i| pairs[i].1.as_slice()).collect(),
+                )
+            })
+            .collect();
+        let mut b = crate::batch::Batch::packed(&packed, 0, &model.device)?;
         if let Some(ch) = choices {
-            let part = &ch[c * 16..c * 16 + chunk.len()];
-            b = b.within(part.iter().copied())?;
+            b = b.within(rows.iter().flatten().map(|&i| ch[i]))?;
         }
         let b = b.tempered(temperature);
         let lp = crate::loss::response_logprobs(model, &b)?
             .to_dtype(DType::F32)?
             .to_vec2::<f32>()?;
-        for (i, (_, r)) in chunk.iter().enumerate() {
-            out.push(lp[i][..r.len()].to_vec());
+        for (&i, row) in rows.iter().flatten().zip(lp) {
+            out[i] = row[..pairs[i].1.len()].to_vec();
         }
     }
     Ok(out)

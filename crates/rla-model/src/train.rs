@@ -187,33 +187,36 @@ fn pad_rows(rows: &[&[f32]], b: &Batch, dtype: DType) -> candle_core::Result<Ten
 
 /// Accumulates `(loss · weight)` gradients of micro-batches, clips, steps the optimiser.
 /// On the CPU the step runs inside the kernels' thread pool (see [`crate::sample::generate`]).
+/// `sizes[i]`: the sequences of item i (a row of a packed batch holds several); a micro-batch
+/// takes `micro_batch` items, and its loss, a mean over its sequences, weighs by their share.
 fn accumulate_and_step(
     dev: &candle_core::Device,
     opt: &mut AdamW,
     cfg: &TrainConfig,
-    n: usize,
+    sizes: &[usize],
     micro: impl FnMut(std::ops::Range<usize>) -> Result<(Tensor, usize), ModelError> + Send,
 ) -> Result<StepStats, ModelError> {
-    dev.with_context(|| accumulate_and_step_inner(opt, cfg, n, micro))
+    dev.with_context(|| accumulate_and_step_inner(opt, cfg, sizes, micro))
 }
 
 fn accumulate_and_step_inner(
     opt: &mut AdamW,
     cfg: &TrainConfig,
-    n: usize,
+    sizes: &[usize],
     mut micro: impl FnMut(std::ops::Range<usize>) -> Result<(Tensor, usize), ModelError>,
 ) -> Result<StepStats, ModelError> {
     let mb = cfg.micro_batch.max(1);
     let mut acc: Vec<Option<Tensor>> = vec![None; opt.vars.len()];
+    let (n, total) = (sizes.len(), sizes.iter().sum::<usize>());
     let mut stats = StepStats {
-        sequences: n,
+        sequences: total,
         ..Default::default()
     };
     let mut start = 0;
     while start < n {
         let end = (start + mb).min(n);
         let (loss, toks) = micro(start..end)?;
-        let w = (end - start) as f64 / n as f64;
+        let w = sizes[start..end].iter().sum::<usize>() as f64 / total as f64;
         let scaled = (loss * w)?;
         stats.loss += scaled.to_dtype(DType::F64)?.to_scalar::<f64>()?;
         stats.tokens += toks;
@@ -254,6 +257,21 @@ fn by_length<T>(items: &[T], len: impl Fn(&T) -> usize) -> Vec<&T> {
     v
 }
 
+/// Indices of `items` grouped by equal prompts (see [`crate::batch::group_by_prompt`]), the
+/// groups in order of their packed length (stable): each micro-batch then pads its rows to nearly
+/// the same length.
+pub(crate) fn packed_groups<'a, T>(
+    items: &'a [T],
+    prompt: impl Fn(&'a T) -> &'a [u32],
+    response_len: impl Fn(&T) -> usize,
+) -> Vec<Vec<usize>> {
+    let mut groups = crate::batch::group_by_prompt(items, &prompt);
+    groups.sort_by_key(|g| {
+        prompt(&items[g[0]]).len() + g.iter().map(|&i| response_len(&items[i])).sum::<usize>()
+    });
+    groups
+}
+
 /// One PPO-clip update over `samples`. Its stats hold, besides the loss and the gradient norm,
 /// the share of response tokens whose ratio the clip bounds and the policy's mean entropy at the
 /// decision tokens (both measured before the step).
@@ -266,20 +284,27 @@ pub fn ppo_step(
 ) -> Result<StepStats, ModelError> {
     PpoSample::check_all(samples).map_err(ModelError::Other)?;
     let acc = acc_dtype(model.dtype);
-    let samples: Vec<&PpoSample> = by_length(samples, |s| s.prompt.len() + s.response.len());
+    // the samples of one prompt share a packed row; rows in order of length
+    let groups = packed_groups(samples, |s| &s.prompt, |s| s.response.len());
+    let sizes: Vec<usize> = groups.iter().map(Vec::len).collect();
     // (tokens the clip bounds, response tokens), (entropy summed, decision tokens)
     let mut clip = (0usize, 0usize);
     let mut ent = (0f64, 0usize);
-    let mut stats = accumulate_and_step(&model.device, opt, cfg, samples.len(), |r| {
-        let part = &samples[r];
-        let b = Batch::new(
-            part.iter()
-                .map(|s| (s.prompt.as_slice(), s.response.as_slice())),
-            pad,
-            &model.device,
-        )?
-        .within(part.iter().map(|s| s.choices.as_deref()))?
-        .tempered(cfg.temperature);
+    let mut stats = accumulate_and_step(&model.device, opt, cfg, &sizes, |r| {
+        let rows = &groups[r];
+        let part: Vec<&PpoSample> = rows.iter().flatten().map(|&i| &samples[i]).collect();
+        let packed: Vec<(&[u32], Vec<&[u32]>)> = rows
+            .iter()
+            .map(|g| {
+                (
+                    samples[g[0]].prompt.as_slice(),
+                    g.iter().map(|&i| samples[i].response.as_slice()).collect(),
+                )
+            })
+            .collect();
+        let b = Batch::packed(&packed, pad, &model.device)?
+            .within(part.iter().map(|s| s.choices.as_deref()))?
+            .tempered(cfg.temperature);
         let old_rows: Vec<&[f32]> = part.iter().map(|s| s.old_logprobs.as_slice()).collect();
         let old = pad_rows(&old_rows, &b, acc)?;
         let refp = match (
@@ -335,7 +360,7 @@ pub fn sft_step(
 ) -> Result<StepStats, ModelError> {
     let acc = acc_dtype(model.dtype);
     let pairs: Vec<&(Vec<u32>, Vec<u32>)> = by_length(pairs, |(p, x)| p.len() + x.len());
-    accumulate_and_step(&model.device, opt, cfg, pairs.len(), |r| {
+    accumulate_and_step(&model.device, opt, cfg, &vec![1; pairs.len()], |r| {
         let part = &pairs[r];
         let b = Batch::new(
             part.iter().map(|(p, x)| (p.as_slice(), x.as_slice())),

@@ -68,20 +68,47 @@ fn value_and_grads(
     )
 }
 
-fn check_attention(dtype: DType, tol: f64, h: usize, kvh: usize, t: usize, s: usize, masked: bool) {
+/// `masked`: 0 none (causal), 1 left padding (causal), 2 a mask that lets queries see later keys.
+fn check_attention(dtype: DType, tol: f64, h: usize, kvh: usize, t: usize, s: usize, masked: u8) {
     let (b, d) = (3, 8);
     let q = Var::from_tensor(&randn(&[b, h, t, d], dtype, 1)).unwrap();
     // keys and values read through a strided view: a narrow of a longer buffer
     let k = Var::from_tensor(&randn(&[b, kvh, s + 3, d], dtype, 2)).unwrap();
     let v = Var::from_tensor(&randn(&[b, kvh, s + 3, d], dtype, 3)).unwrap();
-    let mask = masked.then(|| {
-        let valid: Vec<Vec<bool>> = (0..b)
-            .map(|r| (0..s).map(|j| j >= r).collect()) // row r has r left-padding keys
-            .collect();
-        padded_causal_mask(&valid, t, &Device::Cpu).unwrap()
-    });
+    let mask = match masked {
+        0 => None,
+        1 => {
+            let valid: Vec<Vec<bool>> = (0..b)
+                .map(|r| (0..s).map(|j| j >= r).collect()) // row r has r left-padding keys
+                .collect();
+            Some(padded_causal_mask(&valid, t, &Device::Cpu).unwrap())
+        }
+        _ => {
+            // every third key hidden, the others visible from every query
+            let m: Vec<f32> = (0..b * t * s)
+                .map(|x| if (x % s) % 3 == 1 { -1e9 } else { 0.0 })
+                .collect();
+            Some(Tensor::from_vec(m, (b, 1, t, s), &Device::Cpu).unwrap())
+        }
+    };
     let wrapped = mask.as_ref().map(|m| fused::AttentionMask::new(m).unwrap());
-    let probe = randn(&[b, t, h, d], dtype, 4);
+    // a query that sees no key at all (left padding before its row's first token) has no defined
+    // output and none is ever read: the probe leaves those rows out
+    let seen: Vec<f32> = (0..b * t * h * d)
+        .map(|x| {
+            let (r, i) = (x / (t * h * d), (x / (h * d)) % t);
+            if masked == 1 && i + s - t < r {
+                0.0
+            } else {
+                1.0
+            }
+        })
+        .collect();
+    let seen = Tensor::from_vec(seen, (b, t, h, d), &Device::Cpu)
+        .unwrap()
+        .to_dtype(dtype)
+        .unwrap();
+    let probe = (randn(&[b, t, h, d], dtype, 4) * &seen).unwrap();
     let scale = 1.0 / (d as f64).sqrt();
     let vars = [q, k, v];
     let run = |fused_op: bool| {
@@ -96,6 +123,7 @@ fn check_attention(dtype: DType, tol: f64, h: usize, kvh: usize, t: usize, s: us
     };
     let (yf, gf) = run(true);
     let (yp, gp) = run(false);
+    let (yf, yp) = ((yf * &seen).unwrap(), (yp * &seen).unwrap());
     assert!(
         max_diff(&yf, &yp) < tol,
         "values differ by {}",
@@ -116,13 +144,20 @@ fn attention_matches_plain_ops_in_value_and_gradient() {
     for dtype in [DType::F32, DType::F64] {
         let tol = if dtype == DType::F32 { 1e-5 } else { 1e-12 };
         // grouped-query causal self-attention
-        check_attention(dtype, tol, 4, 2, 6, 6, false);
+        check_attention(dtype, tol, 4, 2, 6, 6, 0);
         // multi-head, queries after cached keys (causal offset)
-        check_attention(dtype, tol, 2, 2, 3, 7, false);
+        check_attention(dtype, tol, 2, 2, 3, 7, 0);
         // one query over a cache with left padding (generation)
-        check_attention(dtype, tol, 4, 1, 1, 5, true);
+        check_attention(dtype, tol, 4, 1, 1, 5, 1);
         // padded prefill
-        check_attention(dtype, tol, 4, 2, 5, 5, true);
+        check_attention(dtype, tol, 4, 2, 5, 5, 1);
+        // queries in several blocks, each seeing only the keys up to its last query
+        check_attention(dtype, tol, 4, 2, 70, 70, 0);
+        check_attention(dtype, tol, 2, 1, 40, 75, 0);
+        check_attention(dtype, tol, 2, 2, 70, 70, 1);
+        // a mask that is not causal: every block sees every key
+        check_attention(dtype, tol, 2, 2, 70, 70, 2);
+        check_attention(dtype, tol, 2, 2, 4, 9, 2);
     }
 }
 

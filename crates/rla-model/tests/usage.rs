@@ -78,6 +78,26 @@ fn samples_sharing_a_prefill_have_the_logprobs_the_model_scores() {
         generate(&m, &tok, std::slice::from_ref(&prompt), 3, &p).unwrap(),
         out
     );
+    // equal prompts in one call share one prefill, a shorter one beside them is padded: every
+    // sample still has the log-probabilities the model scores, and the equal prompts' samples
+    // are drawn independently
+    let short = tok.encode("go to cabinet 2").unwrap();
+    let prompts = vec![prompt.clone(), short.clone(), prompt.clone()];
+    let out = generate(&m, &tok, &prompts, 4, &p).unwrap();
+    assert_ne!(out[0], out[2], "equal prompts, independent samples");
+    for (pr, samples) in prompts.iter().zip(&out) {
+        let pairs: Vec<(Vec<u32>, Vec<u32>)> = samples
+            .iter()
+            .map(|s| (pr.clone(), s.tokens.clone()))
+            .collect();
+        for (s, lp) in samples.iter().zip(score(&m, &pairs).unwrap()) {
+            assert!(
+                max_diff(&s.logprobs, &lp) < 1e-4,
+                "{:?} vs {lp:?}",
+                s.logprobs
+            );
+        }
+    }
 }
 
 #[test]
@@ -888,4 +908,93 @@ fn tempered_samples_record_tempered_log_probabilities_and_train_on_policy() {
     );
     let st = ppo_step(&m, &mut opt, &cfg, &samples, tok.pad_id).unwrap();
     assert_eq!(st.clip_fraction, Some(0.0), "on-policy: every ratio is 1");
+}
+
+#[test]
+fn packed_rows_score_and_train_as_one_row_a_response() {
+    use rla_model::batch::Batch;
+    use rla_model::loss::response_logprobs;
+    let (mut m, tok) = setup(Arch::Qwen3, 11);
+    let vars = m.make_trainable().unwrap();
+    let enc = |s: &str| tok.encode(s).unwrap();
+    let (p1, p2) = (
+        enc("you arrive at fridge 1 . the fridge 1 is closed ."),
+        enc("go to cabinet 2"),
+    );
+    // three responses after one prompt (two of them equal), one after another, a one-token one
+    let (r1, r2, r3, r4) = (
+        enc("you open the fridge 1 ."),
+        enc("\\boxed{1}"),
+        enc("yes no maybe \\boxed{-1}"),
+        enc("take egg 1"),
+    );
+    let r5 = vec![r1[0]];
+    let groups: Vec<(&[u32], Vec<&[u32]>)> =
+        vec![(&p1, vec![&r1, &r2, &r3, &r2, &r5]), (&p2, vec![&r4])];
+    let flat: Vec<(&[u32], &[u32])> = groups
+        .iter()
+        .flat_map(|(p, rs)| rs.iter().map(move |r| (*p, *r)))
+        .collect();
+    let packed = Batch::packed(&groups, tok.pad_id, &Device::Cpu).unwrap();
+    let plain = Batch::new(flat.iter().copied(), tok.pad_id, &Device::Cpu).unwrap();
+    assert_eq!(
+        packed.ids.dims2().unwrap().0,
+        2,
+        "two rows for six responses"
+    );
+    assert_eq!(
+        packed.ids.dims2().unwrap().1,
+        p1.len() + r1.len() + 2 * r2.len() + r3.len() + r5.len() - 5
+    );
+    let mut grads = Vec::new();
+    let mut values = Vec::new();
+    for b in [&packed, &plain] {
+        let lp = response_logprobs(&m, b).unwrap();
+        let masked = (&lp * &b.resp_mask).unwrap();
+        let g = masked.sum_all().unwrap().backward().unwrap();
+        values.push(masked.flatten_all().unwrap().to_vec1::<f32>().unwrap());
+        grads.push(
+            vars.iter()
+                .flat_map(|(_, v)| {
+                    g.get(v.as_tensor())
+                        .unwrap()
+                        .flatten_all()
+                        .unwrap()
+                        .to_vec1::<f32>()
+                        .unwrap()
+                })
+                .collect::<Vec<f32>>(),
+        );
+    }
+    assert!(
+        values[0].iter().any(|&x| x < -0.1),
+        "real log-probabilities"
+    );
+    assert!(
+        max_diff(&values[0], &values[1]) < 1e-5,
+        "{:?} vs {:?}",
+        values[0],
+        values[1]
+    );
+    assert!(grads[0].iter().any(|&x| x.abs() > 1e-4));
+    assert!(max_diff(&grads[0], &grads[1]) < 1e-4);
+    // a response that saw another response's tokens would differ: swap two responses' order
+    let swapped: Vec<(&[u32], Vec<&[u32]>)> = vec![(&p1, vec![&r3, &r1])];
+    let s = Batch::packed(&swapped, tok.pad_id, &Device::Cpu).unwrap();
+    let lp = (response_logprobs(&m, &s).unwrap() * &s.resp_mask).unwrap();
+    let lp = lp.to_vec2::<f32>().unwrap();
+    let (a, c) = (
+        &values[1][..r1.len()],
+        &values[1][2 * plain.resp_len..2 * plain.resp_len + r3.len()],
+    );
+    assert!(max_diff(&lp[1][..r1.len()], a) < 1e-5);
+    assert!(max_diff(&lp[0][..r3.len()], c) < 1e-5);
+    // scoring packs the pairs of one prompt: the same numbers as one pair at a time
+    let pairs: Vec<(Vec<u32>, Vec<u32>)> =
+        flat.iter().map(|(p, r)| (p.to_vec(), r.to_vec())).collect();
+    let all = score(&m, &pairs).unwrap();
+    for (pair, row) in pairs.iter().zip(&all) {
+        let one = score(&m, std::slice::from_ref(pair)).unwrap();
+        assert!(max_diff(row, &one[0]) < 1e-5);
+    }
 }

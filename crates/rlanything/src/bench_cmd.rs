@@ -70,7 +70,7 @@ fn served_decode(
 ) -> Result<()> {
     let batch = 32;
     let prompts: Vec<Vec<u32>> = (0..batch)
-        .map(|i| (0..16).map(|j| ((i * 16 + j) % vocab) as u32 + 4).collect())
+        .map(|i| (0..16).map(|j| ((i * 16 + j) % (vocab - 4)) as u32 + 4).collect())
         .collect();
     let p = SampleParams {
         max_new_tokens: 64,
@@ -258,7 +258,7 @@ pub fn run(cmd: BenchCmd) -> Result<()> {
         let prompts: Vec<Vec<u32>> = (0..batch)
             .map(|i| {
                 (0..16)
-                    .map(|j| ((i * 16 + j) % cfg.vocab_size) as u32 + 4)
+                    .map(|j| ((i * 16 + j) % (cfg.vocab_size - 4)) as u32 + 4)
                     .collect()
             })
             .collect();

@@ -106,12 +106,26 @@ impl Attention {
         Ok(Dims { b, h, kv, t, s, d })
     }
 
-    /// Fills `p` (`[T, S]`, row-major) with the attention probabilities of head (b, h).
+    /// Query rows `i0..i1` and the keys they may see: with a causal mask (or none) the keys up to
+    /// the block's last query, else all.
+    fn keys(&self, dm: &Dims, i1: usize) -> usize {
+        let causal = self.mask.as_ref().is_none_or(|m| m.causal);
+        if causal {
+            (i1 + dm.s - dm.t).min(dm.s)
+        } else {
+            dm.s
+        }
+    }
+
+    /// Fills rows `i0..i1` of `p` (`[T, S]`, row-major) with the attention probabilities of head
+    /// (b, h) over the first `kmax` keys ([`Attention::keys`]); the keys past `kmax` are never
+    /// read.
     #[allow(clippy::too_many_arguments)]
     fn probs<T: Float>(
         &self,
         dm: &Dims,
         b: usize,
+        (i0, i1, kmax): (usize, usize, usize),
         qp: *const T,
         qv: View,
         kp: *const T,
@@ -121,11 +135,11 @@ impl Attention {
         let (t, s) = (dm.t, dm.s);
         unsafe {
             mm(
-                (t, s, dm.d),
-                p.as_mut_ptr(),
+                (i1 - i0, kmax, dm.d),
+                p.as_mut_ptr().add(i0 * s),
                 (s, 1),
                 false,
-                qp,
+                qp.add(i0 * qv.st[2]),
                 (qv.st[2], qv.st[3]),
                 kp,
                 (kv.st[3], kv.st[2]),
@@ -133,27 +147,36 @@ impl Attention {
             );
         }
         let off = s - t;
-        for i in 0..t {
-            let row = &mut p[i * s..(i + 1) * s];
-            match &self.mask {
+        for i in i0..i1 {
+            let row = &mut p[i * s..i * s + kmax];
+            let end = match &self.mask {
                 Some(m) => {
                     let base = (if m.per_batch { b } else { 0 } * t + i) * s;
-                    for (x, &a) in row.iter_mut().zip(&m.data[base..base + s]) {
+                    for (x, &a) in row.iter_mut().zip(&m.data[base..base + kmax]) {
                         *x += T::from_f64(a as f64);
                     }
+                    kmax
                 }
-                None => row[(i + off + 1).min(s)..].fill(T::neg_infinity()),
-            }
-            let max = row
+                None => (i + off + 1).min(kmax),
+            };
+            let (live, dead) = row.split_at_mut(end);
+            dead.fill(T::zero());
+            let max = live
                 .iter()
                 .copied()
                 .fold(T::neg_infinity(), num_traits::Float::max);
-            row.iter_mut().for_each(|x| *x -= max);
-            T::exp_in_place(row);
-            let sum = row.iter().fold(T::zero(), |a, &x| a + x);
+            live.iter_mut().for_each(|x| *x -= max);
+            T::exp_in_place(live);
+            let sum = live.iter().fold(T::zero(), |a, &x| a + x);
             let inv = T::one() / sum;
-            row.iter_mut().for_each(|x| *x *= inv);
+            live.iter_mut().for_each(|x| *x *= inv);
         }
+    }
+
+    /// The blocks of query rows the kernel works in.
+    fn blocks(t: usize) -> impl Iterator<Item = (usize, usize)> {
+        const ROWS: usize = 32;
+        (0..t.div_ceil(ROWS)).map(move |k| (k * ROWS, ((k + 1) * ROWS).min(t)))
     }
 
     fn forward<T: Float>(
@@ -180,20 +203,23 @@ impl Attention {
                 let qp = q[qv.at(b, hh)..].as_ptr();
                 let kp = k[kv.at(b, hh / rep)..].as_ptr();
                 let vp = v[vv.at(b, hh / rep)..].as_ptr();
-                self.probs(&dm, b, qp, qv, kp, kv, p);
-                unsafe {
-                    // out is [B, T, H, D]: head (b, hh) is rows b·T·H·D + i·H·D + hh·D
-                    mm(
-                        (t, d, s),
-                        o.get().add(b * t * h * d + hh * d),
-                        (h * d, 1),
-                        false,
-                        p.as_ptr(),
-                        (s, 1),
-                        vp,
-                        (vv.st[2], vv.st[3]),
-                        T::one(),
-                    );
+                for (i0, i1) in Self::blocks(t) {
+                    let kmax = self.keys(&dm, i1);
+                    self.probs(&dm, b, (i0, i1, kmax), qp, qv, kp, kv, p);
+                    unsafe {
+                        // out is [B, T, H, D]: head (b, hh) is rows b·T·H·D + i·H·D + hh·D
+                        mm(
+                            (i1 - i0, d, kmax),
+                            o.get().add(b * t * h * d + i0 * h * d + hh * d),
+                            (h * d, 1),
+                            false,
+                            p.as_ptr().add(i0 * s),
+                            (s, 1),
+                            vp,
+                            (vv.st[2], vv.st[3]),
+                            T::one(),
+                        );
+                    }
                 }
             },
         );
@@ -247,75 +273,80 @@ impl Attention {
                     let qp = q[qv.at(b, hh)..].as_ptr();
                     let base = b * t * h * d + hh * d; // [B, T, H, D] rows of this head
                     let gp = g[base..].as_ptr();
-                    self.probs(&dm, b, qp, qv, kp, kv, p);
-                    for (i, di) in delta.iter_mut().enumerate() {
-                        let row = base + i * h * d;
-                        *di = g[row..row + d]
-                            .iter()
-                            .zip(&o[row..row + d])
-                            .fold(T::zero(), |a, (&x, &y)| a + x * y);
-                    }
-                    unsafe {
-                        // dV += Pᵀ dO
-                        mm(
-                            (s, d, t),
-                            dv_u,
-                            (d, 1),
-                            r > 0,
-                            p.as_ptr(),
-                            (1, s),
-                            gp,
-                            (h * d, 1),
-                            T::one(),
-                        );
-                        // dP = dO Vᵀ
-                        mm(
-                            (t, s, d),
-                            dp.as_mut_ptr(),
-                            (s, 1),
-                            false,
-                            gp,
-                            (h * d, 1),
-                            vp,
-                            (vv.st[3], vv.st[2]),
-                            T::one(),
-                        );
-                    }
-                    // dS = P ⊙ (dP − δ)
-                    for i in 0..t {
-                        let di = delta[i];
-                        for (x, &pp) in dp[i * s..(i + 1) * s]
-                            .iter_mut()
-                            .zip(&p[i * s..(i + 1) * s])
-                        {
-                            *x = pp * (*x - di);
+                    for (i0, i1) in Self::blocks(t) {
+                        let kmax = self.keys(&dm, i1);
+                        let rows = i1 - i0;
+                        self.probs(&dm, b, (i0, i1, kmax), qp, qv, kp, kv, p);
+                        for (i, di) in delta.iter_mut().enumerate().take(i1).skip(i0) {
+                            let row = base + i * h * d;
+                            *di = g[row..row + d]
+                                .iter()
+                                .zip(&o[row..row + d])
+                                .fold(T::zero(), |a, (&x, &y)| a + x * y);
                         }
-                    }
-                    unsafe {
-                        // dQ = scale · dS K
-                        mm(
-                            (t, d, s),
-                            dqp.get().add(base),
-                            (h * d, 1),
-                            false,
-                            dp.as_ptr(),
-                            (s, 1),
-                            kp,
-                            (kv.st[2], kv.st[3]),
-                            scale,
-                        );
-                        // dK += scale · dSᵀ Q
-                        mm(
-                            (s, d, t),
-                            dk_u,
-                            (d, 1),
-                            r > 0,
-                            dp.as_ptr(),
-                            (1, s),
-                            qp,
-                            (qv.st[2], qv.st[3]),
-                            scale,
-                        );
+                        let gb = unsafe { gp.add(i0 * h * d) };
+                        unsafe {
+                            // dV += Pᵀ dO (dV starts at zero)
+                            mm(
+                                (kmax, d, rows),
+                                dv_u,
+                                (d, 1),
+                                true,
+                                p.as_ptr().add(i0 * s),
+                                (1, s),
+                                gb,
+                                (h * d, 1),
+                                T::one(),
+                            );
+                            // dP = dO Vᵀ
+                            mm(
+                                (rows, kmax, d),
+                                dp.as_mut_ptr().add(i0 * s),
+                                (s, 1),
+                                false,
+                                gb,
+                                (h * d, 1),
+                                vp,
+                                (vv.st[3], vv.st[2]),
+                                T::one(),
+                            );
+                        }
+                        // dS = P ⊙ (dP − δ)
+                        for i in i0..i1 {
+                            let di = delta[i];
+                            for (x, &pp) in dp[i * s..i * s + kmax]
+                                .iter_mut()
+                                .zip(&p[i * s..i * s + kmax])
+                            {
+                                *x = pp * (*x - di);
+                            }
+                        }
+                        unsafe {
+                            // dQ = scale · dS K
+                            mm(
+                                (rows, d, kmax),
+                                dqp.get().add(base + i0 * h * d),
+                                (h * d, 1),
+                                false,
+                                dp.as_ptr().add(i0 * s),
+                                (s, 1),
+                                kp,
+                                (kv.st[2], kv.st[3]),
+                                scale,
+                            );
+                            // dK += scale · dSᵀ Q (dK starts at zero)
+                            mm(
+                                (kmax, d, rows),
+                                dk_u,
+                                (d, 1),
+                                true,
+                                dp.as_ptr().add(i0 * s),
+                                (1, s),
+                                qp.add(i0 * qv.st[2]),
+                                (qv.st[2], qv.st[3]),
+                                scale,
+                            );
+                        }
                     }
                 }
             },

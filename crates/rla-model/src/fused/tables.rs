@@ -10,6 +10,9 @@ use std::sync::Arc;
 pub(super) struct Mask {
     pub(super) data: Vec<f32>,
     pub(super) per_batch: bool,
+    /// Every query i of `[T, S]` sees no key after `i + S − T` (padded causal, packed rows):
+    /// the kernel then skips the keys past each block of queries.
+    pub(super) causal: bool,
 }
 
 /// An additive attention mask `[B or 1, 1, T, S]`, with its values on the host for the CPU
@@ -23,14 +26,21 @@ pub struct AttentionMask {
 impl AttentionMask {
     /// Wraps a mask tensor `[B or 1, 1, T, S]`.
     pub fn new(tensor: &Tensor) -> Result<AttentionMask> {
-        let (mb, ..) = tensor.dims4()?;
+        let (mb, _, t, s) = tensor.dims4()?;
         let host = if tensor.device().is_cpu() {
+            let data = tensor
+                .to_dtype(DType::F32)?
+                .flatten_all()?
+                .to_vec1::<f32>()?;
+            let causal = s >= t
+                && data.chunks(s.max(1)).enumerate().all(|(r, row)| {
+                    let i = r % t.max(1);
+                    row[(i + s - t + 1).min(s)..].iter().all(|&x| x <= -1e8)
+                });
             Some(Arc::new(Mask {
-                data: tensor
-                    .to_dtype(DType::F32)?
-                    .flatten_all()?
-                    .to_vec1::<f32>()?,
+                data,
                 per_batch: mb > 1,
+                causal,
             }))
         } else {
             None
