@@ -114,6 +114,7 @@ pub const DEFAULT_EPISODES: Episodes = Episodes {
     constrained: false,
     notes: false,
     notes_style: crate::household::notes::NotesStyle::Full,
+    end_loops: 0,
 };
 
 /// What a setting's own evaluation measured.

@@ -154,11 +154,12 @@ struct Live<G> {
 /// Plays every game to its end or `step_limit` steps; all games step together, one generation
 /// call per step (step `s` samples with seed `sp.seed + 7919·s`). `games` pairs each game with
 /// its task's index in the batch. With `constrained`, answers are drawn only among each turn's
-/// answers, with room for the longest whatever `sp.max_new_tokens` says.
+/// answers, with room for the longest whatever `sp.max_new_tokens` says. With `end_loops` ≥ 2, a
+/// game whose last `end_loops` actions loop ([`Trajectory::ends_in_loop`]) ends there, lost.
 pub fn play<G: Game>(
     policy: &dyn Sampler,
     games: Vec<(usize, G)>,
-    step_limit: usize,
+    (step_limit, end_loops): (usize, usize),
     sp: &SampleParams,
     constrained: bool,
     bar: Option<&ProgressBar>,
@@ -251,7 +252,7 @@ pub fn play<G: Game>(
                 next_observation: a.next_observation,
                 progress: a.progress,
             });
-            l.done = a.done;
+            l.done = a.done || (end_loops >= 2 && l.traj.ends_in_loop(end_loops));
         }
         if let Some(b) = bar {
             b.inc(active.len() as u64);

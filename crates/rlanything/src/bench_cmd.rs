@@ -1,5 +1,6 @@
 //! `rlanything bench lm`: model throughput on this machine, with model FLOPs utilisation, and
-//! what generating through an OpenAI-compatible server on loopback costs.
+//! what generating through an OpenAI-compatible server on loopback costs. `rlanything bench
+//! iteration`: the training seconds an iteration of a run's config takes, phase by phase.
 
 use anyhow::Result;
 use candle_core::{DType, Device, Tensor};
@@ -41,6 +42,85 @@ pub enum BenchCmd {
         #[arg(long, default_value_t = 3)]
         reps: usize,
     },
+    /// Training seconds an iteration of a run config: the iterations played in a fresh run
+    /// folder with no evaluation, each phase's seconds (rollouts, judge, update, adaptation)
+    /// and their mean.
+    Iteration {
+        /// Run configuration (TOML).
+        #[arg(long)]
+        config: PathBuf,
+        /// Iterations to time.
+        #[arg(long, default_value_t = 3)]
+        iterations: usize,
+        /// Sets a key of the config (`--set household.train_end_loops=6`; repeatable).
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<rla_train::config::Override>,
+        /// The run's seed.
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Keep the run here (a new folder) instead of a temporary one.
+        #[arg(long)]
+        run: Option<PathBuf>,
+        /// Print the table as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `bench iteration`: trains `iterations` iterations of `config` without evaluation and prints
+/// the seconds of each phase of each, and their means.
+fn bench_iteration(
+    config: &std::path::Path,
+    iterations: usize,
+    ov: &[rla_train::config::Override],
+    run: Option<PathBuf>,
+    json: bool,
+) -> Result<()> {
+    let mut cfg = rla_train::config::RunConfig::load_with(config, ov)?;
+    cfg.iterations = iterations.max(1);
+    (cfg.eval.in_domain, cfg.eval.ood, cfg.eval.validation) = (0, 0, 0);
+    let tmp = tempfile::tempdir()?;
+    let dir = run.unwrap_or_else(|| tmp.path().join("run"));
+    if dir.exists() {
+        anyhow::bail!("{} exists: bench iteration times a new run", dir.display());
+    }
+    let metrics = crate::train_cmd::train_run_metrics(cfg, &dir, false, false)?;
+    let rows: Vec<[f64; 5]> = metrics
+        .iter()
+        .filter(|m| m.iteration > 0)
+        .map(|m| {
+            let t = [m.time_rollout, m.time_judge, m.time_update, m.time_adapt];
+            [t[0], t[1], t[2], t[3], t.iter().sum()]
+        })
+        .collect();
+    let n = rows.len().max(1) as f64;
+    let mean: Vec<f64> = (0..5)
+        .map(|c| rows.iter().map(|r| r[c]).sum::<f64>() / n)
+        .collect();
+    if json {
+        let v = serde_json::json!({
+            "config": config.display().to_string(),
+            "iterations": rows.iter().map(|r| serde_json::json!({
+                "rollout": r[0], "judge": r[1], "update": r[2], "adapt": r[3], "total": r[4],
+            })).collect::<Vec<_>>(),
+            "mean": { "rollout": mean[0], "judge": mean[1], "update": mean[2], "adapt": mean[3], "total": mean[4] },
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(());
+    }
+    println!("{}: training seconds an iteration", config.display());
+    println!("iteration   rollout    judge   update    adapt    total");
+    for (m, r) in metrics.iter().filter(|m| m.iteration > 0).zip(&rows) {
+        println!(
+            "{:>9} {:>9.1} {:>8.1} {:>8.1} {:>8.1} {:>8.1}",
+            m.iteration, r[0], r[1], r[2], r[3], r[4]
+        );
+    }
+    println!(
+        "{:>9} {:>9.1} {:>8.1} {:>8.1} {:>8.1} {:>8.1}",
+        "mean", mean[0], mean[1], mean[2], mean[3], mean[4]
+    );
+    Ok(())
 }
 
 /// One measurement of `bench lm`.
@@ -70,7 +150,11 @@ fn served_decode(
 ) -> Result<()> {
     let batch = 32;
     let prompts: Vec<Vec<u32>> = (0..batch)
-        .map(|i| (0..16).map(|j| ((i * 16 + j) % (vocab - 4)) as u32 + 4).collect())
+        .map(|i| {
+            (0..16)
+                .map(|j| ((i * 16 + j) % (vocab - 4)) as u32 + 4)
+                .collect()
+        })
         .collect();
     let p = SampleParams {
         max_new_tokens: 64,
@@ -163,16 +247,29 @@ fn corpus(vocab: usize) -> String {
 }
 
 pub fn run(cmd: BenchCmd) -> Result<()> {
-    let BenchCmd::Lm {
-        hidden,
-        layers,
-        vocab,
-        save,
-        model,
-        threads,
-        only,
-        reps,
-    } = cmd;
+    let (hidden, layers, vocab, save, model, threads, only, reps) = match cmd {
+        BenchCmd::Iteration {
+            config,
+            iterations,
+            set,
+            seed,
+            run,
+            json,
+        } => {
+            let ov = crate::train_cmd::overrides(&set, seed);
+            return bench_iteration(&config, iterations, &ov, run, json);
+        }
+        BenchCmd::Lm {
+            hidden,
+            layers,
+            vocab,
+            save,
+            model,
+            threads,
+            only,
+            reps,
+        } => (hidden, layers, vocab, save, model, threads, only, reps),
+    };
     let reps = reps.max(1);
     let wanted = |m: Measurement| only.is_empty() || only.contains(&m);
     // no tensor op has run yet, so the kernels' thread pools start with this count

@@ -63,7 +63,8 @@ enum Command {
     /// Language models: log-probabilities, generation, tiny models from scratch.
     #[command(subcommand)]
     Lm(lm_cmd::LmCmd),
-    /// Benchmarks: `bench lm` measures model throughput and FLOPs utilisation.
+    /// Benchmarks: `bench lm` measures model throughput and FLOPs utilisation, `bench iteration`
+    /// the training seconds an iteration of a run config takes.
     #[command(subcommand)]
     Bench(bench_cmd::BenchCmd),
     /// Warm-start tiny policy and reward models by SFT.

@@ -241,7 +241,7 @@ pub fn rollout(
     play(
         policy,
         games,
-        step_limit,
+        (step_limit, 0),
         sp,
         DesktopConfig::of(cfg).constrain_actions,
         bar,

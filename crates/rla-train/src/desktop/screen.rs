@@ -163,7 +163,7 @@ pub fn play_on_screen(
         dir,
     };
     let sp = SampleParams::greedy(o.max_tokens);
-    let t = play(policy, vec![(0, game)], o.step_limit, &sp, false, None)?
+    let t = play(policy, vec![(0, game)], (o.step_limit, 0), &sp, false, None)?
         .pop()
         .ok_or_else(|| anyhow::anyhow!("the play loop returned no episode"))?;
     Ok(Played {

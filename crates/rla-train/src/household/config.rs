@@ -66,6 +66,11 @@ pub struct HouseholdConfig {
     /// A game folder that does not load, or whose `traj_data.json` disagrees with its game, is
     /// left out and counted (printed at the start) instead of stopping the run.
     pub skip_bad_games: bool,
+    /// A training episode whose last `train_end_loops` actions repeat one action or alternate
+    /// between two ends there, lost, instead of playing its loop to the step limit (0: never;
+    /// else at least 2). Its steps until then are trained on as usual; evaluation episodes
+    /// always play on.
+    pub train_end_loops: usize,
 }
 
 impl Default for HouseholdConfig {
@@ -84,6 +89,7 @@ impl Default for HouseholdConfig {
             train_games: None,
             eval_games: EvalGames::default(),
             skip_bad_games: false,
+            train_end_loops: 0,
         }
     }
 }
@@ -139,6 +145,12 @@ impl SettingConfig for HouseholdConfig {
                 return Err(format!("{name} must be at least 1"));
             }
         }
+        if self.train_end_loops == 1 {
+            return Err(
+                "household.train_end_loops = 1: a loop shows in at least 2 actions (0 turns it off)"
+                    .into(),
+            );
+        }
         let val = rla_env::household::splits::VALIDATION_SIZE;
         if active && run.pretrain.validation > val {
             return Err(format!(
@@ -167,5 +179,17 @@ mod tests {
             .contains("household.notes = true"));
         h.notes = true;
         h.validate(&run, true).unwrap();
+    }
+
+    #[test]
+    fn a_loop_needs_two_actions() {
+        let run = RunConfig::default();
+        for (n, ok) in [(0, true), (1, false), (2, true), (6, true)] {
+            let h = HouseholdConfig {
+                train_end_loops: n,
+                ..Default::default()
+            };
+            assert_eq!(h.validate(&run, true).is_ok(), ok, "{n}");
+        }
     }
 }

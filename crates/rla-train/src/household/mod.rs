@@ -132,6 +132,7 @@ impl Setting for Household {
                     Episodes {
                         rollouts: cfg.rollouts_per_task,
                         step_limit: self.cfg.train_step_limit,
+                        end_loops: self.cfg.train_end_loops,
                         ..Episodes::evaluation(cfg)
                     },
                     &cfg.policy.sampling(ctx.seed(2)),

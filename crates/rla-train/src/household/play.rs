@@ -132,6 +132,14 @@ pub struct Episodes {
     /// How the notes are written (older checkpoints: full).
     #[serde(default)]
     pub notes_style: super::notes::NotesStyle,
+    /// An episode whose last this many actions loop ends there, lost (0: plays on; see
+    /// `[household] train_end_loops`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub end_loops: usize,
+}
+
+fn is_zero(x: &usize) -> bool {
+    *x == 0
 }
 
 impl Episodes {
@@ -146,6 +154,7 @@ impl Episodes {
             constrained: HouseholdConfig::of(cfg).constrain_actions,
             notes: HouseholdConfig::of(cfg).notes,
             notes_style: HouseholdConfig::of(cfg).notes_style,
+            end_loops: 0,
         }
     }
 
@@ -219,7 +228,14 @@ pub fn rollout_games(
             ));
         }
     }
-    play(policy, live, ep.step_limit, sp, ep.constrained, bar)
+    play(
+        policy,
+        live,
+        (ep.step_limit, ep.end_loops),
+        sp,
+        ep.constrained,
+        bar,
+    )
 }
 
 /// The judge's m verdicts on every step of the household's episodes (with the agent's notes
@@ -283,4 +299,65 @@ pub fn evaluate_episodes<T: HouseholdTask>(
         ..Default::default()
     };
     rollout(policy, tasks, Episodes { rollouts: 1, ..ep }, &sp, bar)
+}
+
+#[cfg(test)]
+mod end_loop_tests {
+    use super::*;
+    use crate::play::testing::Scripted;
+
+    #[test]
+    fn a_training_episode_that_loops_ends_there_lost() {
+        // a policy that always answers the first listed command goes back and forth
+        let policy = Scripted {
+            answers: vec!["\\boxed{1}"],
+            prompts: Default::default(),
+        };
+        let tasks = rla_env::household::splits::train_tasks(3, 5);
+        let ep = |end_loops| Episodes {
+            end_loops,
+            ..DEFAULT_TEST_EPISODES
+        };
+        let sp = SampleParams::default();
+        let full = rollout(&policy, &tasks, ep(0), &sp, None).unwrap();
+        let cut = rollout(&policy, &tasks, ep(4), &sp, None).unwrap();
+        let mut looped = 0;
+        for (f, c) in full.iter().zip(&cut) {
+            // where the full episode's last four actions first loop, the cut one ended
+            let first = (4..=f.steps.len()).find(|&n| {
+                Trajectory {
+                    steps: f.steps[..n].to_vec(),
+                    ..f.clone()
+                }
+                .ends_in_loop(4)
+            });
+            match first {
+                Some(n) if n < f.steps.len() => {
+                    looped += 1;
+                    assert_eq!(c.steps.len(), n);
+                    assert_eq!(c.score, 0.0, "lost");
+                }
+                _ => assert_eq!(c.steps.len(), f.steps.len()),
+            }
+            let same = |a: &Trajectory, b: &Trajectory| {
+                a.steps
+                    .iter()
+                    .zip(&b.steps)
+                    .all(|(x, y)| x.action == y.action)
+            };
+            assert!(same(f, c), "the same steps until the cut");
+        }
+        assert!(looped > 0, "the scripted policy loops in some task");
+    }
+
+    const DEFAULT_TEST_EPISODES: Episodes = Episodes {
+        rollouts: 1,
+        step_limit: 20,
+        window: 1,
+        style: PromptStyle::Numbered,
+        constrained: false,
+        notes: false,
+        notes_style: crate::household::notes::NotesStyle::Full,
+        end_loops: 0,
+    };
 }
