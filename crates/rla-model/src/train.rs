@@ -189,22 +189,28 @@ fn pad_rows(rows: &[&[f32]], b: &Batch, dtype: DType) -> candle_core::Result<Ten
 /// On the CPU the step runs inside the kernels' thread pool (see [`crate::sample::generate`]).
 /// `sizes[i]`: the sequences of item i (a row of a packed batch holds several); a micro-batch
 /// takes `micro_batch` items, and its loss, a mean over its sequences, weighs by their share.
-fn accumulate_and_step(
+/// Two micro-batches are worked on at once (their forward and backward passes are independent);
+/// their gradients, losses and `micro`'s extra results `E` are summed in micro-batch order, so
+/// the step is the one a micro-batch at a time would take.
+fn accumulate_and_step<E: Default + Send + std::ops::AddAssign>(
     dev: &candle_core::Device,
     opt: &mut AdamW,
     cfg: &TrainConfig,
     sizes: &[usize],
-    micro: impl FnMut(std::ops::Range<usize>) -> Result<(Tensor, usize), ModelError> + Send,
-) -> Result<StepStats, ModelError> {
+    micro: impl Fn(std::ops::Range<usize>) -> Result<(Tensor, usize, E), ModelError> + Sync + Send,
+) -> Result<(StepStats, E), ModelError> {
     dev.with_context(|| accumulate_and_step_inner(opt, cfg, sizes, micro))
 }
 
-fn accumulate_and_step_inner(
+/// One micro-batch's weighted loss, tokens, extra results and detached gradients.
+type MicroOut<E> = (f64, usize, E, Vec<Option<Tensor>>);
+
+fn accumulate_and_step_inner<E: Default + Send + std::ops::AddAssign>(
     opt: &mut AdamW,
     cfg: &TrainConfig,
     sizes: &[usize],
-    mut micro: impl FnMut(std::ops::Range<usize>) -> Result<(Tensor, usize), ModelError>,
-) -> Result<StepStats, ModelError> {
+    micro: impl Fn(std::ops::Range<usize>) -> Result<(Tensor, usize, E), ModelError> + Sync,
+) -> Result<(StepStats, E), ModelError> {
     let mb = cfg.micro_batch.max(1);
     let mut acc: Vec<Option<Tensor>> = vec![None; opt.vars.len()];
     let (n, total) = (sizes.len(), sizes.iter().sum::<usize>());
@@ -212,27 +218,46 @@ fn accumulate_and_step_inner(
         sequences: total,
         ..Default::default()
     };
-    let mut start = 0;
-    while start < n {
-        let end = (start + mb).min(n);
-        let (loss, toks) = micro(start..end)?;
-        let w = sizes[start..end].iter().sum::<usize>() as f64 / total as f64;
+    let mut extra = E::default();
+    let ranges: Vec<std::ops::Range<usize>> =
+        (0..n).step_by(mb).map(|s| s..(s + mb).min(n)).collect();
+    let vars = &opt.vars;
+    let work = |r: &std::ops::Range<usize>| -> Result<MicroOut<E>, ModelError> {
+        let (loss, toks, e) = micro(r.clone())?;
+        let w = sizes[r.clone()].iter().sum::<usize>() as f64 / total as f64;
         let scaled = (loss * w)?;
-        stats.loss += scaled.to_dtype(DType::F64)?.to_scalar::<f64>()?;
-        stats.tokens += toks;
+        let value = scaled.to_dtype(DType::F64)?.to_scalar::<f64>()?;
         let grads = scaled.backward()?;
-        for (i, (_, v)) in opt.vars.iter().enumerate() {
-            if let Some(g) = grads.get(v.as_tensor()) {
-                // detached: a gradient computed from tracked tensors records its own graph,
-                // which would keep every micro-batch's activations alive until the step
-                let g = g.detach();
-                acc[i] = Some(match acc[i].take() {
-                    Some(a) => (a + g)?,
-                    None => g,
-                });
+        // detached: a gradient computed from tracked tensors records its own graph, which would
+        // keep every micro-batch's activations alive until the step
+        let g = vars
+            .iter()
+            .map(|(_, v)| grads.get(v.as_tensor()).map(|g| g.detach()))
+            .collect();
+        Ok((value, toks, e, g))
+    };
+    for pair in ranges.chunks(2) {
+        let outs = match pair {
+            [a, b] => {
+                let (x, y) = rayon::join(|| work(a), || work(b));
+                vec![x?, y?]
+            }
+            [a] => vec![work(a)?],
+            _ => vec![],
+        };
+        for (value, toks, e, grads) in outs {
+            stats.loss += value;
+            stats.tokens += toks;
+            extra += e;
+            for (i, g) in grads.into_iter().enumerate() {
+                if let Some(g) = g {
+                    acc[i] = Some(match acc[i].take() {
+                        Some(a) => (a + g)?,
+                        None => g,
+                    });
+                }
             }
         }
-        start = end;
     }
     let mut sq = 0f64;
     for g in acc.iter().flatten() {
@@ -245,7 +270,29 @@ fn accumulate_and_step_inner(
         1.0
     };
     opt.update_scaled(&acc, scale, cfg)?;
-    Ok(stats)
+    Ok((stats, extra))
+}
+
+/// No extra results.
+#[derive(Default)]
+struct Nothing;
+
+impl std::ops::AddAssign for Nothing {
+    fn add_assign(&mut self, _: Nothing) {}
+}
+
+/// What a PPO micro-batch measures besides its loss: (tokens the clip bounds, response tokens),
+/// (entropy summed, decision tokens).
+#[derive(Default)]
+struct PpoExtra((usize, usize), (f64, usize));
+
+impl std::ops::AddAssign for PpoExtra {
+    fn add_assign(&mut self, o: PpoExtra) {
+        self.0 .0 += o.0 .0;
+        self.0 .1 += o.0 .1;
+        self.1 .0 += o.1 .0;
+        self.1 .1 += o.1 .1;
+    }
 }
 
 /// The items in order of length (stable), so that each micro-batch pads its rows to nearly the
@@ -287,10 +334,9 @@ pub fn ppo_step(
     // the samples of one prompt share a packed row; rows in order of length
     let groups = packed_groups(samples, |s| &s.prompt, |s| s.response.len());
     let sizes: Vec<usize> = groups.iter().map(Vec::len).collect();
-    // (tokens the clip bounds, response tokens), (entropy summed, decision tokens)
-    let mut clip = (0usize, 0usize);
-    let mut ent = (0f64, 0usize);
-    let mut stats = accumulate_and_step(&model.device, opt, cfg, &sizes, |r| {
+    let (mut stats, extra) = accumulate_and_step(&model.device, opt, cfg, &sizes, |r| {
+        // (tokens the clip bounds, response tokens), (entropy summed, decision tokens)
+        let (mut clip, mut ent) = ((0usize, 0usize), (0f64, 0usize));
         let rows = &groups[r];
         let part: Vec<&PpoSample> = rows.iter().flatten().map(|&i| &samples[i]).collect();
         let packed: Vec<(&[u32], Vec<&[u32]>)> = rows
@@ -343,8 +389,10 @@ pub fn ppo_step(
         }
         let mask = b.resp_mask.to_dtype(acc)?;
         let loss = ppo_loss(&lp, &old, refp.as_ref(), &adv, &mask, &cfg.ppo)?;
-        Ok((loss, part.iter().map(|s| s.response.len()).sum()))
+        let toks = part.iter().map(|s| s.response.len()).sum();
+        Ok((loss, toks, PpoExtra(clip, ent)))
     })?;
+    let PpoExtra(clip, ent) = extra;
     stats.clip_fraction = (clip.1 > 0).then(|| clip.0 as f64 / clip.1 as f64);
     stats.decision_entropy = (ent.1 > 0).then(|| ent.0 / ent.1 as f64);
     Ok(stats)
@@ -369,8 +417,9 @@ pub fn sft_step(
         )?;
         let lp = response_logprobs(model, &b)?;
         let loss = sft_loss(&lp, &b.resp_mask.to_dtype(acc)?)?;
-        Ok((loss, part.iter().map(|(_, x)| x.len()).sum()))
+        Ok((loss, part.iter().map(|(_, x)| x.len()).sum(), Nothing))
     })
+    .map(|(stats, Nothing)| stats)
 }
 
 /// Mean SFT loss without updating (for evaluation).
