@@ -77,8 +77,8 @@ pub struct Verdicts {
 }
 
 /// The judge's m answers to each prompt (`prompts[episode][step]`, token ids), parsed into
-/// verdicts; prompts are sampled 64 at a time, in episode then step order, and the m answers of
-/// a prompt share its prefill.
+/// verdicts; prompts are sampled 64 at a time (each 64 with its own seed, two of them at once),
+/// in episode then step order, and the m answers of a prompt share its prefill.
 pub fn judge_prompts(
     reward: &dyn Sampler,
     prompts: &[Vec<Vec<u32>>],
@@ -95,24 +95,44 @@ pub fn judge_prompts(
         .iter()
         .map(|s| Vec::with_capacity(s.len()))
         .collect();
-    for (c, chunk) in flat.chunks(64).enumerate() {
+    let chunks: Vec<&[(usize, &Vec<u32>)]> = flat.chunks(64).collect();
+    let gen = |c: usize| -> Result<Vec<Vec<rla_lm::Sample>>> {
         let p = SampleParams {
             seed: sp.seed.wrapping_add(c as u64 * 104_729),
             ..sp.clone()
         };
-        let ids: Vec<Vec<u32>> = chunk.iter().map(|(_, p)| (*p).clone()).collect();
-        let gens = reward.generate(&ids, m, &p)?;
-        for ((e, prompt), g) in chunk.iter().zip(gens) {
-            out[*e].push(Verdicts {
-                prompt_ids: (*prompt).clone(),
-                scores: g.iter().map(|s| parse_verdict(&s.text)).collect(),
-                texts: g.iter().map(|s| s.text.clone()).collect(),
-                responses: g.iter().map(|s| s.tokens.clone()).collect(),
-                logprobs: g.into_iter().map(|s| s.logprobs).collect(),
-            });
-        }
+        let ids: Vec<Vec<u32>> = chunks[c].iter().map(|(_, p)| (*p).clone()).collect();
+        let g = reward.generate(&ids, m, &p)?;
         if let Some(b) = bar {
-            b.inc(chunk.len() as u64);
+            b.inc(chunks[c].len() as u64);
+        }
+        Ok(g)
+    };
+    // two chunks at a time: each has its own seed, so the verdicts are those of one at a time
+    for pair in (0..chunks.len()).collect::<Vec<_>>().chunks(2) {
+        let gens = match pair {
+            [a, b] => std::thread::scope(|s| {
+                let other = s.spawn(|| gen(*b));
+                let first = gen(*a);
+                let second = other
+                    .join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a judging thread panicked")));
+                (first, second)
+            }),
+            [a] => (gen(*a), Ok(vec![])),
+            _ => (Ok(vec![]), Ok(vec![])),
+        };
+        let (first, second) = (gens.0?, gens.1?);
+        for (&c, g) in pair.iter().zip([first, second]) {
+            for ((e, prompt), g) in chunks[c].iter().zip(g) {
+                out[*e].push(Verdicts {
+                    prompt_ids: (*prompt).clone(),
+                    scores: g.iter().map(|s| parse_verdict(&s.text)).collect(),
+                    texts: g.iter().map(|s| s.text.clone()).collect(),
+                    responses: g.iter().map(|s| s.tokens.clone()).collect(),
+                    logprobs: g.into_iter().map(|s| s.logprobs).collect(),
+                });
+            }
         }
     }
     Ok(out)
