@@ -170,3 +170,54 @@ fn config_errors_name_the_key() {
         );
     }
 }
+
+/// `bench iteration` times a run config's iterations phase by phase, in a new run folder.
+#[test]
+fn bench_iteration_times_each_phase_of_each_iteration() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("run.toml");
+    let with_paths = common::pretrained(CONFIG, &cfg, dir.path());
+    std::fs::write(&cfg, &with_paths).unwrap();
+    let run = dir.path().join("bench");
+    let out = common::succeeds(
+        bin()
+            .args([
+                "bench",
+                "iteration",
+                "--iterations",
+                "2",
+                "--json",
+                "--config",
+            ])
+            .arg(&cfg)
+            .arg("--run")
+            .arg(&run),
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let its = v["iterations"].as_array().unwrap();
+    assert_eq!(its.len(), 2, "{v}");
+    for it in its {
+        let phases: f64 = ["rollout", "judge", "update", "adapt"]
+            .iter()
+            .map(|k| it[k].as_f64().unwrap())
+            .sum();
+        assert!((phases - it["total"].as_f64().unwrap()).abs() < 1e-9);
+        assert!(it["rollout"].as_f64().unwrap() > 0.0 && it["update"].as_f64().unwrap() > 0.0);
+    }
+    // no evaluation was played, and the run is the config's
+    let m = metrics(&run);
+    assert_eq!(m.len(), 3);
+    assert!(m
+        .iter()
+        .all(|x| x["eval_in_domain"].is_null() || x["eval_in_domain"].as_f64() == Some(0.0)));
+    // a folder that exists is not overwritten
+    let again = bin()
+        .args(["bench", "iteration", "--iterations", "1", "--config"])
+        .arg(&cfg)
+        .arg("--run")
+        .arg(&run)
+        .output()
+        .unwrap();
+    assert!(!again.status.success());
+    assert!(String::from_utf8_lossy(&again.stderr).contains("exists"));
+}
