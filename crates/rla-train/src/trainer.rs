@@ -518,7 +518,32 @@ impl<S: Setting> Trainer<S> {
                 iteration: 0,
                 ..Default::default()
             };
-            self.evaluate_splits(&mut m0)?;
+            let key = initial_eval_key(&self.cfg);
+            let made = key.as_ref().and_then(|k| {
+                INITIAL_EVALS
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .get(k)
+                    .copied()
+            });
+            match made {
+                Some((i, o, v)) => {
+                    (m0.eval_in_domain, m0.eval_ood, m0.eval_validation) = (i, o, v);
+                    tracing::info!(
+                        "initial evaluation: the same model on the same evaluation earlier in this \
+                         process"
+                    );
+                }
+                None => {
+                    self.evaluate_splits(&mut m0)?;
+                    if let Some(k) = key {
+                        INITIAL_EVALS
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .insert(k, (m0.eval_in_domain, m0.eval_ood, m0.eval_validation));
+                    }
+                }
+            }
             self.dir.push_metrics(&mut self.state, &m0)?;
             tracker.push(&self.state.metrics)?;
             tracing::info!(
@@ -637,5 +662,79 @@ mod tests {
         assert_eq!(all, (0..10).collect::<Vec<_>>());
         assert_eq!(mini_batches(10, 4, 7), b, "seeded");
         assert_ne!(mini_batches(10, 4, 8), b);
+    }
+}
+
+/// The initial evaluations made in this process, by [`initial_eval_key`]: `ablate`'s modes of a
+/// seed start from the same model and evaluate it alike, so one evaluation serves them all.
+static INITIAL_EVALS: std::sync::Mutex<
+    std::collections::BTreeMap<String, (Option<f64>, Option<f64>, Option<f64>)>,
+> = std::sync::Mutex::new(std::collections::BTreeMap::new());
+
+/// What decides a run's initial evaluation: its config but for the keys that cannot change it
+/// (the mode, the number of iterations, logging), and the bytes of the policy's files. `None`
+/// (evaluate) when the policy is not a folder of files read in process.
+pub(crate) fn initial_eval_key(cfg: &RunConfig) -> Option<String> {
+    use std::hash::{Hash, Hasher};
+    let path = cfg.policy.path.as_ref()?;
+    if cfg.policy.server.is_some() {
+        return None;
+    }
+    let mut t = toml::Value::try_from(cfg).ok()?;
+    let table = t.as_table_mut()?;
+    for k in ["mode", "iterations", "logging"] {
+        table.remove(k);
+    }
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    toml::to_string(&t).ok()?.hash(&mut h);
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(path)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_file())
+        .collect();
+    files.sort();
+    for f in files {
+        f.file_name().hash(&mut h);
+        std::fs::read(&f).ok()?.hash(&mut h);
+    }
+    Some(format!("{:016x}", h.finish()))
+}
+
+#[cfg(test)]
+mod initial_eval_tests {
+    use super::*;
+
+    #[test]
+    fn the_initial_evaluation_is_shared_by_modes_only() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("model.safetensors"), b"weights").unwrap();
+        let mut cfg = RunConfig::default();
+        assert_eq!(initial_eval_key(&cfg), None, "no files to read");
+        cfg.policy.path = Some(dir.path().to_path_buf());
+        let key = initial_eval_key(&cfg).unwrap();
+        let mut other = cfg.clone();
+        other.mode = crate::config::Mode::Outcome;
+        other.iterations += 5;
+        assert_eq!(
+            initial_eval_key(&other).unwrap(),
+            key,
+            "mode and iterations"
+        );
+        other.eval.in_domain += 1;
+        assert_ne!(initial_eval_key(&other).unwrap(), key, "another evaluation");
+        let mut seeded = cfg.clone();
+        seeded.seed += 1;
+        assert_ne!(initial_eval_key(&seeded).unwrap(), key, "another seed");
+        let mut longer = cfg.clone();
+        use crate::config::SettingConfig;
+        crate::household::config::HouseholdConfig::of_mut(&mut longer).eval_step_limit += 1;
+        assert_ne!(
+            initial_eval_key(&longer).unwrap(),
+            key,
+            "the setting's table"
+        );
+        std::fs::write(dir.path().join("model.safetensors"), b"weight!").unwrap();
+        assert_ne!(initial_eval_key(&cfg).unwrap(), key, "other weights");
     }
 }

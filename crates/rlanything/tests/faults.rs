@@ -388,11 +388,23 @@ fn ablate_over_seeds_gives_ranges_and_curves() {
             .unwrap_or_else(|| panic!("{mode}: {t}"));
         assert!(row.contains('–'), "a range over the seeds: {row}");
     }
-    // one warm start per seed, shared by the four modes
+    // one warm start per seed, shared by the four modes, and evaluated once before training
     for seed in [4, 5] {
         let s = out.join(format!("seed-{seed}"));
         assert!(s.join("pretrained/policy/config.json").exists());
         assert!(s.join("policy-reward/metrics.jsonl").exists());
+        let first = |mode: &str| -> serde_json::Value {
+            let text = std::fs::read_to_string(s.join(mode).join("metrics.jsonl")).unwrap();
+            serde_json::from_str(text.lines().next().unwrap()).unwrap()
+        };
+        let made = first("outcome");
+        assert!(made["time_eval"].as_f64().unwrap() > 0.0);
+        for mode in ["policy", "policy-reward", "full"] {
+            let m = first(mode);
+            assert_eq!(m["eval_in_domain"], made["eval_in_domain"]);
+            assert_eq!(m["eval_ood"], made["eval_ood"]);
+            assert_eq!(m["time_eval"].as_f64(), Some(0.0), "{mode}: evaluated once");
+        }
     }
     for f in ["ablation.md", "ablation-in-domain.png", "ablation-ood.png"] {
         assert!(out.join(f).exists(), "{f}");
