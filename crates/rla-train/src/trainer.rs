@@ -667,9 +667,11 @@ mod tests {
 
 /// The initial evaluations made in this process, by [`initial_eval_key`]: `ablate`'s modes of a
 /// seed start from the same model and evaluate it alike, so one evaluation serves them all.
-static INITIAL_EVALS: std::sync::Mutex<
-    std::collections::BTreeMap<String, (Option<f64>, Option<f64>, Option<f64>)>,
-> = std::sync::Mutex::new(std::collections::BTreeMap::new());
+static INITIAL_EVALS: std::sync::Mutex<std::collections::BTreeMap<String, Evals>> =
+    std::sync::Mutex::new(std::collections::BTreeMap::new());
+
+/// An evaluation's success on the in-domain, OOD and validation splits.
+type Evals = (Option<f64>, Option<f64>, Option<f64>);
 
 /// What decides a run's initial evaluation: its config but for the keys that cannot change it
 /// (the mode, the number of iterations, logging), and the bytes of the policy's files. `None`
