@@ -29,6 +29,109 @@ pub struct Args {
     /// environment, the reward rules and the theory table.
     #[arg(long)]
     pub no_train: bool,
+    /// The household base to start from (a folder holding `policy/` and `reward/`, as
+    /// `rlanything pretrain --out DIR` writes it). Default: `models/household` in the current
+    /// folder (a checkout), else beside the program, else the copy built into the program.
+    #[arg(long, value_name = "DIR")]
+    pub base: Option<std::path::PathBuf>,
+}
+
+/// The shipped household base's files, built into the program so that it runs anywhere.
+const EMBEDDED_BASE: &[(&str, &[u8])] = &[
+    (
+        "policy/config.json",
+        include_bytes!("../../../models/household/policy/config.json"),
+    ),
+    (
+        "policy/generation_config.json",
+        include_bytes!("../../../models/household/policy/generation_config.json"),
+    ),
+    (
+        "policy/model.safetensors",
+        include_bytes!("../../../models/household/policy/model.safetensors"),
+    ),
+    (
+        "policy/rlanything-episodes.json",
+        include_bytes!("../../../models/household/policy/rlanything-episodes.json"),
+    ),
+    (
+        "policy/tokenizer.json",
+        include_bytes!("../../../models/household/policy/tokenizer.json"),
+    ),
+    (
+        "policy/tokenizer_config.json",
+        include_bytes!("../../../models/household/policy/tokenizer_config.json"),
+    ),
+    (
+        "reward/config.json",
+        include_bytes!("../../../models/household/reward/config.json"),
+    ),
+    (
+        "reward/generation_config.json",
+        include_bytes!("../../../models/household/reward/generation_config.json"),
+    ),
+    (
+        "reward/model.safetensors",
+        include_bytes!("../../../models/household/reward/model.safetensors"),
+    ),
+    (
+        "reward/tokenizer.json",
+        include_bytes!("../../../models/household/reward/tokenizer.json"),
+    ),
+    (
+        "reward/tokenizer_config.json",
+        include_bytes!("../../../models/household/reward/tokenizer_config.json"),
+    ),
+];
+
+/// Whether `dir` holds a household base: `policy/` and `reward/` checkpoints.
+fn is_base(dir: &std::path::Path) -> bool {
+    rla_lm::is_checkpoint(&dir.join("policy")) && rla_lm::is_checkpoint(&dir.join("reward"))
+}
+
+/// The household base the closed loop starts from, and where it was found: `--base`, the
+/// current folder's `models/household`, one beside the program, or the built-in copy written
+/// into the run folder (`RUN/base/`).
+pub fn find_base(
+    given: Option<&std::path::Path>,
+    run: &std::path::Path,
+) -> Result<(std::path::PathBuf, &'static str)> {
+    if let Some(b) = given {
+        if !is_base(b) {
+            anyhow::bail!(
+                "--base {}: not a household base (it needs policy/ and reward/ checkpoints: \
+                 config.json, tokenizer.json and model.safetensors in each, as `rlanything \
+                 pretrain --config configs/household-base.toml --out DIR` writes them)",
+                b.display()
+            );
+        }
+        return Ok((b.to_path_buf(), "--base"));
+    }
+    let here = std::path::PathBuf::from("models/household");
+    if is_base(&here) {
+        return Ok((here, "the current folder"));
+    }
+    if let Some(beside) = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(|p| p.join("models/household")))
+        .filter(|d| is_base(d))
+    {
+        return Ok((beside, "beside the program"));
+    }
+    let out = run.join("base");
+    for (name, bytes) in EMBEDDED_BASE {
+        let path = out.join(name);
+        if std::fs::read(&path).ok().as_deref() != Some(*bytes) {
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", parent.display()))?;
+            }
+            rla_core::file::write_atomic(&path, bytes).map_err(|e| {
+                anyhow::anyhow!("writing the built-in base to {}: {e}", path.display())
+            })?;
+        }
+    }
+    Ok((out, "built into the program"))
 }
 
 /// The quickstart's configuration, shipped in `configs/quickstart.toml`.
@@ -161,7 +264,21 @@ pub fn run(a: Args) -> Result<()> {
     if a.no_train {
         return Ok(());
     }
-    println!("\n== The closed loop from the household base (models/household), mode `full` ==");
+    let mut cfg = cfg;
+    let set = |key: &str| a.set.iter().any(|o| o.key == key);
+    if !set("policy.path") || !set("reward.path") {
+        let (base, from) = find_base(a.base.as_deref(), &a.run)?;
+        if !set("policy.path") {
+            cfg.policy.path = Some(base.join("policy"));
+        }
+        if !set("reward.path") {
+            cfg.reward.path = Some(base.join("reward"));
+        }
+        println!(
+            "\n== The closed loop from the household base ({}, {from}), mode `full` ==",
+            base.display()
+        );
+    }
     cfg.check_paths().map_err(anyhow::Error::msg)?;
     let t = Instant::now();
     let resume = a.run.join("checkpoint/state.json").exists();

@@ -135,3 +135,50 @@ fn the_quickstart_starts_from_the_shipped_base_and_a_missing_base_is_named() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("models/household/policy"), "{err}");
 }
+
+/// `quickstart` runs from any folder: with no `models/household` there or beside the program,
+/// it starts from the base built into the program, written into the run folder; a `--base` that
+/// is no base is named.
+#[test]
+fn the_quickstart_runs_from_anywhere_on_the_built_in_base() {
+    let dir = tempfile::tempdir().unwrap();
+    let small = [
+        "iterations=1",
+        "tasks_per_iteration=1",
+        "rollouts_per_task=2",
+        "eval.in_domain=2",
+        "eval.ood=2",
+    ];
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_rlanything"));
+    cmd.current_dir(dir.path()).arg("quickstart");
+    for s in small {
+        cmd.args(["--set", s]);
+    }
+    let out = cmd.output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("built into the program"), "{text}");
+    for f in ["policy/model.safetensors", "reward/tokenizer.json"] {
+        assert_eq!(
+            std::fs::read(dir.path().join("runs/quickstart/base").join(f)).unwrap(),
+            std::fs::read(root().join("models/household").join(f)).unwrap(),
+            "{f}"
+        );
+    }
+    assert!(dir.path().join("runs/quickstart/metrics.jsonl").exists());
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_rlanything"))
+        .current_dir(dir.path())
+        .args(["quickstart", "--base", "nowhere", "--run", "other"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--base nowhere") && err.contains("policy/"),
+        "{err}"
+    );
+}
