@@ -39,8 +39,93 @@ type Plot = (
     (f64, f64),
 );
 
-/// Size of every plot in pixels.
-pub const PLOT_SIZE: (u32, u32) = (720, 420);
+/// Size of every plot in pixels: the plot, and its legend in a panel to the right of it.
+pub const PLOT_SIZE: (u32, u32) = (900, 420);
+
+/// The width of the plot beside its legend panel.
+const PLOT_WIDTH: u32 = 660;
+
+/// Okabe and Ito's palette, told apart by readers with any colour vision: blue, vermillion,
+/// bluish green, reddish purple, orange, black. Each series also has its own marker, so the
+/// plots read in grey.
+const PALETTE: [RGBColor; 6] = [
+    RGBColor(0, 114, 178),
+    RGBColor(213, 94, 0),
+    RGBColor(0, 158, 115),
+    RGBColor(204, 121, 167),
+    RGBColor(230, 159, 0),
+    RGBColor(0, 0, 0),
+];
+
+/// Series i's colour.
+fn colour(i: usize) -> RGBColor {
+    PALETTE[i % PALETTE.len()]
+}
+
+/// Series i's marker at pixel offset `at` around a point: circle, triangle, square, cross,
+/// diamond, ring.
+fn marker<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    i: usize,
+    (x, y): (i32, i32),
+) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let c = colour(i);
+    let r = 4;
+    match i % 6 {
+        0 => area.draw(&Circle::new((x, y), r, c.filled()))?,
+        1 => area.draw(&Polygon::new(
+            vec![(x, y - r - 1), (x - r - 1, y + r), (x + r + 1, y + r)],
+            c.filled(),
+        ))?,
+        2 => area.draw(&Rectangle::new(
+            [(x - r, y - r), (x + r, y + r)],
+            c.filled(),
+        ))?,
+        3 => {
+            area.draw(&PathElement::new(
+                vec![(x - r, y - r), (x + r, y + r)],
+                c.stroke_width(2),
+            ))?;
+            area.draw(&PathElement::new(
+                vec![(x - r, y + r), (x + r, y - r)],
+                c.stroke_width(2),
+            ))?;
+        }
+        4 => area.draw(&Polygon::new(
+            vec![
+                (x, y - r - 1),
+                (x + r + 1, y),
+                (x, y + r + 1),
+                (x - r - 1, y),
+            ],
+            c.filled(),
+        ))?,
+        _ => area.draw(&Circle::new((x, y), r, c.stroke_width(2)))?,
+    }
+    Ok(())
+}
+
+/// The legend in its own panel beside the plot, so it never covers the data: each series'
+/// line and marker, then its name.
+fn legend<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, names: &[(usize, &str)]) -> Result<()>
+where
+    DB::ErrorType: 'static,
+{
+    let font = ("sans-serif", 15).into_font();
+    for (row, (i, name)) in names.iter().enumerate() {
+        let y = 60 + 26 * row as i32;
+        area.draw(&PathElement::new(
+            vec![(8, y), (36, y)],
+            colour(*i).stroke_width(2),
+        ))?;
+        marker(area, *i, (22, y))?;
+        area.draw(&Text::new(name.to_string(), (44, y - 8), font.clone()))?;
+    }
+    Ok(())
+}
 
 /// Draws line series into a PNG of [`PLOT_SIZE`].
 pub fn line_chart(
@@ -98,17 +183,26 @@ where
     DB::ErrorType: 'static,
 {
     register_font();
-    root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(root)
         .caption(title, ("sans-serif", 22))
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(52)
         .build_cartesian_2d(0f64..x_max, y_range.0..y_range.1)?;
+    // iterations are whole numbers: a tick at each (at most ten), labelled without decimals
+    let ticks = (x_max.round() as usize + 1).clamp(2, 11);
     chart
         .configure_mesh()
         .x_desc("iteration")
         .y_desc(y_label)
+        .x_labels(ticks)
+        .x_label_formatter(&|x| {
+            if (x - x.round()).abs() < 1e-6 {
+                format!("{}", x.round() as i64)
+            } else {
+                String::new()
+            }
+        })
         .draw()?;
     Ok(chart)
 }
@@ -127,24 +221,26 @@ where
         .iter()
         .flat_map(|s| s.1.iter().map(|p| p.0))
         .fold(1.0, f64::max);
-    let mut chart = axes(&root, title, y_label, x_max, y_range)?;
-    let colors = [BLUE, RED, GREEN, MAGENTA, BLACK];
+    root.fill(&WHITE)?;
+    let (plot, side) = root.split_horizontally(PLOT_WIDTH);
+    let mut chart = axes(&plot, title, y_label, x_max, y_range)?;
+    let mut names = Vec::new();
     for (i, (name, pts)) in series.iter().enumerate() {
         if pts.is_empty() {
             continue; // a series never measured (a split not evaluated) gets no legend entry
         }
-        let c = colors[i % colors.len()];
-        chart
-            .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))?
-            .label(name.clone())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
-        chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, c.filled())))?;
+        chart.draw_series(LineSeries::new(
+            pts.iter().copied(),
+            colour(i).stroke_width(2),
+        ))?;
+        let area = chart.plotting_area();
+        for &p in pts {
+            let at = area.map_coordinate(&p);
+            marker(&plot, i, at)?;
+        }
+        names.push((i, name.as_str()));
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()?;
+    legend(&side, &names)?;
     root.present()?;
     Ok(())
 }
@@ -198,12 +294,12 @@ pub fn write_plots(dir: &Path, ms: &[IterMetrics]) -> Result<Vec<String>> {
         ),
         (
             "theory.png",
-            "Theorem 1: mu against the bound",
+            "Theorem 1: μ against the bound",
             "value",
             vec![
-                ("mu = p+ + p-".into(), pts(&trained, |m| m.mu)),
+                ("μ = p₊ + p₋".into(), pts(&trained, |m| m.mu)),
                 (
-                    "bound 1 - exp(-m(mu-1)^2/4)".into(),
+                    "bound 1 − exp(−m(μ−1)²/4)".into(),
                     pts(&trained, |m| m.bound.or(Some(0.0))),
                 ),
                 ("precision A".into(), pts(&trained, |m| m.precision)),
@@ -220,7 +316,7 @@ pub fn write_plots(dir: &Path, ms: &[IterMetrics]) -> Result<Vec<String>> {
                     pts(&trained, |m| m.vitals.policy.clip_fraction),
                 ),
                 (
-                    "KL of the update x100 (decision tokens)".into(),
+                    "update KL ×100 (decisions)".into(),
                     pts(&trained, |m| {
                         m.vitals.policy.update_kl_decision.map(|k| 100.0 * k)
                     }),
@@ -278,29 +374,30 @@ where
         .iter()
         .flat_map(|s| s.1.iter().map(|p| p.0))
         .fold(1.0, f64::max);
-    let mut chart = axes(&root, title, y_label, x_max, y_range)?;
-    let colors = [BLUE, RED, GREEN, MAGENTA, BLACK];
+    root.fill(&WHITE)?;
+    let (plot, side) = root.split_horizontally(PLOT_WIDTH);
+    let mut chart = axes(&plot, title, y_label, x_max, y_range)?;
+    let mut names = Vec::new();
     for (i, (name, pts)) in series.iter().enumerate() {
         if pts.is_empty() {
             continue; // a mode with no evaluation of this split gets no band and no legend entry
         }
-        let c = colors[i % colors.len()];
+        let c = colour(i);
         let mut outline: Vec<(f64, f64)> = pts.iter().map(|p| (p.0, p.3)).collect();
         outline.extend(pts.iter().rev().map(|p| (p.0, p.2)));
         chart.draw_series(std::iter::once(Polygon::new(outline, c.mix(0.15).filled())))?;
-        chart
-            .draw_series(LineSeries::new(
-                pts.iter().map(|p| (p.0, p.1)),
-                c.stroke_width(2),
-            ))?
-            .label(name.clone())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
+        chart.draw_series(LineSeries::new(
+            pts.iter().map(|p| (p.0, p.1)),
+            c.stroke_width(2),
+        ))?;
+        let area = chart.plotting_area();
+        for p in pts {
+            let at = area.map_coordinate(&(p.0, p.1));
+            marker(&plot, i, at)?;
+        }
+        names.push((i, name.as_str()));
     }
-    chart
-        .configure_series_labels()
-        .background_style(WHITE.mix(0.8))
-        .border_style(BLACK)
-        .draw()?;
+    legend(&side, &names)?;
     root.present()?;
     Ok(())
 }

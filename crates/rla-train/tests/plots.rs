@@ -76,3 +76,14 @@ fn no_system_font_library_is_in_the_dependency_graph() {
         );
     }
 }
+
+#[test]
+fn the_legend_sits_in_its_own_panel_beside_the_data() {
+    let with = line_chart_rgb("Success", "success rate", &series(), (0.0, 1.0)).unwrap();
+    let none: Vec<Series> = vec![("never measured".into(), vec![])];
+    let without = line_chart_rgb("Success", "success rate", &none, (0.0, 1.0)).unwrap();
+    // the names are written right of the plot, where nothing else is drawn
+    let panel = dark_pixels(&with, 40..140, 700..PLOT_SIZE.0);
+    assert!(panel > 100, "{panel} dark pixels in the legend panel");
+    assert_eq!(dark_pixels(&without, 0..PLOT_SIZE.1, 670..PLOT_SIZE.0), 0);
+}
