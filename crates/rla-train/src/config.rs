@@ -623,8 +623,8 @@ pub struct EvalSources {
 
 impl EvalSources {
     /// The file or folder standing in for `split`, if any.
-    pub fn of(&self, split: crate::setting::Split) -> Option<&Path> {
-        use crate::setting::Split;
+    pub fn of(&self, split: rla_env::household::splits::Split) -> Option<&Path> {
+        use rla_env::household::splits::Split;
         match split {
             Split::InDomain => self.in_domain.as_deref(),
             Split::Ood => self.ood.as_deref(),
