@@ -55,7 +55,7 @@ pub struct LearnerSpec {
     /// Processes (devices) per node.
     pub nproc: usize,
     /// Nodes (machines). With more than one, this machine is node 0 and each other one runs
-    /// the worker's torchrun with its `--node-rank` (see the README).
+    /// the worker's torchrun with its `--node-rank` (see docs/learner.md).
     pub nnodes: usize,
     /// `HOST:PORT` of the rendezvous (node 0's address the other nodes reach), when `nnodes > 1`.
     pub rdzv_endpoint: Option<String>,

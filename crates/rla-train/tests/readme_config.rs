@@ -1,15 +1,18 @@
-//! README.md's configuration table names real keys of a run's TOML with their real defaults.
+//! docs/configuration.md's table names real keys of a run's TOML with their real defaults.
 
 use rla_train::RunConfig;
 
-/// The rows of the table under `## Configuration`: (names, defaults), from the first two columns.
+/// The rows of the table under `# Configuration` (up to the page's first `## ` section): (names,
+/// defaults), from the first two columns.
 fn rows() -> Vec<(Vec<String>, Vec<String>)> {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
-    let section = readme
-        .split("\n## Configuration\n")
-        .nth(1)
-        .expect("README has a Configuration section");
+    let page = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/configuration.md"
+    ))
+    .unwrap();
+    let section = page
+        .strip_prefix("# Configuration\n")
+        .expect("docs/configuration.md starts with its title, # Configuration");
     let section = section.split("\n## ").next().unwrap();
     section
         .lines()
@@ -60,16 +63,20 @@ fn every_row_is_a_key_of_the_run_config_with_its_default() {
             for part in name.split('.') {
                 v = v
                     .get(part)
-                    .unwrap_or_else(|| panic!("README names `{name}`: no such key"));
+                    .unwrap_or_else(|| panic!("docs/configuration.md names `{name}`: no such key"));
             }
             if let Ok(want) = value.parse::<bool>() {
-                assert_eq!(v.as_bool(), Some(want), "README's default of `{name}`");
+                assert_eq!(
+                    v.as_bool(),
+                    Some(want),
+                    "docs/configuration.md's default of `{name}`"
+                );
             } else {
-                let want: f64 = value
-                    .parse()
-                    .unwrap_or_else(|_| panic!("README's default of `{name}`: {value}"));
+                let want: f64 = value.parse().unwrap_or_else(|_| {
+                    panic!("docs/configuration.md's default of `{name}`: {value}")
+                });
                 let got = v.as_float().or(v.as_integer().map(|i| i as f64)).unwrap();
-                assert_eq!(got, want, "README's default of `{name}`");
+                assert_eq!(got, want, "docs/configuration.md's default of `{name}`");
             }
             for (s, doc) in docs.iter_mut() {
                 if owner.is_none_or(|o| o == *s) {

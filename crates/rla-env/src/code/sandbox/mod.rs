@@ -16,7 +16,7 @@
 //! | descriptors | every descriptor above 2 is marked close-on-exec before the interpreter starts: none the caller left open reaches the program |
 //! | unix sockets | a seccomp filter refuses `socket(AF_UNIX)` (and `io_uring_setup`, `pidfd_getfd`): pathname sockets such as an X server's lie outside the network namespace and Landlock |
 //!
-//! What applied on this machine is reported by [`Sandbox::isolation`]; the README lists what is
+//! What applied on this machine is reported by [`Sandbox::isolation`]; docs/coding.md lists what is
 //! and is not isolated. Namespaces, Landlock and per-run uids are Linux-only: elsewhere (macOS)
 //! the crate builds and runs get the limits, the session and the cleared environment only.
 
