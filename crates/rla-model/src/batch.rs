@@ -167,6 +167,28 @@ impl Batch {
         })
     }
 
+    /// [`Batch::packed`] of `items` grouped into `rows` (indices, as [`packed_groups`] gives
+    /// them): each row the first item's prompt and every item's response, in order.
+    pub fn packed_rows<'a, T>(
+        items: &'a [T],
+        rows: &[Vec<usize>],
+        prompt: impl Fn(&'a T) -> &'a [u32],
+        response: impl Fn(&'a T) -> &'a [u32],
+        pad: u32,
+        dev: &Device,
+    ) -> Result<Batch, ModelError> {
+        let packed: Vec<(&[u32], Vec<&[u32]>)> = rows
+            .iter()
+            .map(|g| {
+                (
+                    prompt(&items[g[0]]),
+                    g.iter().map(|&i| response(&items[i])).collect(),
+                )
+            })
+            .collect();
+        Batch::packed(&packed, pad, dev)
+    }
+
     /// The batch scored at the sampling temperature `t` (values ≤ 0, greedy decoding, score at 1).
     pub fn tempered(mut self, t: f64) -> Batch {
         self.temperature = if t > 0.0 { t } else { 1.0 };
@@ -213,5 +235,19 @@ pub fn group_by_prompt<'a, T>(
         });
         groups[g].push(i);
     }
+    groups
+}
+
+/// Indices of `items` grouped by equal prompts ([`group_by_prompt`]), the groups in order of
+/// their packed length (stable): each micro-batch then pads its rows to nearly the same length.
+pub(crate) fn packed_groups<'a, T>(
+    items: &'a [T],
+    prompt: impl Fn(&'a T) -> &'a [u32],
+    response_len: impl Fn(&T) -> usize,
+) -> Vec<Vec<usize>> {
+    let mut groups = group_by_prompt(items, &prompt);
+    groups.sort_by_key(|g| {
+        prompt(&items[g[0]]).len() + g.iter().map(|&i| response_len(&items[i])).sum::<usize>()
+    });
     groups
 }

@@ -385,19 +385,17 @@ fn score_inner_within(
     temperature: f64,
 ) -> Result<Vec<Vec<f32>>, ModelError> {
     // the pairs of one prompt share a packed row; 16 rows a batch, in order of length
-    let groups = crate::train::packed_groups(pairs, |(p, _)| p.as_slice(), |(_, r)| r.len());
+    let groups = crate::batch::packed_groups(pairs, |(p, _)| p.as_slice(), |(_, r)| r.len());
     let mut out = vec![Vec::new(); pairs.len()];
     for rows in groups.chunks(16) {
-        let packed: Vec<(&[u32], Vec<&[u32]>)> = rows
-            .iter()
-            .map(|g| {
-                (
-                    pairs[g[0]].0.as_slice(),
-                    g.iter().map(|&i| pairs[i].1.as_slice()).collect(),
-                )
-            })
-            .collect();
-        let mut b = crate::batch::Batch::packed(&packed, 0, &model.device)?;
+        let mut b = crate::batch::Batch::packed_rows(
+            pairs,
+            rows,
+            |(p, _)| p.as_slice(),
+            |(_, r)| r.as_slice(),
+            0,
+            &model.device,
+        )?;
         if let Some(ch) = choices {
             b = b.within(rows.iter().flatten().map(|&i| ch[i]))?;
         }

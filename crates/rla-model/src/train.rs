@@ -304,21 +304,6 @@ fn by_length<T>(items: &[T], len: impl Fn(&T) -> usize) -> Vec<&T> {
     v
 }
 
-/// Indices of `items` grouped by equal prompts (see [`crate::batch::group_by_prompt`]), the
-/// groups in order of their packed length (stable): each micro-batch then pads its rows to nearly
-/// the same length.
-pub(crate) fn packed_groups<'a, T>(
-    items: &'a [T],
-    prompt: impl Fn(&'a T) -> &'a [u32],
-    response_len: impl Fn(&T) -> usize,
-) -> Vec<Vec<usize>> {
-    let mut groups = crate::batch::group_by_prompt(items, &prompt);
-    groups.sort_by_key(|g| {
-        prompt(&items[g[0]]).len() + g.iter().map(|&i| response_len(&items[i])).sum::<usize>()
-    });
-    groups
-}
-
 /// One PPO-clip update over `samples`. Its stats hold, besides the loss and the gradient norm,
 /// the share of response tokens whose ratio the clip bounds and the policy's mean entropy at the
 /// decision tokens (both measured before the step).
@@ -332,25 +317,23 @@ pub fn ppo_step(
     PpoSample::check_all(samples).map_err(ModelError::Other)?;
     let acc = acc_dtype(model.dtype);
     // the samples of one prompt share a packed row; rows in order of length
-    let groups = packed_groups(samples, |s| &s.prompt, |s| s.response.len());
+    let groups = crate::batch::packed_groups(samples, |s| &s.prompt, |s| s.response.len());
     let sizes: Vec<usize> = groups.iter().map(Vec::len).collect();
     let (mut stats, extra) = accumulate_and_step(&model.device, opt, cfg, &sizes, |r| {
         // (tokens the clip bounds, response tokens), (entropy summed, decision tokens)
         let (mut clip, mut ent) = ((0usize, 0usize), (0f64, 0usize));
         let rows = &groups[r];
         let part: Vec<&PpoSample> = rows.iter().flatten().map(|&i| &samples[i]).collect();
-        let packed: Vec<(&[u32], Vec<&[u32]>)> = rows
-            .iter()
-            .map(|g| {
-                (
-                    samples[g[0]].prompt.as_slice(),
-                    g.iter().map(|&i| samples[i].response.as_slice()).collect(),
-                )
-            })
-            .collect();
-        let b = Batch::packed(&packed, pad, &model.device)?
-            .within(part.iter().map(|s| s.choices.as_deref()))?
-            .tempered(cfg.temperature);
+        let b = Batch::packed_rows(
+            samples,
+            rows,
+            |s| &s.prompt,
+            |s| &s.response,
+            pad,
+            &model.device,
+        )?
+        .within(part.iter().map(|s| s.choices.as_deref()))?
+        .tempered(cfg.temperature);
         let old_rows: Vec<&[f32]> = part.iter().map(|s| s.old_logprobs.as_slice()).collect();
         let old = pad_rows(&old_rows, &b, acc)?;
         let refp = match (
