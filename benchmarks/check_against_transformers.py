@@ -1,8 +1,8 @@
 """Check a checkpoint written by this project against transformers: same token ids, same
 log-probabilities, same chat prompt.
 
-    cargo run --release -p rlanything -- lm init --config configs/tiny.toml --tokenizer-corpus CORPUS --out /tmp/tiny
-    cargo run --release -p rlanything -- lm logprobs --model /tmp/tiny --text "take apple 1 from fridge 1" > /tmp/ours.json
+    rlanything lm init --config configs/tiny.toml --tokenizer-corpus CORPUS --out /tmp/tiny
+    rlanything lm logprobs --model /tmp/tiny --text "take apple 1 from fridge 1" > /tmp/ours.json
     python3 benchmarks/check_against_transformers.py /tmp/tiny /tmp/ours.json "take apple 1 from fridge 1"
 
 Needs torch and transformers (>= 4.51 for Qwen3); exits quietly without them.

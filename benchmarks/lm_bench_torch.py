@@ -1,6 +1,6 @@
 """The measurements of `rlanything bench lm`, with PyTorch + transformers on the same checkpoint.
 
-    cargo run --release -p rlanything -- bench lm --save /tmp/benchlm
+    rlanything bench lm --save /tmp/benchlm
     python3 benchmarks/lm_bench_torch.py /tmp/benchlm
 
 Prints prefill tokens/s (8×256), decode tokens/s at batch 1 and 32 (64 new tokens, greedy, no early

@@ -50,3 +50,25 @@ def test_the_readme_agent_loop_runs(monkeypatch, capsys):
     exec(compile(code, "README.md", "exec"), scope)
     env = scope["env"]
     assert env.steps >= 1 and capsys.readouterr().out.strip()
+
+
+def test_the_command_line_runs_through_the_extension(capfd):
+    from rlanything import cli
+
+    assert _native.cli(["rlanything", "--version"]) == 0
+    assert capfd.readouterr().out.strip() == f"rlanything {rlanything.__version__}"
+    assert _native.cli(["rlanything", "theory", "--mu", "1.2", "--m", "3"]) == 0
+    assert "1.2" in capfd.readouterr().out
+    # arguments it refuses: clap's message and status 2, and the interpreter goes on
+    assert _native.cli(["rlanything", "no-such-command"]) == 2
+    assert "no-such-command" in capfd.readouterr().err
+    # an error of the command itself: status 1 and the cause named
+    assert _native.cli(["rlanything", "report", "/no/such/run"]) == 1
+    assert "/no/such/run" in capfd.readouterr().err
+    assert callable(cli.main)
+
+
+def test_the_rlanything_console_script_is_declared():
+    eps = importlib.metadata.entry_points()
+    scripts = eps.select(group="console_scripts") if hasattr(eps, "select") else eps["console_scripts"]
+    assert {e.name: e.value for e in scripts}.get("rlanything") == "rlanything.cli:main"

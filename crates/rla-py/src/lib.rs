@@ -9,6 +9,7 @@
 //! | [`rules`] | the paper's rules from `rla-core`: step rewards, advantages, consistency, bands, adaptation, Theorem 1 |
 //! | [`sandbox`] | the coding setting's sandbox: programs run under limits, with verdicts on tests |
 //! | [`desktop`] | the GUI setting: a spreadsheet task, its accessibility tree, actions and OSWorld's evaluator |
+//! | `cli` | the `rlanything` command line, the same program as the Rust binary (the package's `rlanything` console script) |
 //!
 //! Structured values (task specs, run results) cross the boundary as JSON text, which the Python
 //! side turns into dictionaries; lists of numbers and strings cross as Python lists.
@@ -64,8 +65,16 @@ pub(crate) fn json_value<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py
     py.import("json")?.call_method1("loads", (text,))
 }
 
+/// Runs the `rlanything` command line on `argv` (the program's name first) and returns its exit
+/// status; the Python package's `rlanything` console script calls it with `sys.argv`.
+#[pyfunction]
+fn cli(py: Python<'_>, argv: Vec<String>) -> i32 {
+    py.detach(|| rlanything::main_with(argv))
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(cli, m)?)?;
     household::register(m)?;
     rules::register(m)?;
     sandbox::register(m)?;

@@ -23,6 +23,10 @@ pub struct Ablation {
     pub control: bool,
     /// Progress bars on stderr.
     pub progress: bool,
+    /// Game folders in ALFWorld's layout (a household's): each run's final policy, the SFT
+    /// control's and each seed's starting policy play them greedily, and the table gains their
+    /// games won.
+    pub games: Option<PathBuf>,
 }
 
 /// What the ablation wrote.
@@ -36,8 +40,9 @@ pub struct Ablated {
     pub curves: Vec<PathBuf>,
 }
 
-/// A seed's SFT control and the (in-domain, OOD) success of the base it started from.
-type Control = (ControlResult, (f64, f64));
+/// A seed's SFT control, the (in-domain, OOD) success of the base it started from, and the
+/// games of `--games` won by that base and by the control.
+type Control = (ControlResult, (f64, f64), Option<(usize, usize, usize)>);
 
 /// One finished run of the ablation.
 struct AblationRun {
@@ -46,6 +51,8 @@ struct AblationRun {
     judge: (Option<f64>, Option<f64>),
     mu: Option<f64>,
     metrics: Vec<IterMetrics>,
+    /// Games won of `--games` by the starting and the final policy, and the games played.
+    games: Option<(usize, usize, usize)>,
 }
 
 /// A run's training seconds: its iterations' rollouts, judging, updates and adaptation (its
@@ -74,6 +81,16 @@ fn pct(xs: &[f64]) -> String {
     }
 }
 
+/// `mean (min–max)` of counts, or the single count for one seed.
+fn count(xs: &[f64]) -> String {
+    let (m, lo, hi) = spread(xs);
+    if xs.len() == 1 {
+        format!("{m:.0}")
+    } else {
+        format!("{m:.1} ({lo:.0}–{hi:.0})")
+    }
+}
+
 /// Runs the ablation of `base` into `out`; `say` is given the warm starts' lines as they come.
 pub fn ablate(
     backend: &'static dyn Backend,
@@ -85,6 +102,12 @@ pub fn ablate(
     base.check_paths().map_err(anyhow::Error::msg)?;
     if a.seeds == 0 {
         bail!("--seeds 0: run at least one seed");
+    }
+    if a.games.is_some() && base.setting != "household" {
+        bail!(
+            "--games plays ALFWorld's game folders, a household's; this config's setting is {}",
+            base.setting
+        );
     }
     if a.control && !a.modes.contains(&Mode::Full) {
         bail!("--modes sft: the control is given the minutes of `full`; name full too");
@@ -108,6 +131,21 @@ pub fn ablate(
             out.join(format!("seed-{}", seeded.seed))
         };
         crate::launch::ensure_pretrained(backend, &seeded, &out, a.progress, say)?;
+        let start = seeded
+            .policy
+            .path
+            .clone()
+            .unwrap_or_else(|| out.join("pretrained/policy"));
+        // games won by a policy: (won, played), kept beside what it evaluates
+        let games = |policy: &Path, record: &Path| -> Result<Option<(usize, usize)>> {
+            a.games
+                .as_deref()
+                .map(|g| crate::eval::games_won(backend, &seeded, policy, g, record))
+                .transpose()
+        };
+        let base_games = games(&start, &out.join("games-start.json"))?;
+        let with_base =
+            |after: Option<(usize, usize)>| base_games.zip(after).map(|((b, n), (w, _))| (b, w, n));
         for (mi, &mode) in modes.iter().enumerate() {
             let mut cfg = seeded.clone();
             cfg.mode = mode;
@@ -122,12 +160,14 @@ pub fn ablate(
             let ms = crate::launch::train_to_end(backend, cfg, &dir, (resume, a.progress), say)?;
             let (before, after) = crate::report::before_after(&ms)?;
             let last = ms.last().context("no metrics")?;
+            let won = games(&dir.join("checkpoint/policy"), &dir.join("games.json"))?;
             runs[mi].push(AblationRun {
                 before,
                 after,
                 judge: (last.process_acc, last.outcome_acc),
                 mu: last.mu,
                 metrics: ms,
+                games: with_base(won),
             });
         }
         if a.control {
@@ -143,7 +183,8 @@ pub fn ablate(
             let budget = training_seconds(&run.metrics);
             let sft = out.join("sft");
             let r = crate::control::sft_control(backend, &cfg, &sft, budget, a.progress)?;
-            controls.push((r, run.before));
+            let won = games(&sft.join("policy"), &sft.join("games.json"))?;
+            controls.push((r, run.before, with_base(won)));
         }
     }
     let (judge_a, judge_b) = crate::registry::setting(base)?.judge_columns();
@@ -165,8 +206,34 @@ fn table(
     controls: &[Control],
     (judge_a, judge_b): (&str, &str),
 ) -> String {
+    // games won of `--games`: before and after, mean (min–max) over seeds
+    let played = runs
+        .iter()
+        .flatten()
+        .filter_map(|r| r.games)
+        .chain(controls.iter().filter_map(|c| c.2))
+        .map(|g| g.2)
+        .next();
+    let games_cols = |gs: Vec<(usize, usize, usize)>| -> String {
+        match played {
+            None => String::new(),
+            Some(_) if gs.is_empty() => " — | — |".to_string(),
+            Some(_) => format!(
+                " {} | {} |",
+                count(&gs.iter().map(|g| g.0 as f64).collect::<Vec<_>>()),
+                count(&gs.iter().map(|g| g.1 as f64).collect::<Vec<_>>())
+            ),
+        }
+    };
+    let (games_head, games_rule) = match played {
+        Some(n) => (
+            format!(" games won before (of {n}) | games won after (of {n}) |"),
+            "---|---|",
+        ),
+        None => (String::new(), ""),
+    };
     let mut table = format!(
-        "| mode | in-domain before | in-domain after | OOD before | OOD after | {judge_a} | {judge_b} | μ (last) |\n|---|---|---|---|---|---|---|---|\n"
+        "| mode | in-domain before | in-domain after | OOD before | OOD after | {judge_a} | {judge_b} | μ (last) |{games_head}\n|---|---|---|---|---|---|---|---|{games_rule}\n"
     );
     for (mode, rs) in modes.iter().zip(runs) {
         let col = |f: &dyn Fn(&AblationRun) -> Option<f64>| {
@@ -185,7 +252,7 @@ fn table(
             format!("{m:.2} ({lo:.2}–{hi:.2})")
         };
         table.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} |{}\n",
             mode.name(),
             col(&|r| Some(r.before.0)),
             col(&|r| Some(r.after.0)),
@@ -193,17 +260,19 @@ fn table(
             col(&|r| Some(r.after.1)),
             col(&|r| r.judge.0),
             col(&|r| r.judge.1),
-            mu
+            mu,
+            games_cols(rs.iter().filter_map(|r| r.games).collect())
         ));
     }
     if !controls.is_empty() {
         let col = |f: &dyn Fn(&Control) -> f64| pct(&controls.iter().map(f).collect::<Vec<_>>());
         table.push_str(&format!(
-            "| sft (control) | {} | {} | {} | {} | — | — | — |\n",
+            "| sft (control) | {} | {} | {} | {} | — | — | — |{}\n",
             col(&|c| c.1 .0),
             col(&|c| c.0.in_domain),
             col(&|c| c.1 .1),
             col(&|c| c.0.ood),
+            games_cols(controls.iter().filter_map(|c| c.2).collect())
         ));
     }
     table

@@ -258,6 +258,53 @@ pub struct Games {
     pub take_rates: TakeRates,
 }
 
+/// Games won by the policy in `policy_dir` of the game folders under `games` (ALFWorld's layout),
+/// played greedily as the household config `cfg` evaluates (its step limit, prompt and answer
+/// length): `(won, played)`. The result is kept in `record` (a JSON file) and read back from it
+/// while it names the same policy and folder, so a finished evaluation is not played again.
+pub fn games_won(
+    backend: &dyn rla_lm::Backend,
+    cfg: &RunConfig,
+    policy_dir: &Path,
+    games: &Path,
+    record: &Path,
+) -> Result<(usize, usize)> {
+    if cfg.setting != "household" {
+        bail!(
+            "--games plays ALFWorld's game folders, a household's; this config's setting is {}",
+            cfg.setting
+        );
+    }
+    let key = serde_json::json!({
+        "policy": policy_dir.display().to_string(),
+        "games": games.display().to_string(),
+    });
+    if let Ok(text) = std::fs::read_to_string(record) {
+        let v: serde_json::Value = serde_json::from_str(&text)
+            .with_context(|| format!("{}: not the JSON this program writes", record.display()))?;
+        if v.get("key") == Some(&key) {
+            let n = |k: &str| v.get(k).and_then(|x| x.as_u64()).map(|x| x as usize);
+            if let (Some(won), Some(played)) = (n("won"), n("played")) {
+                return Ok((won, played));
+            }
+        }
+    }
+    let model = backend
+        .open(policy_dir, &rla_lm::OpenOptions::default())
+        .with_context(|| format!("opening {}", policy_dir.display()))?;
+    let g = household_games(
+        model.as_ref(),
+        games,
+        None,
+        Episodes::evaluation(cfg),
+        cfg.policy.max_new_tokens,
+    )?;
+    let (won, played) = (g.played.won, g.folders.len());
+    let v = serde_json::json!({"key": key, "won": won, "played": played});
+    crate::run::write_atomic(record, &format!("{v:#}\n"))?;
+    Ok((won, played))
+}
+
 /// Every game folder under `dir` (a folder holding a `game.tw-pddl` and its `traj_data.json`,
 /// as in ALFWorld's `valid_seen`), the first `n` when given, played greedily.
 pub fn household_games(

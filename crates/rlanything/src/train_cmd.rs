@@ -73,6 +73,11 @@ pub struct AblateArgs {
     /// The run's seed (`--set seed=N`).
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Game folders in ALFWorld's layout (a household's): each run's final policy, the SFT
+    /// control's and the starting policy play them greedily, and the table gains the games won
+    /// before and after (`tests/fixtures/alfworld-traces`: ALFWorld's 20 fixture games).
+    #[arg(long, value_name = "DIR")]
+    pub games: Option<PathBuf>,
     /// No progress bars.
     #[arg(long)]
     pub quiet: bool,
@@ -251,6 +256,7 @@ pub fn run_ablate(a: AblateArgs) -> Result<()> {
             modes,
             control,
             progress: !a.quiet,
+            games: a.games.clone(),
         },
         &mut |l| println!("{l}"),
     )?;

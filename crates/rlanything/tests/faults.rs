@@ -372,22 +372,74 @@ fn ablate_over_seeds_gives_ranges_and_curves() {
     let cfg = dir.path().join("run.toml");
     std::fs::write(&cfg, CONFIG).unwrap();
     let out = dir.path().join("abl");
+    // three of ALFWorld's fixture games, played by every policy of the ablation
+    let games = dir.path().join("games");
+    let fixtures =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/alfworld-traces");
+    let mut names: Vec<_> = std::fs::read_dir(&fixtures)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    names.sort();
+    for name in names.iter().take(3) {
+        let to = games.join(name);
+        std::fs::create_dir_all(&to).unwrap();
+        for f in ["game.tw-pddl", "traj_data.json"] {
+            std::fs::copy(fixtures.join(name).join(f), to.join(f)).unwrap();
+        }
+    }
     let o = bin()
         .args(["ablate", "--quiet", "--seeds", "2", "--config"])
         .arg(&cfg)
         .arg("--out")
         .arg(&out)
+        .arg("--games")
+        .arg(&games)
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", text(&o));
     let t = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(
+        t.contains("| games won before (of 3) | games won after (of 3) |"),
+        "{t}"
+    );
     for mode in ["outcome", "policy", "policy+reward", "full"] {
         let row = t
             .lines()
             .find(|l| l.starts_with(&format!("| {mode} |")))
             .unwrap_or_else(|| panic!("{mode}: {t}"));
         assert!(row.contains('–'), "a range over the seeds: {row}");
+        assert_eq!(
+            row.matches('|').count(),
+            11,
+            "the games' two columns: {row}"
+        );
     }
+    // what each policy won is kept beside it, and agrees with the table
+    let won = |p: &Path| -> u64 {
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+        assert_eq!(v["played"], 3, "{v}");
+        v["won"].as_u64().unwrap()
+    };
+    let start: Vec<u64> = [4, 5]
+        .map(|s| won(&out.join(format!("seed-{s}/games-start.json"))))
+        .to_vec();
+    let after: Vec<u64> = [4, 5]
+        .map(|s| won(&out.join(format!("seed-{s}/full/games.json"))))
+        .to_vec();
+    let full = t.lines().find(|l| l.starts_with("| full |")).unwrap();
+    let cells: Vec<&str> = full.split('|').map(str::trim).collect();
+    let mean = |xs: &[u64]| xs.iter().sum::<u64>() as f64 / xs.len() as f64;
+    assert!(
+        cells[9].starts_with(&format!("{:.1}", mean(&start))),
+        "{full}"
+    );
+    assert!(
+        cells[10].starts_with(&format!("{:.1}", mean(&after))),
+        "{full}"
+    );
     // one warm start per seed, shared by the four modes, and evaluated once before training
     for seed in [4, 5] {
         let s = out.join(format!("seed-{seed}"));
@@ -642,5 +694,32 @@ fn a_run_state_that_is_a_device_is_refused() {
         text(&o).contains("state.json") && text(&o).contains("not a regular file"),
         "{}",
         text(&o)
+    );
+}
+
+#[test]
+fn ablate_games_are_a_households() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("code.toml");
+    std::fs::write(&cfg, common::TINY_CODING).unwrap();
+    let o = bin()
+        .args(["ablate", "--quiet", "--config"])
+        .arg(&cfg)
+        .arg("--out")
+        .arg(dir.path().join("abl"))
+        .args(["--games", "tests/fixtures/alfworld-traces"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains(
+            "--games plays ALFWorld's game folders, a household's; this config's setting is coding"
+        ),
+        "{}",
+        text(&o)
+    );
+    assert!(
+        !dir.path().join("abl/pretrained").exists(),
+        "nothing trained"
     );
 }

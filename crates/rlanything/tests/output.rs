@@ -184,3 +184,151 @@ fn quickstart_help_config_and_readme_name_the_same_duration() {
     assert_eq!(minutes("takes About 7 minutes"), Some(7));
     assert_eq!(minutes("about 7 steps"), None);
 }
+
+/// The repository's root.
+fn root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A shell block of the README or a `docs/` page: where it is, its marker (the HTML comment on
+/// the line before its fence) and its lines.
+struct Block {
+    at: String,
+    marker: Option<String>,
+    code: String,
+}
+
+/// The shell blocks (```sh, ```bash, ```console, ```shell) of a Markdown text.
+fn shell_blocks(name: &str, text: &str) -> Vec<Block> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let fence = lines[i].trim_end();
+        if let Some(lang) = fence.strip_prefix("```") {
+            let end = (i + 1..lines.len())
+                .find(|&j| lines[j].starts_with("```"))
+                .unwrap_or_else(|| panic!("{name}:{}: a code block without its end", i + 1));
+            if matches!(lang, "sh" | "bash" | "console" | "shell") {
+                let prev = if i > 0 { lines[i - 1].trim() } else { "" };
+                let marker = prev
+                    .strip_prefix("<!--")
+                    .and_then(|m| m.strip_suffix("-->"))
+                    .map(|m| m.trim().to_string());
+                out.push(Block {
+                    at: format!("{name}:{}", i + 1),
+                    marker,
+                    code: lines[i + 1..end].join("\n"),
+                });
+            }
+            i = end;
+        }
+        i += 1;
+    }
+    out
+}
+
+/// The README's and every `docs/` page's shell blocks.
+fn doc_blocks() -> Vec<Block> {
+    let mut pages = vec![root().join("README.md")];
+    let mut docs: Vec<_> = std::fs::read_dir(root().join("docs"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    docs.sort();
+    pages.extend(docs);
+    pages
+        .iter()
+        .flat_map(|p| {
+            let name = p.strip_prefix(root()).unwrap_or(p).display().to_string();
+            shell_blocks(&name, &std::fs::read_to_string(p).unwrap())
+        })
+        .collect()
+}
+
+#[test]
+fn every_shell_block_of_the_docs_is_runnable_or_says_why_not() {
+    let blocks = doc_blocks();
+    assert!(blocks.len() >= 30, "{} blocks", blocks.len());
+    let mut bad = Vec::new();
+    for b in &blocks {
+        match b.marker.as_deref() {
+            Some("runnable") => {}
+            Some(m) if m.starts_with("not run:") && m.len() > "not run: ".len() + 10 => {}
+            m => bad.push(format!("{}: {m:?}", b.at)),
+        }
+        // one way of writing the program's commands: `rlanything …`, as installed
+        assert!(!b.code.contains("cargo run"), "{}: {}", b.at, b.code);
+    }
+    assert!(
+        bad.is_empty(),
+        "blocks without `<!-- runnable -->` or `<!-- not run: why -->` on the line before: {bad:#?}"
+    );
+    assert!(
+        blocks
+            .iter()
+            .filter(|b| b.marker.as_deref() == Some("runnable"))
+            .count()
+            >= 5
+    );
+    // the parser sees a marker, and a block without one
+    let t = "x\n<!-- runnable -->\n```sh\nrlanything theory\n```\n```sh\nls\n```\n";
+    let got = shell_blocks("t.md", t);
+    assert_eq!(got.len(), 2);
+    assert_eq!(got[0].marker.as_deref(), Some("runnable"));
+    assert_eq!(
+        (got[0].at.as_str(), got[0].code.as_str()),
+        ("t.md:3", "rlanything theory")
+    );
+    assert_eq!(got[1].marker, None);
+}
+
+/// Runs every block marked runnable, as written, with `rlanything` on the `PATH` (this build's
+/// program), in a scratch folder that holds the checkout's folders: what a block writes (`runs/`)
+/// stays there.
+#[test]
+fn the_runnable_shell_blocks_of_the_docs_run() {
+    let scratch = tempfile::tempdir().unwrap();
+    for e in std::fs::read_dir(root()).unwrap().flatten() {
+        let name = e.file_name();
+        if [".git", "target", "runs"].iter().any(|n| name == *n) {
+            continue;
+        }
+        std::os::unix::fs::symlink(e.path().canonicalize().unwrap(), scratch.path().join(&name))
+            .unwrap();
+    }
+    let bin_dir = scratch.path().join(".bin");
+    std::fs::create_dir(&bin_dir).unwrap();
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_rlanything"), bin_dir.join("rlanything"))
+        .unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut ran = 0;
+    for b in doc_blocks() {
+        if b.marker.as_deref() != Some("runnable") {
+            continue;
+        }
+        let out = Command::new("timeout")
+            .args(["300", "bash", "-euo", "pipefail", "-c", &b.code])
+            .current_dir(scratch.path())
+            .env("PATH", &path)
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        let (stdout, stderr) = text(&out);
+        assert!(
+            out.status.success(),
+            "{} failed ({}):\n{}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+            b.at,
+            out.status,
+            b.code
+        );
+        ran += 1;
+    }
+    assert!(ran >= 5, "{ran} runnable blocks");
+}

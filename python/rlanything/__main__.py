@@ -1,0 +1,7 @@
+"""``python -m rlanything``: the ``rlanything`` command line."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())
