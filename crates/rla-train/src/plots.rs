@@ -171,6 +171,11 @@ pub fn line_chart_rgb(
     rgb_of(|area| draw_chart(area, title, y_label, series, y_range))
 }
 
+/// Whether a y range holds counts, labelled as whole numbers: whole ends five or more apart.
+fn counts((lo, hi): (f64, f64)) -> bool {
+    hi - lo >= 5.0 && lo.fract() == 0.0 && hi.fract() == 0.0
+}
+
 /// The white canvas, caption, axes and mesh every plot shares, over iterations `0..x_max`.
 fn axes<'a, DB: DrawingBackend>(
     root: &'a DrawingArea<DB, Shift>,
@@ -191,19 +196,24 @@ where
         .build_cartesian_2d(0f64..x_max, y_range.0..y_range.1)?;
     // iterations are whole numbers: a tick at each (at most ten), labelled without decimals
     let ticks = (x_max.round() as usize + 1).clamp(2, 11);
-    chart
-        .configure_mesh()
-        .x_desc("iteration")
+    let whole = |x: f64| {
+        if (x - x.round()).abs() < 1e-6 {
+            format!("{}", x.round() as i64)
+        } else {
+            String::new()
+        }
+    };
+    let label = |x: &f64| whole(*x);
+    let mut mesh = chart.configure_mesh();
+    mesh.x_desc("iteration")
         .y_desc(y_label)
         .x_labels(ticks)
-        .x_label_formatter(&|x| {
-            if (x - x.round()).abs() < 1e-6 {
-                format!("{}", x.round() as i64)
-            } else {
-                String::new()
-            }
-        })
-        .draw()?;
+        .x_label_formatter(&label);
+    // counts (a range of five or more): whole-number labels too, `9` rather than `9.0`
+    if counts(y_range) {
+        mesh.y_label_formatter(&label);
+    }
+    mesh.draw()?;
     Ok(chart)
 }
 
@@ -262,7 +272,8 @@ pub fn write_plots(dir: &Path, ms: &[IterMetrics]) -> Result<Vec<String>> {
             (m.iteration as f64, accepted as f64)
         })
         .collect();
-    let max_acc = (accepted as f64).max(1.0) * 1.1;
+    // a whole number of tasks at the top, so the axis reads in whole tasks
+    let max_acc = ((accepted as f64).max(1.0) * 1.1).ceil().max(5.0);
     let plots: Vec<Plot> = vec![
         (
             "success.png",

@@ -87,3 +87,17 @@ fn the_legend_sits_in_its_own_panel_beside_the_data() {
     assert!(panel > 100, "{panel} dark pixels in the legend panel");
     assert_eq!(dark_pixels(&without, 0..PLOT_SIZE.1, 670..PLOT_SIZE.0), 0);
 }
+
+#[test]
+fn counts_are_labelled_as_whole_numbers() {
+    let counts: Vec<Series> = vec![("accepted".into(), vec![(1.0, 0.0), (8.0, 9.0)])];
+    let whole = line_chart_rgb("Accepted", "tasks", &counts, (0.0, 10.0)).unwrap();
+    // the same ticks on a range that is not whole: labelled `1.0`, `2.0`, …
+    let frac = line_chart_rgb("Accepted", "tasks", &counts, (0.0, 10.000001)).unwrap();
+    let (w, f) = (
+        dark_pixels(&whole, 0..PLOT_SIZE.1 - 40, 0..64),
+        dark_pixels(&frac, 0..PLOT_SIZE.1 - 40, 0..64),
+    );
+    assert!(w > 50, "{w} dark pixels: labels drawn");
+    assert!(w + 40 < f, "whole labels {w} dark pixels, with decimals {f}");
+}
