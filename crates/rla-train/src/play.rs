@@ -137,6 +137,63 @@ pub fn encode_prompt<C: Codec + ?Sized>(codec: &C, text: &str) -> Result<Vec<u32
     Ok(codec.encode(&s)?)
 }
 
+/// Prompts as token ids, or `None` when the model's tokenizer is on its server (its prompts go
+/// as chat messages).
+fn prompts(lm: &dyn Sampler, texts: &[String]) -> Result<Option<Vec<Vec<u32>>>> {
+    match texts.first().map(|t| encode_prompt(lm, t)) {
+        Some(Err(e))
+            if e.downcast_ref::<rla_lm::LmError>()
+                .is_some_and(|e| matches!(e, rla_lm::LmError::Unsupported(_))) =>
+        {
+            Ok(None)
+        }
+        _ => texts
+            .iter()
+            .map(|t| encode_prompt(lm, t))
+            .collect::<Result<_>>()
+            .map(Some),
+    }
+}
+
+/// The prompts' token ids (empty for chat) and `n` answers to each.
+pub type Asked = (Vec<Vec<u32>>, Vec<Vec<Sample>>);
+
+/// `n` answers to each prompt: through the model's tokenizer, or as chat messages to a served
+/// model that keeps its tokenizer. Also returns the prompts' token ids (empty for chat). Every
+/// setting asks a model for text through it (coders and test writers, rewriters, summaries).
+pub fn ask(lm: &dyn Sampler, texts: &[String], n: usize, p: &SampleParams) -> Result<Asked> {
+    let out = match prompts(lm, texts)? {
+        Some(ids) => {
+            let out = lm.generate(&ids, n, p)?;
+            (ids, out)
+        }
+        None => {
+            let chats: Vec<Vec<rla_lm::VisualMessage>> = texts
+                .iter()
+                .map(|t| {
+                    vec![rla_lm::VisualMessage {
+                        role: "user".into(),
+                        text: t.clone(),
+                        png: None,
+                    }]
+                })
+                .collect();
+            (vec![vec![]; texts.len()], lm.generate_visual(&chats, n, p)?)
+        }
+    };
+    Ok(out)
+}
+
+/// One answer to one prompt, as [`ask`] asks: a rewriter's or a summariser's question.
+pub fn ask_one(lm: &dyn Sampler, prompt: &str, p: &SampleParams) -> Result<String> {
+    let (_, out) = ask(lm, &[prompt.to_string()], 1, p)?;
+    out.into_iter()
+        .next()
+        .and_then(|s| s.into_iter().next())
+        .map(|s| s.text)
+        .ok_or_else(|| anyhow::anyhow!("the model gave no answer"))
+}
+
 /// An answer's tokens as the model emits them: the text, then the end-of-sequence token. Warm
 /// starts train on exactly these and constrained decoding allows exactly these.
 pub fn encode_response<C: Codec + ?Sized>(codec: &C, text: &str) -> Result<Vec<u32>> {

@@ -99,5 +99,8 @@ fn counts_are_labelled_as_whole_numbers() {
         dark_pixels(&frac, 0..PLOT_SIZE.1 - 40, 0..64),
     );
     assert!(w > 50, "{w} dark pixels: labels drawn");
-    assert!(w + 40 < f, "whole labels {w} dark pixels, with decimals {f}");
+    assert!(
+        w + 40 < f,
+        "whole labels {w} dark pixels, with decimals {f}"
+    );
 }

@@ -3,7 +3,8 @@
 //! detection rate, and best-of-N selection by the test writer's tests (the paper's agentic use
 //! of the trained models). `rlanything code eval` prints what this returns.
 
-use super::{ask, generated_passes, ground_truth, programs_of};
+use super::{generated_passes, ground_truth, programs_of};
+use crate::play::ask;
 use anyhow::Result;
 use rla_core::coding::{all_pass, CodingMetrics, CodingTally};
 use rla_core::selection::{best_of_n, consensus_of_n, pass_at_k, report_ks};

@@ -14,7 +14,7 @@ pub mod warm;
 use crate::coding::config::CodingConfig;
 use crate::config::RunConfig;
 use crate::config::SettingConfig;
-use crate::play::encode_prompt;
+use crate::play::ask;
 use crate::pool::PoolTask;
 use crate::run::RunDir;
 use crate::setting::{
@@ -158,52 +158,6 @@ pub fn file_pool(
             source: CodeSource::File { problem: p },
         })
         .collect())
-}
-
-/// Prompts as token ids, or `None` when the model's tokenizer is on its server (its prompts go
-/// as chat messages).
-fn prompts(lm: &dyn Sampler, texts: &[String]) -> Result<Option<Vec<Vec<u32>>>> {
-    match texts.first().map(|t| encode_prompt(lm, t)) {
-        Some(Err(e))
-            if e.downcast_ref::<rla_lm::LmError>()
-                .is_some_and(|e| matches!(e, rla_lm::LmError::Unsupported(_))) =>
-        {
-            Ok(None)
-        }
-        _ => texts
-            .iter()
-            .map(|t| encode_prompt(lm, t))
-            .collect::<Result<_>>()
-            .map(Some),
-    }
-}
-
-/// The prompts' token ids (empty for chat) and `n` answers to each.
-pub type Asked = (Vec<Vec<u32>>, Vec<Vec<Sample>>);
-
-/// `n` answers to each prompt: through the model's tokenizer, or as chat messages to a served
-/// model that keeps its tokenizer. Also returns the prompts' token ids (empty for chat).
-pub fn ask(lm: &dyn Sampler, texts: &[String], n: usize, p: &SampleParams) -> Result<Asked> {
-    let out = match prompts(lm, texts)? {
-        Some(ids) => {
-            let out = lm.generate(&ids, n, p)?;
-            (ids, out)
-        }
-        None => {
-            let chats: Vec<Vec<rla_lm::VisualMessage>> = texts
-                .iter()
-                .map(|t| {
-                    vec![rla_lm::VisualMessage {
-                        role: "user".into(),
-                        text: t.clone(),
-                        png: None,
-                    }]
-                })
-                .collect();
-            (vec![vec![]; texts.len()], lm.generate_visual(&chats, n, p)?)
-        }
-    };
-    Ok(out)
 }
 
 /// The programs of a coder's samples (an answer without a program runs as an empty file).

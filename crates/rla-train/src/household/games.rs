@@ -12,7 +12,7 @@ use rand_chacha::ChaCha8Rng;
 use rla_core::adapt::Direction;
 use rla_env::household::regame::{game_proposals, retarget_game, scene_classes, GameFiles};
 use rla_env::household::source::{game_ids, read_games, GameTask};
-use rla_lm::{Message, SampleParams, Sampler};
+use rla_lm::{SampleParams, Sampler};
 use std::path::{Path, PathBuf};
 
 /// Where a run keeps the games it proposes and those it accepts.
@@ -151,14 +151,7 @@ fn ask(
         critique.unwrap_or("none recorded."),
         classes.join(", ")
     );
-    // a model without a chat template reads the prompt as it is
-    let text = lm
-        .chat_template(&[Message::new("user", &prompt)], true)
-        .ok()?
-        .unwrap_or_else(|| prompt.clone());
-    let ids = lm.encode(&text).ok()?;
-    let out = lm.generate(&[ids], 1, params).ok()?;
-    out.into_iter().next()?.into_iter().next().map(|s| s.text)
+    crate::play::ask_one(lm, &prompt, params).ok()
 }
 
 /// Copies an accepted rewrite from `proposed/` to `accepted/` (each file through a temporary

@@ -7,7 +7,7 @@ use rla_core::adapt::Direction;
 use rla_env::household::perturb::{apply, proposals, retarget, Perturbation};
 use rla_env::household::task::{layout, placeable_objects};
 use rla_env::household::TaskSpec;
-use rla_lm::{Message, SampleParams, Sampler};
+use rla_lm::{SampleParams, Sampler};
 
 /// Proposes a harder or easier variant of a task.
 pub trait Rewriter {
@@ -71,13 +71,7 @@ pub struct LmRewriter<'a> {
 
 impl LmRewriter<'_> {
     fn ask(&self, prompt: &str) -> Option<String> {
-        let text = self
-            .lm
-            .chat_template(&[Message::new("user", prompt)], true)
-            .ok()??;
-        let ids = self.lm.encode(&text).ok()?;
-        let out = self.lm.generate(&[ids], 1, &self.params).ok()?;
-        out.into_iter().next()?.into_iter().next().map(|s| s.text)
+        crate::play::ask_one(self.lm, prompt, &self.params).ok()
     }
 }
 
