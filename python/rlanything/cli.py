@@ -2,6 +2,8 @@
 (``cargo install --path crates/rlanything``), run through the extension module.
 
 ``pip install .`` puts it on the environment's ``PATH``; ``python -m rlanything`` is the same.
+Like the binary, it installs the program's Ctrl-C handler (remove the sandboxes' folders, exit
+with status 130): run it as a command rather than from an interpreter that should survive Ctrl-C.
 """
 
 import sys
