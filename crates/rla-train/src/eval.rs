@@ -260,7 +260,7 @@ pub struct Games {
 
 /// Games won by the policy in `policy_dir` of the game folders under `games` (ALFWorld's layout),
 /// played greedily as the household config `cfg` evaluates (its step limit, prompt and answer
-/// length): `(won, played)`. The result is kept in `record` (a JSON file) and read back from it
+/// length; `ablate` refuses `--games` for another setting before anything runs): `(won, played)`. The result is kept in `record` (a JSON file) and read back from it
 /// while it names the same policy and folder, so a finished evaluation is not played again.
 pub fn games_won(
     backend: &dyn rla_lm::Backend,
@@ -269,12 +269,6 @@ pub fn games_won(
     games: &Path,
     record: &Path,
 ) -> Result<(usize, usize)> {
-    if cfg.setting != "household" {
-        bail!(
-            "--games plays ALFWorld's game folders, a household's; this config's setting is {}",
-            cfg.setting
-        );
-    }
     let key = serde_json::json!({
         "policy": policy_dir.display().to_string(),
         "games": games.display().to_string(),
