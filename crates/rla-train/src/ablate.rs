@@ -130,6 +130,8 @@ pub fn ablate(
         } else {
             out.join(format!("seed-{}", seeded.seed))
         };
+        // the seed's folder holds its records even when nothing is pretrained into it
+        std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
         crate::launch::ensure_pretrained(backend, &seeded, &out, a.progress, say)?;
         let start = seeded
             .policy

@@ -723,3 +723,68 @@ fn ablate_games_are_a_households() {
         "nothing trained"
     );
 }
+
+#[test]
+fn ablate_from_a_given_base_keeps_each_seeds_games() {
+    // a config naming its base (as configs/alfworld.toml names models/household): nothing is
+    // pretrained into the seed folders, which still hold what each seed's policies won
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("run.toml");
+    std::fs::write(&cfg, CONFIG.replace("iterations = 2", "iterations = 1")).unwrap();
+    let base = dir.path().join("base");
+    let o = bin()
+        .args(["pretrain", "--config"])
+        .arg(&cfg)
+        .arg("--out")
+        .arg(&base)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    let given = CONFIG
+        .replace("iterations = 2", "iterations = 1")
+        .replace(
+            "[policy]\n",
+            &format!("[policy]\npath = {:?}\n", base.join("policy")),
+        )
+        .replace(
+            "[reward]\n",
+            &format!("[reward]\npath = {:?}\n", base.join("reward")),
+        );
+    let cfg = dir.path().join("given.toml");
+    std::fs::write(&cfg, given).unwrap();
+    let games = dir.path().join("games");
+    let fixtures =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/alfworld-traces");
+    let first = std::fs::read_dir(&fixtures)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .min()
+        .unwrap();
+    std::fs::create_dir_all(games.join(&first)).unwrap();
+    for f in ["game.tw-pddl", "traj_data.json"] {
+        std::fs::copy(fixtures.join(&first).join(f), games.join(&first).join(f)).unwrap();
+    }
+    let out = dir.path().join("abl");
+    let o = bin()
+        .args([
+            "ablate", "--quiet", "--seeds", "2", "--modes", "outcome", "--config",
+        ])
+        .arg(&cfg)
+        .arg("--out")
+        .arg(&out)
+        .arg("--games")
+        .arg(&games)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o));
+    for s in [4, 5] {
+        let seed = out.join(format!("seed-{s}"));
+        assert!(!seed.join("pretrained").exists(), "the given base is used");
+        for record in ["games-start.json", "outcome/games.json"] {
+            let v: serde_json::Value =
+                serde_json::from_str(&std::fs::read_to_string(seed.join(record)).unwrap()).unwrap();
+            assert_eq!(v["played"], 1, "{record}: {v}");
+        }
+    }
+}
