@@ -94,6 +94,16 @@ fn cell_fix(d: &Desktop, target: &Workbook, s: usize) -> Option<(u32, u32, u32, 
     Some((first.col, first.row, last, clear))
 }
 
+/// The topmost number of column `c` of sheet `s`.
+fn first_number(book: &Workbook, s: usize, c: u32) -> Option<Addr> {
+    book.sheets[s]
+        .cells
+        .iter()
+        .filter(|(a, v)| a.col == c && matches!(v, crate::workbook::Content::Number(_)))
+        .map(|(a, _)| *a)
+        .min_by_key(|a| a.row)
+}
+
 /// The column whose sort (ascending or not) turns sheet `s` into the target's, if any.
 fn sort_fix(d: &Desktop, target: &Workbook, s: usize) -> Option<(u32, bool)> {
     let ext = d.book.sheets[s].extent()?;
@@ -101,6 +111,10 @@ fn sort_fix(d: &Desktop, target: &Workbook, s: usize) -> Option<(u32, bool)> {
         return None;
     }
     for c in 0..=ext.col {
+        // a cell of the column's data, wherever the table lies
+        let Some(at) = first_number(&d.book, s, c) else {
+            continue;
+        };
         for asc in [true, false] {
             // a bare desktop over the workbook (no undo history or clipboard to copy)
             let Ok(mut probe) = Desktop::new(
@@ -112,7 +126,7 @@ fn sort_fix(d: &Desktop, target: &Workbook, s: usize) -> Option<(u32, bool)> {
                 return None;
             };
             probe.sheet = s;
-            probe.cursor = Addr::new(1, c);
+            probe.cursor = at;
             probe.selection = Range::cell(probe.cursor);
             probe.edit = None;
             let cmd = if asc {
@@ -379,8 +393,9 @@ pub fn next(ep: &Episode) -> String {
             return "pyautogui.hotkey('ctrl', 'home')".into();
         }
         if let Some((c, _)) = sort_fix(d, target, s) {
-            if d.cursor.col != c || d.cursor.row == 0 {
-                let (x, y) = cell_centre(d, Addr::new(1, c)).unwrap_or((0, 0));
+            let at = first_number(&d.book, s, c).unwrap_or(Addr::new(1, c));
+            if d.cursor.col != c || d.cursor.row < at.row {
+                let (x, y) = cell_centre(d, at).unwrap_or((0, 0));
                 return click(x, y);
             }
             let (x, y) = l.menu_title(3).center();

@@ -94,8 +94,71 @@ impl Family {
     ];
 }
 
-/// A task: its family, the seed of its table, how many objects, which evaluator is active and
-/// how many hints its instruction carries. Everything else is generated from these.
+/// One way a generated task departs from the plain sheet (a table at A1 with one text key
+/// column, three numeric columns and 3–6 rows, an instruction that names where things go), as
+/// OSWorld's real sheets do: the robustness check (`rlanything desktop eval --perturb KIND`,
+/// `[desktop] perturb`) plays a split with one of them applied, everything else kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Perturb {
+    /// The table starts one to three columns right of A.
+    ShiftRight,
+    /// The table starts one to four rows down.
+    ShiftDown,
+    /// A title row and a blank row above the table, and a note one blank column right of it.
+    Gaps,
+    /// Five to eight numeric columns instead of three.
+    Wide,
+    /// Seven to thirty data rows instead of three to six.
+    Long,
+    /// The instruction names no column letter or row number ("in a new column", "in a new row
+    /// under the table").
+    Unlocated,
+    /// Source headers drawn from the new columns' names and new columns named from the source
+    /// headers' list.
+    SwappedNames,
+}
+
+impl Perturb {
+    /// Every kind, in the order the robustness table lists them.
+    pub const ALL: [Perturb; 7] = [
+        Perturb::ShiftRight,
+        Perturb::ShiftDown,
+        Perturb::Gaps,
+        Perturb::Wide,
+        Perturb::Long,
+        Perturb::Unlocated,
+        Perturb::SwappedNames,
+    ];
+
+    /// The kind's name (`shift-right`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            Perturb::ShiftRight => "shift-right",
+            Perturb::ShiftDown => "shift-down",
+            Perturb::Gaps => "gaps",
+            Perturb::Wide => "wide",
+            Perturb::Long => "long",
+            Perturb::Unlocated => "unlocated",
+            Perturb::SwappedNames => "swapped-names",
+        }
+    }
+
+    /// The kind a name calls; the error lists the kinds.
+    pub fn parse(name: &str) -> Result<Perturb, String> {
+        Perturb::ALL
+            .into_iter()
+            .find(|p| p.name() == name)
+            .ok_or_else(|| {
+                let all: Vec<&str> = Perturb::ALL.iter().map(|p| p.name()).collect();
+                format!("perturbation {name:?}: not one of {}", all.join(", "))
+            })
+    }
+}
+
+/// A task: its family, the seed of its table, how many objects, which evaluator is active,
+/// how many hints its instruction carries and how its sheet departs from the plain one.
+/// Everything else is generated from these.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Spec {
     /// The family.
@@ -108,6 +171,9 @@ pub struct Spec {
     pub variant: u8,
     /// Hints added to the instruction, 0–2.
     pub hints: u8,
+    /// How the sheet departs from the plain one (none: the plain sheet).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub perturb: Option<Perturb>,
 }
 
 /// The most hints an instruction carries.
@@ -151,54 +217,149 @@ const NAMES: [[&str; 7]; 4] = [
 ];
 const NUMERIC: [&str; 6] = ["Revenue", "Cost", "Units", "Price", "Tax", "Budget"];
 const NEW_NAMES: [&str; 6] = ["Profit", "Margin", "Net", "Score", "Gain", "Amount"];
+/// The numeric columns a wide table adds after its first three.
+const MORE_NUMERIC: [&str; 6] = ["Weight", "Stock", "Orders", "Fees", "Hours", "Returns"];
+const TITLES: [&str; 4] = [
+    "Quarterly figures",
+    "Sales report",
+    "Summary",
+    "Figures by line",
+];
+const NOTES: [&str; 4] = ["Source: ledger", "Draft", "Checked", "Figures rounded"];
 
-/// The table of a seed: a text key column and three numeric columns.
+/// Where a task's table lies and how its instruction is worded: the plain sheet, or one
+/// [`Perturb`] applied to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Layout {
+    /// The header row (0-based).
+    top: u32,
+    /// The key column (0-based).
+    left: u32,
+    /// A title two rows above the header (a blank row between).
+    title: bool,
+    /// A note in the header row, right of the table and its new columns with a blank column
+    /// between.
+    note: bool,
+    /// Numeric columns beyond the first three.
+    extra: usize,
+    /// Data rows, when not the family's own count.
+    rows: Option<usize>,
+    /// Whether the instruction names columns and rows by letter and number.
+    located: bool,
+    /// Whether the source and new-column names trade lists.
+    swapped: bool,
+}
+
+impl Layout {
+    fn of(spec: &Spec) -> Layout {
+        let mut l = Layout {
+            top: 0,
+            left: 0,
+            title: false,
+            note: false,
+            extra: 0,
+            rows: None,
+            located: true,
+            swapped: false,
+        };
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(spec.seed ^ 0x1A7_0u64);
+        match spec.perturb {
+            None => {}
+            Some(Perturb::ShiftRight) => l.left = rng.gen_range(1..=3),
+            Some(Perturb::ShiftDown) => l.top = rng.gen_range(1..=4),
+            Some(Perturb::Gaps) => {
+                l.top = 2;
+                l.title = true;
+                l.note = true;
+            }
+            Some(Perturb::Wide) => l.extra = rng.gen_range(2..=5),
+            Some(Perturb::Long) => l.rows = Some(rng.gen_range(7..=30)),
+            Some(Perturb::Unlocated) => l.located = false,
+            Some(Perturb::SwappedNames) => l.swapped = true,
+        }
+        l
+    }
+
+    /// A cell of the table: `r` rows below the header, `c` columns right of the key column.
+    fn at(&self, r: u32, c: u32) -> Addr {
+        Addr::new(self.top + r, self.left + c)
+    }
+}
+
+/// The table of a seed: a text key column and three (or more) numeric columns.
 struct Table {
     headers: Vec<String>,
     keys: Vec<String>,
-    values: Vec<[i64; 3]>,
+    values: Vec<Vec<i64>>,
 }
 
 impl Table {
-    fn new(seed: u64, rows: usize) -> Table {
+    fn new(seed: u64, rows: usize, l: &Layout) -> Table {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
         let k = rng.gen_range(0..KEYS.len());
         let mut names: Vec<&str> = NAMES[k].to_vec();
         names.shuffle(&mut rng);
-        let mut numeric: Vec<&str> = NUMERIC.to_vec();
+        let mut numeric: Vec<&str> = if l.swapped { NEW_NAMES } else { NUMERIC }.to_vec();
         numeric.shuffle(&mut rng);
-        let values = (0..rows)
+        let mut values: Vec<Vec<i64>> = (0..rows)
             .map(|_| {
-                [
+                vec![
                     rng.gen_range(1..200),
                     rng.gen_range(1..200),
                     rng.gen_range(1..50),
                 ]
             })
             .collect();
+        let mut headers: Vec<String> = std::iter::once(KEYS[k])
+            .chain(numeric[..3].iter().copied())
+            .map(String::from)
+            .collect();
+        if l.extra > 0 {
+            let mut more = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ 0x3113);
+            let mut extra: Vec<&str> = MORE_NUMERIC.to_vec();
+            extra.shuffle(&mut more);
+            headers.extend(extra[..l.extra].iter().map(|h| h.to_string()));
+            for v in values.iter_mut() {
+                v.extend((0..l.extra).map(|_| more.gen_range(1..200)));
+            }
+        }
+        // names beyond the list's seven repeat it, numbered
+        let keys = (0..rows)
+            .map(|i| match i / names.len() {
+                0 => names[i].to_string(),
+                n => format!("{} {}", names[i % names.len()], n + 1),
+            })
+            .collect();
         Table {
-            headers: std::iter::once(KEYS[k])
-                .chain(numeric[..3].iter().copied())
-                .map(String::from)
-                .collect(),
-            keys: names[..rows].iter().map(|s| s.to_string()).collect(),
+            headers,
+            keys,
             values,
         }
     }
 
-    fn book(&self) -> Workbook {
+    fn book(&self, l: &Layout, seed: u64) -> Workbook {
         let mut s = Sheet::new("Sheet1");
         for (c, h) in self.headers.iter().enumerate() {
-            s.cells
-                .insert(Addr::new(0, c as u32), Content::Text(h.clone()));
+            s.cells.insert(l.at(0, c as u32), Content::Text(h.clone()));
         }
         for (r, (k, v)) in self.keys.iter().zip(&self.values).enumerate() {
             let r = r as u32 + 1;
-            s.cells.insert(Addr::new(r, 0), Content::Text(k.clone()));
+            s.cells.insert(l.at(r, 0), Content::Text(k.clone()));
             for (c, x) in v.iter().enumerate() {
                 s.cells
-                    .insert(Addr::new(r, c as u32 + 1), Content::Number(*x as f64));
+                    .insert(l.at(r, c as u32 + 1), Content::Number(*x as f64));
             }
+        }
+        if l.title {
+            let t = TITLES[(seed % TITLES.len() as u64) as usize];
+            s.cells
+                .insert(Addr::new(l.top - 2, l.left), Content::Text(t.into()));
+        }
+        if l.note {
+            // right of the table and its (up to three) new columns, a blank column between
+            let c = self.headers.len() as u32 + 4;
+            let t = NOTES[(seed / 7 % NOTES.len() as u64) as usize];
+            s.cells.insert(l.at(0, c), Content::Text(t.into()));
         }
         Workbook { sheets: vec![s] }
     }
@@ -217,12 +378,16 @@ fn list(names: &[String]) -> String {
     }
 }
 
-fn column(book: &Workbook, sheet: usize, c: u32) -> Vec<(u32, Content)> {
-    book.sheets[sheet]
-        .cells
-        .iter()
-        .filter(|(a, _)| a.col == c)
-        .map(|(a, v)| (a.row, v.clone()))
+/// Column `c` of the table (`c` counted from the key column) from the header down, rows
+/// counted from the header.
+fn column(book: &Workbook, l: &Layout, c: u32, rows: usize) -> Vec<(u32, Content)> {
+    (0..=rows as u32)
+        .filter_map(|r| {
+            book.sheets[0]
+                .cells
+                .get(&l.at(r, c))
+                .map(|v| (r, v.clone()))
+        })
         .collect()
 }
 
@@ -233,19 +398,25 @@ fn sheet_data(i0: &str, i1: &str) -> serde_json::Value {
 /// Generates a task.
 pub fn generate(spec: &Spec) -> Generated {
     let objects = spec.objects.clamp(1, 3) as usize;
-    let rows = match spec.family {
+    let l = Layout::of(spec);
+    let rows = l.rows.unwrap_or(match spec.family {
         Family::Sort(_) => 3 + objects, // more rows to order
         _ => 3 + (spec.seed % 3) as usize,
-    };
-    let t = Table::new(spec.seed, rows);
-    let start = t.book();
+    });
+    let t = Table::new(spec.seed, rows, &l);
+    let start = t.book(&l, spec.seed);
+    let numeric = t.headers.len() - 1;
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(spec.seed ^ 0x5EED);
-    let mut cols: Vec<usize> = vec![1, 2, 3];
+    let mut cols: Vec<usize> = (1..=numeric).collect();
     cols.shuffle(&mut rng);
     let n = rows as u32; // data rows; the header is row 0
     let name = |c: usize| t.headers[c].clone();
-    let mut new_names: Vec<&str> = NEW_NAMES.to_vec();
+    let mut new_names: Vec<&str> = if l.swapped { NUMERIC } else { NEW_NAMES }.to_vec();
     new_names.shuffle(&mut rng);
+    // a sheet row's number and a table column's letters, as the instruction names them
+    let row_no = |r: u32| l.top + r + 1;
+    let letters = |c: u32| col_name(l.left + c);
+    let key_letters = letters(0);
     let (i1, i2, e1, e2, r1, r2, hints): (
         String,
         String,
@@ -262,7 +433,7 @@ pub fn generate(spec: &Spec) -> Generated {
             let mut a = start.clone();
             a.insert_sheet(1, "Sheet2").expect("a fresh name");
             for (j, &c) in picked.iter().enumerate() {
-                for (r, v) in column(&start, 0, c as u32) {
+                for (r, v) in column(&start, &l, c as u32, rows) {
                     a.sheets[1].cells.insert(Addr::new(r, j as u32), v);
                 }
             }
@@ -276,9 +447,14 @@ pub fn generate(spec: &Spec) -> Generated {
             } else {
                 format!("the {} columns", list(&names))
             };
-            i1 = format!("Copy {what} to a new sheet named Sheet2, starting in column A.");
+            let place = if l.located {
+                ", starting in column A"
+            } else {
+                ""
+            };
+            i1 = format!("Copy {what} to a new sheet named Sheet2{place}.");
             i2 = format!(
-                "Copy {what} to a new sheet named Sheet2, starting in column A, then rename the copied {} header to {renamed}.",
+                "Copy {what} to a new sheet named Sheet2{place}, then rename the copied {} header to {renamed}.",
                 names[0]
             );
             let rules = vec![
@@ -289,7 +465,7 @@ pub fn generate(spec: &Spec) -> Generated {
             (e1, e2, r1, r2) = (a, b, rules.clone(), rules);
             hints = [
                 "Hint: click a column's header to select it, press Ctrl+C, add a sheet with the + button next to the sheet tabs, click cell A1 there and press Ctrl+V.".into(),
-                format!("Hint: the {} column is column {}.", names[0], col_name(picked[0] as u32)),
+                format!("Hint: the {} column is column {}.", names[0], letters(picked[0] as u32)),
             ];
         }
         Family::Computed(op) => {
@@ -301,17 +477,13 @@ pub fn generate(spec: &Spec) -> Generated {
             };
             let mut a = start.clone();
             let mut descr = Vec::new();
-            let mut first_new = 0u32;
-            for j in 0..objects {
-                let (x, y) = pairs[j];
-                let c = 4 + j as u32;
-                if j == 0 {
-                    first_new = c;
-                }
+            let first_new = numeric as u32 + 1;
+            for (j, &(x, y)) in pairs.iter().enumerate().take(objects) {
+                let c = first_new + j as u32;
                 let h = new_names[j].to_string();
                 a.sheets[0]
                     .cells
-                    .insert(Addr::new(0, c), Content::Text(h.clone()));
+                    .insert(l.at(0, c), Content::Text(h.clone()));
                 for r in 0..n as usize {
                     let [p, q] = [t.values[r][x - 1], t.values[r][y - 1]];
                     let v = match op {
@@ -321,53 +493,77 @@ pub fn generate(spec: &Spec) -> Generated {
                     };
                     a.sheets[0]
                         .cells
-                        .insert(Addr::new(r as u32 + 1, c), Content::Number(v as f64));
+                        .insert(l.at(r as u32 + 1, c), Content::Number(v as f64));
                 }
-                descr.push(format!(
-                    "{h} = {} {sym} {} in column {}",
-                    name(x),
-                    name(y),
-                    col_name(c)
-                ));
+                descr.push(if l.located {
+                    format!(
+                        "{h} = {} {sym} {} in column {}",
+                        name(x),
+                        name(y),
+                        letters(c)
+                    )
+                } else {
+                    format!("{h} = {} {sym} {}", name(x), name(y))
+                });
             }
             let mut b = a.clone();
             b.sheets[0]
                 .cells
-                .insert(Addr::new(n + 1, 0), Content::Text("Total".into()));
+                .insert(l.at(n + 1, 0), Content::Text("Total".into()));
             let total: f64 = (1..=n)
-                .map(|r| match b.sheets[0].cells.get(&Addr::new(r, first_new)) {
+                .map(|r| match b.sheets[0].cells.get(&l.at(r, first_new)) {
                     Some(Content::Number(x)) => *x,
                     _ => 0.0,
                 })
                 .sum();
             b.sheets[0]
                 .cells
-                .insert(Addr::new(n + 1, first_new), Content::Number(total));
-            let what = if objects == 1 { "a column" } else { "columns" };
-            i1 = format!(
-                "Add {what} {} for every row, with the header in row 1.",
-                descr.join("; ")
-            );
-            i2 = format!(
-                "{} Then, in row {}, write Total in column A and the total of {} in column {}.",
-                i1,
-                n + 2,
-                new_names[0],
-                col_name(first_new)
-            );
+                .insert(l.at(n + 1, first_new), Content::Number(total));
+            if l.located {
+                let what = if objects == 1 { "a column" } else { "columns" };
+                i1 = format!(
+                    "Add {what} {} for every row, with the header in row {}.",
+                    descr.join("; "),
+                    row_no(0)
+                );
+                i2 = format!(
+                    "{} Then, in row {}, write Total in column {key_letters} and the total of {} in column {}.",
+                    i1,
+                    row_no(n + 1),
+                    new_names[0],
+                    letters(first_new)
+                );
+            } else {
+                let what = if objects == 1 {
+                    "a new column"
+                } else {
+                    "new columns, in this order,"
+                };
+                i1 = format!(
+                    "Add {what} {} to the right of the table, for every row.",
+                    descr.join("; ")
+                );
+                i2 = format!(
+                    "{i1} Then, in a new row under the table, write Total in its first column and the total of {} under it.",
+                    new_names[0]
+                );
+            }
             r1 = vec![sheet_data("RI0", "EI0")];
             r2 = vec![sheet_data("RI0", "EI0")];
             (e1, e2) = (a, b);
             let (x, y) = pairs[0];
             hints = [
                 format!(
-                    "Hint: click {}1, type {}, press Enter, then type ={}2{sym}{}2 and press Enter for each row.",
-                    col_name(first_new),
+                    "Hint: click {}{}, type {}, press Enter, then type ={}{}{sym}{}{} and press Enter for each row.",
+                    letters(first_new),
+                    row_no(0),
                     new_names[0],
-                    col_name(x as u32),
-                    col_name(y as u32)
+                    letters(x as u32),
+                    row_no(1),
+                    letters(y as u32),
+                    row_no(1)
                 ),
-                format!("Hint: the data are in rows 2 to {}.", n + 1),
+                format!("Hint: the data are in rows {} to {}.", row_no(1), row_no(n)),
             ];
         }
         Family::Total(agg) => {
@@ -389,14 +585,18 @@ pub fn generate(spec: &Spec) -> Generated {
                     Agg::Max => xs.iter().copied().fold(f64::MIN, f64::max),
                 }
             };
+            // the expected cell holds what a formula's result is saved as: a column that
+            // pandas reads as objects (a table below row 1 puts its header among the values)
+            // compares it exactly, unrounded
+            let saved = |x: f64| -> f64 { crate::formula::format_number(x).parse().unwrap_or(x) };
             let mut a = start.clone();
             a.sheets[0]
                 .cells
-                .insert(Addr::new(n + 1, 0), Content::Text(label.into()));
+                .insert(l.at(n + 1, 0), Content::Text(label.into()));
             for &c in &picked {
                 a.sheets[0].cells.insert(
-                    Addr::new(n + 1, c as u32),
-                    Content::Number(aggregate(c, agg)),
+                    l.at(n + 1, c as u32),
+                    Content::Number(saved(aggregate(c, agg))),
                 );
             }
             let mut b = a.clone();
@@ -412,30 +612,44 @@ pub fn generate(spec: &Spec) -> Generated {
             };
             b.sheets[0]
                 .cells
-                .insert(Addr::new(n + 2, 0), Content::Text(label2.into()));
+                .insert(l.at(n + 2, 0), Content::Text(label2.into()));
             for &c in &picked {
                 b.sheets[0].cells.insert(
-                    Addr::new(n + 2, c as u32),
-                    Content::Number(aggregate(c, second)),
+                    l.at(n + 2, c as u32),
+                    Content::Number(saved(aggregate(c, second))),
                 );
             }
             let names: Vec<String> = picked.iter().map(|&c| name(c)).collect();
-            i1 = format!(
-                "In row {}, write {label} in column A and the {f} of {} under {}.",
-                n + 2,
-                list(&names),
-                if objects == 1 {
-                    "its column"
-                } else {
-                    "each of those columns"
-                }
-            );
-            i2 = format!(
-                "{i1} Then, in row {}, write {label2} in column A and the {} of the same columns under them.",
-                n + 3,
-                if second == Agg::Average { "average" } else { "largest value" }
-            );
-            let cell = Addr::new(n + 1, picked[0] as u32).to_string();
+            let under = if objects == 1 {
+                "its column"
+            } else {
+                "each of those columns"
+            };
+            let f2 = if second == Agg::Average {
+                "average"
+            } else {
+                "largest value"
+            };
+            if l.located {
+                i1 = format!(
+                    "In row {}, write {label} in column {key_letters} and the {f} of {} under {under}.",
+                    row_no(n + 1),
+                    list(&names),
+                );
+                i2 = format!(
+                    "{i1} Then, in row {}, write {label2} in column {key_letters} and the {f2} of the same columns under them.",
+                    row_no(n + 2),
+                );
+            } else {
+                i1 = format!(
+                    "In a new row under the table, write {label} in its first column and the {f} of {} under {under}.",
+                    list(&names),
+                );
+                i2 = format!(
+                    "{i1} Then, in the row below that, write {label2} in the first column and the {f2} of the same columns under them.",
+                );
+            }
+            let cell = l.at(n + 1, picked[0] as u32).to_string();
             let check = json!({"type": "check_cell", "sheet_idx": 0, "coordinate": cell,
                 "props": {"value": {"method": "approx:0.01", "ref": aggregate(picked[0], agg)}}});
             r1 = vec![check.clone(), sheet_data("RI0", "EI0")];
@@ -446,14 +660,15 @@ pub fn generate(spec: &Spec) -> Generated {
                 Agg::Average => "AVERAGE",
                 Agg::Max => "MAX",
             };
-            let c0 = col_name(picked[0] as u32);
+            let c0 = letters(picked[0] as u32);
             hints = [
                 format!(
-                    "Hint: click {c0}{}, type ={fname}({c0}2:{c0}{}) and press Enter.",
-                    n + 2,
-                    n + 1
+                    "Hint: click {c0}{}, type ={fname}({c0}{}:{c0}{}) and press Enter.",
+                    row_no(n + 1),
+                    row_no(1),
+                    row_no(n)
                 ),
-                format!("Hint: the label goes in A{}.", n + 2),
+                format!("Hint: the label goes in {key_letters}{}.", row_no(n + 1)),
             ];
         }
         Family::Sort(desc) => {
@@ -472,17 +687,17 @@ pub fn generate(spec: &Spec) -> Generated {
                 let r = new_r as u32 + 1;
                 a.sheets[0]
                     .cells
-                    .insert(Addr::new(r, 0), Content::Text(t.keys[old_r].clone()));
-                for c in 0..3 {
+                    .insert(l.at(r, 0), Content::Text(t.keys[old_r].clone()));
+                for c in 0..numeric {
                     a.sheets[0].cells.insert(
-                        Addr::new(r, c + 1),
-                        Content::Number(t.values[old_r][c as usize] as f64),
+                        l.at(r, c as u32 + 1),
+                        Content::Number(t.values[old_r][c] as f64),
                     );
                 }
             }
             let mut b = a.clone();
             b.insert_sheet(1, "Sheet2").expect("a fresh name");
-            for (r, v) in column(&a, 0, 0) {
+            for (r, v) in column(&a, &l, 0, rows) {
                 b.sheets[1].cells.insert(Addr::new(r, 0), v);
             }
             let dir = if desc { "descending" } else { "ascending" };
@@ -490,8 +705,9 @@ pub fn generate(spec: &Spec) -> Generated {
                 "Sort the table by {} in {dir} order, keeping the header row at the top.",
                 name(key)
             );
+            let place = if l.located { ", starting in A1" } else { "" };
             i2 = format!(
-                "{i1} Then copy the sorted {} column to a new sheet named Sheet2, starting in A1.",
+                "{i1} Then copy the sorted {} column to a new sheet named Sheet2{place}.",
                 t.headers[0]
             );
             r1 = vec![sheet_data("RI0", "EI0")];
@@ -507,12 +723,16 @@ pub fn generate(spec: &Spec) -> Generated {
                     name(key),
                     if desc { "Descending" } else { "Ascending" }
                 ),
-                format!("Hint: {} is column {}.", name(key), col_name(key as u32)),
+                format!("Hint: {} is column {}.", name(key), letters(key as u32)),
             ];
         }
     }
+    let perturbed = spec
+        .perturb
+        .map(|p| format!("-{}", p.name()))
+        .unwrap_or_default();
     let id = format!(
-        "calc-{}-{:016x}-o{}-e{}-h{}",
+        "calc-{}-{:016x}-o{}-e{}-h{}{perturbed}",
         spec.family.name(),
         spec.seed,
         objects,
@@ -700,6 +920,7 @@ pub fn split(which: Split, n: usize) -> Vec<Spec> {
                     objects: 1,
                     variant: 1,
                     hints: 0,
+                    perturb: None,
                 }
             } else {
                 Spec {
@@ -708,9 +929,18 @@ pub fn split(which: Split, n: usize) -> Vec<Spec> {
                     objects: rng.gen_range(1..=3),
                     variant: rng.gen_range(1..=2),
                     hints: 0,
+                    perturb: None,
                 }
             }
         })
+        .collect()
+}
+
+/// The same tasks with `p` applied to each (`None`: as they are).
+pub fn perturbed(specs: Vec<Spec>, p: Option<Perturb>) -> Vec<Spec> {
+    specs
+        .into_iter()
+        .map(|s| Spec { perturb: p, ..s })
         .collect()
 }
 
@@ -728,6 +958,7 @@ mod tests {
                     objects,
                     variant: 2,
                     hints: 1,
+                    perturb: None,
                 });
                 g.task.check().unwrap();
                 let back =
@@ -754,6 +985,7 @@ mod tests {
             objects: 1,
             variant: 1,
             hints: 0,
+            perturb: None,
         };
         let mut steps = 0;
         while let Some((_, h)) = harder(&s) {
@@ -779,5 +1011,129 @@ mod tests {
         assert!(b.iter().all(|s| Family::OOD.contains(&s.family)));
         let v = split(Split::Validation, 140);
         assert!(v.iter().all(|s| !a.iter().any(|x| x.seed == s.seed)));
+    }
+    /// The start sheet's header row and key column: where the key header lies.
+    fn origin(g: &Generated) -> Addr {
+        let key = ["Region", "Product", "Store", "Team"];
+        *g.start.sheets[0]
+            .cells
+            .iter()
+            .find(|(_, c)| matches!(c, Content::Text(t) if key.contains(&t.as_str())))
+            .unwrap()
+            .0
+    }
+
+    #[test]
+    fn each_perturbation_changes_its_one_aspect_and_the_expert_solves_it() {
+        let plain = split(Split::InDomain, 24);
+        let ood = split(Split::Ood, 10);
+        for p in Perturb::ALL {
+            assert_eq!(Perturb::parse(p.name()), Ok(p));
+            for (a, b) in plain.iter().chain(&ood).zip(
+                perturbed(plain.clone(), Some(p))
+                    .iter()
+                    .chain(&perturbed(ood.clone(), Some(p))),
+            ) {
+                let (ga, gb) = (generate(a), generate(b));
+                gb.task.check().unwrap();
+                assert_ne!(ga.task.id, gb.task.id, "{p:?}");
+                let (oa, ob) = (origin(&ga), origin(&gb));
+                let headers = |g: &Generated, o: Addr| -> Vec<String> {
+                    (o.col..o.col + 12)
+                        .filter_map(
+                            |c| match g.start.sheets[0].cells.get(&Addr::new(o.row, c)) {
+                                Some(Content::Text(t)) => Some(t.clone()),
+                                _ => None,
+                            },
+                        )
+                        .collect()
+                };
+                let rows = |g: &Generated, o: Addr| {
+                    (o.row + 1..o.row + 40)
+                        .take_while(|&r| g.start.sheets[0].cells.contains_key(&Addr::new(r, o.col)))
+                        .count()
+                };
+                match p {
+                    Perturb::ShiftRight => {
+                        assert_eq!(oa, Addr::new(0, 0));
+                        assert!(ob.row == 0 && (1..=3).contains(&ob.col), "{ob}");
+                    }
+                    Perturb::ShiftDown => {
+                        assert!(ob.col == 0 && (1..=4).contains(&ob.row), "{ob}")
+                    }
+                    Perturb::Gaps => {
+                        assert_eq!(ob, Addr::new(2, 0));
+                        assert!(gb.start.sheets[0].cells.contains_key(&Addr::new(0, 0)));
+                        assert!(!gb.start.sheets[0].cells.keys().any(|x| x.row == 1));
+                    }
+                    Perturb::Wide => {
+                        let n = headers(&gb, ob).len() - 1;
+                        assert!((5..=8).contains(&n), "{n} numeric columns");
+                        assert_eq!(headers(&ga, oa)[..4], headers(&gb, ob)[..4]);
+                    }
+                    Perturb::Long => {
+                        let n = rows(&gb, ob);
+                        assert!((7..=30).contains(&n), "{n} rows");
+                    }
+                    Perturb::Unlocated => {
+                        assert_eq!(ga.start, gb.start);
+                        let i = &gb.task.instruction;
+                        // no column letters (`E`) or cells (`A1`)
+                        let letters = |w: &str| {
+                            w.len() <= 3
+                                && w.starts_with(|c: char| c.is_ascii_uppercase())
+                                && w.chars()
+                                    .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+                        };
+                        assert!(
+                            !i.split(' ')
+                                .any(|w| letters(w.trim_end_matches([',', '.', ';']))),
+                            "a column letter: {i}"
+                        );
+                        assert!(
+                            !i.split(' ')
+                                .any(|w| w.trim_end_matches([',', '.']).parse::<u32>().is_ok()),
+                            "a row number: {i}"
+                        );
+                    }
+                    Perturb::SwappedNames => {
+                        for h in &headers(&gb, ob)[1..] {
+                            assert!(NEW_NAMES.contains(&h.as_str()), "{h}");
+                        }
+                    }
+                }
+                if !matches!(p, Perturb::Wide | Perturb::Long | Perturb::SwappedNames) {
+                    assert_eq!(rows(&ga, oa), rows(&gb, ob), "{p:?} keeps the rows");
+                }
+                let ep = crate::episode::Episode::new(gb.clone(), 1920, 1080).unwrap();
+                let steps = crate::expert::solve(&ep).unwrap_or_else(|e| panic!("{p:?}: {e}"));
+                assert!(steps.len() <= 31, "{}: {} steps", gb.task.id, steps.len());
+            }
+        }
+        // the plain sheet's tasks keep their files: no perturbation field in them
+        assert!(!serde_json::to_string(&plain[0])
+            .unwrap()
+            .contains("perturb"));
+    }
+    #[test]
+    fn averages_below_row_one_score_from_the_saved_file() {
+        // a table below row 1 puts its header among the values pandas reads, so the column is
+        // compared unrounded: the expected average must be what a formula's result saves as
+        let specs = perturbed(split(Split::InDomain, 230), Some(Perturb::ShiftDown));
+        let mut played = 0;
+        for s in specs
+            .iter()
+            .filter(|s| s.family == Family::Total(Agg::Sum) && s.variant == 2)
+        {
+            let g = generate(s);
+            let dir = tempfile::tempdir().unwrap();
+            let path = crate::local::export(&g, dir.path()).unwrap();
+            let mut screen = crate::runner::Native::new(1920, 1080);
+            let mut agent = crate::runner::ExpertAgent::new(g, false, (1920, 1080)).unwrap();
+            let p = crate::runner::play(&mut screen, &path, &mut agent, 30, dir.path()).unwrap();
+            assert_eq!(p.score, 1.0, "{:?}", p.steps);
+            played += 1;
+        }
+        assert!(played >= 10, "{played}");
     }
 }

@@ -16,8 +16,9 @@ pub fn row_pattern(formula: &str, row: u32) -> Option<String> {
     (letters(x) && letters(y)).then(|| format!("={x}{}{y}", &f[op..op + 1]))
 }
 
-/// The data rows of a column: the run from row 2 down of numbers and row formulas (`=B2-C2`,
-/// not aggregates).
+/// The data rows of a column: the run of numbers and row formulas (`=B2-C2`, not aggregates)
+/// that starts under its header (the first text cell of the column with one below it),
+/// wherever the table lies.
 pub fn plain_run(book: &Workbook, sheet: usize, col: u32) -> Option<(u32, u32)> {
     let cells = &book.sheets[sheet].cells;
     let plain = |r: u32| match cells.get(&Addr::new(r, col)) {
@@ -25,12 +26,14 @@ pub fn plain_run(book: &Workbook, sheet: usize, col: u32) -> Option<(u32, u32)> 
         Some(Content::Formula(f)) => row_pattern(&format!("={f}"), r).is_some(),
         _ => false,
     };
-    if !plain(1) {
-        return None;
-    }
-    let mut last = 1;
+    let first = cells
+        .iter()
+        .filter(|(a, c)| a.col == col && matches!(c, Content::Text(_)))
+        .map(|(a, _)| a.row + 1)
+        .find(|&r| plain(r))?;
+    let mut last = first;
     while plain(last + 1) {
         last += 1;
     }
-    Some((1, last))
+    Some((first, last))
 }

@@ -135,6 +135,10 @@ pub enum DesktopCmd {
         /// as PNG, 960 pixels wide.
         #[arg(long)]
         record: Option<PathBuf>,
+        /// Play the split with one departure from the plain sheet applied to every task:
+        /// shift-right, shift-down, gaps, wide, long, unlocated or swapped-names.
+        #[arg(long, value_name = "KIND", value_parser = family::Perturb::parse)]
+        perturb: Option<family::Perturb>,
     },
     /// Serve a real desktop over OSWorld's controller protocol: Xvfb, openbox, a D-Bus session
     /// with the accessibility bus, and LibreOffice Calc with a seeded profile (install them with
@@ -292,6 +296,7 @@ pub fn run(cmd: DesktopCmd) -> Result<()> {
             timeout_s,
             show,
             record,
+            perturb,
         } => {
             if step_limit == 0 {
                 bail!("--step-limit 0: an episode needs at least one step");
@@ -319,16 +324,26 @@ pub fn run(cmd: DesktopCmd) -> Result<()> {
                 (false, _, _) => bail!("give --url and --model (a vision-language model on an inference server), or --expert"),
             };
             match (desktop, vlm) {
-                (None, Some(vlm)) => {
-                    vision_eval(&vlm, split, n, (w, h), step_limit, max_tokens, show)
-                }
+                (None, Some(vlm)) => vision_eval(
+                    &vlm,
+                    (split, n, perturb),
+                    (w, h),
+                    step_limit,
+                    max_tokens,
+                    show,
+                ),
                 (desktop, vlm) => crate::desktop_real::eval(
                     desktop.as_deref(),
                     crate::access::api_key(desktop_api_key_env.as_deref())?,
                     !no_reset,
                     vlm.as_ref().map(|v| v as &dyn rla_lm::Sampler),
-                    split.into(),
-                    n,
+                    (
+                        family::perturbed(family::split(split.into(), n), perturb),
+                        &match perturb {
+                            None => format!("{:?}", Split::from(split)),
+                            Some(p) => format!("{:?} ({})", Split::from(split), p.name()),
+                        },
+                    ),
                     (w, h),
                     step_limit,
                     max_tokens,
@@ -344,8 +359,7 @@ pub fn run(cmd: DesktopCmd) -> Result<()> {
 /// Plays `n` tasks of `split` with `vlm` on screenshots; prints the success rate.
 fn vision_eval(
     vlm: &dyn rla_lm::Sampler,
-    split: SplitArg,
-    n: usize,
+    (split, n, perturb): (SplitArg, usize, Option<family::Perturb>),
     (w, h): (u32, u32),
     step_limit: usize,
     max_tokens: usize,
@@ -364,14 +378,17 @@ fn vision_eval(
             ..Default::default()
         },
     );
-    let tasks = rla_train::desktop::split_tasks(
-        match split {
-            SplitArg::InDomain => S::InDomain,
-            SplitArg::Ood => S::Ood,
-            SplitArg::Validation => S::Validation,
-            SplitArg::Train => S::Train,
-        },
-        n,
+    let tasks = family::perturbed(
+        rla_train::desktop::split_tasks(
+            match split {
+                SplitArg::InDomain => S::InDomain,
+                SplitArg::Ood => S::Ood,
+                SplitArg::Validation => S::Validation,
+                SplitArg::Train => S::Train,
+            },
+            n,
+        ),
+        perturb,
     );
     if tasks.is_empty() {
         bail!("no tasks to play (--n {n})");

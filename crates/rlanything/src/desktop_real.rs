@@ -144,8 +144,7 @@ pub fn eval(
     desktop_key: Option<String>,
     reset: bool,
     vlm: Option<&dyn rla_lm::Sampler>,
-    split: Split,
-    n: usize,
+    (specs, what): (Vec<family::Spec>, &str),
     size: (u32, u32),
     step_limit: usize,
     max_tokens: usize,
@@ -153,9 +152,8 @@ pub fn eval(
     show: usize,
     record: Option<&std::path::Path>,
 ) -> Result<()> {
-    let specs = family::split(split, n);
     if specs.is_empty() {
-        bail!("no tasks to play (--n {n})");
+        bail!("no tasks to play (--n 0)");
     }
     let mut screen = screen_for(desktop, desktop_key, reset, size, timeout_s)?;
     let tmp = tempfile::tempdir()?;
@@ -237,7 +235,7 @@ pub fn eval(
         t0.elapsed().as_secs_f64()
     );
     println!(
-        "success on {} {split:?} tasks: {:.3} ({solved} solved)",
+        "success on {} {what} tasks: {:.3} ({solved} solved)",
         specs.len(),
         solved as f64 / specs.len() as f64
     );

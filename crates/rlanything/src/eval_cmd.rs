@@ -100,6 +100,54 @@ pub struct EvalArgs {
     /// override the config's.
     #[arg(long, value_name = "RUN_OR_CONFIG")]
     pub config: Option<PathBuf>,
+    /// Desktop (with `--config`): play the split with one departure from the plain sheet applied
+    /// to every task (`shift-right`, `shift-down`, `gaps`, `wide`, `long`, `unlocated`,
+    /// `swapped-names`), or `all`: the plain split and each kind, as a table.
+    #[arg(long, value_name = "KIND")]
+    pub perturb: Option<String>,
+}
+
+/// `--perturb`: the kinds to play, `None` the plain sheet.
+fn parse_perturb(p: &str) -> Result<Vec<Option<rla_desktop::family::Perturb>>> {
+    use rla_desktop::family::Perturb;
+    if p == "all" {
+        return Ok(std::iter::once(None)
+            .chain(Perturb::ALL.into_iter().map(Some))
+            .collect());
+    }
+    Ok(vec![Some(Perturb::parse(p).map_err(|e| {
+        anyhow::anyhow!("--perturb {p}: {e}, or all")
+    })?)])
+}
+
+/// `--perturb`: the split under each kind, a line each, then a table when there are several.
+fn perturbed_eval(
+    cfg: &rla_train::config::RunConfig,
+    policy: &Policy,
+    split: Split,
+    a: &EvalArgs,
+    kinds: &[Option<rla_desktop::family::Perturb>],
+) -> Result<()> {
+    use rla_train::desktop::config::DesktopConfig;
+    let mut rows = vec![];
+    for &k in kinds {
+        let mut cfg = cfg.clone();
+        DesktopConfig::of_mut(&mut cfg).perturb = k;
+        let name = k.map_or("none", |k| k.name());
+        let r = eval::setting_success(&cfg, policy.sampler.sampler(), split, a.n, true)?;
+        println!(
+            "{} success on {} {} tasks, perturbation {name}: {:.3}",
+            policy.name, r.n, a.split, r.success
+        );
+        rows.push((name, r.n, r.success));
+    }
+    if rows.len() > 1 {
+        println!("\n| perturbation | tasks | success |\n|---|---|---|");
+        for (name, n, s) in rows {
+            println!("| {name} | {n} | {:.1}% |", 100.0 * s);
+        }
+    }
+    Ok(())
 }
 
 /// `--split`.
@@ -246,6 +294,10 @@ pub fn run_eval(a: EvalArgs) -> Result<()> {
         bail!("--temperature samples the household's split tasks; ALFWorld's games (--games) and the judge's view (--judge) play greedily");
     }
     let flags = household_flags(&a)?;
+    let perturbs = a.perturb.as_deref().map(parse_perturb).transpose()?;
+    if perturbs.is_some() && a.config.is_none() {
+        bail!("--perturb plays a desktop run's split: name the run or its config with --config");
+    }
     let mut run_cfg = None;
     let mut default = None;
     if let Some(c) = &a.config {
@@ -261,12 +313,21 @@ pub fn run_eval(a: EvalArgs) -> Result<()> {
         if a.temperature.is_some() && cfg.setting != "household" {
             bail!("--temperature: sampled evaluation is the household's; this run's setting evaluates greedily");
         }
+        if perturbs.is_some() && cfg.setting != "desktop" {
+            bail!(
+                "--perturb: perturbations are the desktop's sheets; this run's setting is {}",
+                cfg.setting
+            );
+        }
         if cfg.setting != "household" || !household_views {
             let split = parse_split(&a.split)?;
             if cfg.setting == "household" {
                 flags.apply_to_config(&mut cfg)?;
             }
             let policy = open_policy(&a, default, Some(c))?;
+            if let Some(kinds) = perturbs {
+                return perturbed_eval(&cfg, &policy, split, &a, &kinds);
+            }
             let started = std::time::Instant::now();
             let r = eval::setting_success(&cfg, policy.sampler.sampler(), split, a.n, true)?;
             println!(

@@ -235,3 +235,82 @@ fn desktop_commands_export_evaluate_screenshot_and_bench() {
         .unwrap());
     assert!(text.contains("steps/s"), "{text}");
 }
+
+#[test]
+fn perturbed_sheets_are_played_by_the_expert_and_the_base() {
+    // the expert solves every kind of perturbed sheet on the native desktop
+    for kind in ["shift-down", "gaps", "unlocated"] {
+        let o = bin()
+            .args([
+                "desktop",
+                "eval",
+                "--expert",
+                "--n",
+                "4",
+                "--step-limit",
+                "30",
+            ])
+            .args(["--perturb", kind])
+            .output()
+            .unwrap();
+        let t = ok(&o);
+        assert!(
+            t.contains(&format!("success on 4 InDomain ({kind}) tasks: 1.000")),
+            "{t}"
+        );
+    }
+    // the shipped base, plain and perturbed, a line each and a table
+    let cfg = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/desktop-tiny.toml");
+    let o = bin()
+        .args(["eval", "--n", "3", "--perturb", "all", "--config"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    let t = ok(&o);
+    for kind in [
+        "none",
+        "shift-right",
+        "shift-down",
+        "gaps",
+        "wide",
+        "long",
+        "unlocated",
+        "swapped-names",
+    ] {
+        assert!(
+            t.contains(&format!("3 in-domain tasks, perturbation {kind}: ")),
+            "{kind}: {t}"
+        );
+        assert!(t.contains(&format!("| {kind} | 3 | ")), "{kind}: {t}");
+    }
+    // what cannot be perturbed, or is no perturbation, is named
+    let bad = |args: &[&str], want: &str| {
+        let o = bin().args(args).output().unwrap();
+        let e = String::from_utf8_lossy(&o.stderr).to_string();
+        assert!(!o.status.success() && e.contains(want), "{args:?}: {e}");
+    };
+    let c = cfg.to_str().unwrap();
+    bad(
+        &["eval", "--perturb", "tilted", "--config", c],
+        "--perturb tilted: perturbation \"tilted\": not one of shift-right, shift-down, gaps, wide, long, unlocated, swapped-names, or all",
+    );
+    bad(
+        &["eval", "--perturb", "gaps"],
+        "--perturb plays a desktop run's split: name the run or its config with --config",
+    );
+    let household = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/quickstart.toml");
+    bad(
+        &[
+            "eval",
+            "--perturb",
+            "gaps",
+            "--config",
+            household.to_str().unwrap(),
+        ],
+        "--perturb: perturbations are the desktop's sheets; this run's setting is household",
+    );
+    bad(
+        &["desktop", "eval", "--expert", "--perturb", "tilted"],
+        "not one of shift-right",
+    );
+}

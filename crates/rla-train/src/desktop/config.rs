@@ -26,6 +26,12 @@ pub struct DesktopConfig {
     /// With `observation = "a11y_tree"`: the tree is cut after this many of the policy's
     /// tokens (OSWorld's default is 10,000).
     pub tree_tokens: usize,
+    /// The evaluation splits played with one departure from the plain sheet applied to every
+    /// task (`shift-right`, `shift-down`, `gaps`, `wide`, `long`, `unlocated`,
+    /// `swapped-names`; `rla_desktop::family::Perturb`): the robustness check. Training tasks
+    /// are never perturbed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub perturb: Option<rla_desktop::family::Perturb>,
 }
 
 /// What a desktop policy sees of the screen.
@@ -55,6 +61,7 @@ impl Default for DesktopConfig {
             constrain_actions: true,
             observation: DesktopObservation::Compact,
             tree_tokens: 10_000,
+            perturb: None,
         }
     }
 }

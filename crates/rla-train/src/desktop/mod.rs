@@ -232,7 +232,7 @@ impl Setting for Desktop {
 
     fn evaluate(&mut self, ctx: Ctx, policy: &dyn Sampler, split: Split, n: usize) -> Result<f64> {
         let cfg = ctx.cfg;
-        let tasks = split_tasks(split, n);
+        let tasks = family::perturbed(split_tasks(split, n), self.cfg.perturb);
         if tasks.is_empty() {
             return Ok(0.0);
         }

@@ -49,6 +49,7 @@ pub fn training_specs(cfg: &RunConfig, n: usize, seed: u64) -> Vec<Spec> {
             } else {
                 0
             },
+            perturb: None,
         };
         if !held.contains(&s.seed) {
             out.push(s);
