@@ -294,6 +294,83 @@ fn copy_column(d: &Desktop, target: &Workbook, s: usize, col: u32) -> Option<Str
     Some("pyautogui.hotkey('ctrl', 'v')".into())
 }
 
+/// Copying a block of a column when the target's column `col` of sheet `s` (its first cell, a
+/// header, aside) is a run of plain values the workbook has elsewhere at other rows (a table
+/// below row 1 copied to a new sheet's A1): drag over the source from its header down, copy,
+/// click the target's first cell, paste. `None` when no such run exists.
+fn copy_range(d: &Desktop, target: &Workbook, s: usize, col: u32) -> Option<String> {
+    let want: Vec<(u32, Value)> = target.sheets[s]
+        .cells
+        .keys()
+        .filter(|a| a.col == col)
+        .map(|a| (a.row, target.value(s, *a)))
+        .collect();
+    let (r0, r1) = (want.first()?.0, want.last()?.0);
+    // a contiguous run of a header and at least two values
+    if want.len() < 3 || (r1 - r0) as usize + 1 != want.len() {
+        return None;
+    }
+    let k = r1 - r0;
+    let differs = (r0 + 1..=r1).any(|r| {
+        !same(
+            &d.book.value(s, Addr::new(r, col)),
+            &want[(r - r0) as usize].1,
+        )
+    });
+    if !differs || s >= d.book.sheets.len() {
+        return None; // at most the header differs: typed
+    }
+    let plain = |si: usize, a: Addr| {
+        matches!(
+            d.book.sheets[si].cells.get(&a),
+            Some(crate::workbook::Content::Number(_) | crate::workbook::Content::Text(_))
+        )
+    };
+    let (src, c, q0) = (0..d.book.sheets.len()).find_map(|si| {
+        d.book.sheets[si]
+            .cells
+            .keys()
+            .filter(|a| (si, a.col) != (s, col) && plain(si, **a))
+            .find(|a| {
+                (1..=k).all(|i| {
+                    let at = Addr::new(a.row + i, a.col);
+                    plain(si, at) && same(&d.book.value(si, at), &want[i as usize].1)
+                })
+            })
+            .map(|a| (si, a.col, a.row))
+    })?;
+    let range = Range::new(Addr::new(q0, c), Addr::new(q0 + k, c));
+    let l = d.layout;
+    let copied = d
+        .clipboard
+        .as_ref()
+        .is_some_and(|cl| !cl.cut && cl.sheet == src && cl.range == range);
+    if !copied {
+        if d.sheet != src {
+            let (x, y) = l.tab(src).center();
+            return Some(click(x, y));
+        }
+        if d.selection != range {
+            let (x0, y0) = cell_centre(d, range.start)?;
+            let (x1, y1) = cell_centre(d, range.end)?;
+            return Some(format!(
+                "pyautogui.moveTo({x0}, {y0}); pyautogui.dragTo({x1}, {y1}, duration=0.2)"
+            ));
+        }
+        return Some("pyautogui.hotkey('ctrl', 'c')".into());
+    }
+    if d.sheet != s {
+        let (x, y) = l.tab(s).center();
+        return Some(click(x, y));
+    }
+    let at = Addr::new(r0, col);
+    if d.cursor != at || d.selection != Range::cell(at) {
+        let (x, y) = cell_centre(d, at)?;
+        return Some(click(x, y));
+    }
+    Some("pyautogui.hotkey('ctrl', 'v')".into())
+}
+
 fn cell_centre(d: &Desktop, a: Addr) -> Option<(i32, i32)> {
     let l = d.layout;
     if a.row < d.top || a.col < d.left || a.row >= d.top + l.rows() || a.col >= d.left + l.cols() {
@@ -382,7 +459,8 @@ pub fn next(ep: &Episode) -> String {
         if d.top > 0 || d.left > 0 {
             return "pyautogui.hotkey('ctrl', 'home')".into();
         }
-        if let Some(code) = copy_column(d, target, s, col) {
+        if let Some(code) = copy_column(d, target, s, col).or_else(|| copy_range(d, target, s, col))
+        {
             return code;
         }
         if d.sheet != s {

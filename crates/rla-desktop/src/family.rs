@@ -58,6 +58,9 @@ pub enum Family {
     Total(Agg),
     /// Sort the table (descending if true).
     Sort(bool),
+    /// A row counting the values of column(s) above a threshold (COUNTIF): reading the sheet's
+    /// values, not only its layout.
+    CountIf,
 }
 
 impl Family {
@@ -74,6 +77,7 @@ impl Family {
                 serde_json::to_value(a).unwrap().as_str().unwrap()
             ),
             Family::Sort(d) => if *d { "sort-desc" } else { "sort-asc" }.into(),
+            Family::CountIf => "count-if".into(),
         }
     }
 
@@ -83,6 +87,14 @@ impl Family {
         Family::Computed(Arith::Sub),
         Family::Computed(Arith::Add),
         Family::Total(Agg::Sum),
+    ];
+    /// The sheets world's in-domain families: the plain ones and a count of values.
+    pub const SHEETS_IN_DOMAIN: [Family; 5] = [
+        Family::Copy,
+        Family::Computed(Arith::Sub),
+        Family::Computed(Arith::Add),
+        Family::Total(Agg::Sum),
+        Family::CountIf,
     ];
     /// The OOD families.
     pub const OOD: [Family; 5] = [
@@ -156,6 +168,38 @@ impl Perturb {
     }
 }
 
+/// The world a task is drawn in.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum World {
+    /// The plain sheet: a table at A1 with one text key column, three numeric columns and 3–6
+    /// rows, instructions that name where things go (what the shipped base learnt).
+    #[default]
+    Plain,
+    /// OSWorld-like sheets ([`crate::sheets`]): tables anywhere, 2–8 numeric columns, up to 30
+    /// rows, headers from one shared pool, paraphrased instructions without row numbers.
+    Sheets,
+    /// The sheets world's held-out pools (its OOD split): names, layouts and paraphrases never
+    /// trained on.
+    HeldOut,
+}
+
+impl World {
+    /// Whether it is the plain world (the default, left out of files).
+    pub fn is_plain(&self) -> bool {
+        *self == World::Plain
+    }
+
+    /// The families of a split in this world (the training pool's are the in-domain ones).
+    pub fn families(self, split: Split) -> &'static [Family] {
+        match (self, split) {
+            (_, Split::Ood) => &Family::OOD,
+            (World::Plain, _) => &Family::IN_DOMAIN,
+            _ => &Family::SHEETS_IN_DOMAIN,
+        }
+    }
+}
+
 /// A task: its family, the seed of its table, how many objects, which evaluator is active,
 /// how many hints its instruction carries and how its sheet departs from the plain one.
 /// Everything else is generated from these.
@@ -171,9 +215,12 @@ pub struct Spec {
     pub variant: u8,
     /// Hints added to the instruction, 0–2.
     pub hints: u8,
-    /// How the sheet departs from the plain one (none: the plain sheet).
+    /// How the sheet departs from its world's draw (none: as drawn).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub perturb: Option<Perturb>,
+    /// The world it is drawn in.
+    #[serde(default, skip_serializing_if = "World::is_plain")]
+    pub world: World,
 }
 
 /// The most hints an instruction carries.
@@ -227,52 +274,81 @@ const TITLES: [&str; 4] = [
 ];
 const NOTES: [&str; 4] = ["Source: ledger", "Draft", "Checked", "Figures rounded"];
 
-/// Where a task's table lies and how its instruction is worded: the plain sheet, or one
-/// [`Perturb`] applied to it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Where a task's table lies and how its instruction is worded: its world's draw (the plain
+/// sheet, or [`crate::sheets::draw`]), with one [`Perturb`] applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
 struct Layout {
     /// The header row (0-based).
     top: u32,
     /// The key column (0-based).
     left: u32,
     /// A title two rows above the header (a blank row between).
-    title: bool,
+    title: Option<String>,
     /// A note in the header row, right of the table and its new columns with a blank column
     /// between.
-    note: bool,
-    /// Numeric columns beyond the first three.
-    extra: usize,
+    note: Option<String>,
+    /// Numeric columns.
+    numeric: usize,
     /// Data rows, when not the family's own count.
     rows: Option<usize>,
     /// Whether the instruction names columns and rows by letter and number.
     located: bool,
     /// Whether the source and new-column names trade lists.
     swapped: bool,
+    /// Blank columns between the table and its first new column.
+    gap: u32,
+    /// The sheets world's draw and pools (none: the plain wording).
+    draw: Option<(crate::sheets::Draw, crate::sheets::Pools)>,
 }
 
 impl Layout {
     fn of(spec: &Spec) -> Layout {
+        use crate::sheets::{draw, Pools};
         let mut l = Layout {
             top: 0,
             left: 0,
-            title: false,
-            note: false,
-            extra: 0,
+            title: None,
+            note: None,
+            numeric: 3,
             rows: None,
             located: true,
             swapped: false,
+            gap: 0,
+            draw: None,
         };
+        if spec.world != World::Plain {
+            let pools = if spec.world == World::HeldOut {
+                Pools::HeldOut
+            } else {
+                Pools::Seen
+            };
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(spec.seed ^ 0x5EE7_5000);
+            let d = draw(&mut rng, pools);
+            l.top = d.top;
+            l.left = d.left;
+            l.title = d.title.map(String::from);
+            l.note = d.note.map(String::from);
+            l.numeric = d.numeric;
+            l.rows = Some(d.rows);
+            l.located = d.located;
+            l.gap = d.gap;
+            l.draw = Some((d, pools));
+        }
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(spec.seed ^ 0x1A7_0u64);
         match spec.perturb {
             None => {}
-            Some(Perturb::ShiftRight) => l.left = rng.gen_range(1..=3),
-            Some(Perturb::ShiftDown) => l.top = rng.gen_range(1..=4),
+            Some(Perturb::ShiftRight) => l.left += rng.gen_range(1..=3),
+            Some(Perturb::ShiftDown) => l.top += rng.gen_range(1..=4),
             Some(Perturb::Gaps) => {
-                l.top = 2;
-                l.title = true;
-                l.note = true;
+                l.top = l.top.max(2);
+                if l.title.is_none() {
+                    l.title = Some(TITLES[(spec.seed % TITLES.len() as u64) as usize].into());
+                }
+                if l.note.is_none() {
+                    l.note = Some(NOTES[(spec.seed / 7 % NOTES.len() as u64) as usize].into());
+                }
             }
-            Some(Perturb::Wide) => l.extra = rng.gen_range(2..=5),
+            Some(Perturb::Wide) => l.numeric = 3 + rng.gen_range(2..=5),
             Some(Perturb::Long) => l.rows = Some(rng.gen_range(7..=30)),
             Some(Perturb::Unlocated) => l.located = false,
             Some(Perturb::SwappedNames) => l.swapped = true,
@@ -284,17 +360,30 @@ impl Layout {
     fn at(&self, r: u32, c: u32) -> Addr {
         Addr::new(self.top + r, self.left + c)
     }
+
+    /// The sheet a copy goes to.
+    fn new_sheet(&self) -> String {
+        self.draw
+            .as_ref()
+            .map_or("Sheet2", |(d, _)| d.sheet)
+            .to_string()
+    }
 }
 
-/// The table of a seed: a text key column and three (or more) numeric columns.
+/// The table of a seed: a text key column and its numeric columns.
 struct Table {
     headers: Vec<String>,
     keys: Vec<String>,
     values: Vec<Vec<i64>>,
+    /// Names for new columns, in order.
+    new_names: Vec<String>,
 }
 
 impl Table {
     fn new(seed: u64, rows: usize, l: &Layout) -> Table {
+        if let Some((d, _)) = &l.draw {
+            return Table::drawn(seed, rows, l, d);
+        }
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
         let k = rng.gen_range(0..KEYS.len());
         let mut names: Vec<&str> = NAMES[k].to_vec();
@@ -314,30 +403,76 @@ impl Table {
             .chain(numeric[..3].iter().copied())
             .map(String::from)
             .collect();
-        if l.extra > 0 {
+        let extra = l.numeric.saturating_sub(3);
+        if extra > 0 {
             let mut more = rand_chacha::ChaCha8Rng::seed_from_u64(seed ^ 0x3113);
-            let mut extra: Vec<&str> = MORE_NUMERIC.to_vec();
-            extra.shuffle(&mut more);
-            headers.extend(extra[..l.extra].iter().map(|h| h.to_string()));
+            let mut extra_names: Vec<&str> = MORE_NUMERIC.to_vec();
+            extra_names.shuffle(&mut more);
+            headers.extend(extra_names[..extra].iter().map(|h| h.to_string()));
             for v in values.iter_mut() {
-                v.extend((0..l.extra).map(|_| more.gen_range(1..200)));
+                v.extend((0..extra).map(|_| more.gen_range(1..200)));
             }
         }
-        // names beyond the list's seven repeat it, numbered
-        let keys = (0..rows)
-            .map(|i| match i / names.len() {
-                0 => names[i].to_string(),
-                n => format!("{} {}", names[i % names.len()], n + 1),
-            })
-            .collect();
         Table {
             headers,
-            keys,
+            keys: numbered(&names, rows),
             values,
+            // drawn in `generate`, after the columns
+            new_names: vec![],
         }
     }
 
-    fn book(&self, l: &Layout, seed: u64) -> Workbook {
+    /// The sheets world's table: the draw's key, names and counts.
+    fn drawn(seed: u64, rows: usize, l: &Layout, d: &crate::sheets::Draw) -> Table {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let (mut numeric, mut new_names) = crate::sheets::split_names(d, 3);
+        if l.numeric > numeric.len() {
+            // a wide perturbation: more of the pool's names become columns
+            let (more, rest) = crate::sheets::split_names(
+                &crate::sheets::Draw {
+                    numeric: l.numeric,
+                    ..d.clone()
+                },
+                3,
+            );
+            numeric = more;
+            new_names = rest;
+        }
+        if l.swapped {
+            // the pool's names trade roles: new columns first, then the table's
+            let n = new_names.len();
+            let all: Vec<String> = new_names.iter().chain(&numeric).cloned().collect();
+            new_names = all[all.len() - n..].to_vec();
+            numeric = all[..all.len() - n].to_vec();
+        }
+        let values = (0..rows)
+            .map(|_| {
+                numeric
+                    .iter()
+                    .enumerate()
+                    .map(|(i, _)| {
+                        if i % 3 == 2 {
+                            rng.gen_range(1..50)
+                        } else {
+                            rng.gen_range(1..200)
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut keys: Vec<&str> = d.key.1.to_vec();
+        keys.shuffle(&mut rng);
+        Table {
+            headers: std::iter::once(d.key.0.to_string())
+                .chain(numeric)
+                .collect(),
+            keys: numbered(&keys, rows),
+            values,
+            new_names,
+        }
+    }
+
+    fn book(&self, l: &Layout) -> Workbook {
         let mut s = Sheet::new("Sheet1");
         for (c, h) in self.headers.iter().enumerate() {
             s.cells.insert(l.at(0, c as u32), Content::Text(h.clone()));
@@ -350,19 +485,27 @@ impl Table {
                     .insert(l.at(r, c as u32 + 1), Content::Number(*x as f64));
             }
         }
-        if l.title {
-            let t = TITLES[(seed % TITLES.len() as u64) as usize];
+        if let Some(t) = &l.title {
             s.cells
-                .insert(Addr::new(l.top - 2, l.left), Content::Text(t.into()));
+                .insert(Addr::new(l.top - 2, l.left), Content::Text(t.clone()));
         }
-        if l.note {
+        if let Some(t) = &l.note {
             // right of the table and its (up to three) new columns, a blank column between
-            let c = self.headers.len() as u32 + 4;
-            let t = NOTES[(seed / 7 % NOTES.len() as u64) as usize];
-            s.cells.insert(l.at(0, c), Content::Text(t.into()));
+            let c = self.headers.len() as u32 + l.gap + 4;
+            s.cells.insert(l.at(0, c), Content::Text(t.clone()));
         }
         Workbook { sheets: vec![s] }
     }
+}
+
+/// `rows` key values from `names`, repeated with a number past the list's end (`tea 2`).
+fn numbered(names: &[&str], rows: usize) -> Vec<String> {
+    (0..rows)
+        .map(|i| match i / names.len() {
+            0 => names[i].to_string(),
+            n => format!("{} {}", names[i % names.len()], n + 1),
+        })
+        .collect()
 }
 
 fn list(names: &[String]) -> String {
@@ -397,6 +540,7 @@ fn sheet_data(i0: &str, i1: &str) -> serde_json::Value {
 
 /// Generates a task.
 pub fn generate(spec: &Spec) -> Generated {
+    use crate::sheets::{fill, pick};
     let objects = spec.objects.clamp(1, 3) as usize;
     let l = Layout::of(spec);
     let rows = l.rows.unwrap_or(match spec.family {
@@ -404,19 +548,38 @@ pub fn generate(spec: &Spec) -> Generated {
         _ => 3 + (spec.seed % 3) as usize,
     });
     let t = Table::new(spec.seed, rows, &l);
-    let start = t.book(&l, spec.seed);
+    let start = t.book(&l);
     let numeric = t.headers.len() - 1;
+    // a table of two numeric columns has room for two objects
+    let objects = objects.min(numeric);
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(spec.seed ^ 0x5EED);
     let mut cols: Vec<usize> = (1..=numeric).collect();
     cols.shuffle(&mut rng);
     let n = rows as u32; // data rows; the header is row 0
     let name = |c: usize| t.headers[c].clone();
-    let mut new_names: Vec<&str> = if l.swapped { NUMERIC } else { NEW_NAMES }.to_vec();
-    new_names.shuffle(&mut rng);
+    let new_names: Vec<String> = if l.draw.is_some() {
+        t.new_names.clone()
+    } else {
+        let mut v: Vec<&str> = if l.swapped { NUMERIC } else { NEW_NAMES }.to_vec();
+        v.shuffle(&mut rng);
+        v.into_iter().map(String::from).collect()
+    };
+    // the sheets world's paraphrase, when drawn there
+    let words = l.draw.as_ref().map(|(d, pools)| (d.template, *pools));
+    let sentence = |list: &[&'static str]| -> &'static str {
+        let (t, pools) = words.expect("a drawn task");
+        pick(list, t, pools)
+    };
     // a sheet row's number and a table column's letters, as the instruction names them
     let row_no = |r: u32| l.top + r + 1;
     let letters = |c: u32| col_name(l.left + c);
     let key_letters = letters(0);
+    let sheet = l.new_sheet();
+    let sheet_rules = vec![
+        json!({"type": "sheet_name"}),
+        sheet_data("RI0", "EI0"),
+        sheet_data(&format!("RN{sheet}"), &format!("EN{sheet}")),
+    ];
     let (i1, i2, e1, e2, r1, r2, hints): (
         String,
         String,
@@ -431,7 +594,7 @@ pub fn generate(spec: &Spec) -> Generated {
             let picked: Vec<usize> = cols[..objects].to_vec();
             let names: Vec<String> = picked.iter().map(|&c| name(c)).collect();
             let mut a = start.clone();
-            a.insert_sheet(1, "Sheet2").expect("a fresh name");
+            a.insert_sheet(1, &sheet).expect("a fresh name");
             for (j, &c) in picked.iter().enumerate() {
                 for (r, v) in column(&start, &l, c as u32, rows) {
                     a.sheets[1].cells.insert(Addr::new(r, j as u32), v);
@@ -452,24 +615,36 @@ pub fn generate(spec: &Spec) -> Generated {
             } else {
                 ""
             };
-            i1 = format!("Copy {what} to a new sheet named Sheet2{place}.");
-            i2 = format!(
-                "Copy {what} to a new sheet named Sheet2{place}, then rename the copied {} header to {renamed}.",
-                names[0]
-            );
-            let rules = vec![
-                json!({"type": "sheet_name"}),
-                sheet_data("RI0", "EI0"),
-                sheet_data("RNSheet2", "ENSheet2"),
-            ];
-            (e1, e2, r1, r2) = (a, b, rules.clone(), rules);
+            if words.is_some() {
+                let slots = [
+                    ("WHAT", what.as_str()),
+                    ("SHEET", sheet.as_str()),
+                    ("WHERE", place),
+                    ("OLD", names[0].as_str()),
+                    ("NEW", renamed.as_str()),
+                ];
+                i1 = fill(sentence(&crate::sheets::COPY), &slots);
+                let body = i1.trim_end_matches('.');
+                i2 = format!("{body}{}.", fill(sentence(&crate::sheets::RENAME), &slots));
+            } else {
+                i1 = format!("Copy {what} to a new sheet named Sheet2{place}.");
+                i2 = format!(
+                    "Copy {what} to a new sheet named Sheet2{place}, then rename the copied {} header to {renamed}.",
+                    names[0]
+                );
+            }
+            (e1, e2, r1, r2) = (a, b, sheet_rules.clone(), sheet_rules);
             hints = [
-                "Hint: click a column's header to select it, press Ctrl+C, add a sheet with the + button next to the sheet tabs, click cell A1 there and press Ctrl+V.".into(),
+                format!("Hint: click a column's header to select it, press Ctrl+C, add a sheet with the + button next to the sheet tabs, click cell A1 there and press Ctrl+V.{}", if sheet == "Sheet2" { String::new() } else { format!(" Name the sheet {sheet}.") }),
                 format!("Hint: the {} column is column {}.", names[0], letters(picked[0] as u32)),
             ];
         }
         Family::Computed(op) => {
-            let pairs = [(cols[0], cols[1]), (cols[1], cols[2]), (cols[0], cols[2])];
+            let pairs = if numeric >= 3 {
+                vec![(cols[0], cols[1]), (cols[1], cols[2]), (cols[0], cols[2])]
+            } else {
+                vec![(cols[0], cols[1]), (cols[1], cols[0])]
+            };
             let sym = match op {
                 Arith::Sub => "-",
                 Arith::Add => "+",
@@ -477,7 +652,8 @@ pub fn generate(spec: &Spec) -> Generated {
             };
             let mut a = start.clone();
             let mut descr = Vec::new();
-            let first_new = numeric as u32 + 1;
+            let mut bare = Vec::new();
+            let first_new = numeric as u32 + 1 + l.gap;
             for (j, &(x, y)) in pairs.iter().enumerate().take(objects) {
                 let c = first_new + j as u32;
                 let h = new_names[j].to_string();
@@ -505,6 +681,7 @@ pub fn generate(spec: &Spec) -> Generated {
                 } else {
                     format!("{h} = {} {sym} {}", name(x), name(y))
                 });
+                bare.push(format!("{h} = {} {sym} {}", name(x), name(y)));
             }
             let mut b = a.clone();
             b.sheets[0]
@@ -519,7 +696,36 @@ pub fn generate(spec: &Spec) -> Generated {
             b.sheets[0]
                 .cells
                 .insert(l.at(n + 1, first_new), Content::Number(total));
-            if l.located {
+            if words.is_some() {
+                let where_ = match (l.located, l.gap) {
+                    (true, _) if objects == 1 => format!(" (column {})", letters(first_new)),
+                    (true, _) => format!(
+                        " (columns {} to {})",
+                        letters(first_new),
+                        letters(first_new + objects as u32 - 1)
+                    ),
+                    (false, 0) => String::new(),
+                    (false, _) => ", leaving one blank column after the table".into(),
+                };
+                let (a_column, new_columns) = if objects == 1 {
+                    ("a column", "a new column")
+                } else {
+                    ("columns", "new columns, in this order,")
+                };
+                let what = bare.join("; ");
+                let slots = [
+                    ("WHAT", what.as_str()),
+                    ("WHERE", where_.as_str()),
+                    ("A_COLUMN", a_column),
+                    ("NEW_COLUMNS", new_columns),
+                    ("NAME", new_names[0].as_str()),
+                ];
+                i1 = fill(sentence(&crate::sheets::COMPUTED), &slots);
+                i2 = format!(
+                    "{i1}{}",
+                    fill(sentence(&crate::sheets::COMPUTED_TOTAL), &slots)
+                );
+            } else if l.located {
                 let what = if objects == 1 { "a column" } else { "columns" };
                 i1 = format!(
                     "Add {what} {} for every row, with the header in row {}.",
@@ -566,23 +772,31 @@ pub fn generate(spec: &Spec) -> Generated {
                 format!("Hint: the data are in rows {} to {}.", row_no(1), row_no(n)),
             ];
         }
-        Family::Total(agg) => {
+        Family::Total(_) | Family::CountIf => {
             let picked: Vec<usize> = {
                 let mut p = cols[..objects].to_vec();
                 p.sort();
                 p
             };
-            let (label, f) = match agg {
-                Agg::Sum => ("Total", "sum"),
-                Agg::Average => ("Average", "average"),
-                Agg::Max => ("Maximum", "largest value"),
+            // the count's threshold: a round number inside the values' range
+            let threshold = 10 * rng.gen_range(4..=14) as i64;
+            let agg = match spec.family {
+                Family::Total(a) => Some(a),
+                _ => None,
             };
-            let aggregate = |c: usize, g: Agg| -> f64 {
+            let (label, f) = match agg {
+                Some(Agg::Sum) => ("Total", "sum".to_string()),
+                Some(Agg::Average) => ("Average", "average".to_string()),
+                Some(Agg::Max) => ("Maximum", "largest value".to_string()),
+                None => ("Count", format!("number of values above {threshold}")),
+            };
+            let aggregate = |c: usize, g: Option<Agg>| -> f64 {
                 let xs: Vec<f64> = t.values.iter().map(|v| v[c - 1] as f64).collect();
                 match g {
-                    Agg::Sum => xs.iter().sum(),
-                    Agg::Average => xs.iter().sum::<f64>() / xs.len() as f64,
-                    Agg::Max => xs.iter().copied().fold(f64::MIN, f64::max),
+                    Some(Agg::Sum) => xs.iter().sum(),
+                    Some(Agg::Average) => xs.iter().sum::<f64>() / xs.len() as f64,
+                    Some(Agg::Max) => xs.iter().copied().fold(f64::MIN, f64::max),
+                    None => xs.iter().filter(|&&x| x > threshold as f64).count() as f64,
                 }
             };
             // the expected cell holds what a formula's result is saved as: a column that
@@ -600,15 +814,15 @@ pub fn generate(spec: &Spec) -> Generated {
                 );
             }
             let mut b = a.clone();
-            let second = if agg == Agg::Average {
-                Agg::Max
-            } else {
-                Agg::Average
+            let second = match agg {
+                Some(Agg::Average) => Agg::Max,
+                Some(_) => Agg::Average,
+                None => Agg::Sum,
             };
-            let label2 = if second == Agg::Average {
-                "Average"
-            } else {
-                "Maximum"
+            let (label2, f2) = match second {
+                Agg::Average => ("Average", "average"),
+                Agg::Max => ("Maximum", "largest value"),
+                Agg::Sum => ("Total", "sum"),
             };
             b.sheets[0]
                 .cells
@@ -616,23 +830,32 @@ pub fn generate(spec: &Spec) -> Generated {
             for &c in &picked {
                 b.sheets[0].cells.insert(
                     l.at(n + 2, c as u32),
-                    Content::Number(saved(aggregate(c, second))),
+                    Content::Number(saved(aggregate(c, Some(second)))),
                 );
             }
             let names: Vec<String> = picked.iter().map(|&c| name(c)).collect();
             let under = if objects == 1 {
-                "its column"
+                "under its column"
             } else {
-                "each of those columns"
+                "under each of those columns"
             };
-            let f2 = if second == Agg::Average {
-                "average"
-            } else {
-                "largest value"
-            };
-            if l.located {
+            if words.is_some() {
+                let columns = list(&names);
+                let slots = [
+                    ("LABEL", label),
+                    ("F", f.as_str()),
+                    ("COLUMNS", columns.as_str()),
+                    ("UNDER", under),
+                ];
+                i1 = fill(sentence(&crate::sheets::AGGREGATE), &slots);
+                let again = [("LABEL", label2), ("F", f2)];
+                i2 = format!(
+                    "{i1}{}",
+                    fill(sentence(&crate::sheets::AGGREGATE_AGAIN), &again)
+                );
+            } else if l.located {
                 i1 = format!(
-                    "In row {}, write {label} in column {key_letters} and the {f} of {} under {under}.",
+                    "In row {}, write {label} in column {key_letters} and the {f} of {} {under}.",
                     row_no(n + 1),
                     list(&names),
                 );
@@ -642,7 +865,7 @@ pub fn generate(spec: &Spec) -> Generated {
                 );
             } else {
                 i1 = format!(
-                    "In a new row under the table, write {label} in its first column and the {f} of {} under {under}.",
+                    "In a new row under the table, write {label} in its first column and the {f} of {} {under}.",
                     list(&names),
                 );
                 i2 = format!(
@@ -655,18 +878,18 @@ pub fn generate(spec: &Spec) -> Generated {
             r1 = vec![check.clone(), sheet_data("RI0", "EI0")];
             r2 = vec![check, sheet_data("RI0", "EI0")];
             (e1, e2) = (a, b);
-            let fname = match agg {
-                Agg::Sum => "SUM",
-                Agg::Average => "AVERAGE",
-                Agg::Max => "MAX",
-            };
             let c0 = letters(picked[0] as u32);
+            let range = format!("{c0}{}:{c0}{}", row_no(1), row_no(n));
+            let formula = match agg {
+                Some(Agg::Sum) => format!("=SUM({range})"),
+                Some(Agg::Average) => format!("=AVERAGE({range})"),
+                Some(Agg::Max) => format!("=MAX({range})"),
+                None => format!("=COUNTIF({range},\">{threshold}\")"),
+            };
             hints = [
                 format!(
-                    "Hint: click {c0}{}, type ={fname}({c0}{}:{c0}{}) and press Enter.",
+                    "Hint: click {c0}{}, type {formula} and press Enter.",
                     row_no(n + 1),
-                    row_no(1),
-                    row_no(n)
                 ),
                 format!("Hint: the label goes in {key_letters}{}.", row_no(n + 1)),
             ];
@@ -696,26 +919,35 @@ pub fn generate(spec: &Spec) -> Generated {
                 }
             }
             let mut b = a.clone();
-            b.insert_sheet(1, "Sheet2").expect("a fresh name");
+            b.insert_sheet(1, &sheet).expect("a fresh name");
             for (r, v) in column(&a, &l, 0, rows) {
                 b.sheets[1].cells.insert(Addr::new(r, 0), v);
             }
             let dir = if desc { "descending" } else { "ascending" };
-            i1 = format!(
-                "Sort the table by {} in {dir} order, keeping the header row at the top.",
-                name(key)
-            );
-            let place = if l.located { ", starting in A1" } else { "" };
-            i2 = format!(
-                "{i1} Then copy the sorted {} column to a new sheet named Sheet2{place}.",
-                t.headers[0]
-            );
+            if words.is_some() {
+                let slots = [
+                    ("KEY", name(key)),
+                    ("DIR", dir.to_string()),
+                    ("SHEET", sheet.clone()),
+                ];
+                let slots: Vec<(&str, &str)> =
+                    slots.iter().map(|(k, v)| (*k, v.as_str())).collect();
+                i1 = fill(sentence(&crate::sheets::SORT), &slots);
+                let copy = [("KEY", t.headers[0].as_str()), ("SHEET", sheet.as_str())];
+                i2 = format!("{i1}{}", fill(sentence(&crate::sheets::SORT_COPY), &copy));
+            } else {
+                i1 = format!(
+                    "Sort the table by {} in {dir} order, keeping the header row at the top.",
+                    name(key)
+                );
+                let place = if l.located { ", starting in A1" } else { "" };
+                i2 = format!(
+                    "{i1} Then copy the sorted {} column to a new sheet named Sheet2{place}.",
+                    t.headers[0]
+                );
+            }
             r1 = vec![sheet_data("RI0", "EI0")];
-            r2 = vec![
-                json!({"type": "sheet_name"}),
-                sheet_data("RI0", "EI0"),
-                sheet_data("RNSheet2", "ENSheet2"),
-            ];
+            r2 = sheet_rules;
             (e1, e2) = (a, b);
             hints = [
                 format!(
@@ -899,15 +1131,26 @@ impl Split {
     }
 }
 
-/// The first `n` specs of a split (evaluation splits are capped at their size). Evaluation
-/// tasks mix both evaluators and 1–3 objects; the training pool starts at evaluator1 with one
-/// object.
+/// The first `n` specs of a split of the plain world (evaluation splits are capped at their
+/// size). Evaluation tasks mix both evaluators and 1–3 objects; the training pool starts at
+/// evaluator1 with one object.
 pub fn split(which: Split, n: usize) -> Vec<Spec> {
+    split_in(World::Plain, which, n)
+}
+
+/// [`split`] in a world: the sheets world's OOD split is drawn from its held-out pools.
+pub fn split_in(world: World, which: Split, n: usize) -> Vec<Spec> {
     let n = n.min(which.size());
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(which.seed());
-    let fams: &[Family] = match which {
-        Split::Ood => &Family::OOD,
-        _ => &Family::IN_DOMAIN,
+    let salt = match world {
+        World::Plain => 0,
+        _ => 0x5EE7_0000_0000,
+    };
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(which.seed() ^ salt);
+    let fams = world.families(which);
+    let world = match (world, which) {
+        (World::Plain, _) => World::Plain,
+        (_, Split::Ood) => World::HeldOut,
+        _ => World::Sheets,
     };
     (0..n)
         .map(|i| {
@@ -921,6 +1164,7 @@ pub fn split(which: Split, n: usize) -> Vec<Spec> {
                     variant: 1,
                     hints: 0,
                     perturb: None,
+                    world,
                 }
             } else {
                 Spec {
@@ -930,6 +1174,7 @@ pub fn split(which: Split, n: usize) -> Vec<Spec> {
                     variant: rng.gen_range(1..=2),
                     hints: 0,
                     perturb: None,
+                    world,
                 }
             }
         })
@@ -959,6 +1204,7 @@ mod tests {
                     variant: 2,
                     hints: 1,
                     perturb: None,
+                    world: World::Plain,
                 });
                 g.task.check().unwrap();
                 let back =
@@ -986,6 +1232,7 @@ mod tests {
             variant: 1,
             hints: 0,
             perturb: None,
+            world: World::Plain,
         };
         let mut steps = 0;
         while let Some((_, h)) = harder(&s) {
@@ -1135,5 +1382,77 @@ mod tests {
             played += 1;
         }
         assert!(played >= 10, "{played}");
+    }
+    #[test]
+    fn the_sheets_world_names_no_row_and_few_columns_and_the_expert_solves_it() {
+        // a cell (`E7`), a lone column letter (`E`) or a number not a threshold ("above 50")
+        let cell = |w: &str| {
+            let letters = w.chars().take_while(|c| c.is_ascii_uppercase()).count();
+            (1..=2).contains(&letters)
+                && w.len() > letters
+                && w[letters..].chars().all(|c| c.is_ascii_digit())
+        };
+        let mut steps_needed = vec![];
+        for (which, n) in [
+            (Split::InDomain, 230),
+            (Split::Validation, 140),
+            (Split::Ood, 139),
+        ] {
+            let specs = split_in(World::Sheets, which, n);
+            assert_eq!(specs.len(), n);
+            let (mut lettered, mut total) = (0, 0);
+            for s in &specs {
+                let g = generate(s);
+                g.task.check().unwrap();
+                let i = &g.task.instruction;
+                let words: Vec<&str> = i
+                    .split([' ', ',', '.', ';', '(', ')', ':'])
+                    .filter(|w| !w.is_empty())
+                    .collect();
+                for (k, w) in words.iter().enumerate() {
+                    assert!(!cell(w), "a cell in {i}");
+                    if w.parse::<u32>().is_ok() {
+                        assert_eq!(k.checked_sub(1).map(|p| words[p]), Some("above"), "{i}");
+                    }
+                }
+                assert!(!i.contains(" row 1") && !i.contains("in row"), "{i}");
+                total += 1;
+                if words.windows(2).any(|p| {
+                    matches!(p[0], "column" | "columns")
+                        && p[1].len() <= 2
+                        && p[1].chars().all(|c| c.is_ascii_uppercase())
+                }) {
+                    lettered += 1;
+                }
+                let ep = crate::episode::Episode::new(g.clone(), 1920, 1080).unwrap();
+                let plan =
+                    crate::expert::solve(&ep).unwrap_or_else(|e| panic!("{}: {e}", g.task.id));
+                steps_needed.push(plan.len() - 1);
+                if which == Split::Ood {
+                    assert_eq!(s.world, World::HeldOut);
+                    assert!(Family::OOD.contains(&s.family));
+                } else {
+                    assert_eq!(s.world, World::Sheets);
+                    assert!(Family::SHEETS_IN_DOMAIN.contains(&s.family));
+                }
+            }
+            assert!(
+                4 * lettered <= total,
+                "{lettered} of {total} name a column letter"
+            );
+        }
+        let within = |k: usize| steps_needed.iter().filter(|&&s| s <= k).count();
+        let n = steps_needed.len();
+        eprintln!(
+            "expert plans within 15 steps: {} of {n}; 20: {}; 30: {}",
+            within(15),
+            within(20),
+            within(30)
+        );
+        assert!(
+            within(20) * 100 >= 95 * n,
+            "{} of {n} within 20 steps",
+            within(20)
+        );
     }
 }

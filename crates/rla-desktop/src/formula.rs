@@ -109,6 +109,8 @@ pub enum Func {
     Max,
     /// How many numbers.
     Count,
+    /// How many cells of a range meet a criterion (`">50"`, `"<=3"`, `"<>0"`, `"tea"`).
+    CountIf,
 }
 
 impl Func {
@@ -119,6 +121,7 @@ impl Func {
             "MIN" => Func::Min,
             "MAX" => Func::Max,
             "COUNT" => Func::Count,
+            "COUNTIF" => Func::CountIf,
             _ => return None,
         })
     }
@@ -536,7 +539,56 @@ fn binary(op: Op, a: &Value, b: &Value) -> Value {
     }
 }
 
+/// Whether a cell's value meets a COUNTIF criterion: an operator (`>`, `>=`, `<`, `<=`, `=`,
+/// `<>`; none is `=`) and a number compared with numbers, or a text matched case-insensitively.
+fn meets(v: &Value, criterion: &Value) -> bool {
+    let c = match criterion {
+        Value::Number(x) => format!("{x}"),
+        Value::Text(t) => t.clone(),
+        Value::Bool(b) => if *b { "TRUE" } else { "FALSE" }.into(),
+        _ => String::new(),
+    };
+    let (op, rest) = ["<>", ">=", "<=", ">", "<", "="]
+        .iter()
+        .find_map(|op| c.strip_prefix(op).map(|r| (*op, r)))
+        .unwrap_or(("=", c.as_str()));
+    match (rest.trim().parse::<f64>(), v) {
+        (Ok(k), Value::Number(x)) => match op {
+            ">" => *x > k,
+            ">=" => *x >= k,
+            "<" => *x < k,
+            "<=" => *x <= k,
+            "<>" => *x != k,
+            _ => *x == k,
+        },
+        (Ok(_), _) => op == "<>",
+        (Err(_), v) => {
+            let equal = v.to_string().eq_ignore_ascii_case(rest);
+            if op == "<>" {
+                !equal
+            } else {
+                op == "=" && equal
+            }
+        }
+    }
+}
+
 fn call(f: Func, args: &[Expr], cells: &dyn Cells) -> Value {
+    if f == Func::CountIf {
+        let [Expr::Range(s, r), criterion] = args else {
+            return err("#VALUE!");
+        };
+        let c = eval(criterion, cells);
+        if matches!(c, Value::Error(_)) {
+            return c;
+        }
+        let n = cells
+            .range(s.as_deref(), *r)
+            .iter()
+            .filter(|v| meets(v, &c))
+            .count();
+        return Value::Number(n as f64);
+    }
     let mut xs = Vec::new();
     for a in args {
         match a {
@@ -567,6 +619,7 @@ fn call(f: Func, args: &[Expr], cells: &dyn Cells) -> Value {
         Func::Average => xs.iter().sum::<f64>() / xs.len() as f64,
         Func::Min => xs.iter().copied().reduce(f64::min).unwrap_or(0.0),
         Func::Max => xs.iter().copied().reduce(f64::max).unwrap_or(0.0),
+        Func::CountIf => unreachable!("counted above"),
     };
     Value::Number(r)
 }
@@ -742,6 +795,30 @@ mod tests {
         assert_eq!(ev("\"a\"\"b\"&A1"), Value::Text("a\"b2".into()));
         assert_eq!(ev("A1<A2"), Value::Bool(true));
         assert_eq!(ev("C5"), Value::Number(0.0), "an empty cell is 0");
+    }
+
+    #[test]
+    fn countif_counts_the_cells_meeting_its_criterion() {
+        assert_eq!(ev("COUNTIF(A1:A3,\">2\")"), Value::Number(1.0));
+        assert_eq!(ev("COUNTIF(A1:A3,\">=2\")"), Value::Number(2.0));
+        assert_eq!(ev("countif(A1:A3,\"<3\")"), Value::Number(1.0));
+        assert_eq!(
+            ev("COUNTIF(A1:A3,3)"),
+            Value::Number(1.0),
+            "a bare number is ="
+        );
+        assert_eq!(
+            ev("COUNTIF(A1:A3,\"X\")"),
+            Value::Number(1.0),
+            "texts, any case"
+        );
+        assert_eq!(
+            ev("COUNTIF(A1:A3,\"<>2\")"),
+            Value::Number(2.0),
+            "<> counts texts too"
+        );
+        assert_eq!(ev("COUNTIF(A1,\">1\")"), Value::Error("#VALUE!".into()));
+        assert_eq!(ev("COUNTIF(A1:A3)"), Value::Error("#VALUE!".into()));
     }
 
     #[test]

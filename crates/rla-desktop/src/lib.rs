@@ -19,6 +19,7 @@ pub mod remote;
 pub mod render;
 pub mod rows;
 pub mod runner;
+pub mod sheets;
 pub mod style;
 pub mod task;
 pub mod tiny;

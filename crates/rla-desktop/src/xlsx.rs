@@ -146,7 +146,8 @@ pub fn open(path: &Path) -> Result<Workbook, DesktopError> {
 pub fn formula_result(book: &Workbook, sheet: usize, at: Addr) -> Stored {
     match book.value(sheet, at) {
         Value::Empty => Stored::Number(0.0),
-        Value::Number(x) => Stored::Number(x),
+        // the result is cached as the grid shows it (`to_bytes`), ten decimals at most
+        Value::Number(x) => Stored::Number(crate::formula::format_number(x).parse().unwrap_or(x)),
         Value::Bool(b) => Stored::Bool(b),
         Value::Error(e) if ERRORS.contains(&e.as_str()) => Stored::Error(e),
         Value::Error(e) | Value::Text(e) => match e.parse::<f64>() {

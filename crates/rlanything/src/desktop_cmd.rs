@@ -28,6 +28,26 @@ impl From<SplitArg> for Split {
     }
 }
 
+/// `--world`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default)]
+pub enum WorldArg {
+    /// The plain sheet (a table at A1, located instructions): what `models/desktop` learnt.
+    #[default]
+    Plain,
+    /// OSWorld-like sheets: tables anywhere, shared header pool, paraphrased instructions; the
+    /// OOD split from held-out pools.
+    Sheets,
+}
+
+impl From<WorldArg> for family::World {
+    fn from(w: WorldArg) -> family::World {
+        match w {
+            WorldArg::Plain => family::World::Plain,
+            WorldArg::Sheets => family::World::Sheets,
+        }
+    }
+}
+
 #[derive(clap::Subcommand)]
 pub enum DesktopCmd {
     /// Score a result workbook for an OSWorld task file; the score is the last line.
@@ -53,6 +73,9 @@ pub enum DesktopCmd {
         /// Output folder.
         #[arg(long)]
         out: PathBuf,
+        /// The world the tasks are drawn in.
+        #[arg(long, value_enum, default_value = "plain")]
+        world: WorldArg,
     },
     /// Play a task by typing pyautogui code, one step per line; `tree`, `marks`, `expert`,
     /// `score` and `screenshot FILE.png` show things, an empty line ends the episode.
@@ -139,6 +162,9 @@ pub enum DesktopCmd {
         /// shift-right, shift-down, gaps, wide, long, unlocated or swapped-names.
         #[arg(long, value_name = "KIND", value_parser = family::Perturb::parse)]
         perturb: Option<family::Perturb>,
+        /// The world the tasks are drawn in.
+        #[arg(long, value_enum, default_value = "plain")]
+        world: WorldArg,
     },
     /// Serve a real desktop over OSWorld's controller protocol: Xvfb, openbox, a D-Bus session
     /// with the accessibility bus, and LibreOffice Calc with a seeded profile (install them with
@@ -213,8 +239,13 @@ pub fn run(cmd: DesktopCmd) -> Result<()> {
             println!("{s}");
             Ok(())
         }
-        DesktopCmd::Export { split, n, out } => {
-            let specs = family::split(split.into(), n);
+        DesktopCmd::Export {
+            split,
+            n,
+            out,
+            world,
+        } => {
+            let specs = family::split_in(world.into(), split.into(), n);
             if specs.is_empty() {
                 bail!("no tasks to write (--n {n})");
             }
@@ -297,6 +328,7 @@ pub fn run(cmd: DesktopCmd) -> Result<()> {
             show,
             record,
             perturb,
+            world,
         } => {
             if step_limit == 0 {
                 bail!("--step-limit 0: an episode needs at least one step");
@@ -326,7 +358,7 @@ pub fn run(cmd: DesktopCmd) -> Result<()> {
             match (desktop, vlm) {
                 (None, Some(vlm)) => vision_eval(
                     &vlm,
-                    (split, n, perturb),
+                    (split, n, perturb, world.into()),
                     (w, h),
                     step_limit,
                     max_tokens,
@@ -338,7 +370,7 @@ pub fn run(cmd: DesktopCmd) -> Result<()> {
                     !no_reset,
                     vlm.as_ref().map(|v| v as &dyn rla_lm::Sampler),
                     (
-                        family::perturbed(family::split(split.into(), n), perturb),
+                        family::perturbed(family::split_in(world.into(), split.into(), n), perturb),
                         &match perturb {
                             None => format!("{:?}", Split::from(split)),
                             Some(p) => format!("{:?} ({})", Split::from(split), p.name()),
@@ -359,7 +391,7 @@ pub fn run(cmd: DesktopCmd) -> Result<()> {
 /// Plays `n` tasks of `split` with `vlm` on screenshots; prints the success rate.
 fn vision_eval(
     vlm: &dyn rla_lm::Sampler,
-    (split, n, perturb): (SplitArg, usize, Option<family::Perturb>),
+    (split, n, perturb, world): (SplitArg, usize, Option<family::Perturb>, family::World),
     (w, h): (u32, u32),
     step_limit: usize,
     max_tokens: usize,
@@ -380,6 +412,7 @@ fn vision_eval(
     );
     let tasks = family::perturbed(
         rla_train::desktop::split_tasks(
+            world,
             match split {
                 SplitArg::InDomain => S::InDomain,
                 SplitArg::Ood => S::Ood,

@@ -32,6 +32,13 @@ pub struct DesktopConfig {
     /// are never perturbed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub perturb: Option<rla_desktop::family::Perturb>,
+    /// The world tasks are drawn in: `plain` (a table at A1, three numeric columns, located
+    /// instructions; what `models/desktop` learnt) or `sheets` (OSWorld-like sheets: tables
+    /// anywhere, 2–8 numeric columns, up to 30 rows, one shared pool of headers, paraphrased
+    /// instructions, a count of values; the OOD split from held-out names, layouts and
+    /// paraphrases; `rla_desktop::sheets`). Pool, warm start and splits alike.
+    #[serde(skip_serializing_if = "rla_desktop::family::World::is_plain")]
+    pub world: rla_desktop::family::World,
 }
 
 /// What a desktop policy sees of the screen.
@@ -62,6 +69,7 @@ impl Default for DesktopConfig {
             observation: DesktopObservation::Compact,
             tree_tokens: 10_000,
             perturb: None,
+            world: rla_desktop::family::World::Plain,
         }
     }
 }

@@ -232,7 +232,7 @@ impl Setting for Desktop {
 
     fn evaluate(&mut self, ctx: Ctx, policy: &dyn Sampler, split: Split, n: usize) -> Result<f64> {
         let cfg = ctx.cfg;
-        let tasks = family::perturbed(split_tasks(split, n), self.cfg.perturb);
+        let tasks = family::perturbed(split_tasks(self.cfg.world, split, n), self.cfg.perturb);
         if tasks.is_empty() {
             return Ok(0.0);
         }
@@ -321,13 +321,11 @@ mod tests {
 
     #[test]
     fn the_pool_is_drawn_as_the_in_domain_split_from_tables_it_never_uses() {
-        let mut cfg = RunConfig {
-            pool_size: 48,
-            ..Default::default()
-        };
+        let mut cfg = RunConfig::with_table("desktop", DesktopConfig::default());
+        cfg.pool_size = 48;
         let pool = Desktop::default().initial_pool(&cfg).unwrap();
         assert_eq!(pool.len(), 48);
-        let held = probe::evaluation_seeds();
+        let held = probe::evaluation_seeds(family::World::Plain);
         assert!(pool.iter().all(|t| !held.contains(&t.spec.seed)));
         for o in 1..=3 {
             assert!(pool.iter().any(|t| t.spec.objects == o));
@@ -336,6 +334,13 @@ mod tests {
         // another seed, another pool
         cfg.seed = 1;
         assert_ne!(Desktop::default().initial_pool(&cfg).unwrap(), pool);
+        // the sheets world draws its own families and keeps off its own splits' tables
+        DesktopConfig::of_mut(&mut cfg).world = family::World::Sheets;
+        let pool = Desktop::default().initial_pool(&cfg).unwrap();
+        let held = probe::evaluation_seeds(family::World::Sheets);
+        assert!(pool.iter().all(|t| t.spec.world == family::World::Sheets
+            && !held.contains(&t.spec.seed)));
+        assert!(pool.iter().any(|t| t.spec.family == family::Family::CountIf));
     }
 
     #[test]

@@ -249,14 +249,14 @@ pub fn rollout(
 }
 
 /// The first `n` tasks of a fixed split.
-pub fn split_tasks(split: Split, n: usize) -> Vec<Spec> {
+pub fn split_tasks(world: family::World, split: Split, n: usize) -> Vec<Spec> {
     let s = match split {
         Split::InDomain => family::Split::InDomain,
         Split::Ood => family::Split::Ood,
         Split::Validation => family::Split::Validation,
         Split::Train => family::Split::Train,
     };
-    family::split(s, n)
+    family::split_in(world, s, n)
 }
 
 #[cfg(test)]

@@ -12,20 +12,20 @@ use crate::setting::Split;
 use anyhow::Result;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use rla_desktop::family::{self, Family, Spec};
+use rla_desktop::family::{self, Spec};
 use rla_lm::{Model, SampleParams};
 use std::collections::HashSet;
 
-/// The tables the fixed splits evaluate (their seeds): no training task of a warm start is
-/// generated from one of them.
-pub fn evaluation_seeds() -> HashSet<u64> {
+/// The tables the fixed splits of a world evaluate (their seeds): no training task of a warm
+/// start is generated from one of them.
+pub fn evaluation_seeds(world: family::World) -> HashSet<u64> {
     [
         family::Split::InDomain,
         family::Split::Ood,
         family::Split::Validation,
     ]
     .into_iter()
-    .flat_map(|s| family::split(s, usize::MAX))
+    .flat_map(|s| family::split_in(world, s, usize::MAX))
     .map(|s| s.seed)
     .collect()
 }
@@ -34,11 +34,18 @@ pub fn evaluation_seeds() -> HashSet<u64> {
 /// difficulty the adaptation reaches (1–3 objects, either evaluator, a `pretrain.hint_fraction`
 /// share with hints), none generated from a table the fixed splits evaluate.
 pub fn training_specs(cfg: &RunConfig, n: usize, seed: u64) -> Vec<Spec> {
-    let held = evaluation_seeds();
+    let world = DesktopConfig::of(cfg).world;
+    let held = evaluation_seeds(world);
+    let families = world.families(family::Split::Train);
+    let world = if world == family::World::Plain {
+        world
+    } else {
+        family::World::Sheets
+    };
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut out = Vec::with_capacity(n);
     while out.len() < n {
-        let family = Family::IN_DOMAIN[out.len() % Family::IN_DOMAIN.len()];
+        let family = families[out.len() % families.len()];
         let s = Spec {
             family,
             seed: rng.gen(),
@@ -50,6 +57,7 @@ pub fn training_specs(cfg: &RunConfig, n: usize, seed: u64) -> Vec<Spec> {
                 0
             },
             perturb: None,
+            world,
         };
         if !held.contains(&s.seed) {
             out.push(s);
@@ -112,7 +120,7 @@ pub fn desktop_probe<'a>(
             }
         }
         if validation > 0 {
-            let tasks = split_tasks(Split::Validation, validation);
+            let tasks = split_tasks(DesktopConfig::of(cfg).world, Split::Validation, validation);
             let sp = SampleParams::greedy(cfg.policy.max_new_tokens);
             let trajs = rollout(
                 lm,

@@ -99,7 +99,7 @@ pub fn warm_start(w: WarmStart) -> Result<Vec<String>> {
     corpus.push_str(&example_corpus(held_examples.collect::<Vec<_>>().iter()));
     // every word the evaluation tasks can show or ask for
     for split in [Split::InDomain, Split::Ood, Split::Validation] {
-        for s in split_tasks(split, usize::MAX) {
+        for s in split_tasks(DesktopConfig::of(cfg).world, split, usize::MAX) {
             let ep = open(&s, cfg)?;
             let nodes = ep.tree(tiny::TREE);
             corpus.push_str(&ep.task.task.instruction);
@@ -177,7 +177,7 @@ mod tests {
     #[test]
     fn training_tasks_share_no_table_with_the_evaluated_ones() {
         let cfg = RunConfig::with_table("desktop", DesktopConfig::default());
-        let held = evaluation_seeds();
+        let held = evaluation_seeds(family::World::Plain);
         assert_eq!(held.len(), 230 + 139 + 140);
         let starts: HashSet<String> = [
             family::Split::InDomain,
