@@ -10,7 +10,7 @@ use crate::addr::{Addr, Range};
 use crate::app::{Desktop, DialogKind, Popup, MENUS, TAB_MENU};
 use crate::episode::Episode;
 use crate::formula::Value;
-use crate::rows::{plain_run, row_pattern};
+use crate::rows::{plain_run, row_pattern, thresholds};
 use crate::workbook::Workbook;
 
 /// The most steps [`distance`] simulates.
@@ -151,8 +151,21 @@ fn sort_fix(d: &Desktop, target: &Workbook, s: usize) -> Option<(u32, bool)> {
 }
 
 /// A formula of the cell's row or column giving `v`: `=Xr op Yr` over two other cells of its
-/// row, or `=SUM/AVERAGE/MAX(Xa:Xb)` over the numbers above it in its column.
-fn formula_for(d: &Desktop, target: &Workbook, s: usize, at: Addr, v: f64) -> Option<String> {
+/// row, or `=SUM/AVERAGE/MAX(Xa:Xb)` or `=COUNTIF(Xa:Xb,">k")` (a threshold `k` of the
+/// instruction's) over the numbers above it in its column — the column's aggregate first when
+/// the cell lies under the column's data.
+fn formula_for(
+    d: &Desktop,
+    target: &Workbook,
+    (s, at, v): (usize, Addr, f64),
+    instruction: &str,
+) -> Option<String> {
+    let under_data = plain_run(&d.book, s, at.col).is_some_and(|(_, last)| last < at.row);
+    if under_data {
+        if let Some(f) = aggregate_for(d, (s, at, v), instruction) {
+            return Some(f);
+        }
+    }
     let book = &d.book;
     let num = |a: Addr| match book.value(s, a) {
         Value::Number(x) => Some(x),
@@ -205,7 +218,18 @@ fn formula_for(d: &Desktop, target: &Workbook, s: usize, at: Addr, v: f64) -> Op
     if let Some((_, f)) = best {
         return Some(f);
     }
-    // the column's data: its plain numbers from row 2 down
+    aggregate_for(d, (s, at, v), instruction)
+}
+
+/// An aggregate of the data above the cell in its column giving `v`.
+fn aggregate_for(d: &Desktop, (s, at, v): (usize, Addr, f64), instruction: &str) -> Option<String> {
+    let book = &d.book;
+    let num = |a: Addr| match book.value(s, a) {
+        Value::Number(x) => Some(x),
+        _ => None,
+    };
+    let name = |c: u32| crate::addr::col_name(c);
+    // the column's data: its plain numbers under its header
     let (first, last) = plain_run(book, s, at.col)?;
     if last >= at.row {
         return None;
@@ -224,6 +248,11 @@ fn formula_for(d: &Desktop, target: &Workbook, s: usize, at: Addr, v: f64) -> Op
     ] {
         if (r - v).abs() <= 1e-9 * v.abs().max(1.0) {
             return Some(format!("={f}({range})"));
+        }
+    }
+    for k in thresholds(instruction) {
+        if xs.iter().filter(|&&x| x > k as f64).count() as f64 == v {
+            return Some(format!("=COUNTIF({range},\">{k}\")"));
         }
     }
     None
@@ -505,8 +534,13 @@ pub fn next(ep: &Episode) -> String {
                 .get(&Addr::new(r, col))
                 .expect("a typed run has content");
             match target.value(s, Addr::new(r, col)) {
-                Value::Number(v) => formula_for(d, target, s, Addr::new(r, col), v)
-                    .unwrap_or_else(|| c.input_text()),
+                Value::Number(v) => formula_for(
+                    d,
+                    target,
+                    (s, Addr::new(r, col), v),
+                    &ep.task.task.instruction,
+                )
+                .unwrap_or_else(|| c.input_text()),
                 _ => c.input_text(),
             }
         };

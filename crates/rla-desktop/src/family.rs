@@ -556,7 +556,15 @@ pub fn generate(spec: &Spec) -> Generated {
     let mut cols: Vec<usize> = (1..=numeric).collect();
     cols.shuffle(&mut rng);
     let n = rows as u32; // data rows; the header is row 0
-    let name = |c: usize| t.headers[c].clone();
+                         // the sheets world quotes a name of several words, as OSWorld's instructions do
+    let quoted = |h: &str| -> String {
+        if l.draw.is_some() && h.contains(' ') {
+            format!("\"{h}\"")
+        } else {
+            h.to_string()
+        }
+    };
+    let name = |c: usize| quoted(&t.headers[c]);
     let new_names: Vec<String> = if l.draw.is_some() {
         t.new_names.clone()
     } else {
@@ -621,7 +629,7 @@ pub fn generate(spec: &Spec) -> Generated {
                     ("SHEET", sheet.as_str()),
                     ("WHERE", place),
                     ("OLD", names[0].as_str()),
-                    ("NEW", renamed.as_str()),
+                    ("NEW", &quoted(&renamed)),
                 ];
                 i1 = fill(sentence(&crate::sheets::COPY), &slots);
                 let body = i1.trim_end_matches('.');
@@ -671,17 +679,18 @@ pub fn generate(spec: &Spec) -> Generated {
                         .cells
                         .insert(l.at(r as u32 + 1, c), Content::Number(v as f64));
                 }
+                let qh = quoted(&h);
                 descr.push(if l.located {
                     format!(
-                        "{h} = {} {sym} {} in column {}",
+                        "{qh} = {} {sym} {} in column {}",
                         name(x),
                         name(y),
                         letters(c)
                     )
                 } else {
-                    format!("{h} = {} {sym} {}", name(x), name(y))
+                    format!("{qh} = {} {sym} {}", name(x), name(y))
                 });
-                bare.push(format!("{h} = {} {sym} {}", name(x), name(y)));
+                bare.push(format!("{qh} = {} {sym} {}", name(x), name(y)));
             }
             let mut b = a.clone();
             b.sheets[0]
@@ -718,7 +727,7 @@ pub fn generate(spec: &Spec) -> Generated {
                     ("WHERE", where_.as_str()),
                     ("A_COLUMN", a_column),
                     ("NEW_COLUMNS", new_columns),
-                    ("NAME", new_names[0].as_str()),
+                    ("NAME", &quoted(&new_names[0])),
                 ];
                 i1 = fill(sentence(&crate::sheets::COMPUTED), &slots);
                 i2 = format!(

@@ -37,3 +37,15 @@ pub fn plain_run(book: &Workbook, sheet: usize, col: u32) -> Option<(u32, u32)> 
     }
     Some((first, last))
 }
+
+/// The thresholds an instruction counts values above (`above 50`).
+pub fn thresholds(instruction: &str) -> Vec<i64> {
+    let words: Vec<&str> = instruction
+        .split(|c: char| c.is_whitespace() || c == ',' || c == '.' || c == ';' || c == ')')
+        .collect();
+    words
+        .windows(2)
+        .filter(|w| w[0] == "above")
+        .filter_map(|w| w[1].parse().ok())
+        .collect()
+}

@@ -127,7 +127,7 @@ const TITLES: [&str; 6] = [
     "Monthly numbers",
 ];
 const NOTES: [&str; 4] = ["Source: ledger", "Draft", "Checked", "Figures rounded"];
-const SHEET_NAMES: [&str; 5] = ["Sheet2", "Summary", "Extract", "Copy", "Report"];
+const SHEET_NAMES: [&str; 5] = ["Sheet2", "Summary", "Extract", "Selection", "Report"];
 
 /// The table's shape and place, and how its instruction is worded, drawn for a seed.
 #[derive(Debug, Clone, PartialEq, Eq)]

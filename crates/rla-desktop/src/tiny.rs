@@ -20,7 +20,7 @@ use crate::action::{parse_code, Action, Button, Point};
 use crate::addr::{col_index, col_name, Addr};
 use crate::app::Desktop;
 use crate::formula::Value;
-use crate::rows::{plain_run, row_pattern};
+use crate::rows::{plain_run, row_pattern, thresholds};
 use crate::workbook::Content;
 
 /// Words that label kinds of element, never a column.
@@ -34,24 +34,56 @@ pub struct Names {
     headers: Vec<(u32, String)>,
 }
 
+/// The header row of the desktop's current sheet: the topmost row with a text cell that has a
+/// number right under it and another text cell beside it (a table's header, wherever the table
+/// lies); the first row when none has.
+pub fn header_row(d: &Desktop) -> u32 {
+    let cells = &d.book.sheets[d.sheet].cells;
+    let text = |a: &Addr| matches!(cells.get(a), Some(Content::Text(_)));
+    cells
+        .iter()
+        .filter(|(a, c)| {
+            matches!(c, Content::Text(_))
+                && matches!(
+                    cells.get(&Addr::new(a.row + 1, a.col)),
+                    Some(Content::Number(_))
+                )
+                && (text(&Addr::new(a.row, a.col + 1))
+                    || (a.col > 0 && text(&Addr::new(a.row, a.col - 1))))
+        })
+        .map(|(a, _)| a.row)
+        .next()
+        .unwrap_or(0)
+}
+
 impl Names {
-    /// The names of the desktop's current sheet.
+    /// The names of the desktop's current sheet: the headers of its header row.
     pub fn of(d: &Desktop) -> Names {
         let cells = &d.book.sheets[d.sheet].cells;
+        let top = header_row(d);
         let mut row1: Vec<(u32, String)> = cells
             .iter()
-            .filter(|(a, _)| a.row == 0)
+            .filter(|(a, _)| a.row == top)
             .filter_map(|(a, c)| match c {
                 Content::Text(t) => Some((a.col, t.clone())),
                 _ => None,
             })
             .collect();
         row1.sort();
+        // a word, or words of letters and digits (`Gross profit`, `Invoice No.`): what an
+        // action can name without mistaking it for a row number
         let ok = |t: &str| {
             t.len() >= 2
-                && t.chars().all(|c| c.is_ascii_alphabetic())
+                && t.starts_with(|c: char| c.is_ascii_alphabetic())
+                && t.split(' ').all(|w| {
+                    !w.is_empty()
+                        && w.chars().all(|c| c.is_ascii_alphanumeric() || c == '.')
+                        && !w.chars().all(|c| c.is_ascii_digit())
+                })
                 && t.chars().any(|c| c.is_ascii_lowercase())
-                && !RESERVED.contains(&t.to_ascii_lowercase().as_str())
+                && !t
+                    .split(' ')
+                    .any(|w| RESERVED.contains(&w.to_ascii_lowercase().as_str()))
         };
         let headers = row1
             .iter()
@@ -113,6 +145,16 @@ pub fn label(names: &Names, n: &Node) -> String {
 /// order of first appearance (`Profit`, `Total`, `Sheet2`, …).
 pub fn words(instruction: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
+    // a quoted name is typed whole (`"Gross profit"`)
+    for (i, quoted) in instruction.split('"').enumerate() {
+        if i % 2 == 1
+            && !quoted.is_empty()
+            && quoted.len() <= 40
+            && !out.iter().any(|x| x == quoted)
+        {
+            out.push(quoted.to_string());
+        }
+    }
     for w in instruction.split(|c: char| !c.is_alphanumeric()) {
         let ok = w.len() >= 2
             && w.chars().next().is_some_and(|c| c.is_ascii_uppercase())
@@ -181,18 +223,19 @@ fn all_candidates(d: &Desktop, nodes: &[Node], instruction: &str, names: &Names)
         out.push(format!("type {w}"));
     }
     let sheet = &d.book.sheets[d.sheet];
+    let top = header_row(d);
     let numeric: Vec<u32> = {
         let mut v: Vec<u32> = sheet
             .cells
             .iter()
-            .filter(|(a, c)| a.row == 1 && matches!(c, crate::workbook::Content::Number(_)))
+            .filter(|(a, c)| a.row == top + 1 && matches!(c, crate::workbook::Content::Number(_)))
             .map(|(a, _)| a.col)
             .collect();
         v.sort();
         v.dedup();
         v
     };
-    if d.dialog.is_none() && d.cursor.row >= 1 {
+    if d.dialog.is_none() && d.cursor.row > top {
         for &x in &numeric {
             for &y in &numeric {
                 if x == y {
@@ -205,6 +248,32 @@ fn all_candidates(d: &Desktop, nodes: &[Node], instruction: &str, names: &Names)
         }
         for f in ["SUM", "AVERAGE", "MAX"] {
             out.push(format!("fill ={f}({})", names.column(d.cursor.col)));
+        }
+        for k in thresholds(instruction) {
+            out.push(format!(
+                "fill =COUNTIF({},>{k})",
+                names.column(d.cursor.col)
+            ));
+        }
+    }
+    // a column's block, from its header down its filled cells (what a copy takes)
+    let top = header_row(d);
+    let header_cols: Vec<u32> = sheet
+        .cells
+        .range(Addr::new(top, 0)..Addr::new(top + 1, 0))
+        .map(|(a, _)| a.col)
+        .collect();
+    for c in header_cols {
+        let mut last = top;
+        while sheet.cells.contains_key(&Addr::new(last + 1, c)) {
+            last += 1;
+        }
+        if last > top + 1 {
+            out.push(format!(
+                "select {} to {}",
+                names.cell(Addr::new(top, c)),
+                names.cell(Addr::new(last, c))
+            ));
         }
     }
     out.push("done".into());
@@ -248,15 +317,22 @@ fn code_of(act: &str, d: &Desktop, nodes: &[Node], names: &Names) -> Option<Stri
     }
     if let Some(f) = act.strip_prefix("fill =") {
         if let Some(inner) = f.strip_suffix(')') {
-            let (fname, c) = inner.split_once('(')?;
+            let (fname, arg) = inner.split_once('(')?;
+            // `COUNTIF(Units,>50)`: the column and a threshold
+            let (c, criterion) = match arg.rsplit_once(",>") {
+                Some((c, k)) if fname == "COUNTIF" => (c, Some(k.parse::<i64>().ok()?)),
+                _ if fname == "COUNTIF" => return None,
+                _ => (arg, None),
+            };
             let col = names.column_of(c)?;
             let c = col_name(col);
             let (r0, r1) = data_rows(d, col)?;
             if d.cursor.row <= r1 {
                 return None;
             }
+            let extra = criterion.map_or(String::new(), |k| format!(",\">{k}\""));
             return Some(format!(
-                "pyautogui.write('={fname}({c}{}:{c}{})\\n')",
+                "pyautogui.write('={fname}({c}{}:{c}{}{extra})\\n')",
                 r0 + 1,
                 r1 + 1
             ));
@@ -265,7 +341,7 @@ fn code_of(act: &str, d: &Desktop, nodes: &[Node], names: &Names) -> Option<Stri
         let (cx, cy) = (names.column_of(&f[..op])?, names.column_of(&f[op + 1..])?);
         let (x, y) = (col_name(cx), col_name(cy));
         let (_, last) = data_rows(d, cx)?;
-        if d.cursor.row < 1 || d.cursor.row > last {
+        if d.cursor.row <= header_row(d) || d.cursor.row > last {
             return None;
         }
         let mut text = String::new();
@@ -273,6 +349,20 @@ fn code_of(act: &str, d: &Desktop, nodes: &[Node], names: &Names) -> Option<Stri
             text.push_str(&format!("={x}{}{}{y}{}\\n", r + 1, &f[op..op + 1], r + 1));
         }
         return Some(format!("pyautogui.write('{text}')"));
+    }
+    if let Some(r) = act.strip_prefix("select ") {
+        let (a, b) = r.split_once(" to ")?;
+        let marks = a11y::marks(nodes);
+        let at = |l: &str| {
+            marks
+                .iter()
+                .find(|n| n.tag == "table-cell" && label(names, n) == l)
+                .map(|n| n.rect.center())
+        };
+        let ((x0, y0), (x1, y1)) = (at(a)?, at(b)?);
+        return Some(format!(
+            "pyautogui.moveTo({x0}, {y0}); pyautogui.dragTo({x1}, {y1}, duration=0.2)"
+        ));
     }
     let (verb, rest) = if let Some(r) = act.strip_prefix("double-click ") {
         ("doubleClick", r)
@@ -310,6 +400,10 @@ pub fn from_code(code: &str, d: &Desktop, nodes: &[Node], instruction: &str) -> 
             .map(|n| label(&names, n))
     };
     match actions.as_slice() {
+        [Action::MoveTo(a), Action::DragTo(b, Button::Left)] => {
+            let act = format!("select {} to {}", node_at(a)?, node_at(b)?);
+            (code_of(&act, d, nodes, &names).as_deref() == Some(code)).then_some(act)
+        }
         [Action::Click { at, button, clicks }] => {
             let l = node_at(at)?;
             Some(match (button, clicks) {
@@ -342,10 +436,15 @@ pub fn from_code(code: &str, d: &Desktop, nodes: &[Node], instruction: &str) -> 
             let first = entries[0];
             if let Some(f) = first.strip_prefix('=') {
                 if let Some((fname, range)) = f.strip_suffix(')').and_then(|x| x.split_once('(')) {
-                    let (a, _) = range.split_once(':')?;
+                    let (a, rest) = range.split_once(':')?;
                     let c: String = a.chars().take_while(|c| c.is_ascii_alphabetic()).collect();
                     let c = names.column(col_index(&c)?);
-                    let act = format!("fill ={fname}({c})");
+                    // COUNTIF's criterion, `">50"`
+                    let criterion = match rest.split_once(',') {
+                        Some((_, k)) => format!(",>{}", k.strip_prefix("\">")?.strip_suffix('"')?),
+                        None => String::new(),
+                    };
+                    let act = format!("fill ={fname}({c}{criterion})");
                     return (entries.len() == 1
                         && code_of(&act, d, nodes, &names).as_deref() == Some(code))
                     .then_some(act);
@@ -359,7 +458,8 @@ pub fn from_code(code: &str, d: &Desktop, nodes: &[Node], instruction: &str) -> 
                 if code_of(&act, d, nodes, &names).as_deref() != Some(code) {
                     return None;
                 }
-                let swapped = o != "-" && instruction.contains(&format!("{ny} {o} {nx}"));
+                let plain = instruction.replace('"', "");
+                let swapped = o != "-" && plain.contains(&format!("{ny} {o} {nx}"));
                 return Some(if swapped {
                     format!("fill ={ny}{o}{nx}")
                 } else {
@@ -394,7 +494,8 @@ pub fn observation(d: &Desktop, nodes: &[Node]) -> String {
     if let Some(e) = &d.edit {
         s.push_str(&format!(" | editing {}", e.text));
     }
-    // the visible cells with content, by column
+    // the visible cells with content, by column; the header row's text names a column
+    let top = header_row(d);
     let mut cols: std::collections::BTreeMap<u32, (Option<&str>, Vec<u32>)> = Default::default();
     for n in nodes {
         if n.tag != "table-cell" || n.text.is_empty() {
@@ -404,7 +505,7 @@ pub fn observation(d: &Desktop, nodes: &[Node]) -> String {
             continue;
         };
         let e = cols.entry(a.col).or_default();
-        if a.row == 0 {
+        if a.row == top {
             e.0 = Some(&n.text);
         } else {
             e.1.push(a.row + 1);
@@ -522,7 +623,7 @@ mod tests {
             ("C1", t("Cost")),
             ("D1", t("Net")),             // not unique (H1): letters
             ("E1", Content::Number(3.0)), // not text: letters
-            ("F1", t("Net Sales")),       // not one word: letters
+            ("F1", t("Net Sales")),       // words: a name
             ("G1", t("column")),          // a word of the vocabulary: letters
             ("H1", t("Net")),
             ("A2", t("tea")),
@@ -535,7 +636,17 @@ mod tests {
         let got: Vec<String> = (0..8).map(|c| n.column(c)).collect();
         assert_eq!(
             got,
-            ["Product", "Units", "Cost", "D", "E", "F", "G", "H", "I"][..8]
+            [
+                "Product",
+                "Units",
+                "Cost",
+                "D",
+                "E",
+                "Net Sales",
+                "G",
+                "H",
+                "I"
+            ][..8]
         );
         assert_eq!(n.column_of("Units"), Some(1));
         assert_eq!(n.column_of("D"), Some(3));
@@ -613,5 +724,78 @@ mod tests {
             words("Copy the Revenue column to a new sheet named Sheet2, then rename it to Profit."),
             ["Revenue", "Sheet2", "Profit"]
         );
+    }
+    #[test]
+    fn a_table_below_a_title_is_read_from_its_header_row() {
+        let t = |s: &str| Content::Text(s.into());
+        let d = desktop(&[
+            ("A1", t("Sales report")),
+            ("B4", t("Product")),
+            ("C4", t("Gross profit")),
+            ("D4", t("Units")),
+            ("B5", t("tea")),
+            ("C5", Content::Number(4.0)),
+            ("D5", Content::Number(5.0)),
+            ("B6", t("milk")),
+            ("C6", Content::Number(6.0)),
+            ("D6", Content::Number(7.0)),
+        ]);
+        assert_eq!(header_row(&d), 3);
+        let n = Names::of(&d);
+        assert_eq!(n.column(2), "Gross profit");
+        assert_eq!(n.column_of("Units"), Some(3));
+        assert_eq!(n.column(0), "A", "the title is no header");
+        let mut d2 = d.clone();
+        d2.cursor = Addr::parse("E5").unwrap();
+        let nodes = a11y::tree(&d2, TREE);
+        let cands = candidates(&d2, &nodes, "");
+        assert!(
+            cands.iter().any(|c| c == "fill =Gross profit-Units"),
+            "{cands:?}"
+        );
+        assert_eq!(
+            to_code("fill =Gross profit-Units", &d2, &nodes).as_deref(),
+            Some("pyautogui.write('=C5-D5\\n=C6-D6\\n')")
+        );
+        assert!(observation(&d2, &nodes).contains("| Gross profit 5-6 |"));
+    }
+    #[test]
+    fn the_sheets_worlds_expert_steps_map_to_actions() {
+        use crate::family::{split_in, World};
+        let (mut mapped, mut total) = (0, 0);
+        let mut missing: std::collections::BTreeMap<String, usize> = Default::default();
+        for spec in split_in(World::Sheets, Split::InDomain, 230) {
+            let mut ep = Episode::new(generate(&spec), 1920, 1080).unwrap();
+            for code in crate::expert::solve(&ep).unwrap() {
+                let nodes = ep.tree(TREE);
+                total += 1;
+                let instruction = &ep.task.task.instruction;
+                match from_code(&code, &ep.desktop, &nodes, instruction) {
+                    Some(act) => {
+                        let cands = candidates(&ep.desktop, &nodes, instruction);
+                        if cands.contains(&act) {
+                            mapped += 1;
+                        } else {
+                            *missing
+                                .entry(format!(
+                                    "not a candidate: {}",
+                                    act.chars().take(30).collect::<String>()
+                                ))
+                                .or_default() += 1;
+                        }
+                    }
+                    None => {
+                        let kind: String = code.chars().take(22).collect();
+                        *missing.entry(kind).or_default() += 1;
+                    }
+                }
+                if code == "DONE" {
+                    break;
+                }
+                ep.step_code(&code, &nodes);
+            }
+        }
+        eprintln!("mapped {mapped} of {total}: {missing:#?}");
+        assert!(mapped * 100 >= 99 * total, "mapped {mapped} of {total}");
     }
 }

@@ -314,3 +314,39 @@ fn perturbed_sheets_are_played_by_the_expert_and_the_base() {
         "not one of shift-right",
     );
 }
+
+#[test]
+fn a_run_trains_in_the_sheets_world() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("sheets.toml");
+    std::fs::write(
+        &cfg,
+        CONFIG
+            .replace("iterations = 2", "iterations = 1")
+            .replace("[desktop]\n", "[desktop]\nworld = \"sheets\"\n"),
+    )
+    .unwrap();
+    let run = dir.path().join("run");
+    ok(&bin()
+        .args(["train", "--quiet", "--config"])
+        .arg(&cfg)
+        .arg("--run")
+        .arg(&run)
+        .output()
+        .unwrap());
+    // the pool is drawn in the sheets world, and the run played and evaluated its tasks
+    let pool = std::fs::read_to_string(run.join("pool.jsonl")).unwrap();
+    assert!(pool.contains("\"world\":\"sheets\""), "{pool}");
+    let metrics = common::metrics(&run);
+    assert!(metrics.last().unwrap()["eval_ood"].as_f64().is_some());
+    // the warm start's tokenizer cuts a held-out name into pieces instead of one unknown token
+    let tok = std::fs::read_to_string(run.join("pretrained/policy/tokenizer.json")).unwrap();
+    assert!(
+        tok.contains("WordPiece"),
+        "a tokenizer that splits unseen words"
+    );
+    assert!(
+        !tok.contains("\"Commission\""),
+        "a held-out name is not a token"
+    );
+}

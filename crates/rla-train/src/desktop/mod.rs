@@ -338,9 +338,12 @@ mod tests {
         DesktopConfig::of_mut(&mut cfg).world = family::World::Sheets;
         let pool = Desktop::default().initial_pool(&cfg).unwrap();
         let held = probe::evaluation_seeds(family::World::Sheets);
-        assert!(pool.iter().all(|t| t.spec.world == family::World::Sheets
-            && !held.contains(&t.spec.seed)));
-        assert!(pool.iter().any(|t| t.spec.family == family::Family::CountIf));
+        assert!(pool
+            .iter()
+            .all(|t| t.spec.world == family::World::Sheets && !held.contains(&t.spec.seed)));
+        assert!(pool
+            .iter()
+            .any(|t| t.spec.family == family::Family::CountIf));
     }
 
     #[test]

@@ -97,9 +97,16 @@ pub fn warm_start(w: WarmStart) -> Result<Vec<String>> {
     let held_examples = held.iter().map(|d| (d.prompt.clone(), d.answer.clone()));
     let mut corpus = example_corpus(pol.iter().chain(jud.iter()));
     corpus.push_str(&example_corpus(held_examples.collect::<Vec<_>>().iter()));
-    // every word the evaluation tasks can show or ask for
-    for split in [Split::InDomain, Split::Ood, Split::Validation] {
-        for s in split_tasks(DesktopConfig::of(cfg).world, split, usize::MAX) {
+    // every word the evaluation tasks can show or ask for; the sheets world keeps its OOD
+    // split's held-out names out, for the tokenizer to cut into pieces it knows
+    let world = DesktopConfig::of(cfg).world;
+    let splits: &[Split] = if world == rla_desktop::family::World::Plain {
+        &[Split::InDomain, Split::Ood, Split::Validation]
+    } else {
+        &[Split::InDomain, Split::Validation]
+    };
+    for &split in splits {
+        for s in split_tasks(world, split, usize::MAX) {
             let ep = open(&s, cfg)?;
             let nodes = ep.tree(tiny::TREE);
             corpus.push_str(&ep.task.task.instruction);
