@@ -32,8 +32,8 @@ pub struct Node {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct TreeOptions {
     /// Every visible cell and header, empty ones included (as the real application exposes
-    /// them); else the cells of the data's rectangle and one row and column past it, filled
-    /// cells, the cursor cell, and the headers up to one past them.
+    /// them); else the cells of the data's rectangle and one row and two columns past it, filled
+    /// cells, the cursor cell, and the headers up to two past them.
     pub empty_cells: bool,
 }
 
@@ -90,7 +90,7 @@ pub fn tree(d: &Desktop, opts: TreeOptions) -> Vec<Node> {
     let col_limit = if opts.empty_cells {
         u32::MAX
     } else {
-        next_col.max(d.cursor.col) + 1
+        next_col.max(d.cursor.col) + 2
     };
     let row_limit = if opts.empty_cells {
         u32::MAX
@@ -152,8 +152,12 @@ pub fn tree(d: &Desktop, opts: TreeOptions) -> Vec<Node> {
         if let Some(e) = &d.edit {
             v.push(e.at);
         }
-        // the data's rectangle, one row and one column past it
-        let (r1, c1) = (next_row.min(d.top + rows), next_col.min(d.left + cols));
+        // the data's rectangle, one row and two columns past it (a new column may leave a
+        // blank one after the table)
+        let (r1, c1) = (
+            next_row.min(d.top + rows),
+            (next_col + 1).min(d.left + cols),
+        );
         v.extend((d.top..=r1).flat_map(|r| (d.left..=c1).map(move |c| Addr::new(r, c))));
         v.retain(|a| visible(a) && a.row < crate::addr::MAX_ROW && a.col < crate::addr::MAX_COL);
         v.sort();

@@ -371,6 +371,17 @@ mod tests {
         let c = cached(&p).unwrap();
         assert_eq!(c[0].name, "Sheet1");
         assert!(c[0].cells.contains(&(a("A4"), Stored::Number(14.5))));
+        // what the file caches is what a book in memory reads as: a third to ten decimals
+        let mut third = b.clone();
+        third.sheets[0]
+            .cells
+            .insert(a("D1"), Content::Formula("1/3".into()));
+        save(&third, &p).unwrap();
+        let saved = cached(&p).unwrap();
+        assert!(saved[0]
+            .cells
+            .contains(&(a("D1"), Stored::Number(0.3333333333))));
+        assert_eq!(stored(&third), saved);
         assert!(c[0]
             .cells
             .contains(&(a("C3"), Stored::Text("Revenue!".into()))));
