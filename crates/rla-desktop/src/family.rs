@@ -334,7 +334,7 @@ impl Layout {
             l.gap = d.gap;
             l.draw = Some((d, pools));
         }
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(spec.seed ^ 0x1A7_0u64);
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(spec.seed ^ 0x1A70_u64);
         match spec.perturb {
             None => {}
             Some(Perturb::ShiftRight) => l.left += rng.gen_range(1..=3),
