@@ -577,8 +577,12 @@ pub fn compare_books(r: &Book, e: Option<&Book>, options: &Json) -> Result<f64, 
                             CellValue::Str(s) => PyV::Str(s),
                             CellValue::Dict(_) => PyV::Other,
                         }
+                    } else if crate::style::check_property(prop).is_err() {
+                        // a property _read_cell_style does not know raises NotImplementedError,
+                        // which check_cell catches too: None, whatever the file holds
+                        PyV::None
                     } else {
-                        // and what _read_cell_style raises, naming an unknown property
+                        // and what _read_cell_style raises reading a known one
                         match b.cell_style(&name, coord, prop)? {
                             Ok(StyleValue::None) | Err(_) => PyV::None,
                             Ok(StyleValue::Bool(x)) => PyV::Num(x as u8 as f64),
@@ -713,4 +717,36 @@ pub fn evaluate(ev: &Evaluator, files: &Resolved) -> Result<f64, String> {
     } else {
         scores.iter().copied().fold(0.0, f64::max)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workbook::{Content, Workbook};
+    use serde_json::json;
+
+    #[test]
+    fn a_property_osworld_does_not_know_reads_as_none() {
+        // `_read_cell_style` raises NotImplementedError for it, which check_cell catches
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("r.xlsx");
+        let mut b = Workbook::default();
+        b.sheets[0]
+            .cells
+            .insert(crate::addr::Addr::new(0, 0), Content::Text("x".into()));
+        crate::xlsx::save(&b, &p).unwrap();
+        let rule = |prop: &str, r: Json| {
+            json!({"rules": [{"type": "check_cell", "sheet_idx": 0, "coordinate": "A1",
+                "props": {prop: {"method": "eq", "ref": r}}}]})
+        };
+        let score = |o: &Json| compare_table(Some(&p), Some(&p), o);
+        assert_eq!(score(&rule("font_weight", Json::Null)), Ok(1.0));
+        assert_eq!(score(&rule("font_weight", json!("bold"))), Ok(0.0));
+        // a property it knows is read from the file
+        assert_eq!(score(&rule("font_bold", json!(false))), Ok(1.0));
+        // and the style rule, which does not catch, still names an unknown property
+        let style = json!({"rules": [{"type": "style", "sheet_idx0": 0, "sheet_idx1": "EI0",
+            "props": ["font_weight"]}]});
+        assert!(score(&style).unwrap_err().contains("font_weight"));
+    }
 }
