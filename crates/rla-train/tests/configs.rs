@@ -11,6 +11,7 @@ fn shipped_configs_are_valid() {
         "household-base.toml",
         "coding-base.toml",
         "desktop-base.toml",
+        "desktop-sheets-base.toml",
         "alfworld-qwen2.5-7b.toml",
         "alfworld-qwen2.5-7b-vllm.toml",
         "coding-tiny.toml",
