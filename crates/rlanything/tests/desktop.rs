@@ -283,6 +283,43 @@ fn perturbed_sheets_are_played_by_the_expert_and_the_base() {
         );
         assert!(t.contains(&format!("| {kind} | 3 | ")), "{kind}: {t}");
     }
+    // the sheets world from the command line: its OOD tasks come from the held-out pools
+    let out = tempfile::tempdir().unwrap();
+    ok(&bin()
+        .args([
+            "desktop", "export", "--world", "sheets", "--split", "ood", "--n", "2",
+        ])
+        .arg("--out")
+        .arg(out.path())
+        .output()
+        .unwrap());
+    let mut held_out = 0;
+    for e in std::fs::read_dir(out.path()).unwrap().flatten() {
+        if e.path().extension().is_some_and(|x| x == "json") {
+            let t = std::fs::read_to_string(e.path()).unwrap();
+            assert!(
+                t.contains("\"world\": \"held-out\"") || t.contains("\"world\":\"held-out\""),
+                "{t}"
+            );
+            held_out += 1;
+        }
+    }
+    assert_eq!(held_out, 2);
+    let o = bin()
+        .args([
+            "desktop",
+            "eval",
+            "--expert",
+            "--world",
+            "sheets",
+            "--n",
+            "3",
+            "--step-limit",
+            "20",
+        ])
+        .output()
+        .unwrap();
+    assert!(ok(&o).contains("success on 3 InDomain tasks: 1.000"));
     // what cannot be perturbed, or is no perturbation, is named
     let bad = |args: &[&str], want: &str| {
         let o = bin().args(args).output().unwrap();
