@@ -49,3 +49,25 @@ fn the_alfworld_config_reads_its_games_from_alfworld_data() {
         Some(dir.join("games/train"))
     );
 }
+
+#[test]
+fn the_desktops_world_and_perturbation_are_read_and_checked() {
+    use rla_desktop::family::{Perturb, World};
+    use rla_train::config::SettingConfig;
+    use rla_train::desktop::config::DesktopConfig;
+    let dir = PathBuf::from(".");
+    let c = RunConfig::parse_in(
+        "setting = \"desktop\"\n[desktop]\nworld = \"sheets\"\nperturb = \"shift-down\"\n",
+        &dir,
+    )
+    .unwrap();
+    assert_eq!(DesktopConfig::of(&c).world, World::Sheets);
+    assert_eq!(DesktopConfig::of(&c).perturb, Some(Perturb::ShiftDown));
+    let e = RunConfig::parse_in(
+        "setting = \"desktop\"\n[desktop]\nperturb = \"tilted\"\n",
+        &dir,
+    )
+    .unwrap_err();
+    let e = format!("{e:#}");
+    assert!(e.contains("tilted") && e.contains("shift-right"), "{e}");
+}
