@@ -619,7 +619,8 @@ fn call(f: Func, args: &[Expr], cells: &dyn Cells) -> Value {
         Func::Average => xs.iter().sum::<f64>() / xs.len() as f64,
         Func::Min => xs.iter().copied().reduce(f64::min).unwrap_or(0.0),
         Func::Max => xs.iter().copied().reduce(f64::max).unwrap_or(0.0),
-        Func::CountIf => unreachable!("counted above"),
+        // counted above, before its arguments were read as numbers
+        Func::CountIf => return err("#VALUE!"),
     };
     Value::Number(r)
 }

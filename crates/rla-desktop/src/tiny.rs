@@ -1,14 +1,16 @@
 //! A compact action vocabulary for tiny text-only policies: each action names an element of
 //! the accessibility tree (`click Units 3`, `click column Revenue`, `double-click tab Sheet2`,
 //! `click item Sort Ascending`), a key (`press enter`, `copy`, `paste`, `undo`), text to type
-//! (`type Profit`, words of the instruction), a run of row formulas (`fill =Revenue-Cost`: from
-//! the cursor down to the last data row) or an aggregate of the column above
-//! (`fill =SUM(Units)`), or `done`.
+//! (`type Profit`, words of the instruction, a quoted name whole), a run of row formulas (`fill
+//! =Revenue-Cost`: from the cursor down to the last data row), an aggregate of the column above
+//! (`fill =SUM(Units)`, `fill =COUNTIF(Units,>50)` with a threshold of the instruction's), a
+//! column's block dragged over (`select Units 4 to Units 12`), or `done`.
 //!
-//! Columns go by their header, as a person reads a sheet: a column whose first row holds one
-//! word (unique in that row) is called by it, any other by its letters (`column E`, `E 1`), so
-//! an action repeats the instruction's words instead of looking letters up. Cells are a column's
-//! name and a row number.
+//! Columns go by their header, as a person reads a sheet: the header row is found wherever the
+//! table lies ([`header_row`]); a column whose header is a name (one word or several, unique in
+//! that row) is called by it, any other by its letters (`column E`, `E 1`), so an action repeats
+//! the instruction's words instead of looking letters up. Cells are a column's name and a row
+//! number.
 //!
 //! Every action turns into OSWorld pyautogui code ([`to_code`]), and code the expert writes
 //! turns back into one ([`from_code`]), so demonstrations and the policy's choices are the same
@@ -257,7 +259,6 @@ fn all_candidates(d: &Desktop, nodes: &[Node], instruction: &str, names: &Names)
         }
     }
     // a column's block, from its header down its filled cells (what a copy takes)
-    let top = header_row(d);
     let header_cols: Vec<u32> = sheet
         .cells
         .range(Addr::new(top, 0)..Addr::new(top + 1, 0))
