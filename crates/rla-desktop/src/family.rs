@@ -190,6 +190,15 @@ impl World {
         *self == World::Plain
     }
 
+    /// The world a split's tasks are drawn in: the sheets world's OOD split is its held-out one.
+    pub fn of_split(self, which: Split) -> World {
+        match (self, which) {
+            (World::Plain, _) => World::Plain,
+            (_, Split::Ood) => World::HeldOut,
+            _ => World::Sheets,
+        }
+    }
+
     /// The families of a split in this world (the training pool's are the in-domain ones).
     pub fn families(self, split: Split) -> &'static [Family] {
         match (self, split) {
@@ -574,10 +583,6 @@ pub fn generate(spec: &Spec) -> Generated {
     };
     // the sheets world's paraphrase, when drawn there
     let words = l.draw.as_ref().map(|(d, pools)| (d.template, *pools));
-    let sentence = |list: &[&'static str]| -> &'static str {
-        let (t, pools) = words.expect("a drawn task");
-        pick(list, t, pools)
-    };
     // a sheet row's number and a table column's letters, as the instruction names them
     let row_no = |r: u32| l.top + r + 1;
     let letters = |c: u32| col_name(l.left + c);
@@ -623,7 +628,7 @@ pub fn generate(spec: &Spec) -> Generated {
             } else {
                 ""
             };
-            if words.is_some() {
+            if let Some((template, pools)) = words {
                 let slots = [
                     ("WHAT", what.as_str()),
                     ("SHEET", sheet.as_str()),
@@ -631,9 +636,12 @@ pub fn generate(spec: &Spec) -> Generated {
                     ("OLD", names[0].as_str()),
                     ("NEW", &quoted(&renamed)),
                 ];
-                i1 = fill(sentence(&crate::sheets::COPY), &slots);
+                i1 = fill(pick(&crate::sheets::COPY, template, pools), &slots);
                 let body = i1.trim_end_matches('.');
-                i2 = format!("{body}{}.", fill(sentence(&crate::sheets::RENAME), &slots));
+                i2 = format!(
+                    "{body}{}.",
+                    fill(pick(&crate::sheets::RENAME, template, pools), &slots)
+                );
             } else {
                 i1 = format!("Copy {what} to a new sheet named Sheet2{place}.");
                 i2 = format!(
@@ -705,7 +713,7 @@ pub fn generate(spec: &Spec) -> Generated {
             b.sheets[0]
                 .cells
                 .insert(l.at(n + 1, first_new), Content::Number(total));
-            if words.is_some() {
+            if let Some((template, pools)) = words {
                 let where_ = match (l.located, l.gap) {
                     (true, _) if objects == 1 => format!(" (column {})", letters(first_new)),
                     (true, _) => format!(
@@ -729,10 +737,13 @@ pub fn generate(spec: &Spec) -> Generated {
                     ("NEW_COLUMNS", new_columns),
                     ("NAME", &quoted(&new_names[0])),
                 ];
-                i1 = fill(sentence(&crate::sheets::COMPUTED), &slots);
+                i1 = fill(pick(&crate::sheets::COMPUTED, template, pools), &slots);
                 i2 = format!(
                     "{i1}{}",
-                    fill(sentence(&crate::sheets::COMPUTED_TOTAL), &slots)
+                    fill(
+                        pick(&crate::sheets::COMPUTED_TOTAL, template, pools),
+                        &slots
+                    )
                 );
             } else if l.located {
                 let what = if objects == 1 { "a column" } else { "columns" };
@@ -848,7 +859,7 @@ pub fn generate(spec: &Spec) -> Generated {
             } else {
                 "under each of those columns"
             };
-            if words.is_some() {
+            if let Some((template, pools)) = words {
                 let columns = list(&names);
                 let slots = [
                     ("LABEL", label),
@@ -856,11 +867,14 @@ pub fn generate(spec: &Spec) -> Generated {
                     ("COLUMNS", columns.as_str()),
                     ("UNDER", under),
                 ];
-                i1 = fill(sentence(&crate::sheets::AGGREGATE), &slots);
+                i1 = fill(pick(&crate::sheets::AGGREGATE, template, pools), &slots);
                 let again = [("LABEL", label2), ("F", f2)];
                 i2 = format!(
                     "{i1}{}",
-                    fill(sentence(&crate::sheets::AGGREGATE_AGAIN), &again)
+                    fill(
+                        pick(&crate::sheets::AGGREGATE_AGAIN, template, pools),
+                        &again
+                    )
                 );
             } else if l.located {
                 i1 = format!(
@@ -933,7 +947,7 @@ pub fn generate(spec: &Spec) -> Generated {
                 b.sheets[1].cells.insert(Addr::new(r, 0), v);
             }
             let dir = if desc { "descending" } else { "ascending" };
-            if words.is_some() {
+            if let Some((template, pools)) = words {
                 let slots = [
                     ("KEY", name(key)),
                     ("DIR", dir.to_string()),
@@ -941,9 +955,12 @@ pub fn generate(spec: &Spec) -> Generated {
                 ];
                 let slots: Vec<(&str, &str)> =
                     slots.iter().map(|(k, v)| (*k, v.as_str())).collect();
-                i1 = fill(sentence(&crate::sheets::SORT), &slots);
+                i1 = fill(pick(&crate::sheets::SORT, template, pools), &slots);
                 let copy = [("KEY", t.headers[0].as_str()), ("SHEET", sheet.as_str())];
-                i2 = format!("{i1}{}", fill(sentence(&crate::sheets::SORT_COPY), &copy));
+                i2 = format!(
+                    "{i1}{}",
+                    fill(pick(&crate::sheets::SORT_COPY, template, pools), &copy)
+                );
             } else {
                 i1 = format!(
                     "Sort the table by {} in {dir} order, keeping the header row at the top.",
@@ -1156,11 +1173,7 @@ pub fn split_in(world: World, which: Split, n: usize) -> Vec<Spec> {
     };
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(which.seed() ^ salt);
     let fams = world.families(which);
-    let world = match (world, which) {
-        (World::Plain, _) => World::Plain,
-        (_, Split::Ood) => World::HeldOut,
-        _ => World::Sheets,
-    };
+    let world = world.of_split(which);
     (0..n)
         .map(|i| {
             let family = fams[i % fams.len()];

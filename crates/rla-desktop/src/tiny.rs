@@ -34,6 +34,8 @@ const RESERVED: [&str; 9] = [
 #[derive(Debug, Clone)]
 pub struct Names {
     headers: Vec<(u32, String)>,
+    /// The sheet's header row ([`header_row`]).
+    top: u32,
 }
 
 /// The header row of the desktop's current sheet: the topmost row with a text cell that has a
@@ -92,7 +94,7 @@ impl Names {
             .filter(|(_, t)| ok(t) && row1.iter().filter(|(_, u)| u == t).count() == 1)
             .cloned()
             .collect();
-        Names { headers }
+        Names { headers, top }
     }
 
     /// The name of column `c`: its header, or its letters.
@@ -225,7 +227,7 @@ fn all_candidates(d: &Desktop, nodes: &[Node], instruction: &str, names: &Names)
         out.push(format!("type {w}"));
     }
     let sheet = &d.book.sheets[d.sheet];
-    let top = header_row(d);
+    let top = names.top;
     let numeric: Vec<u32> = {
         let mut v: Vec<u32> = sheet
             .cells
@@ -342,7 +344,7 @@ fn code_of(act: &str, d: &Desktop, nodes: &[Node], names: &Names) -> Option<Stri
         let (cx, cy) = (names.column_of(&f[..op])?, names.column_of(&f[op + 1..])?);
         let (x, y) = (col_name(cx), col_name(cy));
         let (_, last) = data_rows(d, cx)?;
-        if d.cursor.row <= header_row(d) || d.cursor.row > last {
+        if d.cursor.row <= names.top || d.cursor.row > last {
             return None;
         }
         let mut text = String::new();
@@ -496,7 +498,7 @@ pub fn observation(d: &Desktop, nodes: &[Node]) -> String {
         s.push_str(&format!(" | editing {}", e.text));
     }
     // the visible cells with content, by column; the header row's text names a column
-    let top = header_row(d);
+    let top = names.top;
     let mut cols: std::collections::BTreeMap<u32, (Option<&str>, Vec<u32>)> = Default::default();
     for n in nodes {
         if n.tag != "table-cell" || n.text.is_empty() {

@@ -260,8 +260,9 @@ pub struct Games {
 
 /// Games won by the policy in `policy_dir` of the game folders under `games` (ALFWorld's layout),
 /// played greedily as the household config `cfg` evaluates (its step limit, prompt and answer
-/// length; `ablate` refuses `--games` for another setting before anything runs): `(won, played)`. The result is kept in `record` (a JSON file) and read back from it
-/// while it names the same policy and folder, so a finished evaluation is not played again.
+/// length; `ablate` refuses `--games` for another setting before anything runs):
+/// `(won, played)`. The result is kept in `record` (a JSON file) and read back from it while it
+/// names the same policy and folder, so a finished evaluation is not played again.
 pub fn games_won(
     backend: &dyn rla_lm::Backend,
     cfg: &RunConfig,

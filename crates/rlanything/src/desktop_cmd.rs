@@ -355,27 +355,25 @@ pub fn run(cmd: DesktopCmd) -> Result<()> {
                 }
                 (false, _, _) => bail!("give --url and --model (a vision-language model on an inference server), or --expert"),
             };
+            // the tasks either player plays, and how its last line names them
+            let specs = family::perturbed(family::split_in(world.into(), split.into(), n), perturb);
+            if specs.is_empty() {
+                bail!("no tasks to play (--n {n})");
+            }
+            let what = match perturb {
+                None => format!("{:?}", Split::from(split)),
+                Some(p) => format!("{:?} ({})", Split::from(split), p.name()),
+            };
             match (desktop, vlm) {
-                (None, Some(vlm)) => vision_eval(
-                    &vlm,
-                    (split, n, perturb, world.into()),
-                    (w, h),
-                    step_limit,
-                    max_tokens,
-                    show,
-                ),
+                (None, Some(vlm)) => {
+                    vision_eval(&vlm, (&specs, &what), (w, h), step_limit, max_tokens, show)
+                }
                 (desktop, vlm) => crate::desktop_real::eval(
                     desktop.as_deref(),
                     crate::access::api_key(desktop_api_key_env.as_deref())?,
                     !no_reset,
                     vlm.as_ref().map(|v| v as &dyn rla_lm::Sampler),
-                    (
-                        family::perturbed(family::split_in(world.into(), split.into(), n), perturb),
-                        &match perturb {
-                            None => format!("{:?}", Split::from(split)),
-                            Some(p) => format!("{:?} ({})", Split::from(split), p.name()),
-                        },
-                    ),
+                    (specs, &what),
                     (w, h),
                     step_limit,
                     max_tokens,
@@ -388,10 +386,10 @@ pub fn run(cmd: DesktopCmd) -> Result<()> {
     }
 }
 
-/// Plays `n` tasks of `split` with `vlm` on screenshots; prints the success rate.
+/// Plays `tasks` with `vlm` on screenshots; prints the success rate, naming the tasks `what`.
 fn vision_eval(
     vlm: &dyn rla_lm::Sampler,
-    (split, n, perturb, world): (SplitArg, usize, Option<family::Perturb>, family::World),
+    (tasks, what): (&[family::Spec], &str),
     (w, h): (u32, u32),
     step_limit: usize,
     max_tokens: usize,
@@ -399,7 +397,6 @@ fn vision_eval(
 ) -> Result<()> {
     use rla_train::config::RunConfig;
     use rla_train::desktop::config::{DesktopConfig, DesktopObservation};
-    use rla_train::setting::Split as S;
     let cfg = RunConfig::with_table(
         "desktop",
         DesktopConfig {
@@ -410,27 +407,11 @@ fn vision_eval(
             ..Default::default()
         },
     );
-    let tasks = family::perturbed(
-        rla_train::desktop::split_tasks(
-            world,
-            match split {
-                SplitArg::InDomain => S::InDomain,
-                SplitArg::Ood => S::Ood,
-                SplitArg::Validation => S::Validation,
-                SplitArg::Train => S::Train,
-            },
-            n,
-        ),
-        perturb,
-    );
-    if tasks.is_empty() {
-        bail!("no tasks to play (--n {n})");
-    }
     let bar = rla_train::bar((tasks.len() * step_limit) as u64, "eval");
     let trajs = rla_train::desktop::rollout(
         vlm,
         &cfg,
-        &tasks,
+        tasks,
         1,
         step_limit,
         &rla_lm::SampleParams::greedy(max_tokens),
@@ -438,7 +419,7 @@ fn vision_eval(
         Some(&bar),
     )?;
     bar.finish_and_clear();
-    for (t, spec) in trajs.iter().zip(&tasks).take(show) {
+    for (t, spec) in trajs.iter().zip(tasks).take(show) {
         let task = family::generate(spec).task;
         println!("task {}: {} (score {})", task.id, task.instruction, t.score);
         for (i, s) in t.steps.iter().enumerate() {
@@ -452,7 +433,7 @@ fn vision_eval(
     }
     let solved = trajs.iter().filter(|t| t.score >= 1.0).count();
     println!(
-        "success on {} {split:?} tasks: {:.3} ({solved} solved)",
+        "success on {} {what} tasks: {:.3} ({solved} solved)",
         tasks.len(),
         solved as f64 / tasks.len() as f64
     );

@@ -153,7 +153,7 @@ pub fn eval(
     record: Option<&std::path::Path>,
 ) -> Result<()> {
     if specs.is_empty() {
-        bail!("no tasks to play (--n 0)");
+        bail!("no tasks to play");
     }
     let mut screen = screen_for(desktop, desktop_key, reset, size, timeout_s)?;
     let tmp = tempfile::tempdir()?;

@@ -67,19 +67,24 @@ fn ok(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// `train --quiet --config CFG --run RUN`, which must succeed.
+fn train(cfg: &Path, run: &Path) {
+    ok(&bin()
+        .args(["train", "--quiet", "--config"])
+        .arg(cfg)
+        .arg("--run")
+        .arg(run)
+        .output()
+        .unwrap());
+}
+
 #[test]
 fn the_desktop_loop_runs_end_to_end() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("desktop.toml");
     std::fs::write(&cfg, CONFIG).unwrap();
     let run = dir.path().join("run");
-    ok(&bin()
-        .args(["train", "--quiet", "--config"])
-        .arg(&cfg)
-        .arg("--run")
-        .arg(&run)
-        .output()
-        .unwrap());
+    train(&cfg, &run);
     assert!(run.join("report.md").exists());
     let samples: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(run.join("samples/iter-0002.json")).unwrap())
@@ -364,13 +369,7 @@ fn a_run_trains_in_the_sheets_world() {
     )
     .unwrap();
     let run = dir.path().join("run");
-    ok(&bin()
-        .args(["train", "--quiet", "--config"])
-        .arg(&cfg)
-        .arg("--run")
-        .arg(&run)
-        .output()
-        .unwrap());
+    train(&cfg, &run);
     // the pool is drawn in the sheets world, and the run played and evaluated its tasks
     let pool = std::fs::read_to_string(run.join("pool.jsonl")).unwrap();
     assert!(pool.contains("\"world\":\"sheets\""), "{pool}");

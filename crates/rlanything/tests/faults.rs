@@ -366,14 +366,8 @@ fn theory_is_linear_in_m() {
     assert!(text(&o).contains("at most"), "{}", text(&o));
 }
 
-#[test]
-fn ablate_over_seeds_gives_ranges_and_curves() {
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = dir.path().join("run.toml");
-    std::fs::write(&cfg, CONFIG).unwrap();
-    let out = dir.path().join("abl");
-    // three of ALFWorld's fixture games, played by every policy of the ablation
-    let games = dir.path().join("games");
+/// The first `n` of ALFWorld's fixture games (in name order) copied into `to`, which is returned.
+fn fixture_games(to: &Path, n: usize) -> std::path::PathBuf {
     let fixtures =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/alfworld-traces");
     let mut names: Vec<_> = std::fs::read_dir(&fixtures)
@@ -382,13 +376,24 @@ fn ablate_over_seeds_gives_ranges_and_curves() {
         .map(|e| e.file_name())
         .collect();
     names.sort();
-    for name in names.iter().take(3) {
-        let to = games.join(name);
-        std::fs::create_dir_all(&to).unwrap();
+    for name in names.iter().take(n) {
+        let game = to.join(name);
+        std::fs::create_dir_all(&game).unwrap();
         for f in ["game.tw-pddl", "traj_data.json"] {
-            std::fs::copy(fixtures.join(name).join(f), to.join(f)).unwrap();
+            std::fs::copy(fixtures.join(name).join(f), game.join(f)).unwrap();
         }
     }
+    to.to_path_buf()
+}
+
+#[test]
+fn ablate_over_seeds_gives_ranges_and_curves() {
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("run.toml");
+    std::fs::write(&cfg, CONFIG).unwrap();
+    let out = dir.path().join("abl");
+    // three of ALFWorld's fixture games, played by every policy of the ablation
+    let games = fixture_games(&dir.path().join("games"), 3);
     let o = bin()
         .args(["ablate", "--quiet", "--seeds", "2", "--config"])
         .arg(&cfg)
@@ -752,19 +757,7 @@ fn ablate_from_a_given_base_keeps_each_seeds_games() {
         );
     let cfg = dir.path().join("given.toml");
     std::fs::write(&cfg, given).unwrap();
-    let games = dir.path().join("games");
-    let fixtures =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/alfworld-traces");
-    let first = std::fs::read_dir(&fixtures)
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name())
-        .min()
-        .unwrap();
-    std::fs::create_dir_all(games.join(&first)).unwrap();
-    for f in ["game.tw-pddl", "traj_data.json"] {
-        std::fs::copy(fixtures.join(&first).join(f), games.join(&first).join(f)).unwrap();
-    }
+    let games = fixture_games(&dir.path().join("games"), 1);
     let out = dir.path().join("abl");
     let o = bin()
         .args([

@@ -37,11 +37,7 @@ pub fn training_specs(cfg: &RunConfig, n: usize, seed: u64) -> Vec<Spec> {
     let world = DesktopConfig::of(cfg).world;
     let held = evaluation_seeds(world);
     let families = world.families(family::Split::Train);
-    let world = if world == family::World::Plain {
-        world
-    } else {
-        family::World::Sheets
-    };
+    let world = world.of_split(family::Split::Train);
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut out = Vec::with_capacity(n);
     while out.len() < n {

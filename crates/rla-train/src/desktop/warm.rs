@@ -100,12 +100,12 @@ pub fn warm_start(w: WarmStart) -> Result<Vec<String>> {
     // every word the evaluation tasks can show or ask for; the sheets world keeps its OOD
     // split's held-out names out, for the tokenizer to cut into pieces it knows
     let world = DesktopConfig::of(cfg).world;
-    let splits: &[Split] = if world == rla_desktop::family::World::Plain {
-        &[Split::InDomain, Split::Ood, Split::Validation]
-    } else {
-        &[Split::InDomain, Split::Validation]
-    };
-    for &split in splits {
+    let held_out =
+        world.of_split(rla_desktop::family::Split::Ood) == rla_desktop::family::World::HeldOut;
+    for split in [Split::InDomain, Split::Ood, Split::Validation] {
+        if held_out && split == Split::Ood {
+            continue;
+        }
         for s in split_tasks(world, split, usize::MAX) {
             let ep = open(&s, cfg)?;
             let nodes = ep.tree(tiny::TREE);
