@@ -1,20 +1,61 @@
-//! One episode of a generated task on the desktop: the task's setup (its start workbook opened
-//! in memory under the task's file name), the agent's steps, and the score — the task's
-//! `postconfig` run on the desktop (OSWorld's saves with `pyautogui.hotkey("ctrl", "s")`),
-//! then its evaluator on the workbook as saved.
+//! One episode of a task on the desktop — a generated one, or an OSWorld task file opened from
+//! its folder ([`crate::local::load`]): the task's setup (its start workbook opened in memory
+//! under the task's file name), the agent's steps, and the score — the task's `postconfig` run
+//! on the desktop (OSWorld's saves with `pyautogui.hotkey("ctrl", "s")`), then its evaluator on
+//! the workbook as saved.
 
 use crate::a11y::{self, Node, TreeOptions};
 use crate::action::{self, Action};
 use crate::app::{Desktop, Outcome};
-use crate::compare::{compare_books, Book};
+use crate::compare::{compare_books, evaluate, Book, Resolved};
 use crate::family::Generated;
-use crate::task::{Evaluator, SetupStep};
+use crate::task::{DesktopTask, Evaluator, SetupStep};
+use crate::workbook::Workbook;
+use std::path::PathBuf;
+
+/// What an episode plays: the task file, the document it opens, and what its result is scored
+/// against.
+#[derive(Debug, Clone)]
+pub struct Opened {
+    /// The task file.
+    pub task: DesktopTask,
+    /// The file name the task opens (`/home/user/<file>`).
+    pub file: String,
+    /// The workbook the task starts from.
+    pub start: Workbook,
+    /// The workbook the active evaluator expects, where there is one (a generated task's; a
+    /// task file's `compare_table` reference): what the expert works towards.
+    pub target: Option<Workbook>,
+    /// A task file's reference files, one list per evaluator function; `None` for a generated
+    /// task, scored in memory against `target`.
+    pub reference: Option<Vec<Vec<PathBuf>>>,
+}
+
+impl From<Generated> for Opened {
+    fn from(mut g: Generated) -> Opened {
+        let target = g.expected.remove(&g.key());
+        Opened {
+            task: g.task,
+            file: g.file,
+            start: g.start,
+            target,
+            reference: None,
+        }
+    }
+}
+
+impl Opened {
+    /// The workbook the active evaluator expects, where one is known.
+    pub fn target(&self) -> Option<&Workbook> {
+        self.target.as_ref()
+    }
+}
 
 /// An episode.
 #[derive(Debug, Clone)]
 pub struct Episode {
     /// The task.
-    pub task: Generated,
+    pub task: Opened,
     /// The desktop.
     pub desktop: Desktop,
     /// Steps taken.
@@ -25,7 +66,8 @@ pub struct Episode {
 
 impl Episode {
     /// The task opened on a `width × height` screen.
-    pub fn new(task: Generated, width: u32, height: u32) -> Result<Episode, String> {
+    pub fn new(task: impl Into<Opened>, width: u32, height: u32) -> Result<Episode, String> {
+        let task: Opened = task.into();
         let mut desktop = Desktop::new(task.start.clone(), None, width, height)?;
         desktop.name = task.file.clone();
         Ok(Episode {
@@ -72,8 +114,55 @@ impl Episode {
         let ev = &self.task.task.evaluator;
         run_postconfig(&mut d, ev.postconfig.as_deref().unwrap_or(&[]))?;
         let saved = d.saved.as_ref().unwrap_or(&self.task.start);
-        score_book(ev, saved, self.task.target())
+        match (&self.task.reference, &self.task.target) {
+            (Some(reference), _) => score_files(ev, saved, reference),
+            (None, Some(target)) => score_book(ev, saved, target),
+            (None, None) => Err(format!(
+                "task {}: nothing to score against",
+                self.task.task.id
+            )),
+        }
     }
+}
+
+/// A task file's score: the saved workbook written under each result getter's file name (as
+/// CSV where that name ends in `.csv`), then OSWorld's evaluator on those files and the task's
+/// reference files.
+fn score_files(
+    ev: &Evaluator,
+    saved: &Workbook,
+    reference: &[Vec<PathBuf>],
+) -> Result<f64, String> {
+    let dir = tempfile::tempdir().map_err(|e| format!("a folder for the result: {e}"))?;
+    let getters = ev
+        .result
+        .as_ref()
+        .map(|r| r.as_slice().to_vec())
+        .unwrap_or_default();
+    let mut result = Vec::new();
+    for (i, g) in getters.iter().enumerate() {
+        let name = g
+            .paths()
+            .and_then(|p| p.first().copied())
+            .and_then(|p| std::path::Path::new(p).file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| format!("result-{i}.xlsx"));
+        let path = dir.path().join(format!("{i}-{name}"));
+        if name.to_ascii_lowercase().ends_with(".csv") {
+            crate::xlsx::write_atomic(&path, crate::xlsx::to_csv(saved, 0).as_bytes())
+        } else {
+            crate::xlsx::save(saved, &path)
+        }
+        .map_err(|e| e.to_string())?;
+        result.push(Some(path));
+    }
+    evaluate(
+        ev,
+        &Resolved {
+            result,
+            expected: reference.to_vec(),
+        },
+    )
 }
 
 /// An evaluator's score of a saved workbook against the expected one.

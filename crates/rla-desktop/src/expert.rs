@@ -414,7 +414,10 @@ pub fn next(ep: &Episode) -> String {
         return "DONE".into();
     }
     let d = &ep.desktop;
-    let target = ep.task.target();
+    // a task file without a reference workbook: nothing to work towards
+    let Some(target) = ep.task.target() else {
+        return "FAIL".into();
+    };
     let l = d.layout;
     let fix = sheet_fix(d, target);
     // what is open first
@@ -591,6 +594,9 @@ pub fn distance(ep: &Episode) -> Option<usize> {
         if code == "DONE" {
             return Some(k);
         }
+        if code == "FAIL" {
+            return None;
+        }
         let nodes = e.tree(crate::a11y::TreeOptions::default());
         e.step_code(&code, &nodes);
     }
@@ -606,6 +612,12 @@ pub fn solve(ep: &Episode) -> Result<Vec<String>, String> {
         steps.push(code.clone());
         if code == "DONE" {
             return Ok(steps);
+        }
+        if code == "FAIL" {
+            return Err(format!(
+                "task {}: the expert needs the workbook its evaluator expects",
+                ep.task.task.id
+            ));
         }
         let nodes = e.tree(crate::a11y::TreeOptions::default());
         let out = e.step_code(&code, &nodes);

@@ -70,8 +70,8 @@ impl Native {
 
 impl Screen for Native {
     fn set_up(&mut self, task: &DesktopTask, task_path: &Path) -> Result<(), String> {
-        let (_, d) =
-            crate::local::open(task_path, self.size.0, self.size.1).map_err(|e| e.to_string())?;
+        let (_, d) = crate::local::open(task_path, None, self.size.0, self.size.1)
+            .map_err(|e| e.to_string())?;
         self.opened = opened_path(task).unwrap_or_default();
         self.source = downloads(task.config.as_deref().unwrap_or(&[]), task_path)?
             .into_iter()
@@ -146,7 +146,7 @@ fn opened_path(task: &DesktopTask) -> Option<String> {
 }
 
 fn downloads(steps: &[SetupStep], task_path: &Path) -> Result<Vec<(String, PathBuf)>, String> {
-    crate::local::downloads(steps, task_path).map_err(|e| e.to_string())
+    crate::local::downloads(steps, task_path, None).map_err(|e| e.to_string())
 }
 
 /// A setup step's `command` and `shell`.
@@ -421,7 +421,7 @@ pub fn score_on(
         // no result file: what OSWorld scores 0
         return Ok((0.0, None));
     }
-    let s = crate::local::score(task_path, &to, &[])?;
+    let s = crate::local::score(task_path, None, &to, &[])?;
     Ok((s, Some(to)))
 }
 

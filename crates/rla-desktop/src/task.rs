@@ -192,13 +192,20 @@ pub const FUNCS: [&str; 2] = ["compare_table", "compare_csv"];
 /// The getter types the setting reads: a file on the desktop (`vm_file`), a reference file
 /// (`cloud_file`, a local path in this setting; `local_file`).
 pub const GETTERS: [&str; 3] = ["vm_file", "cloud_file", "local_file"];
-/// The `compare_table` rules the setting implements.
-pub const RULES: [&str; 5] = [
+/// The `compare_table` rules the setting implements (`crate::compare`).
+pub const RULES: [&str; 12] = [
     "sheet_data",
     "sheet_name",
     "check_cell",
     "sheet_fuzzy",
     "sheet_print",
+    "freeze",
+    "zoom",
+    "row_props",
+    "data_validation",
+    "style",
+    "chart",
+    "pivot_table",
 ];
 
 /// `kind` is one of `known`; else an error naming the field, the kind and what is known.
@@ -505,9 +512,9 @@ mod tests {
             e.starts_with("evaluator.result[0].type = \"vm_command_line\""),
             "{e}"
         );
-        let e = with(r#""type": "check_cell""#, r#""type": "pivot_table""#);
+        let e = with(r#""type": "check_cell""#, r#""type": "sparkline""#);
         assert!(
-            e.starts_with("evaluator_list.evaluator2.options[0].rules[1].type = \"pivot_table\""),
+            e.starts_with("evaluator_list.evaluator2.options[0].rules[1].type = \"sparkline\""),
             "{e}"
         );
         assert!(e.contains("sheet_data"), "the known ones are listed: {e}");

@@ -23,6 +23,8 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 #[pyclass(module = "rlanything._native", name = "Desktop", subclass)]
 #[derive(Clone)]
 pub struct PyDesktop {
+    /// The generated task (what `export` writes).
+    generated: family::Generated,
     start: Episode,
     episode: Episode,
     step_limit: usize,
@@ -69,8 +71,10 @@ impl PyDesktop {
         if step_limit == 0 {
             return Err(value_error("step_limit = 0: must be at least 1"));
         }
-        let episode = Episode::new(family::generate(&spec), width, height).map_err(value_error)?;
+        let generated = family::generate(&spec);
+        let episode = Episode::new(generated.clone(), width, height).map_err(value_error)?;
         Ok(PyDesktop {
+            generated,
             start: episode.clone(),
             episode,
             step_limit,
@@ -139,7 +143,7 @@ impl PyDesktop {
     /// Writes the task as OSWorld's task file `folder/<id>.json`, with its start workbook and
     /// the expected workbook of each evaluator key in `folder/<id>/`; returns the task file.
     fn export(&self, folder: PathBuf) -> PyResult<String> {
-        local::export(&self.episode.task, &folder)
+        local::export(&self.generated, &folder)
             .map(|p| p.display().to_string())
             .map_err(value_error)
     }
@@ -171,14 +175,16 @@ impl PyDesktop {
 
 /// Scores a result workbook for an OSWorld task file with the task's evaluator (the semantics
 /// of OSWorld's `compare_table` and `compare_csv`): its `vm_file` getters read `result`, its
-/// expected files come from `expected` when given, else from the paths the task names.
+/// expected files come from `expected` when given, else from the paths the task names (online
+/// ones from the folder `files`, under the URL's file name or the getter's `dest`).
 #[pyfunction]
-#[pyo3(signature = (task, result, expected = Vec::new()))]
+#[pyo3(signature = (task, result, expected = Vec::new(), files = None))]
 fn evaluate(
     py: Python<'_>,
     task: PathBuf,
     result: PathBuf,
     expected: Vec<PathBuf>,
+    files: Option<PathBuf>,
 ) -> PyResult<f64> {
     if !task.exists() {
         return Err(PyFileNotFoundError::new_err(format!(
@@ -186,7 +192,7 @@ fn evaluate(
             task.display()
         )));
     }
-    py.detach(|| local::score(&task, &result, &expected))
+    py.detach(|| local::score(&task, files.as_deref(), &result, &expected))
         .map_err(value_error)
 }
 

@@ -61,6 +61,10 @@ pub enum DesktopCmd {
         /// The expected file(s); default: the task's `cloud_file` paths, relative to the task file.
         #[arg(long)]
         expected: Vec<PathBuf>,
+        /// A folder of downloaded files: a task's `http(s)` URLs are read from it, each under
+        /// the URL's file name (else the name the task gives the file); nothing is fetched.
+        #[arg(long)]
+        files: Option<PathBuf>,
     },
     /// Write generated tasks as OSWorld task files with their workbooks.
     Export {
@@ -85,6 +89,10 @@ pub enum DesktopCmd {
         /// Screen size.
         #[arg(long, default_value = "1920x1080")]
         screen: String,
+        /// A folder of downloaded files: a task's `http(s)` URLs are read from it, each under
+        /// the URL's file name (else the name the task gives the file); nothing is fetched.
+        #[arg(long)]
+        files: Option<PathBuf>,
     },
     /// Write a screenshot of a task's start (or of an exported task) as PNG.
     Screenshot {
@@ -102,6 +110,10 @@ pub enum DesktopCmd {
         /// Draw set-of-marks boxes and numbers.
         #[arg(long)]
         marks: bool,
+        /// A folder of downloaded files: a task's `http(s)` URLs are read from it, each under
+        /// the URL's file name (else the name the task gives the file); nothing is fetched.
+        #[arg(long)]
+        files: Option<PathBuf>,
     },
     /// Play an evaluation split greedily: a vision-language model on an inference server
     /// (`--url`, `--model`: each step sends the screenshot, PNG as a data URI, with the prompt to
@@ -234,8 +246,10 @@ pub fn run(cmd: DesktopCmd) -> Result<()> {
             task,
             result,
             expected,
+            files,
         } => {
-            let s = local::score(&task, &result, &expected).map_err(anyhow::Error::msg)?;
+            let s = local::score(&task, files.as_deref(), &result, &expected)
+                .map_err(anyhow::Error::msg)?;
             println!("{s}");
             Ok(())
         }
@@ -255,16 +269,21 @@ pub fn run(cmd: DesktopCmd) -> Result<()> {
             println!("wrote {} tasks to {}", specs.len(), out.display());
             Ok(())
         }
-        DesktopCmd::Play { task, screen: sc } => play(task, screen(&sc)?),
+        DesktopCmd::Play {
+            task,
+            screen: sc,
+            files,
+        } => play(task, files, screen(&sc)?),
         DesktopCmd::Screenshot {
             task,
             out,
             screen: sc,
             size,
             marks,
+            files,
         } => {
             let (w, h) = screen(&sc)?;
-            let (_, d) = local::open(&task, w, h)?;
+            let (_, d) = local::open(&task, files.as_deref(), w, h)?;
             let nodes = a11y::tree(&d, TreeOptions::default());
             let img = rla_desktop::render::draw(&d, &nodes, marks);
             let img = match size {
@@ -440,8 +459,9 @@ fn vision_eval(
     Ok(())
 }
 
-fn play(task: PathBuf, (w, h): (u32, u32)) -> Result<()> {
-    let (t, mut d) = local::open(&task, w, h)?;
+fn play(task: PathBuf, files: Option<PathBuf>, (w, h): (u32, u32)) -> Result<()> {
+    let files = files.as_deref();
+    let (t, mut d) = local::open(&task, files, w, h)?;
     println!("{}\n", t.instruction);
     let words = |s: &str| s.split_whitespace().count();
     let stdin = std::io::stdin();
@@ -466,7 +486,7 @@ fn play(task: PathBuf, (w, h): (u32, u32)) -> Result<()> {
                 let saved = d.saved.clone().unwrap_or_else(|| d.book.clone());
                 rla_desktop::xlsx::save(&saved, &result)?;
                 if line == "score" {
-                    match local::score(&task, &result, &[]) {
+                    match local::score(&task, files, &result, &[]) {
                         Ok(s) => println!("score (as saved): {s}"),
                         Err(e) => println!("cannot score: {e}"),
                     }
@@ -517,7 +537,7 @@ fn play(task: PathBuf, (w, h): (u32, u32)) -> Result<()> {
     .map_err(anyhow::Error::msg)?;
     let saved = end.saved.clone().unwrap_or_else(|| end.book.clone());
     rla_desktop::xlsx::save(&saved, &result)?;
-    let s = local::score(&task, &result, &[]).map_err(anyhow::Error::msg)?;
+    let s = local::score(&task, files, &result, &[]).map_err(anyhow::Error::msg)?;
     println!("{s}");
     Ok(())
 }

@@ -525,7 +525,7 @@ fn the_real_desktop_runs_osworld_tasks_through_its_protocol() {
         .fetch(&format!("/home/user/{}", g.file), &unsaved)
         .unwrap());
     assert_eq!(
-        rla_desktop::local::score(&task_path, &unsaved, &[]).unwrap(),
+        rla_desktop::local::score(&task_path, None, &unsaved, &[]).unwrap(),
         0.0,
         "edited, not saved"
     );

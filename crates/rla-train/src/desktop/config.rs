@@ -1,7 +1,8 @@
 //! The desktop's table of the run config (`[desktop]`).
 
-use crate::config::{RunConfig, SettingConfig};
+use crate::config::{EvalSources, RunConfig, SettingConfig};
 use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
 
 /// The GUI setting (`[desktop]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -39,6 +40,23 @@ pub struct DesktopConfig {
     /// paraphrases; `rla_desktop::sheets`). Pool, warm start and splits alike.
     #[serde(skip_serializing_if = "rla_desktop::family::World::is_plain")]
     pub world: rla_desktop::family::World,
+    /// A folder of OSWorld task files (`*.json`, sub-folders too, as OSWorld's
+    /// `evaluation_examples/examples/libreoffice_calc`) as the training pool in place of
+    /// generated tasks: the pool draws `pool_size` of them (seeded). Tasks whose evaluator or
+    /// setup this setting does not run are left out and counted. `~` and `$VARIABLE`s are
+    /// expanded; a relative path is read from the config's folder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub train_tasks: Option<PathBuf>,
+    /// Folders of OSWorld task files in place of the evaluation splits (`{ in_domain = "…",
+    /// ood = "…", validation = "…" }`); `[eval]`'s counts take the first tasks of each, in path
+    /// order.
+    #[serde(default, skip_serializing_if = "EvalSources::is_empty")]
+    pub eval_tasks: EvalSources,
+    /// A folder of the files task files download: a task's `http(s)` URL is read from it under
+    /// the URL's file name (else the name the task gives the file), since nothing online is
+    /// fetched; relative URLs are read from the task file's folder.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub files: Option<PathBuf>,
 }
 
 /// What a desktop policy sees of the screen.
@@ -70,11 +88,43 @@ impl Default for DesktopConfig {
             tree_tokens: 10_000,
             perturb: None,
             world: rla_desktop::family::World::Plain,
+            train_tasks: None,
+            eval_tasks: EvalSources::default(),
+            files: None,
         }
     }
 }
 
 impl SettingConfig for DesktopConfig {
+    fn resolve_paths(&mut self, folder: &Path) -> Result<(), String> {
+        let paths = [
+            ("train_tasks", &mut self.train_tasks),
+            ("eval_tasks.in_domain", &mut self.eval_tasks.in_domain),
+            ("eval_tasks.ood", &mut self.eval_tasks.ood),
+            ("eval_tasks.validation", &mut self.eval_tasks.validation),
+            ("files", &mut self.files),
+        ];
+        for (key, p) in paths {
+            let Some(given) = p.as_ref() else {
+                continue;
+            };
+            let text = given.to_string_lossy().into_owned();
+            let mut path = rla_env::household::source::expand_path(&text)
+                .map_err(|e| format!("desktop.{key}: {e}"))?;
+            if path.is_relative() {
+                path = folder.join(path);
+            }
+            if !path.is_dir() {
+                return Err(format!(
+                    "desktop.{key} = {text:?}: no such folder ({})",
+                    path.display()
+                ));
+            }
+            *p = Some(path);
+        }
+        Ok(())
+    }
+
     /// Also refuses what a tiny policy cannot do when the run's policy is not a checkpoint
     /// (a tiny model warm-started here).
     fn validate(&self, run: &RunConfig, active: bool) -> Result<(), String> {
@@ -110,6 +160,9 @@ impl SettingConfig for DesktopConfig {
                 "desktop.tree_tokens = {}: at least 100 (the tree's header alone takes some)",
                 d.tree_tokens
             ));
+        }
+        if d.perturb.is_some() && !d.eval_tasks.is_empty() {
+            return Err("desktop.perturb changes generated tasks; desktop.eval_tasks plays task files as they are written (perturb the generated splits, or drop one of the two)".into());
         }
         if active && run.pretrain.dagger_rounds > 0 && d.observation != DesktopObservation::Compact
         {

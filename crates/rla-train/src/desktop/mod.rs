@@ -26,21 +26,39 @@ use crate::play::Played;
 use crate::pool::PoolTask;
 use crate::run::RunDir;
 use crate::setting::{Ctx, Group, JudgeQuality, Setting, Split};
-use anyhow::Result;
+use anyhow::{Context, Result};
 use rla_core::adapt::Direction;
 use rla_desktop::family::{self, Spec};
 use rla_lm::Sampler;
 use serde::{Deserialize, Serialize};
 
-/// A task of the pool: a generated task's spec with its lineage.
+/// A task of the pool with its lineage: a generated task, or an OSWorld task file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DesktopTask {
     /// The task's id (its OSWorld task id).
     pub id: String,
     /// The task it was rewritten from.
     pub parent: Option<String>,
-    /// What generates it.
-    pub spec: Spec,
+    /// Where it comes from.
+    #[serde(flatten)]
+    pub source: Source,
+}
+
+/// Where a task comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Source {
+    /// A generated task: what generates it.
+    Generated {
+        /// The generator's spec.
+        spec: Spec,
+    },
+    /// An OSWorld task file (`[desktop] train_tasks`, `eval_tasks`), its files found as
+    /// `[desktop] files` says.
+    File {
+        /// The task file.
+        file: std::path::PathBuf,
+    },
 }
 
 impl DesktopTask {
@@ -49,9 +67,57 @@ impl DesktopTask {
         DesktopTask {
             id: family::generate(&spec).task.id,
             parent,
-            spec,
+            source: Source::Generated { spec },
         }
     }
+
+    /// The pool task of a task file (its id the file's).
+    pub fn file(file: std::path::PathBuf) -> Result<DesktopTask> {
+        let id = rla_desktop::task::DesktopTask::load(&file)?.id;
+        Ok(DesktopTask {
+            id,
+            parent: None,
+            source: Source::File { file },
+        })
+    }
+
+    /// A generated task's spec.
+    pub fn spec(&self) -> Option<&Spec> {
+        match &self.source {
+            Source::Generated { spec } => Some(spec),
+            Source::File { .. } => None,
+        }
+    }
+}
+
+impl play::Opens for Source {
+    fn opened(&self, cfg: &RunConfig) -> Result<rla_desktop::episode::Opened> {
+        Ok(match self {
+            Source::Generated { spec } => family::generate(spec).into(),
+            Source::File { file } => {
+                rla_desktop::local::load(file, DesktopConfig::of(cfg).files.as_deref())?
+            }
+        })
+    }
+}
+
+/// A folder of task files, read once and its left-out tasks named once (on standard error).
+fn task_folder(
+    cache: &mut std::collections::BTreeMap<std::path::PathBuf, Vec<std::path::PathBuf>>,
+    dir: &std::path::Path,
+    cfg: &RunConfig,
+    key: &str,
+) -> Result<Vec<std::path::PathBuf>> {
+    if let Some(t) = cache.get(dir) {
+        return Ok(t.clone());
+    }
+    let f = rla_desktop::local::folder(dir, DesktopConfig::of(cfg).files.as_deref())
+        .with_context(|| format!("desktop.{key} {}", dir.display()))?;
+    if let Some(line) = f.removed_line() {
+        eprintln!("desktop.{key} {}: {line}", dir.display());
+    }
+    cache.insert(dir.to_path_buf(), f.tasks.clone());
+    Ok(f.tasks)
 }
 
 /// Whether the expert solves a task within the training step limit, its evaluator scoring the
@@ -85,13 +151,18 @@ impl PoolTask for DesktopTask {
 pub struct Desktop {
     /// Its table of the run config.
     pub cfg: DesktopConfig,
+    /// Folders of task files read so far: the tasks each holds.
+    folders: std::collections::BTreeMap<std::path::PathBuf, Vec<std::path::PathBuf>>,
 }
 
 impl crate::setting::Registered for Desktop {
     const NAME: &'static str = "desktop";
     type Config = DesktopConfig;
     fn new(cfg: DesktopConfig) -> Desktop {
-        Desktop { cfg }
+        Desktop {
+            cfg,
+            folders: Default::default(),
+        }
     }
 }
 
@@ -104,6 +175,16 @@ impl Setting for Desktop {
     }
 
     fn initial_pool(&self, cfg: &RunConfig) -> Result<Vec<DesktopTask>> {
+        if let Some(dir) = &self.cfg.train_tasks {
+            use rand::seq::SliceRandom;
+            use rand::SeedableRng;
+            let mut files = task_folder(&mut Default::default(), dir, cfg, "train_tasks")?;
+            files.shuffle(&mut rand_chacha::ChaCha8Rng::seed_from_u64(
+                rla_core::seed::mix(cfg.seed, "desktop/pool"),
+            ));
+            files.truncate(cfg.pool_size);
+            return files.into_iter().map(DesktopTask::file).collect();
+        }
         // training tasks drawn as the in-domain split's (1-3 objects, either evaluator; a share
         // with hints), with the run's seed, from tables the fixed splits never use
         let seed = rla_core::seed::mix(cfg.seed, "desktop/pool");
@@ -120,7 +201,7 @@ impl Setting for Desktop {
         tasks: &[DesktopTask],
     ) -> Result<(Vec<Group>, Played)> {
         let cfg = ctx.cfg;
-        let specs: Vec<Spec> = tasks.iter().map(|t| t.spec.clone()).collect();
+        let specs: Vec<Source> = tasks.iter().map(|t| t.source.clone()).collect();
         let trajs = ctx.with_bar(
             (tasks.len() * cfg.rollouts_per_task * self.cfg.train_step_limit) as u64,
             &format!("iter {} rollout", ctx.k),
@@ -150,8 +231,13 @@ impl Setting for Desktop {
     ) -> Result<()> {
         let instructions: Vec<String> = tasks
             .iter()
-            .map(|t| family::generate(&t.spec).task.instruction)
-            .collect();
+            .map(|t| match &t.source {
+                Source::Generated { spec } => Ok(family::generate(spec).task.instruction),
+                Source::File { file } => {
+                    Ok(rla_desktop::task::DesktopTask::load(file)?.instruction)
+                }
+            })
+            .collect::<Result<_>>()?;
         played.judge(ctx, reward, groups, |t, s| {
             prompts::judge_prompt(
                 &instructions[t.task],
@@ -201,9 +287,13 @@ impl Setting for Desktop {
         _critique: Option<&str>,
         _i: usize,
     ) -> Result<Option<(String, DesktopTask)>> {
+        // a task file is kept as written: its rewrite needs a rewriter that edits task files
+        let Some(spec) = task.spec() else {
+            return Ok(None);
+        };
         let r = match direction {
-            Direction::Harder => family::harder(&task.spec),
-            Direction::Easier => family::easier(&task.spec),
+            Direction::Harder => family::harder(spec),
+            Direction::Easier => family::easier(spec),
             Direction::Keep => None,
         };
         let Some((what, spec)) = r else {
@@ -222,6 +312,12 @@ impl Setting for Desktop {
     }
 
     fn split_size(&self, split: Split) -> Option<usize> {
+        if let Some(dir) = self.cfg.eval_tasks.of(split) {
+            // a folder that cannot be read is named when the split is first evaluated
+            return rla_desktop::local::folder(dir, self.cfg.files.as_deref())
+                .ok()
+                .map(|f| f.tasks.len());
+        }
         Some(match split {
             Split::InDomain => family::Split::InDomain.size(),
             Split::Ood => family::Split::Ood.size(),
@@ -232,7 +328,36 @@ impl Setting for Desktop {
 
     fn evaluate(&mut self, ctx: Ctx, policy: &dyn Sampler, split: Split, n: usize) -> Result<f64> {
         let cfg = ctx.cfg;
-        let tasks = family::perturbed(split_tasks(self.cfg.world, split, n), self.cfg.perturb);
+        let tasks: Vec<Source> = match self.cfg.eval_tasks.of(split) {
+            Some(dir) => {
+                let key = format!(
+                    "eval_tasks.{}",
+                    match split {
+                        Split::InDomain => "in_domain",
+                        Split::Ood => "ood",
+                        Split::Validation => "validation",
+                        Split::Train => "train",
+                    }
+                );
+                let files = task_folder(&mut self.folders, dir, cfg, &key)?;
+                if n > files.len() {
+                    anyhow::bail!(
+                        "desktop.{key} {} holds {} tasks this setting runs; the evaluation asks for {n}",
+                        dir.display(),
+                        files.len()
+                    );
+                }
+                files
+                    .into_iter()
+                    .take(n)
+                    .map(|file| Source::File { file })
+                    .collect()
+            }
+            None => family::perturbed(split_tasks(self.cfg.world, split, n), self.cfg.perturb)
+                .into_iter()
+                .map(|spec| Source::Generated { spec })
+                .collect(),
+        };
         if tasks.is_empty() {
             return Ok(0.0);
         }
@@ -326,11 +451,11 @@ mod tests {
         let pool = Desktop::default().initial_pool(&cfg).unwrap();
         assert_eq!(pool.len(), 48);
         let held = probe::evaluation_seeds(family::World::Plain);
-        assert!(pool.iter().all(|t| !held.contains(&t.spec.seed)));
+        assert!(pool.iter().all(|t| !held.contains(&t.spec().unwrap().seed)));
         for o in 1..=3 {
-            assert!(pool.iter().any(|t| t.spec.objects == o));
+            assert!(pool.iter().any(|t| t.spec().unwrap().objects == o));
         }
-        assert!(pool.iter().any(|t| t.spec.variant == 2));
+        assert!(pool.iter().any(|t| t.spec().unwrap().variant == 2));
         // another seed, another pool
         cfg.seed = 1;
         assert_ne!(Desktop::default().initial_pool(&cfg).unwrap(), pool);
@@ -340,10 +465,11 @@ mod tests {
         let held = probe::evaluation_seeds(family::World::Sheets);
         assert!(pool
             .iter()
-            .all(|t| t.spec.world == family::World::Sheets && !held.contains(&t.spec.seed)));
+            .all(|t| t.spec().unwrap().world == family::World::Sheets
+                && !held.contains(&t.spec().unwrap().seed)));
         assert!(pool
             .iter()
-            .any(|t| t.spec.family == family::Family::CountIf));
+            .any(|t| t.spec().unwrap().family == family::Family::CountIf));
     }
 
     #[test]
@@ -367,7 +493,7 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(what, "switched to evaluator2");
-        assert_eq!(h.spec.variant, 2);
+        assert_eq!(h.spec().unwrap().variant, 2);
         assert_eq!(h.parent.as_deref(), Some(t.id.as_str()));
         assert_ne!(h.id, t.id);
         let (what, e) = g
@@ -375,6 +501,103 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(what, "added a hint");
-        assert!(family::generate(&e.spec).task.instruction.contains("Hint:"));
+        assert!(family::generate(e.spec().unwrap())
+            .task
+            .instruction
+            .contains("Hint:"));
+    }
+
+    #[test]
+    fn task_files_are_the_pool_and_the_evaluation_sets() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("tasks");
+        let specs = family::split(family::Split::InDomain, 3);
+        let mut ids = Vec::new();
+        for s in &specs {
+            let g = family::generate(s);
+            rla_desktop::local::export(&g, &dir).unwrap();
+            ids.push(g.task.id);
+        }
+        // one task this setting does not run is left out
+        let first = dir.join(format!("{}.json", ids[0]));
+        let mut v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&first).unwrap()).unwrap();
+        v["id"] = "pivot".into();
+        v["evaluator"]["func"] = "check_pivot_table".into();
+        std::fs::write(dir.join("pivot.json"), v.to_string()).unwrap();
+        // the config names the folder relative to its own
+        let text = "setting = \"desktop\"\npool_size = 2\ntasks_per_iteration = 2\nrollouts_per_task = 2\n[policy]\npath = \"ckpt\"\n[desktop]\ntrain_tasks = \"tasks\"\neval_tasks = { in_domain = \"tasks\" }\nconstrain_actions = false\n";
+        std::fs::create_dir_all(tmp.path().join("ckpt")).unwrap();
+        let cfg = RunConfig::parse_in(text, tmp.path()).unwrap();
+        assert_eq!(
+            DesktopConfig::of(&cfg).train_tasks.as_deref(),
+            Some(dir.as_path())
+        );
+        let missing = RunConfig::parse_in(
+            &text.replace("\"tasks\"\neval", "\"nowhere\"\neval"),
+            tmp.path(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            missing.contains("desktop.train_tasks") && missing.contains("nowhere"),
+            "{missing}"
+        );
+        let mut g = <Desktop as crate::setting::Registered>::new(DesktopConfig::of(&cfg).clone());
+        let pool = g.initial_pool(&cfg).unwrap();
+        assert_eq!(pool.len(), 2);
+        for t in &pool {
+            assert!(t.spec().is_none() && ids.contains(&t.id), "{t:?}");
+            // a pool task is saved and read back as it was
+            let back: DesktopTask =
+                serde_json::from_str(&serde_json::to_string(t).unwrap()).unwrap();
+            assert_eq!(&back, t);
+        }
+        // a generated task's record keeps the shape it had
+        let gen = DesktopTask::new(specs[0].clone(), None);
+        let json = serde_json::to_value(&gen).unwrap();
+        assert!(json.get("spec").is_some() && json.get("file").is_none());
+        assert_eq!(serde_json::from_value::<DesktopTask>(json).unwrap(), gen);
+        // the in-domain split is the folder's three tasks, played from their files
+        assert_eq!(g.split_size(Split::InDomain), Some(3));
+        assert_eq!(g.split_size(Split::Ood), Some(family::Split::Ood.size()));
+        let ctx = Ctx {
+            cfg: &cfg,
+            k: 0,
+            progress: false,
+            run: None,
+        };
+        let done = crate::play::testing::Scripted {
+            answers: vec!["done"],
+            prompts: Default::default(),
+        };
+        assert_eq!(g.evaluate(ctx, &done, Split::InDomain, 3).unwrap(), 0.0);
+        // the episodes step together: the first prompt is the first task's in path order
+        let mut by_path: Vec<(String, String)> = specs
+            .iter()
+            .map(|s| {
+                let t = family::generate(s).task;
+                (t.id, t.instruction)
+            })
+            .collect();
+        by_path.sort();
+        assert!(done.prompts.lock().unwrap()[0].contains(&by_path[0].1));
+        let e = g
+            .evaluate(ctx, &done, Split::InDomain, 5)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("holds 3 tasks"), "{e}");
+        // played in training too, and judged with the file's instruction; never rewritten
+        let (_, played) = g.play(ctx, &done, &pool).unwrap();
+        assert_eq!(played.trajs.len(), 2 * cfg.rollouts_per_task);
+        assert!(g
+            .rewrite(ctx, &done, &pool[0], Direction::Harder, None, 0)
+            .unwrap()
+            .is_none());
+        // the robustness check perturbs generated tasks only
+        let both = RunConfig::parse_in(&format!("{text}perturb = \"wide\"\n"), tmp.path())
+            .unwrap_err()
+            .to_string();
+        assert!(both.contains("desktop.perturb"), "{both}");
     }
 }

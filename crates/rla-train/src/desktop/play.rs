@@ -70,10 +70,23 @@ pub(crate) fn prompt_for(
     }
 }
 
+/// A task an episode opens: a generated task's spec, or a pool task's source (a spec or a
+/// task file).
+pub trait Opens {
+    /// The task as an episode opens it.
+    fn opened(&self, cfg: &RunConfig) -> Result<rla_desktop::episode::Opened>;
+}
+
+impl Opens for Spec {
+    fn opened(&self, _cfg: &RunConfig) -> Result<rla_desktop::episode::Opened> {
+        Ok(family::generate(self).into())
+    }
+}
+
 /// Opens a task's episode on a desktop of the configured screen size.
-pub(crate) fn open(spec: &Spec, cfg: &RunConfig) -> Result<Live> {
+pub(crate) fn open(task: &impl Opens, cfg: &RunConfig) -> Result<Live> {
     Live::new(
-        family::generate(spec),
+        task.opened(cfg)?,
         DesktopConfig::of(cfg).screen_width,
         DesktopConfig::of(cfg).screen_height,
     )
@@ -211,10 +224,10 @@ impl Game for DeskGame<'_> {
 /// Plays `rollouts` episodes of each task; all episodes step together (one generation call per
 /// step). `oracle` computes the expert's progress label of every step.
 #[allow(clippy::too_many_arguments)]
-pub fn rollout(
+pub fn rollout<T: Opens>(
     policy: &dyn Sampler,
     cfg: &RunConfig,
-    tasks: &[Spec],
+    tasks: &[T],
     rollouts: usize,
     step_limit: usize,
     sp: &SampleParams,
