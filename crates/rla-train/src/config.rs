@@ -604,6 +604,17 @@ impl Debug for SettingTable {
     }
 }
 
+/// Who rewrites a setting's tasks and summarises critiques (a setting's `rewriter` key).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RewriterKind {
+    /// The setting's structured rewriter (and, in the household, the phrase-count summariser).
+    #[default]
+    Structured,
+    /// The reward model prompted as the reference prompts its environment model.
+    RewardModel,
+}
+
 /// Files or folders standing in for a setting's fixed evaluation splits (a setting's
 /// `eval_games`, `eval_problems`, …, read relative to the config's folder); a split not named keeps
 /// the generated one.

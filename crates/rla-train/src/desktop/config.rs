@@ -1,6 +1,6 @@
 //! The desktop's table of the run config (`[desktop]`).
 
-use crate::config::{EvalSources, RunConfig, SettingConfig};
+use crate::config::{EvalSources, RewriterKind, RunConfig, SettingConfig};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -57,6 +57,11 @@ pub struct DesktopConfig {
     /// fetched; relative URLs are read from the task file's folder.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub files: Option<PathBuf>,
+    /// Who rewrites task files (`train_tasks`): `structured` edits the start file (easier:
+    /// half the cells the answer changes filled in; harder: a distractor table beside the
+    /// data), `reward_model` the instruction, from the judge's critique. Generated tasks are
+    /// rewritten by their spec either way (a tiny policy reads its family's instructions only).
+    pub rewriter: RewriterKind,
 }
 
 /// What a desktop policy sees of the screen.
@@ -91,6 +96,7 @@ impl Default for DesktopConfig {
             train_tasks: None,
             eval_tasks: EvalSources::default(),
             files: None,
+            rewriter: RewriterKind::Structured,
         }
     }
 }

@@ -14,6 +14,7 @@ pub mod dagger;
 pub mod play;
 pub mod probe;
 pub mod prompts;
+pub mod rewrite;
 pub mod screen;
 pub mod warm;
 
@@ -281,15 +282,45 @@ impl Setting for Desktop {
     fn rewrite(
         &mut self,
         ctx: Ctx,
-        _reward: &dyn Sampler,
+        reward: &dyn Sampler,
         task: &DesktopTask,
         direction: Direction,
-        _critique: Option<&str>,
-        _i: usize,
+        critique: Option<&str>,
+        i: usize,
     ) -> Result<Option<(String, DesktopTask)>> {
-        // a task file is kept as written: its rewrite needs a rewriter that edits task files
-        let Some(spec) = task.spec() else {
-            return Ok(None);
+        let spec = match &task.source {
+            Source::Generated { spec } => spec,
+            Source::File { file } => {
+                let id = format!("rewrite-{:04}-{i:03}", ctx.k);
+                let params = rla_lm::SampleParams {
+                    temperature: 0.7,
+                    max_new_tokens: 128,
+                    seed: ctx.seed(4 + i as u64),
+                    ..Default::default()
+                };
+                let r = rewrite::rewrite_file(
+                    &self.cfg,
+                    self.cfg.train_step_limit,
+                    reward,
+                    &params,
+                    file,
+                    direction,
+                    critique,
+                    ctx.run,
+                    &id,
+                    ctx.seed(5 + i as u64),
+                )?;
+                return Ok(r.map(|(what, file)| {
+                    (
+                        what,
+                        DesktopTask {
+                            id,
+                            parent: Some(task.id.clone()),
+                            source: Source::File { file },
+                        },
+                    )
+                }));
+            }
         };
         let r = match direction {
             Direction::Harder => family::harder(spec),
@@ -308,7 +339,14 @@ impl Setting for Desktop {
     }
 
     fn rewrite_check(&self) -> Option<&'static str> {
-        Some("the expert solves it through the GUI within the training step limit and the task's evaluator scores the result 1")
+        Some("the expert solves it through the GUI within the training step limit and the task's evaluator scores the result 1 (a task file's rewrite without a reference workbook: unsolved at its start, its evaluator and files unchanged)")
+    }
+
+    fn accepted(&mut self, ctx: Ctx, task: &mut DesktopTask) -> Result<()> {
+        if let (Source::File { file }, Some(run)) = (&mut task.source, ctx.run) {
+            *file = rewrite::accept(run, file)?;
+        }
+        Ok(())
     }
 
     fn split_size(&self, split: Split) -> Option<usize> {
@@ -526,7 +564,7 @@ mod tests {
         v["evaluator"]["func"] = "check_pivot_table".into();
         std::fs::write(dir.join("pivot.json"), v.to_string()).unwrap();
         // the config names the folder relative to its own
-        let text = "setting = \"desktop\"\npool_size = 2\ntasks_per_iteration = 2\nrollouts_per_task = 2\n[policy]\npath = \"ckpt\"\n[desktop]\ntrain_tasks = \"tasks\"\neval_tasks = { in_domain = \"tasks\" }\nconstrain_actions = false\n";
+        let text = "setting = \"desktop\"\npool_size = 2\ntasks_per_iteration = 2\nrollouts_per_task = 2\n[policy]\npath = \"ckpt\"\n[desktop]\ntrain_tasks = \"tasks\"\neval_tasks = { in_domain = \"tasks\" }\nconstrain_actions = false\ntrain_step_limit = 30\n";
         std::fs::create_dir_all(tmp.path().join("ckpt")).unwrap();
         let cfg = RunConfig::parse_in(text, tmp.path()).unwrap();
         assert_eq!(
@@ -587,13 +625,33 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("holds 3 tasks"), "{e}");
-        // played in training too, and judged with the file's instruction; never rewritten
+        // played in training too; rewritten into the run's folder, and kept there once accepted
         let (_, played) = g.play(ctx, &done, &pool).unwrap();
         assert_eq!(played.trajs.len(), 2 * cfg.rollouts_per_task);
-        assert!(g
-            .rewrite(ctx, &done, &pool[0], Direction::Harder, None, 0)
+        let run = tmp.path().join("run");
+        let in_run = Ctx {
+            run: Some(&run),
+            k: 3,
+            ..ctx
+        };
+        let (what, mut child) = g
+            .rewrite(in_run, &done, &pool[0], Direction::Harder, None, 1)
             .unwrap()
-            .is_none());
+            .unwrap();
+        assert!(what.starts_with("added a distractor"), "{what}");
+        assert_eq!(child.id, "rewrite-0003-001");
+        assert_eq!(child.parent.as_deref(), Some(pool[0].id.as_str()));
+        g.accepted(in_run, &mut child).unwrap();
+        let Source::File { file } = &child.source else {
+            panic!("{child:?}")
+        };
+        assert!(
+            file.starts_with(run.join(rewrite::ACCEPTED)),
+            "{}",
+            file.display()
+        );
+        let (_, played) = g.play(ctx, &done, &[child.clone()]).unwrap();
+        assert_eq!(played.trajs.len(), cfg.rollouts_per_task);
         // the robustness check perturbs generated tasks only
         let both = RunConfig::parse_in(&format!("{text}perturb = \"wide\"\n"), tmp.path())
             .unwrap_err()

@@ -4,16 +4,7 @@ use crate::config::{RunConfig, SettingConfig};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
-/// Who rewrites tasks and summarises critiques.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RewriterKind {
-    /// The household's structured rewriter and the phrase-count summariser.
-    #[default]
-    Structured,
-    /// The reward model prompted as the reference prompts its environment model.
-    RewardModel,
-}
+pub use crate::config::RewriterKind;
 
 /// Game folders standing in for the fixed evaluation splits (`[household] eval_games`: in-domain
 /// as ALFWorld's `valid_seen`, OOD as its `valid_unseen`); a split not named keeps the generated
