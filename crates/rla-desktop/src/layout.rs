@@ -27,6 +27,13 @@ impl Rect {
             && px < (self.x + self.w) as f64
             && py < (self.y + self.h) as f64
     }
+    /// Whether `r` lies wholly inside.
+    pub fn contains_rect(&self, r: &Rect) -> bool {
+        r.x >= self.x
+            && r.y >= self.y
+            && r.x + r.w <= self.x + self.w
+            && r.y + r.h <= self.y + self.h
+    }
     /// Its centre.
     pub fn center(&self) -> (i32, i32) {
         (self.x + self.w / 2, self.y + self.h / 2)

@@ -42,7 +42,11 @@ pub struct Names {
 /// number right under it and another text cell beside it (a table's header, wherever the table
 /// lies); the first row when none has.
 pub fn header_row(d: &Desktop) -> u32 {
-    let cells = &d.book.sheets[d.sheet].cells;
+    header_row_of(&d.book.sheets[d.sheet].cells)
+}
+
+/// [`header_row`] of a sheet's cells.
+fn header_row_of(cells: &std::collections::BTreeMap<Addr, Content>) -> u32 {
     let text = |a: &Addr| matches!(cells.get(a), Some(Content::Text(_)));
     cells
         .iter()
@@ -63,8 +67,12 @@ pub fn header_row(d: &Desktop) -> u32 {
 impl Names {
     /// The names of the desktop's current sheet: the headers of its header row.
     pub fn of(d: &Desktop) -> Names {
-        let cells = &d.book.sheets[d.sheet].cells;
-        let top = header_row(d);
+        Names::of_cells(&d.book.sheets[d.sheet].cells)
+    }
+
+    /// The names of a sheet whose cells are `cells`.
+    pub fn of_cells(cells: &std::collections::BTreeMap<Addr, Content>) -> Names {
+        let top = header_row_of(cells);
         let mut row1: Vec<(u32, String)> = cells
             .iter()
             .filter(|(a, _)| a.row == top)
@@ -479,70 +487,158 @@ pub fn from_code(code: &str, d: &Desktop, nodes: &[Node], instruction: &str) -> 
 /// visible columns with the rows they fill below their header (`Units 2-5 7`), the sheet tabs
 /// and any menu's items.
 pub fn observation(d: &Desktop, nodes: &[Node]) -> String {
-    let names = Names::of(d);
-    let mut s = format!(
-        "sheet {} cursor {}",
-        d.book.sheets[d.sheet].name,
-        names.cell(d.cursor)
-    );
-    if let Some(dl) = &d.dialog {
-        s.push_str(&format!(" | dialog {}: {}", dl.title(), dl.field));
-        if let Some(e) = &dl.error {
-            s.push_str(&format!(" ({e})"));
-        }
-    }
-    if d.popup.is_some() {
-        s.push_str(" | a menu is open");
-    }
-    if let Some(e) = &d.edit {
-        s.push_str(&format!(" | editing {}", e.text));
-    }
-    // the visible cells with content, by column; the header row's text names a column
-    let top = names.top;
-    let mut cols: std::collections::BTreeMap<u32, (Option<&str>, Vec<u32>)> = Default::default();
-    for n in nodes {
-        if n.tag != "table-cell" || n.text.is_empty() {
-            continue;
-        }
-        let Some(a) = Addr::parse(&n.name) else {
-            continue;
-        };
-        let e = cols.entry(a.col).or_default();
-        if a.row == top {
-            e.0 = Some(&n.text);
-        } else {
-            e.1.push(a.row + 1);
-        }
-    }
-    for (c, (header, mut rows)) in cols {
-        let name = names.column(c);
-        s.push_str(&format!(" | {name}"));
-        if let Some(h) = header.filter(|h| *h != name) {
-            s.push_str(&format!(" header {h}"));
-        }
-        rows.sort();
-        let mut i = 0;
-        while i < rows.len() {
-            let mut j = i;
-            while j + 1 < rows.len() && rows[j + 1] == rows[j] + 1 {
-                j += 1;
+    let seen = Seen {
+        sheet: d.book.sheets[d.sheet].name.clone(),
+        cursor: d.cursor,
+        dialog: d.dialog.as_ref().map(|dl| {
+            let mut f = format!("{}: {}", dl.title(), dl.field);
+            if let Some(e) = &dl.error {
+                f.push_str(&format!(" ({e})"));
             }
-            if j > i {
-                s.push_str(&format!(" {}-{}", rows[i], rows[j]));
+            f
+        }),
+        menu_open: d.popup.is_some(),
+        editing: d.edit.as_ref().map(|e| e.text.clone()),
+        cells: nodes
+            .iter()
+            .filter(|n| n.tag == "table-cell" && !n.text.is_empty())
+            .filter_map(|n| Some((Addr::parse(&n.name)?, n.text.as_str())))
+            .collect(),
+        listed: listed(nodes.iter()),
+    };
+    seen.render(&Names::of(d))
+}
+
+/// [`observation`] read off a real desktop's accessibility tree ([`crate::remote::tree::all`]):
+/// the selected sheet tab, the cursor from the Name Box, an open dialog with the text typed
+/// in it, an open menu, the text of the cell being typed into, the cells shown with their
+/// text (a number where it reads as one), whose header row names the columns as on the native
+/// desktop. The same sheet in the same state reads the same on both.
+pub fn observation_of_tree(els: &[crate::remote::tree::Element]) -> Result<String, String> {
+    let shown: Vec<&crate::remote::tree::Element> = els.iter().filter(|e| e.showing).collect();
+    let sheet = shown
+        .iter()
+        .find(|e| e.node.tag == "page-tab" && e.selected)
+        .map(|e| e.node.name.clone())
+        .ok_or("no sheet tab is selected on the screen")?;
+    // the Name Box: the first text of the formula bar, a cell (or a range, its first cell)
+    let bar = shown
+        .iter()
+        .find(|e| e.node.tag == "tool-bar" && e.node.name == "Formula Tool Bar")
+        .map(|e| e.node.rect)
+        .ok_or("no formula bar on the screen")?;
+    let cursor = shown
+        .iter()
+        .filter(|e| e.node.tag == "text" && bar.contains_rect(&e.node.rect))
+        .find_map(|e| Addr::parse(e.node.text.trim().split(':').next().unwrap_or("")))
+        .ok_or("the Name Box names no cell")?;
+    let dialog = shown.iter().find(|e| e.node.tag == "dialog").map(|dl| {
+        let field = shown
+            .iter()
+            .find(|e| e.node.tag == "text" && e.focused && dl.node.rect.contains_rect(&e.node.rect))
+            .map(|e| e.node.text.clone())
+            .unwrap_or_default();
+        format!("{}: {field}", dl.node.name)
+    });
+    let editing = shown
+        .iter()
+        .find(|e| e.node.tag == "paragraph" && e.focused)
+        .map(|e| e.node.text.clone());
+    let cells: Vec<(Addr, &str)> = shown
+        .iter()
+        .filter(|e| e.node.tag == "table-cell" && !e.node.text.is_empty())
+        .filter_map(|e| Some((Addr::parse(&e.node.name)?, e.node.text.as_str())))
+        .collect();
+    let book: std::collections::BTreeMap<Addr, Content> = cells
+        .iter()
+        .filter_map(|(a, t)| Some((*a, Content::typed(t)?)))
+        .collect();
+    let seen = Seen {
+        sheet,
+        cursor,
+        dialog,
+        menu_open: shown.iter().any(|e| e.node.tag == "menu-item"),
+        editing,
+        cells,
+        listed: listed(shown.iter().map(|e| &e.node)),
+    };
+    Ok(seen.render(&Names::of_cells(&book)))
+}
+
+/// The sheet tabs and menu items shown, in screen order (`tab Sheet2`, `item Sort Ascending`).
+fn listed<'a>(nodes: impl Iterator<Item = &'a Node>) -> Vec<String> {
+    nodes
+        .filter_map(|n| match &*n.tag {
+            "page-tab" => Some(format!("tab {}", n.name)),
+            "menu-item" => Some(format!("item {}", n.name)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// What the summary says of a screen, read off either desktop.
+struct Seen<'a> {
+    sheet: String,
+    cursor: Addr,
+    /// `Title: field` (and the dialog's error).
+    dialog: Option<String>,
+    menu_open: bool,
+    editing: Option<String>,
+    /// The cells shown with text.
+    cells: Vec<(Addr, &'a str)>,
+    listed: Vec<String>,
+}
+
+impl Seen<'_> {
+    fn render(&self, names: &Names) -> String {
+        let mut s = format!("sheet {} cursor {}", self.sheet, names.cell(self.cursor));
+        if let Some(dl) = &self.dialog {
+            s.push_str(&format!(" | dialog {dl}"));
+        }
+        if self.menu_open {
+            s.push_str(" | a menu is open");
+        }
+        if let Some(e) = &self.editing {
+            s.push_str(&format!(" | editing {e}"));
+        }
+        // the visible cells with content, by column; the header row's text names a column
+        let top = names.top;
+        let mut cols: std::collections::BTreeMap<u32, (Option<&str>, Vec<u32>)> =
+            Default::default();
+        for (a, text) in &self.cells {
+            let e = cols.entry(a.col).or_default();
+            if a.row == top {
+                e.0 = Some(text);
             } else {
-                s.push_str(&format!(" {}", rows[i]));
+                e.1.push(a.row + 1);
             }
-            i = j + 1;
         }
-    }
-    for n in nodes {
-        match &*n.tag {
-            "page-tab" => s.push_str(&format!(" | tab {}", n.name)),
-            "menu-item" => s.push_str(&format!(" | item {}", n.name)),
-            _ => {}
+        for (c, (header, mut rows)) in cols {
+            let name = names.column(c);
+            s.push_str(&format!(" | {name}"));
+            if let Some(h) = header.filter(|h| *h != name) {
+                s.push_str(&format!(" header {h}"));
+            }
+            rows.sort();
+            let mut i = 0;
+            while i < rows.len() {
+                let mut j = i;
+                while j + 1 < rows.len() && rows[j + 1] == rows[j] + 1 {
+                    j += 1;
+                }
+                if j > i {
+                    s.push_str(&format!(" {}-{}", rows[i], rows[j]));
+                } else {
+                    s.push_str(&format!(" {}", rows[i]));
+                }
+                i = j + 1;
+            }
         }
+        for l in &self.listed {
+            s.push_str(&format!(" | {l}"));
+        }
+        s
     }
-    s
 }
 
 /// The value of a cell for prompts.

@@ -573,3 +573,86 @@ fn image_size_and_variety(png_bytes: &[u8]) -> (u32, u32, usize) {
     }
     (info.width, info.height, colours.len())
 }
+
+/// The tiny policy's summary of a screen without the items of an open menu (each application
+/// lists its own) and, with `cursor` false, without the cursor: LibreOffice keeps each sheet's
+/// cursor, the native desktop puts it at A1 when a sheet is shown again.
+fn sheet_part(summary: &str, cursor: bool) -> String {
+    summary
+        .split(" | ")
+        .filter(|p| !p.starts_with("item "))
+        .map(|p| match (cursor, p.split_once(" cursor ")) {
+            (false, Some((sheet, _))) => sheet.to_string(),
+            _ => p.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(" | ")
+}
+
+/// Plays the expert of a generated task on the real desktop, and after each of its steps reads
+/// the tiny summary off the real tree and off the native mirror; returns how many states agreed.
+fn summaries_agree(server: &Server, g: &family::Generated, dir: &Path) -> usize {
+    use rla_desktop::remote::expert::RealExpert;
+    use rla_desktop::tiny;
+    std::fs::create_dir_all(dir).unwrap();
+    let path = rla_desktop::local::export(g, dir).unwrap();
+    let task = rla_desktop::task::DesktopTask::load(&path).unwrap();
+    let mut screen = real(server);
+    screen.set_up(&task, &path).unwrap();
+    let mut ex = RealExpert::new(g.clone(), 1920, 1080).unwrap();
+    let mut agreed = 0;
+    // the sheets shown so far, and whether one was shown again
+    let (mut shown, mut again) = (vec![0usize], false);
+    for _ in 0..120 {
+        let mut obs = screen.observe().unwrap();
+        let s = ex.mirror.desktop.sheet;
+        if shown.last() != Some(&s) {
+            again |= shown.contains(&s);
+            shown.push(s);
+        }
+        if ex.idle() {
+            let native = tiny::observation(&ex.mirror.desktop, &ex.mirror.tree(tiny::TREE));
+            // the application may take a moment to show a step: read it again until it agrees
+            let mut seen = tiny::observation_of_tree(&obs.elements).unwrap();
+            for _ in 0..8 {
+                if sheet_part(&seen, !again) == sheet_part(&native, !again) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(400));
+                obs = screen.observe().unwrap();
+                seen = tiny::observation_of_tree(&obs.elements).unwrap();
+            }
+            assert_eq!(
+                sheet_part(&seen, !again),
+                sheet_part(&native, !again),
+                "{}: after the expert's step {}",
+                g.task.id,
+                ex.mirror.steps
+            );
+            agreed += 1;
+        }
+        let code = ex.next(&obs.elements).unwrap();
+        if code == "DONE" {
+            return agreed;
+        }
+        screen.act(&code, &obs).unwrap();
+    }
+    panic!("{}: the expert did not finish", g.task.id)
+}
+
+#[test]
+fn the_tiny_summary_reads_the_same_off_both_desktops() {
+    let server = Server::start();
+    let tmp = tempfile::tempdir().unwrap();
+    let mut states = 0;
+    for world in [family::World::Plain, family::World::Sheets] {
+        for (i, spec) in family::split_in(world, Split::InDomain, 4)
+            .iter()
+            .enumerate()
+        {
+            let g = family::generate(spec);
+            states += summaries_agree(&server, &g, &tmp.path().join(format!("{world:?}-{i}")));
+        }
+    }
+    assert!(states >= 16, "{states} states compared");
+}

@@ -252,6 +252,12 @@ impl RealExpert {
         })
     }
 
+    /// Whether every real step of the mirror's steps so far has been given (the real desktop
+    /// should show what the mirror shows).
+    pub fn idle(&self) -> bool {
+        self.queue.is_empty()
+    }
+
     /// Whether the next real step is placed on the screen (keys and text are not).
     pub fn needs_screen(&mut self) -> bool {
         if self.queue.is_empty() {

@@ -19,6 +19,10 @@ pub struct Element {
     pub showing: bool,
     /// `st:enabled`, `st:editable`, `st:expandable` or `st:checkable`.
     pub usable: bool,
+    /// `st:selected` (the current sheet's tab).
+    pub selected: bool,
+    /// `st:focused` (the text being typed into).
+    pub focused: bool,
     /// Its depth in the XML.
     pub depth: usize,
 }
@@ -33,6 +37,7 @@ fn element(e: &BytesStart, depth: usize) -> Result<Option<Element>, String> {
     let tag = e.local_name().into_inner().to_string();
     let (mut name, mut pos, mut size) = (String::new(), None, None);
     let (mut showing, mut visible, mut usable) = (false, false, false);
+    let (mut selected, mut focused) = (false, false);
     for a in e.attributes() {
         let a = a.map_err(|err| format!("<{tag}>: an attribute does not parse: {err}"))?;
         let prefix = a.key.prefix().map(|p| p.into_inner().to_string());
@@ -48,6 +53,8 @@ fn element(e: &BytesStart, depth: usize) -> Result<Option<Element>, String> {
             (Some(_), "size") => size = pair(&value),
             (Some(_), "showing") => showing = value == "true",
             (Some(_), "visible") => visible = value == "true",
+            (Some(_), "selected") => selected = value == "true",
+            (Some(_), "focused") => focused = value == "true",
             (Some(_), "enabled" | "editable" | "expandable" | "checkable") => {
                 usable |= value == "true"
             }
@@ -77,6 +84,8 @@ fn element(e: &BytesStart, depth: usize) -> Result<Option<Element>, String> {
         },
         showing: showing && visible,
         usable,
+        selected,
+        focused,
         depth,
     }))
 }
