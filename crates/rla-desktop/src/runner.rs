@@ -73,7 +73,7 @@ impl Screen for Native {
         let (_, d) = crate::local::open(task_path, None, self.size.0, self.size.1)
             .map_err(|e| e.to_string())?;
         self.opened = opened_path(task).unwrap_or_default();
-        self.source = downloads(task.config.as_deref().unwrap_or(&[]), task_path)?
+        self.source = downloads(task.config.as_deref().unwrap_or(&[]), task_path, None)?
             .into_iter()
             .find(|(p, _)| *p == self.opened)
             .map(|(_, f)| f);
@@ -133,6 +133,8 @@ pub struct Real {
     pub remote: RemoteDesktop,
     /// Reset the desktop (this project's `/setup/reset`) before each task.
     pub reset: bool,
+    /// Where a task's online files are found ([`crate::local`]'s files folder).
+    pub cache: Option<PathBuf>,
 }
 
 fn opened_path(task: &DesktopTask) -> Option<String> {
@@ -145,8 +147,12 @@ fn opened_path(task: &DesktopTask) -> Option<String> {
         .map(String::from)
 }
 
-fn downloads(steps: &[SetupStep], task_path: &Path) -> Result<Vec<(String, PathBuf)>, String> {
-    crate::local::downloads(steps, task_path, None).map_err(|e| e.to_string())
+fn downloads(
+    steps: &[SetupStep],
+    task_path: &Path,
+    cache: Option<&Path>,
+) -> Result<Vec<(String, PathBuf)>, String> {
+    crate::local::downloads(steps, task_path, cache).map_err(|e| e.to_string())
 }
 
 /// A setup step's `command` and `shell`.
@@ -176,7 +182,8 @@ impl Real {
                     let tp =
                         task_path.ok_or_else(|| err(i, &"a download needs the task's folder"))?;
                     for (path, local) in
-                        downloads(std::slice::from_ref(s), tp).map_err(|e| err(i, &e))?
+                        downloads(std::slice::from_ref(s), tp, self.cache.as_deref())
+                            .map_err(|e| err(i, &e))?
                     {
                         let data =
                             rla_core::file::read_limited(&local, crate::bounds::MAX_TOTAL_BYTES)

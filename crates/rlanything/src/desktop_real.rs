@@ -133,6 +133,7 @@ fn screen_for(
             remote: RemoteDesktop::new(url, Duration::from_secs_f64(timeout_s))?
                 .with_api_key(desktop_key),
             reset,
+            cache: None,
         }),
     })
 }
@@ -252,6 +253,7 @@ pub fn bench(url: &str, key: Option<String>, steps: usize, seed: u64) -> Result<
     let mut real = Real {
         remote,
         reset: true,
+        cache: None,
     };
     let tmp = tempfile::tempdir()?;
     let g = family::generate(&family::split(Split::Train, 1)[0]);

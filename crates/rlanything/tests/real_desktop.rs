@@ -204,6 +204,7 @@ fn real(server: &Server) -> Real {
     Real {
         remote: server.remote(),
         reset: true,
+        cache: None,
     }
 }
 
@@ -655,4 +656,104 @@ fn the_tiny_summary_reads_the_same_off_both_desktops() {
         }
     }
     assert!(states >= 16, "{states} states compared");
+}
+
+#[test]
+fn the_desktop_base_trains_on_two_real_desktops_and_resumes_after_a_kill() {
+    let (a, b) = (Server::start(), Server::start());
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let models = root.join("models/desktop");
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("real.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            r#"seed = 1
+setting = "desktop"
+mode = "full"
+iterations = 2
+pool_size = 4
+tasks_per_iteration = 2
+rollouts_per_task = 2
+judge_samples = 2
+update_epochs = 1
+
+[desktop]
+train_step_limit = 6
+eval_step_limit = 6
+history = 6
+desktops = ["{}", "{}"]
+
+[policy]
+path = "{}"
+lr = 1e-4
+micro_batch = 8
+max_new_tokens = 16
+
+[reward]
+path = "{}"
+lr = 2e-4
+micro_batch = 8
+max_new_tokens = 16
+
+[eval]
+in_domain = 2
+ood = 0
+validation = 0
+every = 2
+"#,
+            a.url,
+            b.url,
+            models.join("policy").display(),
+            models.join("reward").display()
+        ),
+    )
+    .unwrap();
+    let run = dir.path().join("run");
+    let train = || {
+        Command::new(env!("CARGO_BIN_EXE_rlanything"))
+            .args(["train", "--quiet", "--config"])
+            .arg(&cfg)
+            .arg("--run")
+            .arg(&run)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    // killed in its first iteration, then resumed: no iteration is lost
+    let mut first = train();
+    let t = Instant::now();
+    while !run.join("metrics.jsonl").exists() && t.elapsed() < Duration::from_secs(300) {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let out = train().wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let metrics: Vec<serde_json::Value> = std::fs::read_to_string(run.join("metrics.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(metrics.len(), 3, "{metrics:?}");
+    // the episodes were played on both desktops
+    let played = &metrics.last().unwrap()["setting"]["desktop_episodes"];
+    for s in [&a, &b] {
+        assert!(played[&s.url].as_u64().unwrap_or(0) > 0, "{played}");
+    }
+    assert!(
+        metrics[2]["eval_in_domain"].as_f64().is_some(),
+        "{:?}",
+        metrics[2]
+    );
+    // both desktops still answer, ready for another run
+    for s in [&a, &b] {
+        assert_eq!(s.remote().screen_size().unwrap(), (1920, 1080));
+    }
 }

@@ -11,7 +11,6 @@ use crate::action::{parse_code, Action, Button, Point};
 use crate::addr::Addr;
 use crate::app::{Desktop, Popup, Target, MENUS};
 use crate::episode::Episode;
-use crate::family::Generated;
 use std::collections::VecDeque;
 
 /// How an element is clicked.
@@ -244,7 +243,11 @@ pub const PATIENCE: usize = 3;
 
 impl RealExpert {
     /// The expert of `task`, its mirror on a `width × height` native screen.
-    pub fn new(task: Generated, width: u32, height: u32) -> Result<RealExpert, String> {
+    pub fn new(
+        task: impl Into<crate::episode::Opened>,
+        width: u32,
+        height: u32,
+    ) -> Result<RealExpert, String> {
         Ok(RealExpert {
             mirror: Episode::new(task, width, height)?,
             queue: VecDeque::new(),
@@ -283,39 +286,64 @@ impl RealExpert {
         if step == "DONE" {
             return Ok(false);
         }
-        let subs = map(&self.mirror.desktop, &step)?;
-        let nodes = self.mirror.tree(crate::a11y::TreeOptions::default());
-        if let Some(e) = self.mirror.step_code(&step, &nodes).error {
+        if let Some(e) = self.give(&step)? {
             return Err(format!(
                 "the expert's step {step:?} failed on its mirror: {e}"
             ));
         }
-        self.queue.extend(subs);
         Ok(true)
+    }
+
+    /// Runs a native step on the mirror (its `tag_N` marks those of the mirror's full tree)
+    /// and queues the real steps it maps to; `Ok(Some(error))` when the step failed on the
+    /// mirror (nothing is queued then), `Err` when it cannot be mapped.
+    pub fn give(&mut self, step: &str) -> Result<Option<String>, String> {
+        let subs = map(&self.mirror.desktop, step)?;
+        let nodes = self.mirror.tree(crate::a11y::TreeOptions::default());
+        if let Some(e) = self.mirror.step_code(step, &nodes).error {
+            return Ok(Some(e));
+        }
+        self.queue.extend(subs);
+        Ok(None)
+    }
+
+    /// The next queued real step placed on the screen whose elements are `els`: pyautogui
+    /// code, `WAIT` (for an element not shown yet), or `None` when the queue is empty.
+    pub fn next_queued(&mut self, els: &[Element]) -> Result<Option<String>, String> {
+        loop {
+            let Some(sub) = self.queue.pop_front() else {
+                return Ok(None);
+            };
+            return match place(&sub, els) {
+                // awaited: on to the next step, on the same screen
+                Ok(code) if code.is_empty() => {
+                    self.waited = 0;
+                    continue;
+                }
+                Ok(code) => {
+                    self.waited = 0;
+                    Ok(Some(code))
+                }
+                Err(_) if self.waited < PATIENCE => {
+                    self.waited += 1;
+                    self.queue.push_front(sub);
+                    Ok(Some("WAIT".into()))
+                }
+                Err(e) => {
+                    self.queue.clear();
+                    self.waited = 0;
+                    Err(format!("{e} (after {PATIENCE} waits)"))
+                }
+            };
+        }
     }
 
     /// The next real step on the screen whose elements are `els`: pyautogui code, `WAIT` (for
     /// an element not shown yet), or `DONE`.
     pub fn next(&mut self, els: &[Element]) -> Result<String, String> {
         loop {
-            if let Some(sub) = self.queue.pop_front() {
-                return match place(&sub, els) {
-                    Ok(code) if code.is_empty() => {
-                        // awaited: on to the next step, on the same screen
-                        self.waited = 0;
-                        continue;
-                    }
-                    Ok(code) => {
-                        self.waited = 0;
-                        Ok(code)
-                    }
-                    Err(_) if self.waited < PATIENCE => {
-                        self.waited += 1;
-                        self.queue.push_front(sub);
-                        Ok("WAIT".into())
-                    }
-                    Err(e) => Err(format!("{e} (after {PATIENCE} waits)")),
-                };
+            if let Some(code) = self.next_queued(els)? {
+                return Ok(code);
             }
             if !self.plan()? {
                 return Ok("DONE".into());

@@ -62,6 +62,21 @@ pub struct DesktopConfig {
     /// data), `reward_model` the instruction, from the judge's critique. Generated tasks are
     /// rewritten by their spec either way (a tiny policy reads its family's instructions only).
     pub rewriter: RewriterKind,
+    /// Real desktops to play the episodes on instead of the native one (`rlanything desktop
+    /// serve-real` servers, or OSWorld VMs: `["http://127.0.0.1:5000", …]`), one episode a
+    /// desktop at a time, the desktops side by side; the tiny policy reads the same summary off
+    /// their accessibility trees. A desktop that stops answering is marked down and its episode
+    /// played again on another.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub desktops: Vec<String>,
+    /// A command run before each episode on a desktop that has no `/setup/reset` (an OSWorld
+    /// VM: revert it to its snapshot), as a list (`["vmrun", "revertToSnapshot", …]`), with the
+    /// desktop's URL in `RLA_DESKTOP_URL`; without it each desktop is reset through
+    /// `/setup/reset`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revert: Option<Vec<String>>,
+    /// Seconds a call to a real desktop may take before it counts as not answering.
+    pub desktop_timeout: f64,
 }
 
 /// What a desktop policy sees of the screen.
@@ -97,6 +112,9 @@ impl Default for DesktopConfig {
             eval_tasks: EvalSources::default(),
             files: None,
             rewriter: RewriterKind::Structured,
+            desktops: Vec::new(),
+            revert: None,
+            desktop_timeout: 120.0,
         }
     }
 }
@@ -165,6 +183,28 @@ impl SettingConfig for DesktopConfig {
             return Err(format!(
                 "desktop.tree_tokens = {}: at least 100 (the tree's header alone takes some)",
                 d.tree_tokens
+            ));
+        }
+        if let Some(u) = d
+            .desktops
+            .iter()
+            .find(|u| !(u.starts_with("http://") || u.starts_with("https://")))
+        {
+            return Err(format!("desktop.desktops: {u:?} is not an http(s) URL"));
+        }
+        if !d.desktops.is_empty() && d.observation != DesktopObservation::Compact {
+            return Err("desktop.desktops: the tiny policy's summary is read off a real desktop's tree (desktop.observation = \"compact\"); a served model plays real desktops with `rlanything desktop eval --desktop URL`".into());
+        }
+        if !d.desktops.is_empty() && !d.constrain_actions {
+            return Err("desktop.desktops: episodes on real desktops draw the tiny policy's answers among the state's candidates (desktop.constrain_actions = true)".into());
+        }
+        if d.revert.as_ref().is_some_and(|r| r.is_empty()) {
+            return Err("desktop.revert: a command and its arguments, as a list".into());
+        }
+        if !(d.desktop_timeout > 0.0 && d.desktop_timeout <= 3600.0) {
+            return Err(format!(
+                "desktop.desktop_timeout = {}: seconds, above 0 and at most 3600",
+                d.desktop_timeout
             ));
         }
         if d.perturb.is_some() && !d.eval_tasks.is_empty() {

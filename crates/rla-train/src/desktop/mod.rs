@@ -14,6 +14,7 @@ pub mod dagger;
 pub mod play;
 pub mod probe;
 pub mod prompts;
+pub mod real;
 pub mod rewrite;
 pub mod screen;
 pub mod warm;
@@ -154,6 +155,8 @@ pub struct Desktop {
     pub cfg: DesktopConfig,
     /// Folders of task files read so far: the tasks each holds.
     folders: std::collections::BTreeMap<std::path::PathBuf, Vec<std::path::PathBuf>>,
+    /// The real desktops episodes are played on (`desktop.desktops`), and which are down.
+    real: real::Desktops,
 }
 
 impl crate::setting::Registered for Desktop {
@@ -161,6 +164,7 @@ impl crate::setting::Registered for Desktop {
     type Config = DesktopConfig;
     fn new(cfg: DesktopConfig) -> Desktop {
         Desktop {
+            real: real::Desktops::of(&cfg),
             cfg,
             folders: Default::default(),
         }
@@ -203,17 +207,31 @@ impl Setting for Desktop {
     ) -> Result<(Vec<Group>, Played)> {
         let cfg = ctx.cfg;
         let specs: Vec<Source> = tasks.iter().map(|t| t.source.clone()).collect();
+        let sp = cfg.policy.sampling(ctx.seed(2));
         let trajs = ctx.with_bar(
             (tasks.len() * cfg.rollouts_per_task * self.cfg.train_step_limit) as u64,
             &format!("iter {} rollout", ctx.k),
             |bar| {
+                if !self.cfg.desktops.is_empty() {
+                    return real::rollout(
+                        policy,
+                        cfg,
+                        &mut self.real,
+                        &specs,
+                        cfg.rollouts_per_task,
+                        self.cfg.train_step_limit,
+                        &sp,
+                        true,
+                        bar,
+                    );
+                }
                 rollout(
                     policy,
                     cfg,
                     &specs,
                     cfg.rollouts_per_task,
                     self.cfg.train_step_limit,
-                    &cfg.policy.sampling(ctx.seed(2)),
+                    &sp,
                     true,
                     bar,
                 )
@@ -263,6 +281,7 @@ impl Setting for Desktop {
                 "failed_actions": failed,
                 "steps": steps,
                 "mean_score": played.trajs.iter().map(|t| t.score).sum::<f64>() / played.trajs.len().max(1) as f64,
+                "desktop_episodes": (!self.real.played.is_empty()).then(|| self.real.played.clone()),
             })),
             ..played.quality()
         }
@@ -404,6 +423,19 @@ impl Setting for Desktop {
             (tasks.len() * self.cfg.eval_step_limit) as u64,
             &format!("eval {split:?}"),
             |bar| {
+                if !self.cfg.desktops.is_empty() {
+                    return real::rollout(
+                        policy,
+                        cfg,
+                        &mut self.real,
+                        &tasks,
+                        1,
+                        self.cfg.eval_step_limit,
+                        &sp,
+                        false,
+                        bar,
+                    );
+                }
                 rollout(
                     policy,
                     cfg,
