@@ -24,7 +24,7 @@ pub struct Observation {
 }
 
 /// A desktop a task file is played on.
-pub trait Screen {
+pub trait Screen: Send {
     /// Sets the task up: its files in place, its document open.
     fn set_up(&mut self, task: &DesktopTask, task_path: &Path) -> Result<(), String>;
     /// What is on the screen now.

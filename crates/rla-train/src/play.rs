@@ -127,6 +127,43 @@ pub trait Game {
     fn apply(&mut self, policy: &dyn Sampler, answer: &Sample) -> Result<Applied>;
     /// The episode's score once it has ended or run out of steps.
     fn score(self) -> Result<f64>;
+    /// Whether its turns and answers may run on a thread of their own, beside the other
+    /// games' (a game on a real desktop waits on it; one in memory gains nothing).
+    fn concurrent(&self) -> bool {
+        false
+    }
+}
+
+/// `f` on each live game still playing, in order: on a thread each when every one of them is
+/// [`Game::concurrent`] (their desktops answer side by side), else one after another.
+fn each_live<G: Game + Send, T: Send>(
+    live: &mut [Live<G>],
+    f: impl Fn(usize, &mut G) -> Result<T> + Sync,
+) -> Vec<Result<T>> {
+    let mut playing: Vec<&mut Live<G>> = live.iter_mut().filter(|l| !l.done).collect();
+    let concurrent = playing.len() > 1 && playing.iter().all(|l| l.game.concurrent());
+    if !concurrent {
+        return playing
+            .iter_mut()
+            .enumerate()
+            .map(|(k, l)| f(k, &mut l.game))
+            .collect();
+    }
+    let f = &f;
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = playing
+            .iter_mut()
+            .enumerate()
+            .map(|(k, l)| scope.spawn(move || f(k, &mut l.game)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a game's thread panicked")))
+            })
+            .collect()
+    })
 }
 
 /// Applies the model's chat template (when it has one) to a user message and tokenises it.
@@ -213,7 +250,7 @@ struct Live<G> {
 /// its task's index in the batch. With `constrained`, answers are drawn only among each turn's
 /// answers, with room for the longest whatever `sp.max_new_tokens` says. With `end_loops` ≥ 2, a
 /// game whose last `end_loops` actions loop ([`Trajectory::ends_in_loop`]) ends there, lost.
-pub fn play<G: Game>(
+pub fn play<G: Game + Send>(
     policy: &dyn Sampler,
     games: Vec<(usize, G)>,
     (step_limit, end_loops): (usize, usize),
@@ -242,8 +279,9 @@ pub fn play<G: Game>(
         let mut prompts = Vec::with_capacity(active.len());
         let mut chats = Vec::new();
         let mut allowed = Vec::new();
-        for &i in &active {
-            let mut t = live[i].game.turn(policy, constrained)?;
+        let all_turns = each_live(&mut live, |_, g| g.turn(policy, constrained));
+        for t in all_turns {
+            let mut t = t?;
             match std::mem::replace(&mut t.prompt, Prompt::Text(String::new())) {
                 Prompt::Text(text) => prompts.push(encode_prompt(policy, &text)?),
                 Prompt::Visual(m) => {
@@ -280,9 +318,8 @@ pub fn play<G: Game>(
         } else {
             policy.generate(&prompts, 1, &p)?
         };
-        for (k, (((&i, s), turn), prompt_ids)) in
-            active.iter().zip(out).zip(turns).zip(prompts).enumerate()
-        {
+        let mut picked = Vec::with_capacity(active.len());
+        for (k, ((s, turn), prompt_ids)) in out.into_iter().zip(turns).zip(prompts).enumerate() {
             let s = s
                 .into_iter()
                 .next()
@@ -293,8 +330,12 @@ pub fn play<G: Game>(
                     anyhow::anyhow!("the policy answered outside the allowed answers: {e}")
                 })?;
             }
+            picked.push((s, turn, prompt_ids, choices));
+        }
+        let applied = each_live(&mut live, |k, g| g.apply(policy, &picked[k].0));
+        for ((&i, a), (s, turn, prompt_ids, choices)) in active.iter().zip(applied).zip(picked) {
+            let a = a?;
             let l = &mut live[i];
-            let a = l.game.apply(policy, &s)?;
             l.traj.steps.push(StepRec {
                 observation: turn.observation,
                 previous: turn.previous,

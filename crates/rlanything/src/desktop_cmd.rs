@@ -213,9 +213,10 @@ pub enum DesktopCmd {
         #[arg(long)]
         steps: Option<usize>,
         /// A real desktop's address: each step is an action, a screenshot and the tree, as an
-        /// agent's step is.
-        #[arg(long)]
-        desktop: Option<String>,
+        /// agent's step is. Repeat it for more desktops: the bench steps the first alone, then
+        /// the first 2, 3, … side by side, and prints the steps per second of each count.
+        #[arg(long = "desktop")]
+        desktops: Vec<String>,
         /// Seed of the actions.
         #[arg(long, default_value_t = 0)]
         seed: u64,
@@ -301,16 +302,16 @@ pub fn run(cmd: DesktopCmd) -> Result<()> {
         DesktopCmd::Bench {
             steps,
             seed,
-            desktop: None,
+            desktops,
             ..
-        } => bench(steps.unwrap_or(200_000), seed),
+        } if desktops.is_empty() => bench(steps.unwrap_or(200_000), seed),
         DesktopCmd::Bench {
             steps,
             seed,
-            desktop: Some(url),
+            desktops,
             desktop_api_key_env,
         } => crate::desktop_real::bench(
-            &url,
+            &desktops,
             crate::access::api_key(desktop_api_key_env.as_deref())?,
             steps.unwrap_or(100),
             seed,

@@ -243,12 +243,27 @@ pub fn eval(
     Ok(())
 }
 
-/// Steps a real desktop: each step one random action (a click on a showing cell, text typed
-/// into a cell, a key), then the screenshot and the tree, as an agent's step has them.
-pub fn bench(url: &str, key: Option<String>, steps: usize, seed: u64) -> Result<()> {
-    if steps == 0 {
-        bail!("--steps must be at least 1");
-    }
+/// What a bench of one real desktop measured.
+struct Stepped {
+    reset_s: f64,
+    act: f64,
+    shot: f64,
+    tree: f64,
+    bytes: usize,
+    errors: usize,
+    elements: usize,
+}
+
+/// Steps one real desktop `steps` times: each step one random action (a click on a showing
+/// cell, text typed into a cell, a key), then the screenshot and the tree, as an agent's step
+/// has them.
+fn bench_one(
+    url: &str,
+    key: Option<String>,
+    steps: usize,
+    seed: u64,
+    bar: Option<&indicatif::ProgressBar>,
+) -> Result<Stepped> {
     let remote = RemoteDesktop::new(url, Duration::from_secs(120))?.with_api_key(key);
     let mut real = Real {
         remote,
@@ -260,15 +275,22 @@ pub fn bench(url: &str, key: Option<String>, steps: usize, seed: u64) -> Result<
     let path = rla_desktop::local::export(&g, tmp.path())?;
     let task = rla_desktop::task::DesktopTask::load(&path)?;
     let t = Instant::now();
-    real.set_up(&task, &path).map_err(anyhow::Error::msg)?;
+    real.set_up(&task, &path)
+        .map_err(|e| anyhow::anyhow!("{url}: {e}"))?;
     let reset_s = t.elapsed().as_secs_f64();
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     let words = ["Profit", "12", "=B2-C2", "Total", "=SUM(B2:B4)"];
-    let (mut t_act, mut t_shot, mut t_tree, mut bytes, mut errors) =
-        (0.0, 0.0, 0.0, 0usize, 0usize);
-    let mut obs = real.observe().map_err(anyhow::Error::msg)?;
-    let bar = rla_train::bar(steps as u64, "bench");
-    let t0 = Instant::now();
+    let mut out = Stepped {
+        reset_s,
+        act: 0.0,
+        shot: 0.0,
+        tree: 0.0,
+        bytes: 0,
+        errors: 0,
+        elements: 0,
+    };
+    let fail = |e: String| anyhow::anyhow!("{url}: {e}");
+    let mut obs = real.observe().map_err(fail)?;
     for _ in 0..steps {
         let cells: Vec<&tree::Element> = obs
             .elements
@@ -297,34 +319,78 @@ pub fn bench(url: &str, key: Option<String>, steps: usize, seed: u64) -> Result<
             .into(),
         };
         let a = Instant::now();
-        if real.act(&code, &obs).map_err(anyhow::Error::msg)?.is_some() {
-            errors += 1;
+        if real.act(&code, &obs).map_err(fail)?.is_some() {
+            out.errors += 1;
         }
         let b = Instant::now();
-        let png = real.screenshot().map_err(anyhow::Error::msg)?;
+        let png = real.screenshot().map_err(fail)?;
         let c = Instant::now();
-        obs = real.observe().map_err(anyhow::Error::msg)?;
+        obs = real.observe().map_err(fail)?;
         let d = Instant::now();
-        bytes += png.len();
-        t_act += (b - a).as_secs_f64();
-        t_shot += (c - b).as_secs_f64();
-        t_tree += (d - c).as_secs_f64();
-        bar.inc(1);
+        out.bytes += png.len();
+        out.act += (b - a).as_secs_f64();
+        out.shot += (c - b).as_secs_f64();
+        out.tree += (d - c).as_secs_f64();
+        if let Some(bar) = bar {
+            bar.inc(1);
+        }
     }
-    bar.finish_and_clear();
-    let secs = t0.elapsed().as_secs_f64();
-    let per = |t: f64| 1000.0 * t / steps as f64;
-    println!(
-        "reset and set-up (reset, upload, open the file): {reset_s:.2} s; per step: action {:.0} ms, screenshot {:.0} ms ({:.0} KB), tree {:.0} ms ({} elements); {errors} failed actions",
-        per(t_act),
-        per(t_shot),
-        bytes as f64 / steps as f64 / 1024.0,
-        per(t_tree),
-        obs.elements.len()
-    );
-    println!(
-        "{steps} steps on {url} in {secs:.1} s: {:.2} steps/s",
-        steps as f64 / secs
-    );
+    out.elements = obs.elements.len();
+    Ok(out)
+}
+
+/// Steps real desktops: first the first one alone (each step's phases timed), then, with more
+/// than one, the first 2, 3, … side by side, one thread each, and prints the steps per second
+/// of each count: how the desktop's throughput scales with desktops.
+pub fn bench(urls: &[String], key: Option<String>, steps: usize, seed: u64) -> Result<()> {
+    if steps == 0 {
+        bail!("--steps must be at least 1");
+    }
+    if urls.is_empty() {
+        bail!("--desktop: give at least one desktop");
+    }
+    for k in 1..=urls.len() {
+        let bar = rla_train::bar((k * steps) as u64, &format!("bench, {k} desktop(s)"));
+        let t0 = Instant::now();
+        let stats: Vec<Result<Stepped>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = urls[..k]
+                .iter()
+                .enumerate()
+                .map(|(i, url)| {
+                    let (key, bar) = (key.clone(), &bar);
+                    scope.spawn(move || bench_one(url, key, steps, seed + i as u64, Some(bar)))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(anyhow::anyhow!("a bench thread panicked")))
+                })
+                .collect()
+        });
+        let secs = t0.elapsed().as_secs_f64();
+        bar.finish_and_clear();
+        let stats: Vec<Stepped> = stats.into_iter().collect::<Result<_>>()?;
+        let reset: f64 = stats.iter().map(|s| s.reset_s).fold(0.0, f64::max);
+        if k == 1 {
+            let s = &stats[0];
+            let per = |t: f64| 1000.0 * t / steps as f64;
+            println!(
+                "reset and set-up (reset, upload, open the file): {:.2} s; per step: action {:.0} ms, screenshot {:.0} ms ({:.0} KB), tree {:.0} ms ({} elements); {} failed actions",
+                s.reset_s,
+                per(s.act),
+                per(s.shot),
+                s.bytes as f64 / steps as f64 / 1024.0,
+                per(s.tree),
+                s.elements,
+                s.errors
+            );
+        }
+        println!(
+            "{k} desktop(s), {steps} steps each, in {secs:.1} s ({reset:.1} s of it the slowest set-up): {:.2} steps/s",
+            (k * steps) as f64 / (secs - reset).max(1e-9)
+        );
+    }
     Ok(())
 }

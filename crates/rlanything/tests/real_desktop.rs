@@ -756,4 +756,32 @@ every = 2
     for s in [&a, &b] {
         assert_eq!(s.remote().screen_size().unwrap(), (1920, 1080));
     }
+    // the bench steps the first desktop alone, then both side by side
+    let out = Command::new(env!("CARGO_BIN_EXE_rlanything"))
+        .args([
+            "desktop",
+            "bench",
+            "--steps",
+            "4",
+            "--desktop",
+            &a.url,
+            "--desktop",
+            &b.url,
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for k in [1, 2] {
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with(&format!("{k} desktop(s), 4 steps each"))
+                    && l.ends_with("steps/s")),
+            "{text}"
+        );
+    }
 }

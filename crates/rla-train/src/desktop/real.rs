@@ -130,6 +130,10 @@ impl RealGame<'_> {
 }
 
 impl Game for RealGame<'_> {
+    fn concurrent(&self) -> bool {
+        true
+    }
+
     fn turn(&mut self, _policy: &dyn Sampler, constrained: bool) -> Result<Turn> {
         let instruction = self.task.instruction.clone();
         let prev = previous_actions(&self.actions, DesktopConfig::of(self.cfg).history);
