@@ -660,7 +660,7 @@ fn the_tiny_summary_reads_the_same_off_both_desktops() {
 
 #[test]
 fn the_desktop_base_trains_on_two_real_desktops_and_resumes_after_a_kill() {
-    let (a, b) = (Server::start(), Server::start());
+    let (a, mut b) = (Server::start(), Server::start());
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
     let models = root.join("models/desktop");
     let dir = tempfile::tempdir().unwrap();

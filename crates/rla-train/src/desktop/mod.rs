@@ -512,6 +512,20 @@ mod tests {
         // screenshots are for evaluating a served vision-language model, not for training
         DesktopConfig::of_mut(&mut c).observation = DesktopObservation::Screenshot;
         assert!(c.validate().unwrap_err().contains("desktop eval"));
+        DesktopConfig::of_mut(&mut c).observation = DesktopObservation::Compact;
+        // real desktops: URLs, the tiny policy's summary and constraint, a revert command
+        DesktopConfig::of_mut(&mut c).desktops = vec!["127.0.0.1:5000".into()];
+        assert!(c.validate().unwrap_err().contains("not an http(s) URL"));
+        DesktopConfig::of_mut(&mut c).desktops = vec!["http://127.0.0.1:5000".into()];
+        c.validate().unwrap();
+        DesktopConfig::of_mut(&mut c).observation = DesktopObservation::A11yTree;
+        assert!(c.validate().unwrap_err().contains("desktop.desktops"));
+        DesktopConfig::of_mut(&mut c).observation = DesktopObservation::Compact;
+        DesktopConfig::of_mut(&mut c).revert = Some(vec![]);
+        assert!(c.validate().unwrap_err().contains("desktop.revert"));
+        DesktopConfig::of_mut(&mut c).revert = None;
+        DesktopConfig::of_mut(&mut c).desktop_timeout = 0.0;
+        assert!(c.validate().unwrap_err().contains("desktop_timeout"));
     }
 
     #[test]

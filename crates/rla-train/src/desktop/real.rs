@@ -422,3 +422,55 @@ pub fn rollout(
         .map(|t| t.expect("every episode played"))
         .collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn with_every_desktop_down_the_iteration_stops_with_an_error_naming_each() {
+        // two ports nothing listens on
+        let urls: Vec<String> = (0..2)
+            .map(|_| {
+                let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+                format!("http://{}", l.local_addr().unwrap())
+            })
+            .collect();
+        let cfg = RunConfig::with_table(
+            "desktop",
+            DesktopConfig {
+                desktops: urls.clone(),
+                desktop_timeout: 5.0,
+                ..Default::default()
+            },
+        );
+        let mut d = Desktops::of(DesktopConfig::of(&cfg));
+        let spec = rla_desktop::family::split(rla_desktop::family::Split::Train, 1).remove(0);
+        let policy = crate::play::testing::Scripted {
+            answers: vec!["done"],
+            prompts: Default::default(),
+        };
+        let e = rollout(
+            &policy,
+            &cfg,
+            &mut d,
+            &[Source::Generated { spec }],
+            2,
+            4,
+            &SampleParams::default(),
+            false,
+            None,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("every desktop of desktop.desktops is down"),
+            "{e}"
+        );
+        for u in &urls {
+            assert!(e.contains(u.as_str()), "{e}");
+        }
+        assert!(d.desktops.iter().all(|(_, down)| down.is_some()));
+        assert!(d.played.is_empty());
+    }
+}
