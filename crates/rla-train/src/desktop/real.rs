@@ -473,4 +473,55 @@ mod tests {
         assert!(d.desktops.iter().all(|(_, down)| down.is_some()));
         assert!(d.played.is_empty());
     }
+
+    #[test]
+    fn an_osworld_vm_is_reverted_by_the_configs_command_with_its_url() {
+        let url = {
+            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            format!("http://{}", l.local_addr().unwrap())
+        };
+        let tmp = tempfile::tempdir().unwrap();
+        let log = tmp.path().join("reverted");
+        let spec = rla_desktop::family::split(rla_desktop::family::Split::Train, 1).remove(0);
+        let policy = crate::play::testing::Scripted {
+            answers: vec!["done"],
+            prompts: Default::default(),
+        };
+        let run = |revert: Vec<String>| {
+            let cfg = RunConfig::with_table(
+                "desktop",
+                DesktopConfig {
+                    desktops: vec![url.clone()],
+                    revert: Some(revert),
+                    desktop_timeout: 5.0,
+                    ..Default::default()
+                },
+            );
+            let mut d = Desktops::of(DesktopConfig::of(&cfg));
+            rollout(
+                &policy,
+                &cfg,
+                &mut d,
+                &[Source::Generated { spec: spec.clone() }],
+                1,
+                4,
+                &SampleParams::default(),
+                false,
+                None,
+            )
+            .unwrap_err()
+            .to_string()
+        };
+        // the command runs first, with the desktop's URL; the desktop then does not answer
+        let e = run(vec![
+            "sh".into(),
+            "-c".into(),
+            format!("echo \"$RLA_DESKTOP_URL\" >> {}", log.display()),
+        ]);
+        assert_eq!(std::fs::read_to_string(&log).unwrap().trim(), url);
+        assert!(e.contains(&url) && !e.contains("desktop.revert"), "{e}");
+        // a command that fails marks the desktop down, saying why
+        let e = run(vec!["false".into()]);
+        assert!(e.contains("desktop.revert false exited"), "{e}");
+    }
 }
