@@ -276,13 +276,17 @@ impl Setting for Desktop {
             .filter(|s| s.error.is_some())
             .count();
         let steps: usize = played.trajs.iter().map(|t| t.steps.len()).sum();
+        let mut extra = serde_json::json!({
+            "failed_actions": failed,
+            "steps": steps,
+            "mean_score": played.trajs.iter().map(|t| t.score).sum::<f64>() / played.trajs.len().max(1) as f64,
+        });
+        // on real desktops: the episodes each has played so far
+        if !self.real.played.is_empty() {
+            extra["desktop_episodes"] = serde_json::json!(self.real.played);
+        }
         JudgeQuality {
-            extra: Some(serde_json::json!({
-                "failed_actions": failed,
-                "steps": steps,
-                "mean_score": played.trajs.iter().map(|t| t.score).sum::<f64>() / played.trajs.len().max(1) as f64,
-                "desktop_episodes": (!self.real.played.is_empty()).then(|| self.real.played.clone()),
-            })),
+            extra: Some(extra),
             ..played.quality()
         }
     }
