@@ -82,7 +82,6 @@ struct RealGame<'a> {
     candidates: Vec<String>,
     /// Why the desktop failed, shared with the wave (the episode is played again).
     failed: Arc<Mutex<Option<String>>>,
-    slot: usize,
 }
 
 impl RealGame<'_> {
@@ -375,7 +374,6 @@ pub fn rollout(
                     actions: vec![],
                     candidates: vec![],
                     failed: Arc::new(Mutex::new(None)),
-                    slot: e,
                 })
             };
             match set_up() {
@@ -397,10 +395,8 @@ pub fn rollout(
             ..sp.clone()
         };
         wave += 1;
-        let order: Vec<usize> = games.iter().map(|(_, g)| g.slot).collect();
         let trajs = play(policy, games, (step_limit, 0), &p, d.constrain_actions, bar)?;
-        for ((traj, (di, e, failed)), slot) in trajs.into_iter().zip(slots).zip(order) {
-            debug_assert_eq!(e, slot);
+        for (traj, (di, e, failed)) in trajs.into_iter().zip(slots) {
             let why = failed.lock().expect("not poisoned").take();
             match why {
                 Some(why) => {
