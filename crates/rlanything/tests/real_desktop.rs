@@ -101,8 +101,9 @@ impl Drop for Server {
     }
 }
 
-/// The processes the server started (each carries its session's marker in its environment).
-fn session_processes() -> Vec<(u32, String)> {
+/// Every process that carries a desktop session's marker in its environment: (pid, command
+/// name, marker).
+fn marked_processes() -> Vec<(u32, String, Vec<u8>)> {
     let mut out = Vec::new();
     for e in std::fs::read_dir("/proc").unwrap().flatten() {
         let Ok(pid) = e.file_name().to_string_lossy().parse::<u32>() else {
@@ -111,15 +112,58 @@ fn session_processes() -> Vec<(u32, String)> {
         let Ok(env) = std::fs::read(e.path().join("environ")) else {
             continue;
         };
-        if env
+        if let Some(m) = env
             .split(|b| *b == 0)
-            .any(|v| v.starts_with(b"RLA_DESKTOP_SESSION="))
+            .find(|v| v.starts_with(b"RLA_DESKTOP_SESSION="))
         {
             let comm = std::fs::read_to_string(e.path().join("comm")).unwrap_or_default();
-            out.push((pid, comm.trim().to_string()));
+            out.push((pid, comm.trim().to_string(), m.to_vec()));
         }
     }
     out
+}
+
+/// The parent of a process.
+fn parent(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) state ppid …`; comm may hold spaces
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+impl Server {
+    /// The markers of this server's session (other tests' servers run beside it).
+    fn markers(&self) -> std::collections::HashSet<Vec<u8>> {
+        let root = self.child.id();
+        marked_processes()
+            .into_iter()
+            .filter(|(pid, _, _)| {
+                let mut p = Some(*pid);
+                for _ in 0..64 {
+                    match p {
+                        Some(x) if x == root => return true,
+                        Some(x) if x > 1 => p = parent(x),
+                        _ => return false,
+                    }
+                }
+                false
+            })
+            .map(|(_, _, m)| m)
+            .collect()
+    }
+}
+
+/// The processes of the sessions whose markers are `markers`.
+fn session_processes(markers: &std::collections::HashSet<Vec<u8>>) -> Vec<(u32, String)> {
+    marked_processes()
+        .into_iter()
+        .filter(|(_, _, m)| markers.contains(m))
+        .map(|(p, c, _)| (p, c))
+        .collect()
 }
 
 /// One raw HTTP request; the status line's code and the body.
@@ -534,7 +578,9 @@ fn the_real_desktop_runs_osworld_tasks_through_its_protocol() {
     assert_eq!(score, 1.0, "the same edits, saved by the postconfig");
 
     // --- LibreOffice crashes; the next reset recovers --------------------------------------
-    let office: Vec<u32> = session_processes()
+    let markers = server.markers();
+    assert!(!markers.is_empty(), "the server's session is marked");
+    let office: Vec<u32> = session_processes(&markers)
         .into_iter()
         .filter(|(_, c)| c.starts_with("soffice"))
         .map(|(p, _)| p)
@@ -550,11 +596,12 @@ fn the_real_desktop_runs_osworld_tasks_through_its_protocol() {
     assert_eq!(s, 1.0, "after LibreOffice was killed");
 
     // --- stopping leaves nothing behind --------------------------------------------------
-    let before = session_processes();
+    let markers = server.markers();
+    let before = session_processes(&markers);
     assert!(before.iter().any(|(_, c)| c == "Xvfb"), "{before:?}");
     server.stop();
     std::thread::sleep(Duration::from_millis(500));
-    let left = session_processes();
+    let left = session_processes(&markers);
     assert!(left.is_empty(), "processes left after SIGTERM: {left:?}");
 }
 
@@ -614,14 +661,18 @@ fn summaries_agree(server: &Server, g: &family::Generated, dir: &Path) -> usize 
         if ex.idle() {
             let native = tiny::observation(&ex.mirror.desktop, &ex.mirror.tree(tiny::TREE));
             // the application may take a moment to show a step: read it again until it agrees
-            let mut seen = tiny::observation_of_tree(&obs.elements).unwrap();
-            for _ in 0..8 {
+            // (a window still drawing may not read at all yet)
+            let read = |o: &runner::Observation| {
+                tiny::observation_of_tree(&o.elements).unwrap_or_else(|e| e)
+            };
+            let mut seen = read(&obs);
+            for _ in 0..15 {
                 if sheet_part(&seen, !again) == sheet_part(&native, !again) {
                     break;
                 }
                 std::thread::sleep(Duration::from_millis(400));
                 obs = screen.observe().unwrap();
-                seen = tiny::observation_of_tree(&obs.elements).unwrap();
+                seen = read(&obs);
             }
             assert_eq!(
                 sheet_part(&seen, !again),
@@ -752,11 +803,41 @@ every = 2
         "{:?}",
         metrics[2]
     );
-    // both desktops still answer, ready for another run
-    for s in [&a, &b] {
-        assert_eq!(s.remote().screen_size().unwrap(), (1920, 1080));
+
+    // a desktop that stops mid-run costs no iteration: its episodes go to the other
+    let run2 = dir.path().join("run2");
+    let second = Command::new(env!("CARGO_BIN_EXE_rlanything"))
+        .args(["train", "--quiet", "--config"])
+        .arg(&cfg)
+        .arg("--run")
+        .arg(&run2)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while !run2.join("metrics.jsonl").exists() && t.elapsed() < Duration::from_secs(300) {
+        std::thread::sleep(Duration::from_millis(200));
     }
-    // the bench steps the first desktop alone, then both side by side
+    b.stop();
+    let out = second.wait_with_output().unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{log}");
+    assert!(log.contains("marked down"), "{log}");
+    let lines = std::fs::read_to_string(run2.join("metrics.jsonl")).unwrap();
+    assert_eq!(lines.lines().count(), 3, "{lines}");
+    let last: serde_json::Value = serde_json::from_str(lines.lines().last().unwrap()).unwrap();
+    assert!(
+        last["setting"]["desktop_episodes"][&a.url]
+            .as_u64()
+            .unwrap()
+            > 0,
+        "{last}"
+    );
+    assert_eq!(a.remote().screen_size().unwrap(), (1920, 1080));
+
+    // the bench steps the first desktop alone, then two side by side
+    let c = Server::start();
     let out = Command::new(env!("CARGO_BIN_EXE_rlanything"))
         .args([
             "desktop",
@@ -766,7 +847,7 @@ every = 2
             "--desktop",
             &a.url,
             "--desktop",
-            &b.url,
+            &c.url,
         ])
         .output()
         .unwrap();
