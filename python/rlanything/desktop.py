@@ -21,9 +21,10 @@ SPLITS = ("in_domain", "ood", "validation", "train")
 
 Desktop = _native.Desktop
 
-#: ``evaluate(task, result, expected=[])``: the score of a result workbook for an OSWorld task
-#: file, by the task's evaluator (``compare_table`` / ``compare_csv``); ``Desktop.export(folder)``
-#: writes a generated task as such a file with its workbooks.
+#: ``evaluate(task, result, expected=[], files=None)``: the score of a result workbook for an
+#: OSWorld task file, by the task's evaluator (``compare_table`` / ``compare_csv``); the files its
+#: ``http(s)`` URLs name are read from the folder ``files``. ``Desktop.export(folder)`` writes a
+#: generated task as such a file with its workbooks.
 evaluate = _native.evaluate
 
 
