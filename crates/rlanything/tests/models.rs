@@ -65,6 +65,11 @@ fn models_desktop() {
     check_base("models/desktop", "configs/desktop-base.toml");
 }
 
+#[test]
+fn models_desktop_sheets() {
+    check_base("models/desktop-sheets", "configs/desktop-sheets-base.toml");
+}
+
 /// A run config whose policy and judge are a shipped base's, both present.
 fn starts_from(config: &str, folder: &str) -> RunConfig {
     let cfg = RunConfig::load(&root().join(config)).unwrap();
@@ -90,6 +95,16 @@ fn the_desktop_run_starts_from_the_shipped_desktop_base() {
         DesktopConfig::of(&cfg).history,
         DesktopConfig::of(&made).history
     );
+}
+
+#[test]
+fn the_sheets_world_run_starts_from_the_sheets_worlds_base() {
+    let cfg = starts_from("configs/desktop-sheets.toml", "models/desktop-sheets");
+    let made = RunConfig::load(&root().join("configs/desktop-sheets-base.toml")).unwrap();
+    for c in [&cfg, &made] {
+        assert_eq!(DesktopConfig::of(c).world, rla_desktop::family::World::Sheets);
+    }
+    assert_eq!(DesktopConfig::of(&cfg).history, DesktopConfig::of(&made).history);
 }
 
 #[test]
