@@ -102,9 +102,15 @@ fn the_sheets_world_run_starts_from_the_sheets_worlds_base() {
     let cfg = starts_from("configs/desktop-sheets.toml", "models/desktop-sheets");
     let made = RunConfig::load(&root().join("configs/desktop-sheets-base.toml")).unwrap();
     for c in [&cfg, &made] {
-        assert_eq!(DesktopConfig::of(c).world, rla_desktop::family::World::Sheets);
+        assert_eq!(
+            DesktopConfig::of(c).world,
+            rla_desktop::family::World::Sheets
+        );
     }
-    assert_eq!(DesktopConfig::of(&cfg).history, DesktopConfig::of(&made).history);
+    assert_eq!(
+        DesktopConfig::of(&cfg).history,
+        DesktopConfig::of(&made).history
+    );
 }
 
 #[test]
