@@ -125,18 +125,29 @@ fn task_folder(
 /// Whether the expert solves a task within the training step limit, its evaluator scoring the
 /// result 1.
 fn expert_solves(spec: &Spec, cfg: &RunConfig) -> Result<bool> {
-    let mut ep = play::open(spec, cfg)?;
+    Ok(expert_solves_episode(
+        play::open(spec, cfg)?,
+        DesktopConfig::of(cfg).train_step_limit,
+    ))
+}
+
+/// Whether the expert solves an episode from where it stands within `step_limit` steps, the
+/// task's evaluator scoring the result 1.
+pub(crate) fn expert_solves_episode(
+    mut ep: rla_desktop::episode::Episode,
+    step_limit: usize,
+) -> bool {
     let Ok(steps) = rla_desktop::expert::solve(&ep) else {
-        return Ok(false);
+        return false;
     };
-    if steps.len() > DesktopConfig::of(cfg).train_step_limit {
-        return Ok(false);
+    if steps.len() > step_limit {
+        return false;
     }
     for code in steps.iter().filter(|c| c.as_str() != "DONE") {
         let nodes = ep.tree(rla_desktop::a11y::TreeOptions::default());
         ep.step_code(code, &nodes);
     }
-    Ok(ep.score().is_ok_and(|x| x >= 1.0))
+    ep.score().is_ok_and(|x| x >= 1.0)
 }
 
 impl PoolTask for DesktopTask {

@@ -286,25 +286,12 @@ fn valid(path: &Path, cfg: &DesktopConfig, step_limit: usize) -> Result<bool> {
         Err(_) => return Ok(false),
     };
     let has_target = opened.target.is_some();
-    let mut ep =
+    let ep =
         Episode::new(opened, cfg.screen_width, cfg.screen_height).map_err(anyhow::Error::msg)?;
     if ep.score() != Ok(0.0) {
         return Ok(false);
     }
-    if !has_target {
-        return Ok(true);
-    }
-    let Ok(steps) = rla_desktop::expert::solve(&ep) else {
-        return Ok(false);
-    };
-    if steps.len() > step_limit {
-        return Ok(false);
-    }
-    for code in steps.iter().filter(|c| c.as_str() != "DONE") {
-        let nodes = ep.tree(rla_desktop::a11y::TreeOptions::default());
-        ep.step_code(code, &nodes);
-    }
-    Ok(ep.score().is_ok_and(|s| s >= 1.0))
+    Ok(!has_target || super::expert_solves_episode(ep, step_limit))
 }
 
 /// Copies an accepted rewrite from `proposed/` to `accepted/` (its task file last, each file
