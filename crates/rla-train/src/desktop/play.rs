@@ -93,6 +93,30 @@ pub(crate) fn open(task: &impl Opens, cfg: &RunConfig) -> Result<Live> {
     .map_err(anyhow::Error::msg)
 }
 
+/// The vocabulary's action an answer names among `candidates`, with its code on the desktop
+/// `d` whose tree is `nodes` (`Err`: why it has none); `None` when the answer names no action.
+pub(crate) fn vocabulary_action(
+    text: &str,
+    candidates: &[String],
+    d: &rla_desktop::app::Desktop,
+    nodes: &[Node],
+) -> Option<(String, Result<String, String>)> {
+    let a = parse_answer(text, candidates)?;
+    let code =
+        tiny::to_code(a, d, nodes).ok_or_else(|| format!("`{a}` names nothing on the screen"));
+    Some((a.clone(), code))
+}
+
+/// The oracle's progress label of a step: the expert's distance to the goal shrank (or the goal
+/// came within its reach).
+pub(crate) fn progressed(before: Option<usize>, after: Option<usize>) -> bool {
+    match (before, after) {
+        (Some(b), Some(a)) => a < b,
+        (None, Some(_)) => true,
+        _ => false,
+    }
+}
+
 /// One desktop episode as the play loop drives it.
 struct DeskGame<'a> {
     ep: Live,
@@ -149,59 +173,46 @@ impl Game for DeskGame<'_> {
         } else {
             None
         };
-        let (action, code, error) = match parse_answer(&s.text, &self.candidates) {
-            Some(a) => match tiny::to_code(a, &self.ep.desktop, nodes) {
-                Some(code) => {
+        let (action, code, error) =
+            match vocabulary_action(&s.text, &self.candidates, &self.ep.desktop, nodes) {
+                Some((a, Ok(code))) => {
                     let outcome = self.ep.step_code(&code, nodes);
-                    (a.clone(), code, outcome.error)
+                    (a, code, outcome.error)
                 }
-                None => (
-                    a.clone(),
-                    String::new(),
-                    Some(format!("`{a}` names nothing on the screen")),
-                ),
-            },
-            // a real model's answer: a tool call or code, run on the tree it saw
-            None if !DesktopConfig::of(cfg).constrain_actions => {
-                let (w, h) = (
-                    DesktopConfig::of(cfg).screen_width,
-                    DesktopConfig::of(cfg).screen_height,
-                );
-                let code: String = s.text.trim().chars().take(400).collect();
-                match free_form_actions(&s.text, w, h) {
-                    Ok(acts) => {
-                        let outcome = self.ep.step(&acts, seen.as_deref().unwrap_or(nodes));
-                        (step_summary(&s.text), code, outcome.error)
-                    }
-                    Err(e) => {
-                        self.ep.steps += 1;
-                        (step_summary(&s.text), code, Some(e))
+                Some((a, Err(e))) => (a, String::new(), Some(e)),
+                // a real model's answer: a tool call or code, run on the tree it saw
+                None if !DesktopConfig::of(cfg).constrain_actions => {
+                    let (w, h) = (
+                        DesktopConfig::of(cfg).screen_width,
+                        DesktopConfig::of(cfg).screen_height,
+                    );
+                    let code: String = s.text.trim().chars().take(400).collect();
+                    match free_form_actions(&s.text, w, h) {
+                        Ok(acts) => {
+                            let outcome = self.ep.step(&acts, seen.as_deref().unwrap_or(nodes));
+                            (step_summary(&s.text), code, outcome.error)
+                        }
+                        Err(e) => {
+                            self.ep.steps += 1;
+                            (step_summary(&s.text), code, Some(e))
+                        }
                     }
                 }
-            }
-            None => {
-                self.ep.steps += 1;
-                (
-                    s.text.clone(),
-                    String::new(),
-                    Some("not an action of the vocabulary".into()),
-                )
-            }
-        };
+                None => {
+                    self.ep.steps += 1;
+                    (
+                        s.text.clone(),
+                        String::new(),
+                        Some("not an action of the vocabulary".into()),
+                    )
+                }
+            };
         let (after, _) = observe(&self.ep, &self.ep.tree(tiny::TREE), cfg, policy);
         let next = match &error {
             Some(e) => format!("{after} | the action failed: {e}"),
             None => after,
         };
-        let progress = if self.oracle {
-            match (before, expert::distance(&self.ep)) {
-                (Some(b), Some(a)) => a < b,
-                (None, Some(_)) => true,
-                _ => false,
-            }
-        } else {
-            false
-        };
+        let progress = self.oracle && progressed(before, expert::distance(&self.ep));
         self.actions.push(action.clone());
         Ok(Applied {
             action,

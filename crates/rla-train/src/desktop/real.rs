@@ -16,7 +16,8 @@
 //! and the run resumes from its last finished iteration.
 
 use super::config::DesktopConfig;
-use super::prompts::{parse_answer, policy_answer, policy_prompt, previous_actions};
+use super::play::{progressed, vocabulary_action};
+use super::prompts::{policy_answer, policy_prompt, previous_actions};
 use super::Source;
 use crate::config::{RunConfig, SettingConfig};
 use crate::play::{play, Applied, Game, Prompt, Trajectory, Turn};
@@ -82,6 +83,9 @@ struct RealGame<'a> {
     candidates: Vec<String>,
     /// Why the desktop failed, shared with the wave (the episode is played again).
     failed: Arc<Mutex<Option<String>>>,
+    /// The summary read at the end of the last step: what the next turn shows (nothing acts
+    /// between them, so the screen is not read twice).
+    shown: Option<String>,
 }
 
 impl RealGame<'_> {
@@ -138,6 +142,8 @@ impl Game for RealGame<'_> {
         let prev = previous_actions(&self.actions, DesktopConfig::of(self.cfg).history);
         let text = if self.has_failed() {
             String::new()
+        } else if let Some(t) = self.shown.take() {
+            t
         } else {
             match self.look() {
                 Ok((_, text)) => text,
@@ -185,21 +191,16 @@ impl Game for RealGame<'_> {
         };
         let m = &self.mirror.mirror;
         let nodes = m.tree(tiny::TREE);
-        let (action, code, mut error) = match parse_answer(&s.text, &self.candidates) {
-            Some(a) => match tiny::to_code(a, &m.desktop, &nodes) {
-                Some(code) => (a.clone(), code, None),
+        let (action, code, mut error) =
+            match vocabulary_action(&s.text, &self.candidates, &m.desktop, &nodes) {
+                Some((a, Ok(code))) => (a, code, None),
+                Some((a, Err(e))) => (a, String::new(), Some(e)),
                 None => (
-                    a.clone(),
+                    s.text.clone(),
                     String::new(),
-                    Some(format!("`{a}` names nothing on the screen")),
+                    Some("not an action of the vocabulary".into()),
                 ),
-            },
-            None => (
-                s.text.clone(),
-                String::new(),
-                Some("not an action of the vocabulary".into()),
-            ),
-        };
+            };
         if error.is_none() {
             error = match self.mirror.give(&code) {
                 Ok(Some(e)) => Some(e),
@@ -226,18 +227,13 @@ impl Game for RealGame<'_> {
                 }
             }
         };
+        self.shown = Some(after.clone());
         let next = match &error {
             Some(e) => format!("{after} | the action failed: {e}"),
             None => after,
         };
-        let progress = match (before, self.oracle) {
-            (_, false) => false,
-            (b, true) => match (b, rla_desktop::expert::distance(&self.mirror.mirror)) {
-                (Some(b), Some(a)) => a < b,
-                (None, Some(_)) => true,
-                _ => false,
-            },
-        };
+        let progress =
+            self.oracle && progressed(before, rla_desktop::expert::distance(&self.mirror.mirror));
         self.actions.push(action.clone());
         Ok(Applied {
             action,
@@ -374,6 +370,7 @@ pub fn rollout(
                     actions: vec![],
                     candidates: vec![],
                     failed: Arc::new(Mutex::new(None)),
+                    shown: None,
                 })
             };
             match set_up() {
