@@ -65,6 +65,95 @@ pub fn policy_advantages_keeping_finished(rollouts: &[RolloutRewards]) -> Vec<Ve
     out
 }
 
+/// [`policy_advantages`] plus a trajectory-level term: each rollout's mean step reward,
+/// standardised over the task's rollouts, times `weight`, is added to every one of its steps.
+///
+/// ```text
+/// A_ji = z_i(R_j·) + weight · z(mean_i R_ji)
+/// ```
+///
+/// A step whose step-index group carries no signal (σ = 0, for instance the steps only losers
+/// reach in `outcome`) keeps the trajectory term alone, so a lost episode's looping tail is
+/// pushed down when the task had winners; a step is dropped only when both terms are missing.
+pub fn policy_advantages_with_trajectory(
+    rollouts: &[RolloutRewards],
+    weight: f64,
+) -> Vec<Vec<Option<f64>>> {
+    let step = policy_advantages(rollouts);
+    // the rollouts with at least one step, and their mean reward
+    let played: Vec<usize> = (0..rollouts.len())
+        .filter(|&j| !rollouts[j].is_empty())
+        .collect();
+    let means: Vec<f64> = played
+        .iter()
+        .map(|&j| rollouts[j].iter().sum::<f64>() / rollouts[j].len() as f64)
+        .collect();
+    let mut traj = vec![None; rollouts.len()];
+    if let Some(z) = standardize(&means) {
+        for (&j, t) in played.iter().zip(z) {
+            traj[j] = Some(weight * t);
+        }
+    }
+    step.into_iter()
+        .zip(traj)
+        .map(|(steps, t)| {
+            steps
+                .into_iter()
+                .map(|a| match (a, t) {
+                    (None, None) => None,
+                    (a, t) => Some(a.unwrap_or(0.0) + t.unwrap_or(0.0)),
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// [`policy_advantages`] with the groups whose rollouts all share one outcome mean-centred
+/// instead of standardised: there the rewards differ by the judge's verdicts alone, and a
+/// single flipped verdict among five losers, divided by its tiny σ, would become advantages of
+/// +2.0 and −0.5; centred, it is +0.53 and −0.13 (λ = 1, m = 3). Groups with mixed outcomes are
+/// standardised as in the paper; a group whose rewards are all equal gives none.
+///
+/// `outcomes[j]` is rollout j's outcome O.
+pub fn policy_advantages_centring_judge_only(
+    rollouts: &[RolloutRewards],
+    outcomes: &[f64],
+) -> Vec<Vec<Option<f64>>> {
+    assert_eq!(
+        rollouts.len(),
+        outcomes.len(),
+        "one outcome a rollout ({} rollouts, {} outcomes)",
+        rollouts.len(),
+        outcomes.len()
+    );
+    let mut out: Vec<Vec<Option<f64>>> = rollouts.iter().map(|r| vec![None; r.len()]).collect();
+    let longest = rollouts.iter().map(Vec::len).max().unwrap_or(0);
+    for i in 0..longest {
+        let members: Vec<usize> = (0..rollouts.len())
+            .filter(|&j| rollouts[j].len() > i)
+            .collect();
+        let values: Vec<f64> = members.iter().map(|&j| rollouts[j][i]).collect();
+        let one_outcome = members
+            .windows(2)
+            .all(|w| (outcomes[w[0]] - outcomes[w[1]]).abs() <= crate::stats::STD_EPS);
+        let adv = if one_outcome {
+            crate::stats::mean(&values).and_then(|m| {
+                let c: Vec<f64> = values.iter().map(|v| v - m).collect();
+                (members.len() > 1 && c.iter().any(|x| x.abs() > crate::stats::STD_EPS))
+                    .then_some(c)
+            })
+        } else {
+            standardize(&values)
+        };
+        if let Some(z) = adv {
+            for (&j, a) in members.iter().zip(z) {
+                out[j][i] = Some(a);
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -159,5 +248,70 @@ mod tests {
             policy_advantages(&[vec![], vec![]]),
             vec![Vec::<Option<f64>>::new(); 2]
         );
+    }
+
+    #[test]
+    fn the_trajectory_term_reaches_the_steps_only_losers_reach() {
+        // outcome rewards: a winner that finished after one step, two losers of three steps
+        let rollouts = vec![vec![1.0], vec![-1.0, -1.0, -1.0], vec![-1.0, -1.0, -1.0]];
+        let a = policy_advantages_with_trajectory(&rollouts, 0.5);
+        // step 0: [1, -1, -1] standardised; the trajectory term is the same z, halved
+        let s = (8.0f64 / 9.0).sqrt(); // population σ of [1, -1, -1]
+        let (zw, zl) = (4.0 / 3.0 / s, -2.0 / 3.0 / s);
+        assert!((a[0][0].unwrap() - 1.5 * zw).abs() < 1e-12, "{a:?}");
+        assert!((a[1][0].unwrap() - 1.5 * zl).abs() < 1e-12);
+        // steps 1 and 2 hold only losers (the paper drops them): the trajectory term alone
+        for i in 1..3 {
+            assert!((a[1][i].unwrap() - 0.5 * zl).abs() < 1e-12);
+            assert!((a[2][i].unwrap() - 0.5 * zl).abs() < 1e-12);
+        }
+        assert!(policy_advantages(&rollouts)[1][1].is_none());
+        // the weight scales the added term only
+        let b = policy_advantages_with_trajectory(&rollouts, 1.0);
+        assert!((b[1][2].unwrap() - zl).abs() < 1e-12);
+        // every rollout with the same mean reward: the paper's advantages
+        let even = vec![vec![1.0, -1.0], vec![-1.0, 1.0]];
+        assert_eq!(
+            policy_advantages_with_trajectory(&even, 0.5),
+            policy_advantages(&even)
+        );
+        // all equal: nothing
+        let same = vec![vec![-1.0, -1.0], vec![-1.0]];
+        assert!(policy_advantages_with_trajectory(&same, 0.5)
+            .iter()
+            .flatten()
+            .all(Option::is_none));
+    }
+
+    #[test]
+    fn groups_of_one_outcome_are_centred_not_scaled_by_a_tiny_sigma() {
+        // five losers at a step; one verdict of three flipped on the first: R = -1 + mean S
+        let r_flip = -1.0 + (1.0 - 1.0 - 1.0) / 3.0; // -4/3
+        let r_rest = -1.0 + (-1.0 - 1.0 - 1.0) / 3.0; // -2
+        let rollouts = vec![
+            vec![r_flip],
+            vec![r_rest],
+            vec![r_rest],
+            vec![r_rest],
+            vec![r_rest],
+        ];
+        let outcomes = vec![-1.0; 5];
+        let paper = policy_advantages(&rollouts);
+        assert!((paper[0][0].unwrap() - 2.0).abs() < 1e-12);
+        assert!((paper[1][0].unwrap() + 0.5).abs() < 1e-12);
+        let c = policy_advantages_centring_judge_only(&rollouts, &outcomes);
+        // mean -28/15: the flipped one +8/15, the others -2/15
+        assert!((c[0][0].unwrap() - 8.0 / 15.0).abs() < 1e-12, "{c:?}");
+        assert!((c[1][0].unwrap() + 2.0 / 15.0).abs() < 1e-12);
+        // mixed outcomes: the paper's standardisation
+        let mixed = vec![vec![2.0, 1.0], vec![0.0, -1.0]];
+        assert_eq!(
+            policy_advantages_centring_judge_only(&mixed, &[1.0, -1.0]),
+            policy_advantages(&mixed)
+        );
+        // one outcome and equal rewards, or a group of one: none
+        let flat = vec![vec![-1.0, -1.0], vec![-1.0]];
+        let f = policy_advantages_centring_judge_only(&flat, &[-1.0, -1.0]);
+        assert!(f.iter().flatten().all(Option::is_none));
     }
 }

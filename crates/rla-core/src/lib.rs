@@ -37,7 +37,10 @@ pub mod theory;
 pub mod vitals;
 
 pub use adapt::{accept_rewrite, adaptation_direction, AdaptConfig, Direction};
-pub use advantage::{policy_advantages, policy_advantages_keeping_finished, RolloutRewards};
+pub use advantage::{
+    policy_advantages, policy_advantages_centring_judge_only, policy_advantages_keeping_finished,
+    policy_advantages_with_trajectory, RolloutRewards,
+};
 pub use consistency::{consistency_advantages, consistency_raw, UNPARSED_CONSISTENCY_REWARD};
 pub use filter::Band;
 pub use reward::{step_reward, step_rewards, Outcome, StepScore};

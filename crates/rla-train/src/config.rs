@@ -90,7 +90,18 @@ pub enum AdvantageKind {
     /// only losers reach are compared with the winners' return
     /// (`rla_core::policy_advantages_keeping_finished`).
     KeepFinished,
+    /// The paper's plus a trajectory-level term (each rollout's mean step reward standardised
+    /// over the task's rollouts, times `trajectory_weight`) on every step, so the steps the
+    /// paper drops for σ = 0 keep the episode's credit (`rla_core::policy_advantages_with_trajectory`).
+    Trajectory,
+    /// The paper's with the groups of one outcome mean-centred instead of standardised: there
+    /// only the judge's verdicts differ, and a tiny σ would blow them up
+    /// (`rla_core::policy_advantages_centring_judge_only`).
+    JudgeCentred,
 }
+
+/// The trajectory term's weight of `advantage = "trajectory"` when `trajectory_weight` is unset.
+pub const TRAJECTORY_WEIGHT: f64 = 0.5;
 
 /// One model of the run (the policy or the reward model).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -678,6 +689,9 @@ pub struct RunConfig {
     pub lambda: f64,
     /// How the policy's advantages group the step rewards.
     pub advantage: AdvantageKind,
+    /// The trajectory term's weight with `advantage = "trajectory"` (unset: 0.5); read by no
+    /// other advantage.
+    pub trajectory_weight: Option<f64>,
     /// PPO epochs per iteration.
     pub update_epochs: usize,
     /// Tasks that give policy samples.
@@ -721,6 +735,7 @@ impl RunConfig {
             judge_samples: 3,
             lambda: 1.0,
             advantage: AdvantageKind::Paper,
+            trajectory_weight: None,
             update_epochs: 4,
             policy_band: Band::POLICY,
             reward_band: Band::REWARD,
@@ -865,6 +880,18 @@ impl RunConfig {
                 "tasks_per_iteration = {} exceeds pool_size = {}",
                 self.tasks_per_iteration, self.pool_size
             ));
+        }
+        if let Some(w) = self.trajectory_weight {
+            if self.advantage != AdvantageKind::Trajectory {
+                return Err(format!(
+                    "trajectory_weight = {w} is read only with advantage = \"trajectory\" \
+                     (this config has {:?})",
+                    self.advantage
+                ));
+            }
+            if !(w > 0.0 && w.is_finite()) {
+                return Err(format!("trajectory_weight = {w} must be > 0"));
+            }
         }
         if !(self.lambda >= 0.0 && self.lambda.is_finite()) {
             return Err(format!("lambda = {} must be ≥ 0", self.lambda));

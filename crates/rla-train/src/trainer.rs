@@ -256,6 +256,17 @@ impl<S: Setting> Trainer<S> {
                     crate::config::AdvantageKind::KeepFinished => {
                         rla_core::policy_advantages_keeping_finished(policy_rewards)
                     }
+                    crate::config::AdvantageKind::Trajectory => {
+                        rla_core::policy_advantages_with_trajectory(
+                            policy_rewards,
+                            cfg.trajectory_weight
+                                .unwrap_or(crate::config::TRAJECTORY_WEIGHT),
+                        )
+                    }
+                    crate::config::AdvantageKind::JudgeCentred => {
+                        let outcomes: Vec<f64> = g.episodes.iter().map(|e| e.outcome).collect();
+                        rla_core::policy_advantages_centring_judge_only(policy_rewards, &outcomes)
+                    }
                 };
                 let longest = adv.iter().map(Vec::len).max().unwrap_or(0);
                 m.vitals.policy.groups_dropped += (0..longest)

@@ -71,3 +71,36 @@ fn the_desktops_world_and_perturbation_are_read_and_checked() {
     let e = format!("{e:#}");
     assert!(e.contains("tilted") && e.contains("shift-right"), "{e}");
 }
+
+#[test]
+fn the_trajectory_weight_is_read_with_the_trajectory_advantage_only() {
+    use rla_train::config::AdvantageKind;
+    let dir = PathBuf::from(".");
+    let c = RunConfig::parse_in(
+        "advantage = \"trajectory\"\ntrajectory_weight = 0.25\n",
+        &dir,
+    )
+    .unwrap();
+    assert_eq!(c.advantage, AdvantageKind::Trajectory);
+    assert_eq!(c.trajectory_weight, Some(0.25));
+    let c = RunConfig::parse_in("advantage = \"judge_centred\"\n", &dir).unwrap();
+    assert_eq!(c.advantage, AdvantageKind::JudgeCentred);
+    // a weight the run would not read
+    let e = format!(
+        "{:#}",
+        RunConfig::parse_in("trajectory_weight = 0.5\n", &dir).unwrap_err()
+    );
+    assert!(
+        e.contains("trajectory_weight") && e.contains("Paper"),
+        "{e}"
+    );
+    let e = format!(
+        "{:#}",
+        RunConfig::parse_in(
+            "advantage = \"trajectory\"\ntrajectory_weight = -1.0\n",
+            &dir
+        )
+        .unwrap_err()
+    );
+    assert!(e.contains("must be > 0"), "{e}");
+}

@@ -65,7 +65,13 @@ fn every_row_is_a_key_of_the_run_config_with_its_default() {
                     .get(part)
                     .unwrap_or_else(|| panic!("docs/configuration.md names `{name}`: no such key"));
             }
-            if let Ok(want) = value.parse::<bool>() {
+            if let Some(want) = value.strip_prefix('"').and_then(|x| x.strip_suffix('"')) {
+                assert_eq!(
+                    v.as_str(),
+                    Some(want),
+                    "docs/configuration.md's default of `{name}`"
+                );
+            } else if let Ok(want) = value.parse::<bool>() {
                 assert_eq!(
                     v.as_bool(),
                     Some(want),
