@@ -261,9 +261,8 @@ mod tests {
         assert!((a[0][0].unwrap() - 1.5 * zw).abs() < 1e-12, "{a:?}");
         assert!((a[1][0].unwrap() - 1.5 * zl).abs() < 1e-12);
         // steps 1 and 2 hold only losers (the paper drops them): the trajectory term alone
-        for i in 1..3 {
-            assert!((a[1][i].unwrap() - 0.5 * zl).abs() < 1e-12);
-            assert!((a[2][i].unwrap() - 0.5 * zl).abs() < 1e-12);
+        for x in a[1][1..].iter().chain(&a[2][1..]) {
+            assert!((x.unwrap() - 0.5 * zl).abs() < 1e-12);
         }
         assert!(policy_advantages(&rollouts)[1][1].is_none());
         // the weight scales the added term only
