@@ -8,6 +8,7 @@ fn shipped_configs_are_valid() {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../configs");
     for name in [
         "quickstart.toml",
+        "household-long.toml",
         "household-base.toml",
         "coding-base.toml",
         "desktop-base.toml",
