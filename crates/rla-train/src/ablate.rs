@@ -183,8 +183,18 @@ pub fn ablate(
                 cfg.policy.path = Some(out.join("pretrained/policy"));
             }
             let budget = training_seconds(&run.metrics);
+            // the control evaluated at full's evaluations, after as many seconds as full had
+            // trained by then
+            let mut marks: Vec<(usize, f64)> = Vec::new();
+            let mut spent = 0.0;
+            for m in &run.metrics {
+                spent += training_seconds(std::slice::from_ref(m));
+                if m.iteration > 0 && m.eval_in_domain.is_some() {
+                    marks.push((m.iteration, spent));
+                }
+            }
             let sft = out.join("sft");
-            let r = crate::control::sft_control(backend, &cfg, &sft, budget, a.progress)?;
+            let r = crate::control::sft_control(backend, &cfg, &sft, budget, &marks, a.progress)?;
             let won = games(&sft.join("policy"), &sft.join("games.json"))?;
             controls.push((r, run.before, with_base(won)));
         }
@@ -193,7 +203,7 @@ pub fn ablate(
     let table = table(modes, &runs, &controls, (judge_a, judge_b));
     let table_file = out.join("ablation.md");
     crate::run::write_atomic(&table_file, &table)?;
-    let curves = curves(out, modes, &runs, a.seeds)?;
+    let curves = curves(out, modes, &runs, &controls, a.seeds)?;
     Ok(Ablated {
         table,
         table_file,
@@ -276,8 +286,56 @@ fn table(
             col(&|c| c.0.ood),
             games_cols(controls.iter().filter_map(|c| c.2).collect())
         ));
+        if let Some(full) = modes.iter().position(|&m| m == Mode::Full) {
+            table.push_str(&equal_minutes(&runs[full], controls));
+        }
     }
     table
+}
+
+/// `full` and the SFT control side by side at full's evaluations, after equal minutes of
+/// training (means over seeds, in percent), when the control was evaluated there.
+fn equal_minutes(full: &[AblationRun], controls: &[Control]) -> String {
+    let mut at: std::collections::BTreeMap<usize, [Vec<f64>; 5]> = Default::default();
+    for ((c, _, _), r) in controls.iter().zip(full) {
+        for p in &c.curve {
+            let Some(m) = r.metrics.iter().find(|m| m.iteration == p.iteration) else {
+                continue;
+            };
+            let row = at.entry(p.iteration).or_default();
+            row[0].push(p.seconds / 60.0);
+            row[1].extend(m.eval_in_domain);
+            row[2].push(p.in_domain);
+            row[3].extend(m.eval_validation);
+            row[4].extend(p.validation);
+        }
+    }
+    if at.is_empty() {
+        return String::new();
+    }
+    let mean = |xs: &[f64], scale: f64| -> String {
+        if xs.is_empty() {
+            "—".into()
+        } else {
+            format!("{:.1}", scale * xs.iter().sum::<f64>() / xs.len() as f64)
+        }
+    };
+    let mut s = String::from(
+        "\nAt full's evaluations, after equal minutes of training (means over seeds, %):\n\n\
+         | iteration | minutes | full in-domain | sft in-domain | full validation | sft validation |\n\
+         |---|---|---|---|---|---|\n",
+    );
+    for (k, row) in at {
+        s.push_str(&format!(
+            "| {k} | {} | {} | {} | {} | {} |\n",
+            mean(&row[0], 1.0),
+            mean(&row[1], 100.0),
+            mean(&row[2], 100.0),
+            mean(&row[3], 100.0),
+            mean(&row[4], 100.0)
+        ));
+    }
+    s
 }
 
 /// The modes' evaluation curves with their seed ranges, one chart per split the runs evaluated.
@@ -285,19 +343,34 @@ fn curves(
     out: &Path,
     modes: &[Mode],
     runs: &[Vec<AblationRun>],
+    controls: &[Control],
     seeds: u64,
 ) -> Result<Vec<PathBuf>> {
+    type Pick = fn(&IterMetrics) -> Option<f64>;
+    type PickControl = fn(&crate::control::ControlPoint) -> Option<f64>;
     let mut curves: Vec<PathBuf> = vec![];
-    for (split, file, pick) in [
+    for (split, file, pick, pick_control, end) in [
         (
             "in-domain",
             "ablation-in-domain.png",
-            (|m: &IterMetrics| m.eval_in_domain) as fn(&_) -> Option<f64>,
+            (|m: &IterMetrics| m.eval_in_domain) as Pick,
+            (|p: &crate::control::ControlPoint| Some(p.in_domain)) as PickControl,
+            (|r: &ControlResult| Some(r.in_domain)) as fn(&ControlResult) -> Option<f64>,
         ),
-        ("OOD", "ablation-ood.png", |m| m.eval_ood),
-        ("validation", "ablation-validation.png", |m| {
-            m.eval_validation
-        }),
+        (
+            "OOD",
+            "ablation-ood.png",
+            |m| m.eval_ood,
+            |p| Some(p.ood),
+            |r| Some(r.ood),
+        ),
+        (
+            "validation",
+            "ablation-validation.png",
+            |m| m.eval_validation,
+            |p| p.validation,
+            |r| r.validation,
+        ),
     ] {
         if !runs
             .iter()
@@ -330,6 +403,37 @@ fn curves(
                 (mode.name().to_string(), pts)
             })
             .collect();
+        // the SFT control at full's evaluations (equal minutes), from full's starting point
+        let mut series = series;
+        if let Some(full) = modes.iter().position(|&m| m == Mode::Full) {
+            let mut by_iter: std::collections::BTreeMap<usize, Vec<f64>> = Default::default();
+            for ((c, _, _), r) in controls.iter().zip(&runs[full]) {
+                let start = r.metrics.iter().find(|m| m.iteration == 0).and_then(pick);
+                let last = r.metrics.last().map(|m| m.iteration);
+                let points = start
+                    .map(|v| (0, v))
+                    .into_iter()
+                    .chain(
+                        c.curve
+                            .iter()
+                            .filter_map(|p| pick_control(p).map(|v| (p.iteration, v))),
+                    )
+                    .chain(last.zip(end(c)));
+                for (k, v) in points {
+                    by_iter.entry(k).or_default().push(100.0 * v);
+                }
+            }
+            if !by_iter.is_empty() {
+                let pts = by_iter
+                    .into_iter()
+                    .map(|(k, xs)| {
+                        let (m, lo, hi) = spread(&xs);
+                        (k as f64, m, lo, hi)
+                    })
+                    .collect();
+                series.push(("sft (control, full's minutes)".to_string(), pts));
+            }
+        }
         let top = series
             .iter()
             .flat_map(|s| s.1.iter().map(|p| p.3))
@@ -343,4 +447,78 @@ fn curves(
         )?;
     }
     Ok(curves)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::control::ControlPoint;
+
+    fn evaluated(k: usize, in_domain: f64, validation: f64) -> IterMetrics {
+        IterMetrics {
+            iteration: k,
+            eval_in_domain: Some(in_domain),
+            eval_validation: Some(validation),
+            time_update: 30.0,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn full_and_the_control_side_by_side_at_equal_minutes() {
+        let run = |v: f64| AblationRun {
+            before: (0.5, 0.5),
+            after: (v, v),
+            judge: (None, None),
+            mu: None,
+            metrics: vec![
+                evaluated(0, 0.5, 0.5),
+                evaluated(10, v, v),
+                evaluated(20, v, v),
+            ],
+            games: None,
+        };
+        let point = |k: usize, v: f64| ControlPoint {
+            iteration: k,
+            seconds: 60.0 * k as f64,
+            steps: 10 * k,
+            in_domain: v,
+            ood: v,
+            validation: Some(v),
+        };
+        let control = |v: f64| ControlResult {
+            budget_seconds: 1200.0,
+            seconds: 1200.0,
+            steps: 200,
+            examples: 1000,
+            lr: 3e-4,
+            loss: (1.0, 0.5),
+            in_domain: v,
+            ood: v,
+            validation: Some(v),
+            curve: vec![point(10, v)],
+        };
+        let full = vec![run(0.6), run(0.8)];
+        let controls: Vec<Control> = vec![
+            (control(0.4), (0.5, 0.5), None),
+            (control(0.6), (0.5, 0.5), None),
+        ];
+        let t = equal_minutes(&full, &controls);
+        // iteration 10: 10 minutes; full 70% (60, 80), the control 50% (40, 60)
+        assert!(
+            t.contains("| 10 | 10.0 | 70.0 | 50.0 | 70.0 | 50.0 |"),
+            "{t}"
+        );
+        // no control point at iteration 20: no row
+        assert!(!t.contains("| 20 |"), "{t}");
+        // controls without a curve: nothing
+        let bare: Vec<Control> = controls
+            .into_iter()
+            .map(|(mut c, b, g)| {
+                c.curve.clear();
+                (c, b, g)
+            })
+            .collect();
+        assert_eq!(equal_minutes(&full, &bare), "");
+    }
 }
