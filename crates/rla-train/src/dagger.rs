@@ -6,7 +6,7 @@
 
 use crate::play::Trajectory;
 use crate::pretrain::{encode_pairs, Demo, Example, Probe, WarmStart};
-use anyhow::Result;
+use anyhow::{Context, Result};
 use indicatif::ProgressBar;
 use rla_lm::{Model, SampleParams};
 
@@ -51,17 +51,30 @@ pub fn mix<T: Clone>(demos: &[T], labels: &[T], share: f64) -> Vec<T> {
 /// fresh training tasks greedily (`r.tasks`, `r.play`) and labels every state reached
 /// (`r.label`), then trains on the
 /// demonstrations and all labels so far at the schedule's last rate; the policy is measured
-/// after each round (a point of its curve, `out/curve-policy.jsonl`) and saved. Returns a line
-/// saying what was done.
+/// after each round (a point of its curve, `out/curve-policy.jsonl`) and saved with its
+/// optimiser's state and the labels so far (`out/dagger-labels.json`), so that a pretrain killed
+/// between rounds goes on with the next ([`crate::resume`]); the policy is kept without that
+/// state at the end. Returns a line saying what was done.
 pub fn dagger<T>(w: WarmStart, r: Rounds<'_, T>) -> Result<String> {
     let (cfg, out) = (w.cfg, w.out);
+    if let Some(line) = crate::resume::finished(out, "dagger")? {
+        return Ok(line.as_str().unwrap_or_default().to_string());
+    }
     let p = &cfg.pretrain;
     let steps = p.policy_steps.max(1);
+    // the rounds an earlier attempt finished, and what each recorded
+    let mut rounds_done: Vec<serde_json::Value> = Vec::new();
+    while let Some(v) = crate::resume::finished(out, &format!("dagger-{}", rounds_done.len() + 1))?
+    {
+        rounds_done.push(v);
+    }
+    let done = rounds_done.len().min(p.dagger_rounds);
     // SFT from here on at the rate the schedule ended at
     let mut flat = cfg.clone();
     flat.pretrain.lr = p.lr_at(steps - 1, steps);
     flat.pretrain.schedule = crate::config::LrSchedule::Constant;
     flat.pretrain.warmup = 0;
+    let dir = out.join("policy");
     let opts = rla_lm::OpenOptions {
         dtype: cfg.policy.dtype.clone(),
         train: Some(rla_lm::TrainOptions {
@@ -70,17 +83,42 @@ pub fn dagger<T>(w: WarmStart, r: Rounds<'_, T>) -> Result<String> {
             seed: cfg.seed.wrapping_add(101),
             ..Default::default()
         }),
+        // after a finished round, the optimiser's state saved with it
+        resume: (done > 0).then(|| dir.clone()),
         ..Default::default()
     };
-    let dir = out.join("policy");
     let mut lm = w.backend.open(&dir, &opts)?;
     let demos = encode_pairs(&*lm, r.demos)?;
+    let labels_path = out.join("dagger-labels.json");
+    let mut labels_text: Vec<(String, String)> = if done > 0 {
+        serde_json::from_str(&rla_core::file::read_to_string(&labels_path)?)
+            .with_context(|| format!("{} is not DAgger's labels", labels_path.display()))?
+    } else {
+        Vec::new()
+    };
     let mut labels_enc = Vec::new();
+    for (prompt, answer) in &labels_text {
+        labels_enc.push((
+            crate::play::encode_prompt(&*lm, prompt)?,
+            crate::play::encode_response(&*lm, answer)?,
+        ));
+    }
     let curve_path = out.join("curve-policy.jsonl");
     let mut curve = crate::pretrain::read_curve(&curve_path)?;
+    // a round saved but not recorded is played again: its point goes
+    curve.retain(|pt| {
+        pt.get("dagger_round")
+            .and_then(|x| x.as_u64())
+            .is_none_or(|k| k as usize <= done)
+    });
     let sp = SampleParams::greedy(cfg.policy.max_new_tokens);
-    let (mut labelled, mut won_last) = (0usize, 0.0);
-    for round in 0..p.dagger_rounds {
+    let value = |v: &serde_json::Value, k: &str| v.get(k).and_then(|x| x.as_f64());
+    let mut labelled = labels_text.len();
+    let mut won_last = rounds_done
+        .last()
+        .and_then(|v| value(v, "won"))
+        .unwrap_or(0.0);
+    for round in done..p.dagger_rounds {
         let seed = cfg.seed.wrapping_add(104_729 + round as u64);
         let tasks = (r.tasks)(round);
         let bar = w.progress.then(|| {
@@ -101,6 +139,7 @@ pub fn dagger<T>(w: WarmStart, r: Rounds<'_, T>) -> Result<String> {
                 crate::play::encode_prompt(&*lm, &d.prompt)?,
                 crate::play::encode_response(&*lm, &d.answer)?,
             ));
+            labels_text.push((d.prompt.clone(), d.answer.clone()));
         }
         let data = mix(&demos, &labels_enc, p.dagger_label_share);
         let bar = w.progress.then(|| {
@@ -132,20 +171,39 @@ pub fn dagger<T>(w: WarmStart, r: Rounds<'_, T>) -> Result<String> {
             tracing::info!(point = %serde_json::Value::Object(point.clone()), "DAgger");
             curve.push(point);
         }
+        // the round's model with its optimiser's state and the labels so far, then its record
         rla_lm::replace_dir_atomic(&dir, |tmp| -> Result<()> {
-            lm.export(tmp, None)?;
+            lm.save(tmp)?;
             for (file, text) in &r.files {
                 rla_lm::write_atomic(&tmp.join(file), text.as_bytes())?;
             }
             Ok(())
         })?;
+        crate::run::write_atomic(&labels_path, &serde_json::to_string(&labels_text)?)?;
         let text: String = curve
             .iter()
             .map(|p| serde_json::Value::Object(p.clone()).to_string() + "\n")
             .collect();
         crate::run::write_atomic(&curve_path, &text)?;
+        crate::resume::finish(
+            out,
+            &format!("dagger-{}", round + 1),
+            serde_json::json!({ "won": won_last, "labelled": labels.len() }),
+        )?;
+        crate::resume::saved()?;
     }
-    Ok(format!(
+    // the policy as it is kept: the weights alone
+    rla_lm::replace_dir_atomic(&dir, |tmp| -> Result<()> {
+        lm.export(tmp, None)?;
+        for (file, text) in &r.files {
+            rla_lm::write_atomic(&tmp.join(file), text.as_bytes())?;
+        }
+        Ok(())
+    })?;
+    if labels_path.exists() {
+        std::fs::remove_file(&labels_path)?;
+    }
+    let line = format!(
         "policy, DAgger: {} rounds of {} tasks played greedily ({:.1}% won in the last), {labelled} \
          states labelled by the expert, {} SFT steps a round, {:.0}% of each batch labels",
         p.dagger_rounds,
@@ -153,7 +211,9 @@ pub fn dagger<T>(w: WarmStart, r: Rounds<'_, T>) -> Result<String> {
         100.0 * won_last,
         p.dagger_steps,
         100.0 * p.dagger_label_share
-    ))
+    );
+    crate::resume::finish(out, "dagger", line.clone().into())?;
+    Ok(line)
 }
 
 /// Fits a tiny model ([`crate::pretrain::fit_tiny`]), unless the config names one
@@ -162,7 +222,15 @@ pub fn dagger<T>(w: WarmStart, r: Rounds<'_, T>) -> Result<String> {
 /// (a base made once, then given more rounds).
 pub fn fit_or_continue(w: WarmStart, fit: crate::pretrain::Fit<'_>) -> Result<String> {
     match &fit.spec.path {
-        Some(from) => continue_from(from, w.out, fit.name),
+        Some(from) => {
+            // copied once: after a kill, DAgger's rounds may have moved it on
+            if let Some(line) = crate::resume::finished(w.out, fit.name)? {
+                return Ok(line.as_str().unwrap_or_default().to_string());
+            }
+            let line = continue_from(from, w.out, fit.name)?;
+            crate::resume::finish(w.out, fit.name, line.clone().into())?;
+            Ok(line)
+        }
         None => crate::pretrain::fit_tiny(w, fit),
     }
 }

@@ -16,12 +16,18 @@ pub fn warm_start(
     out: &Path,
     progress: bool,
 ) -> Result<Vec<String>> {
-    crate::registry::setting(cfg)?.warm_start(crate::setting::WarmStart {
+    // a pretrain killed before its end goes on where it stopped (`crate::resume`)
+    if crate::resume::begin(cfg, out)? {
+        tracing::info!(out = %out.display(), "taking up an unfinished pretrain");
+    }
+    let lines = crate::registry::setting(cfg)?.warm_start(crate::setting::WarmStart {
         backend,
         cfg,
         out,
         progress,
-    })
+    })?;
+    crate::resume::end(out)?;
+    Ok(lines)
 }
 
 /// Pretrains tiny models into `dir/pretrained` unless the config names checkpoints or they are

@@ -23,6 +23,7 @@ pub mod pretrain;
 pub mod progress;
 pub mod registry;
 pub mod report;
+pub mod resume;
 pub mod run;
 pub mod served;
 pub mod setting;

@@ -76,15 +76,50 @@ pub fn sft(
     steps: usize,
     seed: u64,
     bar: Option<&indicatif::ProgressBar>,
+    probe: Option<(usize, Probe<'_>)>,
+    on_point: &mut OnPoint<'_>,
+) -> Result<((f64, f64), Vec<CurvePoint>)> {
+    sft_from(
+        lm,
+        cfg,
+        data,
+        (steps, 0, Vec::new()),
+        seed,
+        bar,
+        probe,
+        on_point,
+    )
+}
+
+/// [`sft`] taken up at step `from` of `steps`, with the curve so far: the model is the one saved
+/// at that step (with its optimiser's state), and the batches of the steps before are drawn
+/// again and dropped, so the steps after are those of an SFT never stopped. The first loss
+/// returned is NaN when `from` > 0.
+#[allow(clippy::too_many_arguments)]
+pub fn sft_from(
+    lm: &mut dyn Model,
+    cfg: &RunConfig,
+    data: &[(Vec<u32>, Vec<u32>)],
+    (steps, from, curve): (usize, usize, Vec<CurvePoint>),
+    seed: u64,
+    bar: Option<&indicatif::ProgressBar>,
     mut probe: Option<(usize, Probe<'_>)>,
     on_point: &mut OnPoint<'_>,
 ) -> Result<((f64, f64), Vec<CurvePoint>)> {
     let batch = cfg.pretrain.batch;
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    for _ in 0..from.min(steps) {
+        // the same draws as the steps taken before, in order
+        data.choose_multiple(&mut rng, batch.min(data.len()))
+            .for_each(drop);
+    }
+    if let Some(p) = bar {
+        p.set_position(from as u64);
+    }
     let (mut first, mut last) = (f64::NAN, f64::NAN);
-    let mut curve = Vec::new();
+    let mut curve = curve;
     let (mut sum, mut n) = (0.0, 0usize);
-    for i in 0..steps {
+    for i in from..steps {
         let b: Vec<(Vec<u32>, Vec<u32>)> = data
             .choose_multiple(&mut rng, batch.min(data.len()))
             .cloned()
@@ -118,6 +153,11 @@ pub fn sft(
                 point.insert("step".into(), (i + 1).into());
                 point.insert("train_loss".into(), (sum / n as f64).into());
                 point.insert("lr".into(), lr.into());
+                // what an SFT taken up later reports as its first and last loss
+                if curve.is_empty() && from == 0 {
+                    point.insert("first_loss".into(), first.into());
+                }
+                point.insert("step_loss".into(), s.loss.into());
                 tracing::info!(point = %serde_json::Value::Object(point.clone()), "curve");
                 curve.push(point);
                 on_point(lm, &curve)?;
@@ -196,19 +236,48 @@ pub fn fit_tiny(w: WarmStart, fit: Fit<'_>) -> Result<String> {
         files,
         probe,
     } = fit;
+    if let Some(line) = crate::resume::finished(out, name)? {
+        return Ok(line.as_str().unwrap_or_default().to_string());
+    }
     let train = TrainOptions {
         lr: cfg.pretrain.lr,
         micro_batch: spec.micro_batch,
         seed: cfg.seed.wrapping_add(name.len() as u64),
         ..Default::default()
     };
-    let mut lm = backend
-        .fresh(&spec.tiny, corpus, &train)
-        .map_err(|e| anyhow::anyhow!("{name}.tiny: {e}"))?;
+    let curve_path = out.join(format!("curve-{name}.jsonl"));
+    let saved = out.join(name);
+    // an earlier attempt's model at the last point of its curve, with its optimiser's state
+    let taken_up = crate::resume::start(out, name)?
+        && saved.join("optimizer.safetensors").is_file()
+        && curve_path.is_file();
+    let (mut lm, from, curve0) = if taken_up {
+        let curve = read_curve(&curve_path)?;
+        let at = curve
+            .last()
+            .and_then(|p| p.get("step"))
+            .and_then(|s| s.as_u64())
+            .unwrap_or(0) as usize;
+        let opts = rla_lm::OpenOptions {
+            dtype: spec.dtype.clone(),
+            train: Some(train.clone()),
+            resume: Some(saved.clone()),
+            ..Default::default()
+        };
+        let lm = backend
+            .open(&saved, &opts)
+            .map_err(|e| anyhow::anyhow!("{name}, taken up at step {at}: {e}"))?;
+        tracing::info!(model = name, step = at, "SFT taken up where it stopped");
+        (lm, at, curve)
+    } else {
+        let lm = backend
+            .fresh(&spec.tiny, corpus, &train)
+            .map_err(|e| anyhow::anyhow!("{name}.tiny: {e}"))?;
+        (lm, 0, Vec::new())
+    };
     let enc = encode_pairs(&*lm, data)?;
     let bar = progress.then(|| crate::bar(steps as u64, &format!("pretrain {name}")));
     std::fs::create_dir_all(out)?;
-    let curve_path = out.join(format!("curve-{name}.jsonl"));
     // a whole folder or none: a kill mid-save leaves nothing that looks finished; `last` saves
     // the weights alone, without the optimiser state
     let save = |lm: &dyn Model, last: bool| -> Result<()> {
@@ -231,19 +300,36 @@ pub fn fit_tiny(w: WarmStart, fit: Fit<'_>) -> Result<String> {
             .iter()
             .map(|p| serde_json::Value::Object(p.clone()).to_string() + "\n")
             .collect();
-        crate::run::write_atomic(&curve_path, &text)
+        crate::run::write_atomic(&curve_path, &text)?;
+        crate::resume::saved()
     };
 
-    let ((a, b), curve) = sft(
+    let ((a, b), curve) = sft_from(
         &mut *lm,
         cfg,
         &enc,
-        steps,
+        (steps, from, curve0),
         cfg.seed.wrapping_add(3),
         bar.as_ref(),
         probe,
         &mut write_curve,
     )?;
+    // taken up: the first step's loss is the first point's
+    let loss_at = |p: Option<&CurvePoint>, k: &str| {
+        p.and_then(|p| p.get(k))
+            .and_then(|l| l.as_f64())
+            .unwrap_or(f64::NAN)
+    };
+    let a = if from > 0 {
+        loss_at(curve.first(), "first_loss")
+    } else {
+        a
+    };
+    let b = if from >= steps {
+        loss_at(curve.last(), "step_loss")
+    } else {
+        b
+    };
     if let Some(b) = bar {
         b.finish_and_clear();
     }
@@ -261,10 +347,12 @@ pub fn fit_tiny(w: WarmStart, fit: Fit<'_>) -> Result<String> {
     let params = lm
         .parameter_count()
         .map_or_else(|| "?".to_string(), |n| n.to_string());
-    Ok(format!(
+    let line = format!(
         "{name}: {params} parameters, {} examples, SFT loss {a:.3} → {b:.3}{last}",
         enc.len()
-    ))
+    );
+    crate::resume::finish(out, name, line.clone().into())?;
+    Ok(line)
 }
 
 /// A warm start through the candle back end, quiet, for tests.
