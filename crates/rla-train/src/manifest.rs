@@ -95,6 +95,23 @@ pub fn write_manifest(
         made.seconds / 60.0,
         cpu_name()
     ));
+    // a base continued from another: the steps that made that one, then this
+    let parent = cfg
+        .policy
+        .path
+        .as_deref()
+        .and_then(Path::parent)
+        .map(|p| p.join("MANIFEST.md"))
+        .filter(|p| p.is_file());
+    if let Some(p) = parent {
+        let mut steps = made_steps(&rla_core::file::read_to_string(&p)?);
+        steps.push(format!("`{}` (seed {})", made.command, cfg.seed));
+        md.push_str("## How it was made\n\n");
+        for (i, step) in steps.iter().enumerate() {
+            md.push_str(&format!("{}. {step}\n", i + 1));
+        }
+        md.push('\n');
+    }
     md.push_str("## Models\n\n");
     for l in made.lines {
         md.push_str(&format!("- {l}\n"));
@@ -117,6 +134,31 @@ pub fn write_manifest(
     md.push_str(made.config_text.trim_end());
     md.push_str("\n```\n");
     crate::run::write_atomic(&out.join("MANIFEST.md"), &md)
+}
+
+/// The steps that made a base, read off its manifest: its list of steps, or its one command.
+pub fn made_steps(manifest: &str) -> Vec<String> {
+    let mut lines = manifest.lines();
+    if lines.any(|l| l.trim() == "## How it was made") {
+        return manifest
+            .lines()
+            .skip_while(|l| l.trim() != "## How it was made")
+            .skip(1)
+            .skip_while(|l| l.trim().is_empty())
+            .take_while(|l| !l.trim().is_empty())
+            .filter_map(|l| l.split_once(". ").map(|(_, step)| step.to_string()))
+            .collect();
+    }
+    manifest
+        .lines()
+        .find_map(|l| l.strip_prefix("Made by "))
+        .map(|rest| {
+            // "`command` (seed S) in M minutes on CPU."
+            let end = rest.find(") in ").map_or(rest.len(), |i| i + 1);
+            rest[..end].to_string()
+        })
+        .into_iter()
+        .collect()
 }
 
 const COLUMNS: [(&str, &str, bool); 6] = [
@@ -193,5 +235,17 @@ mod tests {
             read_check("Greedy success of the policy on the first x"),
             None
         );
+    }
+
+    #[test]
+    fn a_continued_base_lists_the_steps_that_made_it() {
+        let first = "# Pretrained base\n\nMade by `rlanything pretrain --config a.toml --out x` (seed 0) in 144 minutes on Some CPU.\n\n## Models\n";
+        assert_eq!(
+            made_steps(first),
+            vec!["`rlanything pretrain --config a.toml --out x` (seed 0)".to_string()]
+        );
+        let second = "# Pretrained base\n\nMade by `b` (seed 1) in 3 minutes on C.\n\n## How it was made\n\n1. `a` (seed 0)\n2. `b` (seed 1)\n\n## Models\n";
+        assert_eq!(made_steps(second), vec!["`a` (seed 0)", "`b` (seed 1)"]);
+        assert!(made_steps("# nothing here\n").is_empty());
     }
 }
