@@ -161,11 +161,15 @@ pub fn dagger<T>(w: WarmStart, r: Rounds<'_, T>) -> Result<String> {
         if let Some(b) = bar {
             b.finish_and_clear();
         }
+        // SFT steps counted on from the curve's last point (a base continued from another goes
+        // on from where that one's curve ended)
+        let before = curve
+            .last()
+            .and_then(|pt| pt.get("step"))
+            .and_then(|x| x.as_u64())
+            .map_or(p.policy_steps, |x| x as usize);
         for mut point in points {
-            point.insert(
-                "step".into(),
-                (p.policy_steps + (round + 1) * p.dagger_steps).into(),
-            );
+            point.insert("step".into(), (before + p.dagger_steps).into());
             point.insert("dagger_round".into(), (round + 1).into());
             point.insert("dagger_train_success".into(), won_last.into());
             tracing::info!(point = %serde_json::Value::Object(point.clone()), "DAgger");

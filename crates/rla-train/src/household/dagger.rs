@@ -144,6 +144,22 @@ mod tests {
                 .count()
         };
         assert_eq!(n(dir.path()), n(base.path()) + 1);
+        // its steps counted on from the base's last point
+        let steps: Vec<u64> = String::from_utf8(read(dir.path(), "curve-policy.jsonl"))
+            .unwrap()
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["step"]
+                    .as_u64()
+                    .unwrap()
+            })
+            .collect();
+        let k = steps.len();
+        assert_eq!(
+            steps[k - 1],
+            steps[k - 2] + cfg.pretrain.dagger_steps as u64,
+            "{steps:?}"
+        );
         // a base that is not there is named
         cfg.policy.path = Some(base.path().join("nothing"));
         let e =
