@@ -105,12 +105,16 @@ pub fn dagger<T>(w: WarmStart, r: Rounds<'_, T>) -> Result<String> {
     }
     let curve_path = out.join("curve-policy.jsonl");
     let mut curve = crate::pretrain::read_curve(&curve_path)?;
-    // a round saved but not recorded is played again: its point goes
-    curve.retain(|pt| {
-        pt.get("dagger_round")
-            .and_then(|x| x.as_u64())
-            .is_none_or(|k| k as usize <= done)
-    });
+    // the curve as the rounds found it (a continued base's holds its own rounds), one point a
+    // round after it: a round saved but not recorded is played again, and its point goes
+    let start = match crate::resume::finished(out, "dagger-curve")? {
+        Some(n) => n.as_u64().unwrap_or(0) as usize,
+        None => {
+            crate::resume::finish(out, "dagger-curve", curve.len().into())?;
+            curve.len()
+        }
+    };
+    curve.truncate(start + done);
     let sp = SampleParams::greedy(cfg.policy.max_new_tokens);
     let value = |v: &serde_json::Value, k: &str| v.get(k).and_then(|x| x.as_f64());
     let mut labelled = labels_text.len();

@@ -160,6 +160,25 @@ mod tests {
             steps[k - 2] + cfg.pretrain.dagger_steps as u64,
             "{steps:?}"
         );
+        // and a base continued from that one keeps its round's point (through the pretrain's
+        // record, as `rlanything pretrain` runs it)
+        let mut next = cfg.clone();
+        next.policy.path = Some(dir.path().join("policy"));
+        let dir2 = tempfile::tempdir().unwrap();
+        crate::launch::warm_start(&rla_model::Candle, &next, dir2.path(), false).unwrap();
+        assert_eq!(n(dir2.path()), n(dir.path()) + 1);
+        let last: serde_json::Value = serde_json::from_str(
+            String::from_utf8(read(dir2.path(), "curve-policy.jsonl"))
+                .unwrap()
+                .lines()
+                .last()
+                .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            last["step"],
+            steps[k - 1] + cfg.pretrain.dagger_steps as u64
+        );
         // a base that is not there is named
         cfg.policy.path = Some(base.path().join("nothing"));
         let e =
