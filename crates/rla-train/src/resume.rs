@@ -56,13 +56,14 @@ pub fn begin(cfg: &RunConfig, out: &Path) -> Result<bool> {
     let config = config_text(cfg)?;
     match read(out)? {
         Some(p) if p.config == config => Ok(true),
-        Some(_) => anyhow::bail!(
+        // an attempt that stopped before saving anything holds nothing to protect
+        Some(p) if !p.started.is_empty() || !p.done.is_empty() => anyhow::bail!(
             "{} holds an unfinished pretrain of another config ({}): run it again with that \
              config to finish it, or give another --out (or delete the folder)",
             out.display(),
             path(out).display()
         ),
-        None => {
+        _ => {
             write(
                 out,
                 &Progress {
@@ -148,6 +149,10 @@ mod tests {
         // nothing recorded yet: nothing to skip, nothing to take up
         assert_eq!(finished(&out, "policy").unwrap(), None);
         assert!(!start(&out, "policy").unwrap());
+        // an attempt that began nothing leaves nothing to protect: another config starts afresh
+        let mut first = cfg.clone();
+        first.pretrain.policy_steps += 7;
+        assert!(!begin(&first, &out).unwrap());
         assert!(!begin(&cfg, &out).unwrap());
         assert!(!start(&out, "policy").unwrap());
         // a second attempt finds the phase begun
