@@ -74,11 +74,27 @@ def step_rewards(outcome: float, scores: Sequence[Sequence[float]], lam: float =
     return _array(out) if _is_array(scores) else out
 
 
-def advantages(rollouts: Sequence[Sequence[float]]) -> Any:
+def advantages(
+    rollouts: Sequence[Sequence[float]],
+    kind: str = "paper",
+    outcomes: Optional[Sequence[float]] = None,
+    trajectory_weight: float = 0.5,
+) -> Any:
     """Policy advantages of one task: ``rollouts[j][i]`` is R_i of rollout j, standardised over
     the rollouts that reached step i (population std). A group without spread (std ≤ 1e-8) and
-    a step reached by one rollout give ``None``: those samples are not trained on."""
-    out = _native.advantages([_floats(r) for r in rollouts])
+    a step reached by one rollout give ``None``: those samples are not trained on.
+
+    ``kind`` is a run config's ``advantage``: ``"paper"`` (the above), ``"keep_finished"`` (a
+    rollout that ended before a step stays in its group with its last reward),
+    ``"trajectory"`` (each rollout's mean reward, standardised over the rollouts and times
+    ``trajectory_weight``, added to every step), ``"judge_centred"`` (the groups whose rollouts
+    share one outcome, given in ``outcomes``, mean-centred instead of standardised)."""
+    out = _native.advantages(
+        [_floats(r) for r in rollouts],
+        kind,
+        None if outcomes is None else _floats(outcomes),
+        float(trajectory_weight),
+    )
     if _is_array(rollouts) or (len(rollouts) and _is_array(rollouts[0])):
         return _array(out)
     return out

@@ -21,6 +21,32 @@ def test_step_reward_worked_example():
     assert rules.step_rewards(1, [[1, 1, 1], [-1, -1, -1]]) == [2.0, 0.0]
 
 
+def test_advantage_kinds_as_the_run_config_names_them():
+    # a winner that finished after one step, two losers of three (outcome rewards)
+    rollouts = [[1.0], [-1.0, -1.0, -1.0], [-1.0, -1.0, -1.0]]
+    paper = rules.advantages(rollouts)
+    assert paper[1][1] is None  # only losers reach step 1: no credit
+    s = (8 / 9) ** 0.5
+    t = rules.advantages(rollouts, kind="trajectory")
+    assert abs(t[1][1] - 0.5 * (-2 / 3) / s) < 1e-12
+    assert abs(rules.advantages(rollouts, kind="trajectory", trajectory_weight=1.0)[1][2] - (-2 / 3) / s) < 1e-12
+    k = rules.advantages(rollouts, kind="keep_finished")
+    assert k[1][2] is not None and k[1][2] < 0
+    # five losers, one verdict of three flipped on the first: centred, not scaled by a tiny σ
+    r = [[-4 / 3]] + [[-2.0]] * 4
+    c = rules.advantages(r, kind="judge_centred", outcomes=[-1.0] * 5)
+    assert abs(c[0][0] - 8 / 15) < 1e-12 and abs(c[1][0] + 2 / 15) < 1e-12
+    assert abs(rules.advantages(r)[0][0] - 2.0) < 1e-12
+    with pytest.raises(ValueError, match="outcomes"):
+        rules.advantages(r, kind="judge_centred")
+    with pytest.raises(ValueError, match="5 outcomes for 2 rollouts"):
+        rules.advantages([[1.0], [0.0]], kind="judge_centred", outcomes=[1.0] * 5)
+    with pytest.raises(ValueError, match="kind"):
+        rules.advantages(r, kind="grpo")
+    with pytest.raises(ValueError, match="trajectory_weight"):
+        rules.advantages(r, kind="trajectory", trajectory_weight=0.0)
+
+
 def test_advantages_hand_computed_groups():
     a = rules.advantages([[2.0, 2.0, 1.0], [0.0, 0.0], [1.0]])
     s = math.sqrt(2 / 3)  # step 0: [2, 0, 1], mean 1, var 2/3

@@ -103,15 +103,61 @@ fn step_rewards(outcome: f64, scores: Vec<Vec<f64>>, lam: f64) -> PyResult<Vec<f
         .collect()
 }
 
-/// Policy advantages of one task's rollouts, standardised per step index.
+/// Policy advantages of one task's rollouts: the paper's (standardised per step index) or one
+/// of the run config's other `advantage` kinds (`keep_finished`, `trajectory` with its weight,
+/// `judge_centred` with the rollouts' outcomes).
 #[pyfunction]
-fn advantages(rollouts: Vec<Vec<f64>>) -> PyResult<Vec<Vec<Option<f64>>>> {
+#[pyo3(signature = (rollouts, kind = "paper", outcomes = None, trajectory_weight = 0.5))]
+fn advantages(
+    rollouts: Vec<Vec<f64>>,
+    kind: &str,
+    outcomes: Option<Vec<f64>>,
+    trajectory_weight: f64,
+) -> PyResult<Vec<Vec<Option<f64>>>> {
     for (j, r) in rollouts.iter().enumerate() {
         for (i, &v) in r.iter().enumerate() {
             finite(&format!("rollouts[{j}][{i}]"), v)?;
         }
     }
-    Ok(policy_advantages(&rollouts))
+    if outcomes.is_some() && kind != "judge_centred" {
+        return Err(value_error(format!(
+            "outcomes are read only with kind=\"judge_centred\" (not {kind:?})"
+        )));
+    }
+    match kind {
+        "paper" => Ok(policy_advantages(&rollouts)),
+        "keep_finished" => Ok(rla_core::policy_advantages_keeping_finished(&rollouts)),
+        "trajectory" => {
+            if !(trajectory_weight > 0.0 && trajectory_weight.is_finite()) {
+                return Err(value_error(format!(
+                    "trajectory_weight = {trajectory_weight} must be > 0"
+                )));
+            }
+            Ok(rla_core::policy_advantages_with_trajectory(
+                &rollouts,
+                trajectory_weight,
+            ))
+        }
+        "judge_centred" => {
+            let o = outcomes.ok_or_else(|| {
+                value_error("kind=\"judge_centred\" needs the rollouts' outcomes".to_string())
+            })?;
+            if o.len() != rollouts.len() {
+                return Err(value_error(format!(
+                    "{} outcomes for {} rollouts",
+                    o.len(),
+                    rollouts.len()
+                )));
+            }
+            for (j, &v) in o.iter().enumerate() {
+                finite(&format!("outcomes[{j}]"), v)?;
+            }
+            Ok(rla_core::policy_advantages_centring_judge_only(&rollouts, &o))
+        }
+        other => Err(value_error(format!(
+            "kind = {other:?}: one of \"paper\", \"keep_finished\", \"trajectory\", \"judge_centred\""
+        ))),
+    }
 }
 
 /// The raw consistency reward `R_i·S_ij` of one judge sample (−2 when unparsed).
