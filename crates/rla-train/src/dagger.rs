@@ -35,6 +35,23 @@ pub struct Rounds<'a, T> {
     pub files: Vec<(String, String)>,
 }
 
+/// The file, in the policy's folder saved after a DAgger round (with the optimiser's state),
+/// holding the rounds' state: what a pretrain taken up after a kill goes on from.
+const STATE: &str = "dagger-state.json";
+
+/// DAgger's rounds so far, saved with the policy after each.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct RoundsState {
+    /// Rounds finished.
+    rounds: usize,
+    /// The share of its tasks the last round's policy won.
+    won_last: f64,
+    /// Every round's labels (prompt, answer).
+    labels: Vec<(String, String)>,
+    /// The policy's curve up to the last round.
+    curve: Vec<crate::pretrain::CurvePoint>,
+}
+
 /// The demonstrations and the labels with the labels repeated until they are about `share` of
 /// the whole (at least once each), so that a batch drawn from it is about `share` labels.
 pub fn mix<T: Clone>(demos: &[T], labels: &[T], share: f64) -> Vec<T> {
@@ -62,19 +79,26 @@ pub fn dagger<T>(w: WarmStart, r: Rounds<'_, T>) -> Result<String> {
     }
     let p = &cfg.pretrain;
     let steps = p.policy_steps.max(1);
-    // the rounds an earlier attempt finished, and what each recorded
-    let mut rounds_done: Vec<serde_json::Value> = Vec::new();
-    while let Some(v) = crate::resume::finished(out, &format!("dagger-{}", rounds_done.len() + 1))?
-    {
-        rounds_done.push(v);
-    }
-    let done = rounds_done.len().min(p.dagger_rounds);
+    let dir = out.join("policy");
+    // the rounds an earlier attempt finished: saved in the policy's folder with the model, the
+    // labels and the curve they end at (a folder replaced whole, so the four always agree)
+    let state: Option<RoundsState> = if crate::resume::start(out, "dagger")? {
+        let f = dir.join(STATE);
+        f.is_file()
+            .then(|| -> Result<RoundsState> {
+                serde_json::from_str(&rla_core::file::read_to_string(&f)?)
+                    .with_context(|| format!("{} is not DAgger's state", f.display()))
+            })
+            .transpose()?
+    } else {
+        None
+    };
+    let done = state.as_ref().map_or(0, |s| s.rounds.min(p.dagger_rounds));
     // SFT from here on at the rate the schedule ended at
     let mut flat = cfg.clone();
     flat.pretrain.lr = p.lr_at(steps - 1, steps);
     flat.pretrain.schedule = crate::config::LrSchedule::Constant;
     flat.pretrain.warmup = 0;
-    let dir = out.join("policy");
     let opts = rla_lm::OpenOptions {
         dtype: cfg.policy.dtype.clone(),
         train: Some(rla_lm::TrainOptions {
@@ -89,12 +113,14 @@ pub fn dagger<T>(w: WarmStart, r: Rounds<'_, T>) -> Result<String> {
     };
     let mut lm = w.backend.open(&dir, &opts)?;
     let demos = encode_pairs(&*lm, r.demos)?;
-    let labels_path = out.join("dagger-labels.json");
-    let mut labels_text: Vec<(String, String)> = if done > 0 {
-        serde_json::from_str(&rla_core::file::read_to_string(&labels_path)?)
-            .with_context(|| format!("{} is not DAgger's labels", labels_path.display()))?
-    } else {
-        Vec::new()
+    let (mut labels_text, mut curve, mut won_last) = match state {
+        Some(s) => (s.labels, s.curve, s.won_last),
+        // the curve as the rounds find it (a continued base's holds its own rounds)
+        None => (
+            Vec::new(),
+            crate::pretrain::read_curve(&out.join("curve-policy.jsonl"))?,
+            0.0,
+        ),
     };
     let mut labels_enc = Vec::new();
     for (prompt, answer) in &labels_text {
@@ -104,24 +130,8 @@ pub fn dagger<T>(w: WarmStart, r: Rounds<'_, T>) -> Result<String> {
         ));
     }
     let curve_path = out.join("curve-policy.jsonl");
-    let mut curve = crate::pretrain::read_curve(&curve_path)?;
-    // the curve as the rounds found it (a continued base's holds its own rounds), one point a
-    // round after it: a round saved but not recorded is played again, and its point goes
-    let start = match crate::resume::finished(out, "dagger-curve")? {
-        Some(n) => n.as_u64().unwrap_or(0) as usize,
-        None => {
-            crate::resume::finish(out, "dagger-curve", curve.len().into())?;
-            curve.len()
-        }
-    };
-    curve.truncate(start + done);
     let sp = SampleParams::greedy(cfg.policy.max_new_tokens);
-    let value = |v: &serde_json::Value, k: &str| v.get(k).and_then(|x| x.as_f64());
     let mut labelled = labels_text.len();
-    let mut won_last = rounds_done
-        .last()
-        .and_then(|v| value(v, "won"))
-        .unwrap_or(0.0);
     for round in done..p.dagger_rounds {
         let seed = cfg.seed.wrapping_add(104_729 + round as u64);
         let tasks = (r.tasks)(round);
@@ -179,25 +189,28 @@ pub fn dagger<T>(w: WarmStart, r: Rounds<'_, T>) -> Result<String> {
             tracing::info!(point = %serde_json::Value::Object(point.clone()), "DAgger");
             curve.push(point);
         }
-        // the round's model with its optimiser's state and the labels so far, then its record
+        // the round's model with its optimiser's state, the labels so far and the curve, in one
+        // folder replaced whole; then the curve beside it
+        let state = RoundsState {
+            rounds: round + 1,
+            won_last,
+            labels: labels_text,
+            curve,
+        };
         rla_lm::replace_dir_atomic(&dir, |tmp| -> Result<()> {
             lm.save(tmp)?;
             for (file, text) in &r.files {
                 rla_lm::write_atomic(&tmp.join(file), text.as_bytes())?;
             }
+            rla_lm::write_atomic(&tmp.join(STATE), serde_json::to_string(&state)?.as_bytes())?;
             Ok(())
         })?;
-        crate::run::write_atomic(&labels_path, &serde_json::to_string(&labels_text)?)?;
+        (labels_text, curve) = (state.labels, state.curve);
         let text: String = curve
             .iter()
             .map(|p| serde_json::Value::Object(p.clone()).to_string() + "\n")
             .collect();
         crate::run::write_atomic(&curve_path, &text)?;
-        crate::resume::finish(
-            out,
-            &format!("dagger-{}", round + 1),
-            serde_json::json!({ "won": won_last, "labelled": labels.len() }),
-        )?;
         crate::resume::saved()?;
     }
     // the policy as it is kept: the weights alone
@@ -208,9 +221,6 @@ pub fn dagger<T>(w: WarmStart, r: Rounds<'_, T>) -> Result<String> {
         }
         Ok(())
     })?;
-    if labels_path.exists() {
-        std::fs::remove_file(&labels_path)?;
-    }
     let line = format!(
         "policy, DAgger: {} rounds of {} tasks played greedily ({:.1}% won in the last), {labelled} \
          states labelled by the expert, {} SFT steps a round, {:.0}% of each batch labels",

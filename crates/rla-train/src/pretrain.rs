@@ -247,12 +247,13 @@ pub fn fit_tiny(w: WarmStart, fit: Fit<'_>) -> Result<String> {
     };
     let curve_path = out.join(format!("curve-{name}.jsonl"));
     let saved = out.join(name);
-    // an earlier attempt's model at the last point of its curve, with its optimiser's state
+    // an earlier attempt's model at the last point of its curve, with its optimiser's state and
+    // that curve, saved together (`TAKE_UP_CURVE`)
     let taken_up = crate::resume::start(out, name)?
         && saved.join("optimizer.safetensors").is_file()
-        && curve_path.is_file();
+        && saved.join(TAKE_UP_CURVE).is_file();
     let (mut lm, from, curve0) = if taken_up {
-        let curve = read_curve(&curve_path)?;
+        let curve = read_curve(&saved.join(TAKE_UP_CURVE))?;
         let at = curve
             .last()
             .and_then(|p| p.get("step"))
@@ -280,12 +281,16 @@ pub fn fit_tiny(w: WarmStart, fit: Fit<'_>) -> Result<String> {
     std::fs::create_dir_all(out)?;
     // a whole folder or none: a kill mid-save leaves nothing that looks finished; `last` saves
     // the weights alone, without the optimiser state
-    let save = |lm: &dyn Model, last: bool| -> Result<()> {
+    // `curve`: the curve so far, saved in the folder with the model it ends at (a pretrain taken
+    // up reads the two together)
+    let save = |lm: &dyn Model, curve: Option<&str>| -> Result<()> {
         rla_lm::replace_dir_atomic(&out.join(name), |tmp| -> Result<()> {
-            if last {
-                lm.export(tmp, None)?;
-            } else {
-                lm.save(tmp)?;
+            match curve {
+                None => lm.export(tmp, None)?,
+                Some(text) => {
+                    lm.save(tmp)?;
+                    rla_lm::write_atomic(&tmp.join(TAKE_UP_CURVE), text.as_bytes())?;
+                }
             }
             for (file, text) in &files {
                 rla_lm::write_atomic(&tmp.join(file), text.as_bytes())?;
@@ -295,11 +300,11 @@ pub fn fit_tiny(w: WarmStart, fit: Fit<'_>) -> Result<String> {
     };
     // the model as it stands at each point of the curve, beside the curve so far
     let mut write_curve = |lm: &dyn Model, c: &[CurvePoint]| -> Result<()> {
-        save(lm, false)?;
         let text: String = c
             .iter()
             .map(|p| serde_json::Value::Object(p.clone()).to_string() + "\n")
             .collect();
+        save(lm, Some(&text))?;
         crate::run::write_atomic(&curve_path, &text)?;
         crate::resume::saved()
     };
@@ -333,7 +338,7 @@ pub fn fit_tiny(w: WarmStart, fit: Fit<'_>) -> Result<String> {
     if let Some(b) = bar {
         b.finish_and_clear();
     }
-    save(&*lm, true)?;
+    save(&*lm, None)?;
 
     let last = curve
         .last()
@@ -354,6 +359,10 @@ pub fn fit_tiny(w: WarmStart, fit: Fit<'_>) -> Result<String> {
     crate::resume::finish(out, name, line.clone().into())?;
     Ok(line)
 }
+
+/// The file, in a model's folder saved at a point of its curve (with the optimiser's state),
+/// holding the curve up to that point: what a pretrain taken up after a kill goes on from.
+pub const TAKE_UP_CURVE: &str = "curve-so-far.jsonl";
 
 /// A warm start through the candle back end, quiet, for tests.
 #[cfg(test)]
