@@ -19,6 +19,16 @@ pub type RolloutRewards = Vec<f64>;
 /// `rollouts[j][i]` is `R_i` of rollout j; the result has the same shape. Each
 /// `(history, response)` pair of a step with `Some(advantage)` is one training sample.
 pub fn policy_advantages(rollouts: &[RolloutRewards]) -> Vec<Vec<Option<f64>>> {
+    per_step_index(rollouts, |_, values| standardize(values))
+}
+
+/// Advantages group by group: for each step index i, `group(members, values)` is given the
+/// rollouts that reached step i and their rewards there, and returns their advantages in that
+/// order (`None`: the group gives none).
+fn per_step_index(
+    rollouts: &[RolloutRewards],
+    mut group: impl FnMut(&[usize], &[f64]) -> Option<Vec<f64>>,
+) -> Vec<Vec<Option<f64>>> {
     let mut out: Vec<Vec<Option<f64>>> = rollouts.iter().map(|r| vec![None; r.len()]).collect();
     let longest = rollouts.iter().map(Vec::len).max().unwrap_or(0);
     for i in 0..longest {
@@ -26,7 +36,7 @@ pub fn policy_advantages(rollouts: &[RolloutRewards]) -> Vec<Vec<Option<f64>>> {
             .filter(|&j| rollouts[j].len() > i)
             .collect();
         let values: Vec<f64> = members.iter().map(|&j| rollouts[j][i]).collect();
-        if let Some(z) = standardize(&values) {
+        if let Some(z) = group(&members, &values) {
             for (&j, a) in members.iter().zip(z) {
                 out[j][i] = Some(a);
             }
@@ -126,32 +136,18 @@ pub fn policy_advantages_centring_judge_only(
         rollouts.len(),
         outcomes.len()
     );
-    let mut out: Vec<Vec<Option<f64>>> = rollouts.iter().map(|r| vec![None; r.len()]).collect();
-    let longest = rollouts.iter().map(Vec::len).max().unwrap_or(0);
-    for i in 0..longest {
-        let members: Vec<usize> = (0..rollouts.len())
-            .filter(|&j| rollouts[j].len() > i)
-            .collect();
-        let values: Vec<f64> = members.iter().map(|&j| rollouts[j][i]).collect();
+    per_step_index(rollouts, |members, values| {
         let one_outcome = members
             .windows(2)
             .all(|w| (outcomes[w[0]] - outcomes[w[1]]).abs() <= crate::stats::STD_EPS);
-        let adv = if one_outcome {
-            crate::stats::mean(&values).and_then(|m| {
-                let c: Vec<f64> = values.iter().map(|v| v - m).collect();
-                (members.len() > 1 && c.iter().any(|x| x.abs() > crate::stats::STD_EPS))
-                    .then_some(c)
-            })
-        } else {
-            standardize(&values)
-        };
-        if let Some(z) = adv {
-            for (&j, a) in members.iter().zip(z) {
-                out[j][i] = Some(a);
-            }
+        if !one_outcome {
+            return standardize(values);
         }
-    }
-    out
+        crate::stats::mean(values).and_then(|m| {
+            let c: Vec<f64> = values.iter().map(|v| v - m).collect();
+            (members.len() > 1 && c.iter().any(|x| x.abs() > crate::stats::STD_EPS)).then_some(c)
+        })
+    })
 }
 
 #[cfg(test)]
