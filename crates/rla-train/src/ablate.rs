@@ -71,6 +71,17 @@ fn spread(xs: &[f64]) -> (f64, f64, f64) {
     (mean, min, max)
 }
 
+/// A curve's points with their seed range: (iteration, mean, min, max) of each iteration's values.
+fn band(by_iter: std::collections::BTreeMap<usize, Vec<f64>>) -> Vec<(f64, f64, f64, f64)> {
+    by_iter
+        .into_iter()
+        .map(|(k, xs)| {
+            let (m, lo, hi) = spread(&xs);
+            (k as f64, m, lo, hi)
+        })
+        .collect()
+}
+
 /// `mean (min–max)` in percent, or the single value for one seed.
 fn pct(xs: &[f64]) -> String {
     let (m, lo, hi) = spread(xs);
@@ -393,14 +404,7 @@ fn curves(
                         }
                     }
                 }
-                let pts = by_iter
-                    .into_iter()
-                    .map(|(k, xs)| {
-                        let (m, lo, hi) = spread(&xs);
-                        (k as f64, m, lo, hi)
-                    })
-                    .collect();
-                (mode.name().to_string(), pts)
+                (mode.name().to_string(), band(by_iter))
             })
             .collect();
         // the SFT control at full's evaluations (equal minutes), from full's starting point
@@ -424,14 +428,7 @@ fn curves(
                 }
             }
             if !by_iter.is_empty() {
-                let pts = by_iter
-                    .into_iter()
-                    .map(|(k, xs)| {
-                        let (m, lo, hi) = spread(&xs);
-                        (k as f64, m, lo, hi)
-                    })
-                    .collect();
-                series.push(("sft (control, full's minutes)".to_string(), pts));
+                series.push(("sft (control, full's minutes)".to_string(), band(by_iter)));
             }
         }
         let top = series
