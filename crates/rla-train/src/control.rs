@@ -57,6 +57,9 @@ pub struct ControlPoint {
     pub validation: Option<f64>,
 }
 
+/// The file of [`Progress`] in the control's checkpoint folder.
+const PROGRESS: &str = "control-progress.json";
+
 /// Where a control stopped: written in its checkpoint's folder at each point of its curve, so
 /// that a killed control goes on from its last point.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -137,7 +140,7 @@ fn control_with(
     let lr = cfg.pretrain.lr_at(steps - 1, steps);
     let checkpoint = dir.join("checkpoint");
     // the progress lies in the checkpoint's folder: both are replaced at once
-    let progress_file = checkpoint.join("control-progress.json");
+    let progress_file = checkpoint.join(PROGRESS);
     let resumed: Option<Progress> =
         if progress_file.exists() {
             let text = rla_core::file::read_to_string(&progress_file)?;
@@ -205,7 +208,7 @@ fn control_with(
                 rla_lm::replace_dir_atomic(&checkpoint, |tmp| -> Result<()> {
                     lm.save(tmp)?;
                     crate::run::write_atomic(
-                        &tmp.join("control-progress.json"),
+                        &tmp.join(PROGRESS),
                         &serde_json::to_string_pretty(&at)?,
                     )?;
                     Ok(())

@@ -69,13 +69,13 @@ pub fn mix<T: Clone>(demos: &[T], labels: &[T], share: f64) -> Vec<T> {
 /// (`r.label`), then trains on the
 /// demonstrations and all labels so far at the schedule's last rate; the policy is measured
 /// after each round (a point of its curve, `out/curve-policy.jsonl`) and saved with its
-/// optimiser's state and the labels so far (`out/dagger-labels.json`), so that a pretrain killed
-/// between rounds goes on with the next ([`crate::resume`]); the policy is kept without that
-/// state at the end. Returns a line saying what was done.
+/// optimiser's state, the labels so far and the curve (`STATE` in its folder), so that a
+/// pretrain killed between rounds goes on with the next ([`crate::resume`]); the policy is kept
+/// without them at the end. Returns a line saying what was done.
 pub fn dagger<T>(w: WarmStart, r: Rounds<'_, T>) -> Result<String> {
     let (cfg, out) = (w.cfg, w.out);
-    if let Some(line) = crate::resume::finished(out, "dagger")? {
-        return Ok(line.as_str().unwrap_or_default().to_string());
+    if let Some(line) = crate::resume::finished_line(out, "dagger")? {
+        return Ok(line);
     }
     let p = &cfg.pretrain;
     let steps = p.policy_steps.max(1);
@@ -130,6 +130,26 @@ pub fn dagger<T>(w: WarmStart, r: Rounds<'_, T>) -> Result<String> {
         ));
     }
     let curve_path = out.join("curve-policy.jsonl");
+    // the policy's folder, replaced whole: with the rounds' state, the model with its
+    // optimiser's state beside it; without, the weights alone
+    let keep = |lm: &dyn Model, state: Option<&RoundsState>| -> Result<()> {
+        rla_lm::replace_dir_atomic(&dir, |tmp| -> Result<()> {
+            match state {
+                Some(state) => {
+                    lm.save(tmp)?;
+                    rla_lm::write_atomic(
+                        &tmp.join(STATE),
+                        serde_json::to_string(state)?.as_bytes(),
+                    )?;
+                }
+                None => lm.export(tmp, None)?,
+            }
+            for (file, text) in &r.files {
+                rla_lm::write_atomic(&tmp.join(file), text.as_bytes())?;
+            }
+            Ok(())
+        })
+    };
     let sp = SampleParams::greedy(cfg.policy.max_new_tokens);
     let mut labelled = labels_text.len();
     for round in done..p.dagger_rounds {
@@ -177,11 +197,7 @@ pub fn dagger<T>(w: WarmStart, r: Rounds<'_, T>) -> Result<String> {
         }
         // SFT steps counted on from the curve's last point (a base continued from another goes
         // on from where that one's curve ended)
-        let before = curve
-            .last()
-            .and_then(|pt| pt.get("step"))
-            .and_then(|x| x.as_u64())
-            .map_or(p.policy_steps, |x| x as usize);
+        let before = crate::pretrain::last_step(&curve).unwrap_or(p.policy_steps);
         for mut point in points {
             point.insert("step".into(), (before + p.dagger_steps).into());
             point.insert("dagger_round".into(), (round + 1).into());
@@ -197,30 +213,13 @@ pub fn dagger<T>(w: WarmStart, r: Rounds<'_, T>) -> Result<String> {
             labels: labels_text,
             curve,
         };
-        rla_lm::replace_dir_atomic(&dir, |tmp| -> Result<()> {
-            lm.save(tmp)?;
-            for (file, text) in &r.files {
-                rla_lm::write_atomic(&tmp.join(file), text.as_bytes())?;
-            }
-            rla_lm::write_atomic(&tmp.join(STATE), serde_json::to_string(&state)?.as_bytes())?;
-            Ok(())
-        })?;
+        keep(&*lm, Some(&state))?;
         (labels_text, curve) = (state.labels, state.curve);
-        let text: String = curve
-            .iter()
-            .map(|p| serde_json::Value::Object(p.clone()).to_string() + "\n")
-            .collect();
-        crate::run::write_atomic(&curve_path, &text)?;
+        crate::run::write_atomic(&curve_path, &crate::pretrain::curve_text(&curve))?;
         crate::resume::saved()?;
     }
     // the policy as it is kept: the weights alone
-    rla_lm::replace_dir_atomic(&dir, |tmp| -> Result<()> {
-        lm.export(tmp, None)?;
-        for (file, text) in &r.files {
-            rla_lm::write_atomic(&tmp.join(file), text.as_bytes())?;
-        }
-        Ok(())
-    })?;
+    keep(&*lm, None)?;
     let line = format!(
         "policy, DAgger: {} rounds of {} tasks played greedily ({:.1}% won in the last), {labelled} \
          states labelled by the expert, {} SFT steps a round, {:.0}% of each batch labels",
@@ -242,8 +241,8 @@ pub fn fit_or_continue(w: WarmStart, fit: crate::pretrain::Fit<'_>) -> Result<St
     match &fit.spec.path {
         Some(from) => {
             // copied once: after a kill, DAgger's rounds may have moved it on
-            if let Some(line) = crate::resume::finished(w.out, fit.name)? {
-                return Ok(line.as_str().unwrap_or_default().to_string());
+            if let Some(line) = crate::resume::finished_line(w.out, fit.name)? {
+                return Ok(line);
             }
             let line = continue_from(from, w.out, fit.name)?;
             crate::resume::finish(w.out, fit.name, line.clone().into())?;

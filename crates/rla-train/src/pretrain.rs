@@ -236,8 +236,8 @@ pub fn fit_tiny(w: WarmStart, fit: Fit<'_>) -> Result<String> {
         files,
         probe,
     } = fit;
-    if let Some(line) = crate::resume::finished(out, name)? {
-        return Ok(line.as_str().unwrap_or_default().to_string());
+    if let Some(line) = crate::resume::finished_line(out, name)? {
+        return Ok(line);
     }
     let train = TrainOptions {
         lr: cfg.pretrain.lr,
@@ -254,11 +254,7 @@ pub fn fit_tiny(w: WarmStart, fit: Fit<'_>) -> Result<String> {
         && saved.join(TAKE_UP_CURVE).is_file();
     let (mut lm, from, curve0) = if taken_up {
         let curve = read_curve(&saved.join(TAKE_UP_CURVE))?;
-        let at = curve
-            .last()
-            .and_then(|p| p.get("step"))
-            .and_then(|s| s.as_u64())
-            .unwrap_or(0) as usize;
+        let at = last_step(&curve).unwrap_or(0);
         let opts = rla_lm::OpenOptions {
             dtype: spec.dtype.clone(),
             train: Some(train.clone()),
@@ -279,10 +275,9 @@ pub fn fit_tiny(w: WarmStart, fit: Fit<'_>) -> Result<String> {
     let enc = encode_pairs(&*lm, data)?;
     let bar = progress.then(|| crate::bar(steps as u64, &format!("pretrain {name}")));
     std::fs::create_dir_all(out)?;
-    // a whole folder or none: a kill mid-save leaves nothing that looks finished; `last` saves
-    // the weights alone, without the optimiser state
-    // `curve`: the curve so far, saved in the folder with the model it ends at (a pretrain taken
-    // up reads the two together)
+    // a whole folder or none: a kill mid-save leaves nothing that looks finished. With `curve`
+    // (the curve so far) the model is saved with its optimiser's state and that curve, which a
+    // pretrain taken up reads together; without, the weights alone, as the model is kept
     let save = |lm: &dyn Model, curve: Option<&str>| -> Result<()> {
         rla_lm::replace_dir_atomic(&out.join(name), |tmp| -> Result<()> {
             match curve {
@@ -300,10 +295,7 @@ pub fn fit_tiny(w: WarmStart, fit: Fit<'_>) -> Result<String> {
     };
     // the model as it stands at each point of the curve, beside the curve so far
     let mut write_curve = |lm: &dyn Model, c: &[CurvePoint]| -> Result<()> {
-        let text: String = c
-            .iter()
-            .map(|p| serde_json::Value::Object(p.clone()).to_string() + "\n")
-            .collect();
+        let text = curve_text(c);
         save(lm, Some(&text))?;
         crate::run::write_atomic(&curve_path, &text)?;
         crate::resume::saved()
@@ -373,6 +365,23 @@ pub(crate) fn candle_warm_start<'a>(cfg: &'a RunConfig, out: &'a std::path::Path
         out,
         progress: false,
     }
+}
+
+/// A curve as its file holds it: one JSON object a line ([`read_curve`] reads it back).
+pub fn curve_text(curve: &[CurvePoint]) -> String {
+    curve
+        .iter()
+        .map(|p| serde_json::Value::Object(p.clone()).to_string() + "\n")
+        .collect()
+}
+
+/// The SFT step of a curve's last point.
+pub fn last_step(curve: &[CurvePoint]) -> Option<usize> {
+    curve
+        .last()
+        .and_then(|p| p.get("step"))
+        .and_then(|s| s.as_u64())
+        .map(|s| s as usize)
 }
 
 /// The training curve written at `path` (none when there is no file).

@@ -90,6 +90,11 @@ pub fn finished(out: &Path, phase: &str) -> Result<Option<serde_json::Value>> {
     Ok(read(out)?.and_then(|p| p.done.get(phase).cloned()))
 }
 
+/// The line a phase that says what it made recorded when it finished, if it did.
+pub fn finished_line(out: &Path, phase: &str) -> Result<Option<String>> {
+    Ok(finished(out, phase)?.map(|v| v.as_str().unwrap_or_default().to_string()))
+}
+
 /// Marks `phase` begun; returns whether an earlier attempt had begun it (its saved state may be
 /// taken up).
 pub fn start(out: &Path, phase: &str) -> Result<bool> {
