@@ -483,10 +483,19 @@ pub fn from_code(code: &str, d: &Desktop, nodes: &[Node], instruction: &str) -> 
     }
 }
 
+/// What the compact summary says beyond the columns, the cursor and what is open.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Name the two empty columns right of the rightmost filled one by their letters (`| empty
+    /// I J`): the cell a new column's header goes in is then read off the screen, as a person
+    /// reads the column headers, instead of counted from the table's first column.
+    pub empty_columns: bool,
+}
+
 /// The compact observation of a tiny policy: the sheet and selected cell, what is open, the
 /// visible columns with the rows they fill below their header (`Units 2-5 7`), the sheet tabs
-/// and any menu's items.
-pub fn observation(d: &Desktop, nodes: &[Node]) -> String {
+/// and any menu's items (and what `summary` adds).
+pub fn observation(d: &Desktop, nodes: &[Node], summary: Summary) -> String {
     let seen = Seen {
         sheet: d.book.sheets[d.sheet].name.clone(),
         cursor: d.cursor,
@@ -506,7 +515,7 @@ pub fn observation(d: &Desktop, nodes: &[Node]) -> String {
             .collect(),
         listed: listed(nodes.iter()),
     };
-    seen.render(&Names::of(d))
+    seen.render(&Names::of(d), summary)
 }
 
 /// [`observation`] read off a real desktop's accessibility tree ([`crate::remote::tree::all`]):
@@ -514,7 +523,10 @@ pub fn observation(d: &Desktop, nodes: &[Node]) -> String {
 /// in it, an open menu, the text of the cell being typed into, the cells shown with their
 /// text (a number where it reads as one), whose header row names the columns as on the native
 /// desktop. The same sheet in the same state reads the same on both.
-pub fn observation_of_tree(els: &[crate::remote::tree::Element]) -> Result<String, String> {
+pub fn observation_of_tree(
+    els: &[crate::remote::tree::Element],
+    summary: Summary,
+) -> Result<String, String> {
     let shown: Vec<&crate::remote::tree::Element> = els.iter().filter(|e| e.showing).collect();
     let sheet = shown
         .iter()
@@ -562,7 +574,7 @@ pub fn observation_of_tree(els: &[crate::remote::tree::Element]) -> Result<Strin
         cells,
         listed: listed(shown.iter().map(|e| &e.node)),
     };
-    Ok(seen.render(&Names::of_cells(&book)))
+    Ok(seen.render(&Names::of_cells(&book), summary))
 }
 
 /// The sheet tabs and menu items shown, in screen order (`tab Sheet2`, `item Sort Ascending`).
@@ -590,7 +602,7 @@ struct Seen<'a> {
 }
 
 impl Seen<'_> {
-    fn render(&self, names: &Names) -> String {
+    fn render(&self, names: &Names, summary: Summary) -> String {
         let mut s = format!("sheet {} cursor {}", self.sheet, names.cell(self.cursor));
         if let Some(dl) = &self.dialog {
             s.push_str(&format!(" | dialog {dl}"));
@@ -613,6 +625,7 @@ impl Seen<'_> {
                 e.1.push(a.row + 1);
             }
         }
+        let right = cols.keys().next_back().map_or(0, |c| c + 1);
         for (c, (header, mut rows)) in cols {
             let name = names.column(c);
             s.push_str(&format!(" | {name}"));
@@ -633,6 +646,13 @@ impl Seen<'_> {
                 }
                 i = j + 1;
             }
+        }
+        if summary.empty_columns {
+            s.push_str(&format!(
+                " | empty {} {}",
+                col_name(right),
+                col_name(right + 1)
+            ));
         }
         for l in &self.listed {
             s.push_str(&format!(" | {l}"));

@@ -659,11 +659,16 @@ fn summaries_agree(server: &Server, g: &family::Generated, dir: &Path) -> usize 
             shown.push(s);
         }
         if ex.idle() {
-            let native = tiny::observation(&ex.mirror.desktop, &ex.mirror.tree(tiny::TREE));
+            let native = tiny::observation(
+                &ex.mirror.desktop,
+                &ex.mirror.tree(tiny::TREE),
+                tiny::Summary::default(),
+            );
             // the application may take a moment to show a step: read it again until it agrees
             // (a window still drawing may not read at all yet)
             let read = |o: &runner::Observation| {
-                tiny::observation_of_tree(&o.elements).unwrap_or_else(|e| e)
+                tiny::observation_of_tree(&o.elements, tiny::Summary::default())
+                    .unwrap_or_else(|e| e)
             };
             let mut seen = read(&obs);
             for _ in 0..15 {

@@ -156,10 +156,46 @@ fn the_observation_lists_columns_by_the_rows_they_fill() {
     ]);
     let nodes = a11y::tree(&d, TREE);
     assert_eq!(
-        observation(&d, &nodes),
+        observation(&d, &nodes, Summary::default()),
         "sheet Sheet1 cursor Product 1 | Product 2-3 5 | Units 2-3 | C 2 | D header Cost 2 \
          | E header Cost | tab Sheet1"
     );
+}
+
+#[test]
+fn the_summary_can_name_the_empty_columns_a_new_column_may_take() {
+    let t = |s: &str| Content::Text(s.into());
+    let mut d = desktop(&[
+        ("C3", t("Product")),
+        ("D3", t("Units")),
+        ("E3", t("Gross profit")),
+        ("C4", t("tea")),
+        ("D4", Content::Number(4.0)),
+        ("E4", Content::Number(6.0)),
+    ]);
+    let shown = Summary {
+        empty_columns: true,
+    };
+    let nodes = a11y::tree(&d, TREE);
+    let plain = observation(&d, &nodes, Summary::default());
+    let with = observation(&d, &nodes, shown);
+    assert!(!plain.contains("empty"), "{plain}");
+    assert!(
+        with.ends_with("| Gross profit 4 | empty F G | tab Sheet1"),
+        "{with}"
+    );
+    // the two letters are clickable cells of the tree, the header row's
+    let cands = candidates(&d, &nodes, "");
+    for c in ["click F 3", "click G 3"] {
+        assert!(cands.iter().any(|x| x == c), "{c}: {cands:?}");
+    }
+    // a header typed into the first moves them right
+    d.book.sheets[0]
+        .cells
+        .insert(Addr::parse("F3").unwrap(), t("Margin"));
+    let nodes = a11y::tree(&d, TREE);
+    let with = observation(&d, &nodes, shown);
+    assert!(with.contains("| Margin | empty G H |"), "{with}");
 }
 
 #[test]
@@ -201,7 +237,7 @@ fn a_table_below_a_title_is_read_from_its_header_row() {
         to_code("fill =Gross profit-Units", &d2, &nodes).as_deref(),
         Some("pyautogui.write('=C5-D5\\n=C6-D6\\n')")
     );
-    assert!(observation(&d2, &nodes).contains("| Gross profit 5-6 |"));
+    assert!(observation(&d2, &nodes, Summary::default()).contains("| Gross profit 5-6 |"));
 }
 #[test]
 fn the_sheets_worlds_expert_steps_map_to_actions() {

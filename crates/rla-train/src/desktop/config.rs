@@ -27,6 +27,12 @@ pub struct DesktopConfig {
     /// With `observation = "a11y_tree"`: the tree is cut after this many of the policy's
     /// tokens (OSWorld's default is 10,000).
     pub tree_tokens: usize,
+    /// With `observation = "compact"`: the summary also names the two empty columns right of
+    /// the table by their letters (`| empty I J`), so the cell a new column's header goes in is
+    /// read off the screen instead of counted from the table's first column
+    /// (`rla_desktop::tiny::Summary`). A policy reads the summary it was trained on.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub empty_columns: bool,
     /// The evaluation splits played with one departure from the plain sheet applied to every
     /// task (`shift-right`, `shift-down`, `gaps`, `wide`, `long`, `unlocated`,
     /// `swapped-names`; `rla_desktop::family::Perturb`): the robustness check. Training tasks
@@ -95,6 +101,15 @@ pub enum DesktopObservation {
     Screenshot,
 }
 
+impl DesktopConfig {
+    /// What the compact summary says beyond the columns ([`DesktopConfig::empty_columns`]).
+    pub fn summary(&self) -> rla_desktop::tiny::Summary {
+        rla_desktop::tiny::Summary {
+            empty_columns: self.empty_columns,
+        }
+    }
+}
+
 impl Default for DesktopConfig {
     fn default() -> Self {
         DesktopConfig {
@@ -106,6 +121,7 @@ impl Default for DesktopConfig {
             constrain_actions: true,
             observation: DesktopObservation::Compact,
             tree_tokens: 10_000,
+            empty_columns: false,
             perturb: None,
             world: rla_desktop::family::World::Plain,
             train_tasks: None,
@@ -178,6 +194,9 @@ impl SettingConfig for DesktopConfig {
         }
         if d.observation == DesktopObservation::Screenshot && active {
             return Err("desktop.observation = \"screenshot\" is for evaluating a vision-language model on a server (`rlanything desktop eval`); a training run needs the policy's prompt tokens, which the server keeps".into());
+        }
+        if d.empty_columns && d.observation != DesktopObservation::Compact {
+            return Err("desktop.empty_columns adds to the compact summary (desktop.observation = \"compact\"); the accessibility tree and the screenshot show every column already".into());
         }
         if d.tree_tokens < 100 {
             return Err(format!(

@@ -45,7 +45,7 @@ pub fn expert_labels(tasks: &[Spec], trajs: &[Trajectory], cfg: &RunConfig) -> R
                 break;
             };
             if !named.contains(&best) {
-                let obs = tiny::observation(&ep.desktop, &nodes);
+                let obs = tiny::observation(&ep.desktop, &nodes, DesktopConfig::of(cfg).summary());
                 let prev = previous_actions(&actions, DesktopConfig::of(cfg).history);
                 out.push(Demo {
                     prompt: policy_prompt(&instruction, &prev, &obs),

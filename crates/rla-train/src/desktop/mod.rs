@@ -524,6 +524,10 @@ mod tests {
         DesktopConfig::of_mut(&mut c).tree_tokens = 10;
         assert!(c.validate().unwrap_err().contains("tree_tokens"));
         DesktopConfig::of_mut(&mut c).tree_tokens = 10_000;
+        // the empty columns' letters are the compact summary's
+        DesktopConfig::of_mut(&mut c).empty_columns = true;
+        assert!(c.validate().unwrap_err().contains("desktop.empty_columns"));
+        DesktopConfig::of_mut(&mut c).empty_columns = false;
         // screenshots are for evaluating a served vision-language model, not for training
         DesktopConfig::of_mut(&mut c).observation = DesktopObservation::Screenshot;
         assert!(c.validate().unwrap_err().contains("desktop eval"));

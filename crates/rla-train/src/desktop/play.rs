@@ -28,10 +28,13 @@ fn observe(
     policy: &dyn Sampler,
 ) -> (String, Option<Vec<Node>>) {
     match DesktopConfig::of(cfg).observation {
-        DesktopObservation::Compact => (tiny::observation(&ep.desktop, nodes), None),
+        DesktopObservation::Compact => (
+            tiny::observation(&ep.desktop, nodes, DesktopConfig::of(cfg).summary()),
+            None,
+        ),
         // the image goes beside the prompt; the record keeps the compact summary
         DesktopObservation::Screenshot => (
-            tiny::observation(&ep.desktop, nodes),
+            tiny::observation(&ep.desktop, nodes, DesktopConfig::of(cfg).summary()),
             Some(ep.tree(TreeOptions::default())),
         ),
         DesktopObservation::A11yTree => {

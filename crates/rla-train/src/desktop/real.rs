@@ -104,7 +104,7 @@ impl RealGame<'_> {
         let mut last = String::new();
         for _ in 0..10 {
             let obs = self.screen.observe()?;
-            match tiny::observation_of_tree(&obs.elements) {
+            match tiny::observation_of_tree(&obs.elements, DesktopConfig::of(self.cfg).summary()) {
                 Ok(text) => return Ok((obs, text)),
                 Err(e) => last = e,
             }

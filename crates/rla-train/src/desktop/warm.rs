@@ -39,7 +39,7 @@ pub fn demonstrations(
             let mut steps: Vec<(String, String, String, String)> = Vec::new(); // prev, obs, answer, next
             for _ in 0..DesktopConfig::of(cfg).train_step_limit {
                 let nodes = ep.tree(tiny::TREE);
-                let obs = tiny::observation(&ep.desktop, &nodes);
+                let obs = tiny::observation(&ep.desktop, &nodes, DesktopConfig::of(cfg).summary());
                 let prev = previous_actions(&actions, window);
                 let cands = tiny::candidates(&ep.desktop, &nodes, &instruction);
                 let code = expert::next(&ep);
@@ -60,7 +60,11 @@ pub fn demonstrations(
                 if let Some(code) = tiny::to_code(&act, &ep.desktop, &nodes) {
                     ep.step_code(&code, &nodes);
                 }
-                let after = tiny::observation(&ep.desktop, &ep.tree(tiny::TREE));
+                let after = tiny::observation(
+                    &ep.desktop,
+                    &ep.tree(tiny::TREE),
+                    DesktopConfig::of(cfg).summary(),
+                );
                 steps.push((prev, obs, policy_answer(&act), after));
                 actions.push(act);
                 if ep.finished.is_some() {
@@ -111,7 +115,11 @@ pub fn warm_start(w: WarmStart) -> Result<Vec<String>> {
             let nodes = ep.tree(tiny::TREE);
             corpus.push_str(&ep.task.task.instruction);
             corpus.push('\n');
-            corpus.push_str(&tiny::observation(&ep.desktop, &nodes));
+            corpus.push_str(&tiny::observation(
+                &ep.desktop,
+                &nodes,
+                DesktopConfig::of(cfg).summary(),
+            ));
             corpus.push('\n');
             for c in tiny::candidates(&ep.desktop, &nodes, &ep.task.task.instruction) {
                 corpus.push_str(&policy_answer(&c));
@@ -211,6 +219,26 @@ mod tests {
         let a = control_demonstrations(&cfg, 0).unwrap();
         let b = control_demonstrations(&cfg, 1).unwrap();
         assert!(!a.is_empty() && a != b);
+    }
+
+    #[test]
+    fn the_demonstrations_show_the_summary_the_config_asks_for() {
+        let mut cfg = RunConfig::with_table("desktop", DesktopConfig::default());
+        let tasks = training_specs(&cfg, 2, 3);
+        let prompts = |cfg: &RunConfig| -> Vec<String> {
+            demonstrations(cfg, &tasks, 0)
+                .unwrap()
+                .0
+                .into_iter()
+                .map(|d| d.prompt)
+                .collect()
+        };
+        let plain = prompts(&cfg);
+        assert!(plain.iter().all(|p| !p.contains("| empty ")));
+        DesktopConfig::of_mut(&mut cfg).empty_columns = true;
+        let with = prompts(&cfg);
+        assert_eq!(plain.len(), with.len());
+        assert!(with.iter().all(|p| p.contains("| empty ")), "{with:?}");
     }
 
     #[test]
