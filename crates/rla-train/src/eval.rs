@@ -309,10 +309,43 @@ pub fn household_games(
     ep: Episodes,
     max_tokens: usize,
 ) -> Result<Games> {
+    check_tokens(max_tokens)?;
+    let (folders, games, targets) = load_games(dir, n, ep)?;
+    let bar = crate::bar((games.len() * ep.step_limit) as u64, "eval");
+    let sp = SampleParams::greedy(max_tokens);
+    let trajs = crate::household::rollout_games(policy, games, ep, &sp, Some(&bar))?;
+    bar.finish_and_clear();
+    let mut take_rates = TakeRates::default();
+    for (t, (w, target)) in trajs.iter().zip(&targets) {
+        take_rates.add_episode(w, target, &commands(t));
+    }
+    Ok(Games {
+        folders,
+        played: Greedy::of(trajs),
+        take_rates,
+    })
+}
+
+/// A game folder's world and the name of its goal's target (for the take rates).
+type Target = (std::sync::Arc<rla_env::household::World>, String);
+
+/// The game folders under `dir` (the first `n`), each opened with its goal at `ep`'s step limit.
+#[allow(clippy::type_complexity)]
+fn load_games(
+    dir: &Path,
+    n: Option<usize>,
+    ep: Episodes,
+) -> Result<(
+    Vec<PathBuf>,
+    Vec<(
+        rla_env::household::Household,
+        rla_env::household::expert::GoalSpec,
+    )>,
+    Vec<Target>,
+)> {
     use rla_env::household::expert::GoalSpec;
     use rla_env::household::game::GameFile;
     use rla_env::household::Household;
-    check_tokens(max_tokens)?;
     let mut folders = rla_env::household::game::game_folders(dir)?;
     if folders.is_empty() {
         bail!(
@@ -347,19 +380,7 @@ pub fn household_games(
             goal,
         ));
     }
-    let bar = crate::bar((games.len() * ep.step_limit) as u64, "eval");
-    let sp = SampleParams::greedy(max_tokens);
-    let trajs = crate::household::rollout_games(policy, games, ep, &sp, Some(&bar))?;
-    bar.finish_and_clear();
-    let mut take_rates = TakeRates::default();
-    for (t, (w, target)) in trajs.iter().zip(&targets) {
-        take_rates.add_episode(w, target, &commands(t));
-    }
-    Ok(Games {
-        folders,
-        played: Greedy::of(trajs),
-        take_rates,
-    })
+    Ok((folders, games, targets))
 }
 
 /// Sampled household episodes: the mean success over the tasks and its standard error.
@@ -381,38 +402,83 @@ pub fn household_sampled(
     (temperature, samples): (f64, usize),
     max_tokens: usize,
 ) -> Result<Sampled> {
+    check_sampling(temperature, samples)?;
+    if tasks.is_empty() {
+        bail!("--n 0: evaluate at least one task");
+    }
+    check_tokens(max_tokens)?;
+    ep.rollouts = samples;
+    let sp = sampling(temperature, max_tokens);
+    let n = tasks.len();
+    let bar = crate::bar((n * samples * ep.step_limit) as u64, "eval");
+    let trajs = crate::household::rollout(policy, tasks, ep, &sp, Some(&bar))?;
+    bar.finish_and_clear();
+    Ok(Sampled::of(trajs, n, samples))
+}
+
+/// The settings of a sampled evaluation (seed 0).
+fn sampling(temperature: f64, max_tokens: usize) -> SampleParams {
+    SampleParams {
+        temperature,
+        max_new_tokens: max_tokens,
+        seed: 0,
+        ..Default::default()
+    }
+}
+
+/// `samples` episodes of every game folder under `dir` (the first `n`) sampled at
+/// `temperature`: `household_sampled` on ALFWorld's own games.
+pub fn household_games_sampled(
+    policy: &dyn Sampler,
+    dir: &Path,
+    n: Option<usize>,
+    mut ep: Episodes,
+    (temperature, samples): (f64, usize),
+    max_tokens: usize,
+) -> Result<(Vec<PathBuf>, Sampled)> {
+    check_sampling(temperature, samples)?;
+    check_tokens(max_tokens)?;
+    let (folders, games, _) = load_games(dir, n, ep)?;
+    ep.rollouts = samples;
+    let n = games.len();
+    let bar = crate::bar((n * samples * ep.step_limit) as u64, "eval");
+    let trajs = crate::household::rollout_games(
+        policy,
+        games,
+        ep,
+        &sampling(temperature, max_tokens),
+        Some(&bar),
+    )?;
+    bar.finish_and_clear();
+    Ok((folders, Sampled::of(trajs, n, samples)))
+}
+
+/// A temperature and a count of episodes a task that sample something.
+fn check_sampling(temperature: f64, samples: usize) -> Result<()> {
     if !(temperature.is_finite() && temperature > 0.0) {
         bail!("--temperature {temperature}: use a positive temperature (greedy is the default)");
     }
     if samples == 0 {
         bail!("--samples 0: sample at least one episode a task");
     }
-    if tasks.is_empty() {
-        bail!("--n 0: evaluate at least one task");
+    Ok(())
+}
+
+impl Sampled {
+    /// The mean over `n` tasks of their `samples` episodes' wins.
+    fn of(trajs: Vec<Trajectory>, n: usize, samples: usize) -> Sampled {
+        let mut won = vec![0usize; n];
+        for t in &trajs {
+            won[t.task] += t.won() as usize;
+        }
+        let per: Vec<f64> = won.iter().map(|&w| w as f64 / samples as f64).collect();
+        let (mean, std_error) = rla_core::stats::mean_std_error(&per).unwrap_or((0.0, 0.0));
+        Sampled {
+            trajs,
+            mean,
+            std_error,
+        }
     }
-    check_tokens(max_tokens)?;
-    ep.rollouts = samples;
-    let sp = SampleParams {
-        temperature,
-        max_new_tokens: max_tokens,
-        seed: 0,
-        ..Default::default()
-    };
-    let n = tasks.len();
-    let bar = crate::bar((n * samples * ep.step_limit) as u64, "eval");
-    let trajs = crate::household::rollout(policy, tasks, ep, &sp, Some(&bar))?;
-    bar.finish_and_clear();
-    let mut won = vec![0usize; n];
-    for t in &trajs {
-        won[t.task] += t.won() as usize;
-    }
-    let per: Vec<f64> = won.iter().map(|&w| w as f64 / samples as f64).collect();
-    let (mean, std_error) = rla_core::stats::mean_std_error(&per).unwrap_or((0.0, 0.0));
-    Ok(Sampled {
-        trajs,
-        mean,
-        std_error,
-    })
 }
 
 /// The judge's verdicts on the steps of some episodes.

@@ -71,8 +71,8 @@ pub struct EvalArgs {
     #[arg(long)]
     pub take_rates: bool,
     /// Household: sample the answers at this temperature instead of greedily, `--samples`
-    /// episodes per task, and print the mean success with its standard error (a lower-variance
-    /// view of a policy than one greedy episode a task).
+    /// episodes per task (or per game of `--games`), and print the mean success with its
+    /// standard error (a lower-variance view of a policy than one greedy episode a task).
     #[arg(long)]
     pub temperature: Option<f64>,
     /// Episodes per task with `--temperature`.
@@ -290,8 +290,8 @@ pub(crate) fn open_model(
 }
 
 pub fn run_eval(a: EvalArgs) -> Result<()> {
-    if a.temperature.is_some() && (a.games.is_some() || a.judge > 0) {
-        bail!("--temperature samples the household's split tasks; ALFWorld's games (--games) and the judge's view (--judge) play greedily");
+    if a.temperature.is_some() && a.judge > 0 {
+        bail!("--temperature samples the policy's episodes; the judge's view (--judge) judges greedy ones");
     }
     let flags = household_flags(&a)?;
     let perturbs = a.perturb.as_deref().map(parse_perturb).transpose()?;
@@ -439,6 +439,23 @@ fn print_games(
     dir: &Path,
     ep: rla_train::household::Episodes,
 ) -> Result<()> {
+    if let Some(t) = a.temperature {
+        let (folders, r) =
+            eval::household_games_sampled(lm, dir, a.n, ep, (t, a.samples), a.max_tokens)?;
+        for t in r.trajs.iter().take(a.show) {
+            print_episode(&format!("game: {}", folders[t.task].display()), t);
+        }
+        println!(
+            "{name} success on {} games of {}, {} episodes each at temperature {t}: {:.3} \
+             (standard error {:.3})",
+            folders.len(),
+            dir.display(),
+            a.samples,
+            r.mean,
+            r.std_error,
+        );
+        return Ok(());
+    }
     let started = std::time::Instant::now();
     let g = eval::household_games(lm, dir, a.n, ep, a.max_tokens)?;
     let played = started.elapsed().as_secs_f64();

@@ -553,7 +553,10 @@ fn eval_samples_episodes_at_a_temperature_and_refuses_what_it_cannot_sample() {
     for (extra, says) in [
         (&["--temperature", "0"][..], "positive temperature"),
         (&["--temperature", "1", "--samples", "0"][..], "--samples 0"),
-        (&["--temperature", "1", "--judge", "1"][..], "play greedily"),
+        (
+            &["--temperature", "1", "--judge", "1"][..],
+            "judges greedy ones",
+        ),
     ] {
         let out = eval(extra);
         let err = String::from_utf8_lossy(&out.stderr).to_string();
@@ -562,4 +565,44 @@ fn eval_samples_episodes_at_a_temperature_and_refuses_what_it_cannot_sample() {
             "{extra:?}: {err}"
         );
     }
+    // ALFWorld's games sampled alike, each game's episodes counted together
+    let games = fixtures();
+    let out = bin()
+        .args(["eval", "--model"])
+        .arg(&model)
+        .arg("--games")
+        .arg(&games)
+        .args([
+            "--n",
+            "2",
+            "--step-limit",
+            "3",
+            "--temperature",
+            "1",
+            "--samples",
+            "3",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("success on 2 games of ")
+            && text.contains("3 episodes each at temperature 1")
+            && text.contains("standard error"),
+        "{text}"
+    );
+    let out = bin()
+        .args(["eval", "--model"])
+        .arg(&model)
+        .arg("--games")
+        .arg(&games)
+        .args(["--n", "2", "--temperature", "1", "--samples", "0"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--samples 0"));
 }
