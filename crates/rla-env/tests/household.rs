@@ -418,3 +418,60 @@ fn take_rates_count_the_objects_in_view_and_the_one_taken() {
     assert!(rates.rate(false, 1) == Some(0.0));
     assert!(format!("{rates}").contains("X 1"));
 }
+
+#[test]
+fn sparse_training_scenes_hold_a_share_of_the_object_classes_and_stay_winnable() {
+    use rla_env::household::expert::SearchExpert;
+    use rla_env::household::splits::train_tasks_sparse;
+    use rla_env::household::stats::scene_stats;
+    let full = train_tasks(60, 7);
+    assert_eq!(
+        train_tasks_sparse(60, 7, 1.0),
+        full,
+        "a share of 1 is every class"
+    );
+    let sparse = train_tasks_sparse(60, 7, 0.2);
+    assert_eq!(sparse, train_tasks_sparse(60, 7, 0.2), "seeded");
+    let objects = |ts: &[TaskSpec]| -> f64 {
+        ts.iter()
+            .map(|t| {
+                let w = t.build().unwrap();
+                scene_stats(&w, &t.object).objects as f64
+            })
+            .sum::<f64>()
+            / ts.len() as f64
+    };
+    let mut fewer = 0;
+    for (s, f) in sparse.iter().zip(&full) {
+        // the same task, floor plan and scene, fewer of the other classes
+        assert_eq!(
+            (
+                &s.id,
+                s.floor_plan,
+                s.scene_seed,
+                s.goal,
+                &s.object,
+                &s.receptacle
+            ),
+            (
+                &f.id,
+                f.floor_plan,
+                f.scene_seed,
+                f.goal,
+                &f.object,
+                &f.receptacle
+            )
+        );
+        assert!(s.distractors <= f.distractors, "{s:?}");
+        fewer += (s.distractors < f.distractors) as usize;
+        let w = Arc::new(s.build().unwrap());
+        let g = GoalSpec::from_task(&w, s).unwrap();
+        assert!(
+            SearchExpert::solves_within(&w, &g, s.step_limit).is_some(),
+            "{s:?}"
+        );
+    }
+    assert!(fewer > 40, "{fewer} of 60 scenes thinned");
+    let (o_full, o_sparse) = (objects(&full), objects(&sparse));
+    assert!(o_sparse < 0.8 * o_full, "{o_sparse} against {o_full}");
+}

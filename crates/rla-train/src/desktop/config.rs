@@ -31,7 +31,6 @@ pub struct DesktopConfig {
     /// the table by their letters (`| empty I J`), so the cell a new column's header goes in is
     /// read off the screen instead of counted from the table's first column
     /// (`rla_desktop::tiny::Summary`). A policy reads the summary it was trained on.
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub empty_columns: bool,
     /// The evaluation splits played with one departure from the plain sheet applied to every
     /// task (`shift-right`, `shift-down`, `gaps`, `wide`, `long`, `unlocated`,

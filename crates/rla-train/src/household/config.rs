@@ -62,6 +62,12 @@ pub struct HouseholdConfig {
     /// else at least 2). Its steps until then are trained on as usual; evaluation episodes
     /// always play on.
     pub train_end_loops: usize,
+    /// Generated training tasks (the pool, a warm start's demonstrations, DAgger's rounds) hold
+    /// a share of their floor plan's other object classes, drawn for each task uniformly
+    /// between this and 1 (`rla_env::household::splits::train_tasks_sparse`): ALFWorld's own
+    /// games hold about half the objects of ALFRED's full scenes. 1: every class, as the
+    /// evaluation splits do.
+    pub train_object_share: f64,
 }
 
 impl Default for HouseholdConfig {
@@ -81,6 +87,7 @@ impl Default for HouseholdConfig {
             eval_games: EvalGames::default(),
             skip_bad_games: false,
             train_end_loops: 0,
+            train_object_share: 1.0,
         }
     }
 }
@@ -136,6 +143,12 @@ impl SettingConfig for HouseholdConfig {
                 return Err(format!("{name} must be at least 1"));
             }
         }
+        if !(self.train_object_share > 0.0 && self.train_object_share <= 1.0) {
+            return Err(format!(
+                "household.train_object_share = {}: a share of the object classes, above 0 and at most 1",
+                self.train_object_share
+            ));
+        }
         if self.train_end_loops == 1 {
             return Err(
                 "household.train_end_loops = 1: a loop shows in at least 2 actions (0 turns it off)"
@@ -181,6 +194,56 @@ mod tests {
                 ..Default::default()
             };
             assert_eq!(h.validate(&run, true).is_ok(), ok, "{n}");
+        }
+    }
+
+    #[test]
+    fn the_object_share_is_a_share_and_thins_the_pool() {
+        use crate::setting::Setting;
+        let run = RunConfig::default();
+        for (v, ok) in [
+            (0.0, false),
+            (-0.5, false),
+            (0.3, true),
+            (1.0, true),
+            (1.5, false),
+        ] {
+            let h = HouseholdConfig {
+                train_object_share: v,
+                ..Default::default()
+            };
+            let r = h.validate(&run, true);
+            assert_eq!(r.is_ok(), ok, "{v}: {r:?}");
+            if !ok {
+                assert!(r.unwrap_err().contains("household.train_object_share"));
+            }
+        }
+        // the pool's tasks thinned, the same tasks otherwise
+        let mut cfg = RunConfig::with_table("household", HouseholdConfig::default());
+        cfg.pool_size = 24;
+        let pool = |cfg: &RunConfig| -> Vec<rla_env::household::TaskSpec> {
+            crate::household::Household {
+                cfg: HouseholdConfig::of(cfg).clone(),
+            }
+            .initial_pool(cfg)
+            .unwrap()
+            .into_iter()
+            .filter_map(|t| match t {
+                rla_env::household::HouseTask::Generated(t) => Some(t),
+                _ => None,
+            })
+            .collect()
+        };
+        let full = pool(&cfg);
+        HouseholdConfig::of_mut(&mut cfg).train_object_share = 0.3;
+        let thin = pool(&cfg);
+        assert_eq!(full.len(), 24);
+        assert_eq!(thin.len(), 24);
+        let sum =
+            |ts: &[rla_env::household::TaskSpec]| ts.iter().map(|t| t.distractors).sum::<usize>();
+        assert!(sum(&thin) < sum(&full));
+        for (a, b) in thin.iter().zip(&full) {
+            assert_eq!((&a.id, a.scene_seed), (&b.id, b.scene_seed));
         }
     }
 }

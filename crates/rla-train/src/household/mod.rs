@@ -25,7 +25,7 @@ use anyhow::Result;
 use config::{HouseholdConfig, RewriterKind};
 use rewriter::{LmRewriter, Phrases, Rewriter, Structured, Summariser};
 use rla_core::adapt::Direction;
-use rla_env::household::splits::{eval_tasks, train_tasks};
+use rla_env::household::splits::{eval_tasks, train_tasks_sparse};
 use rla_env::household::{HouseTask, HouseholdTask, TaskSpec};
 use rla_lm::{SampleParams, Sampler};
 
@@ -106,13 +106,15 @@ impl Setting for Household {
             let games = games::train_pool(root, cfg.pool_size, cfg.seed, &self.cfg)?;
             return Ok(games.into_iter().map(HouseTask::Game).collect());
         }
-        Ok(train_tasks(cfg.pool_size, cfg.seed)
-            .into_iter()
-            .map(|mut t| {
-                t.step_limit = self.cfg.train_step_limit;
-                HouseTask::Generated(t)
-            })
-            .collect())
+        Ok(
+            train_tasks_sparse(cfg.pool_size, cfg.seed, self.cfg.train_object_share)
+                .into_iter()
+                .map(|mut t| {
+                    t.step_limit = self.cfg.train_step_limit;
+                    HouseTask::Generated(t)
+                })
+                .collect(),
+        )
     }
 
     fn play(

@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rla_env::household::expert::{GoalSpec, SearchExpert};
-use rla_env::household::splits::{eval_tasks, train_tasks, Split};
+use rla_env::household::splits::{eval_tasks, train_tasks_sparse, Split};
 use rla_env::household::{Household, HouseholdTask, TaskSpec};
 use rla_env::Environment;
 use rla_lm::Model;
@@ -231,19 +231,23 @@ pub fn household_probe<'a>(
 /// drawn from the training distribution with the run's seed, never from the fixed splits.
 pub fn household_train_tasks(cfg: &RunConfig) -> Vec<TaskSpec> {
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed.wrapping_add(29));
-    train_tasks(cfg.pretrain.tasks, cfg.seed.wrapping_add(17))
-        .into_iter()
-        .map(|t| {
-            if rng.gen::<f64>() < cfg.pretrain.hint_fraction {
-                rla_env::household::perturb::apply(
-                    &t,
-                    &rla_env::household::perturb::Perturbation::AddHint,
-                    0,
-                )
-                .unwrap_or(t)
-            } else {
-                t
-            }
-        })
-        .collect()
+    train_tasks_sparse(
+        cfg.pretrain.tasks,
+        cfg.seed.wrapping_add(17),
+        HouseholdConfig::of(cfg).train_object_share,
+    )
+    .into_iter()
+    .map(|t| {
+        if rng.gen::<f64>() < cfg.pretrain.hint_fraction {
+            rla_env::household::perturb::apply(
+                &t,
+                &rla_env::household::perturb::Perturbation::AddHint,
+                0,
+            )
+            .unwrap_or(t)
+        } else {
+            t
+        }
+    })
+    .collect()
 }
