@@ -105,21 +105,39 @@ impl play::Opens for Source {
 
 /// A folder of task files, read once and its left-out tasks named once (on standard error).
 fn task_folder(
-    cache: &mut std::collections::BTreeMap<std::path::PathBuf, Vec<std::path::PathBuf>>,
+    cache: &Folders,
     dir: &std::path::Path,
-    cfg: &RunConfig,
+    files: Option<&std::path::Path>,
     key: &str,
 ) -> Result<Vec<std::path::PathBuf>> {
+    let mut cache = cache.lock().expect("not poisoned");
     if let Some(t) = cache.get(dir) {
         return Ok(t.clone());
     }
-    let f = rla_desktop::local::folder(dir, DesktopConfig::of(cfg).files.as_deref())
+    let f = rla_desktop::local::folder(dir, files)
         .with_context(|| format!("desktop.{key} {}", dir.display()))?;
     if let Some(line) = f.removed_line() {
         eprintln!("desktop.{key} {}: {line}", dir.display());
     }
     cache.insert(dir.to_path_buf(), f.tasks.clone());
     Ok(f.tasks)
+}
+
+/// Folders of task files read so far: the tasks each holds (read once a run, whoever asks first).
+type Folders =
+    std::sync::Mutex<std::collections::BTreeMap<std::path::PathBuf, Vec<std::path::PathBuf>>>;
+
+/// `eval_tasks.SPLIT`, as the config names it.
+fn split_key(split: Split) -> String {
+    format!(
+        "eval_tasks.{}",
+        match split {
+            Split::InDomain => "in_domain",
+            Split::Ood => "ood",
+            Split::Validation => "validation",
+            Split::Train => "train",
+        }
+    )
 }
 
 /// Whether the expert solves a task within the training step limit, its evaluator scoring the
@@ -164,8 +182,8 @@ impl PoolTask for DesktopTask {
 pub struct Desktop {
     /// Its table of the run config.
     pub cfg: DesktopConfig,
-    /// Folders of task files read so far: the tasks each holds.
-    folders: std::collections::BTreeMap<std::path::PathBuf, Vec<std::path::PathBuf>>,
+    /// Folders of task files read so far.
+    folders: Folders,
     /// The real desktops episodes are played on (`desktop.desktops`), and which are down.
     real: real::Desktops,
 }
@@ -194,7 +212,12 @@ impl Setting for Desktop {
         if let Some(dir) = &self.cfg.train_tasks {
             use rand::seq::SliceRandom;
             use rand::SeedableRng;
-            let mut files = task_folder(&mut Default::default(), dir, cfg, "train_tasks")?;
+            let mut files = task_folder(
+                &Default::default(),
+                dir,
+                DesktopConfig::of(cfg).files.as_deref(),
+                "train_tasks",
+            )?;
             files.shuffle(&mut rand_chacha::ChaCha8Rng::seed_from_u64(
                 rla_core::seed::mix(cfg.seed, "desktop/pool"),
             ));
@@ -386,9 +409,14 @@ impl Setting for Desktop {
     fn split_size(&self, split: Split) -> Option<usize> {
         if let Some(dir) = self.cfg.eval_tasks.of(split) {
             // a folder that cannot be read is named when the split is first evaluated
-            return rla_desktop::local::folder(dir, self.cfg.files.as_deref())
-                .ok()
-                .map(|f| f.tasks.len());
+            return task_folder(
+                &self.folders,
+                dir,
+                self.cfg.files.as_deref(),
+                &split_key(split),
+            )
+            .ok()
+            .map(|f| f.len());
         }
         Some(match split {
             Split::InDomain => family::Split::InDomain.size(),
@@ -402,16 +430,13 @@ impl Setting for Desktop {
         let cfg = ctx.cfg;
         let tasks: Vec<Source> = match self.cfg.eval_tasks.of(split) {
             Some(dir) => {
-                let key = format!(
-                    "eval_tasks.{}",
-                    match split {
-                        Split::InDomain => "in_domain",
-                        Split::Ood => "ood",
-                        Split::Validation => "validation",
-                        Split::Train => "train",
-                    }
-                );
-                let files = task_folder(&mut self.folders, dir, cfg, &key)?;
+                let key = split_key(split);
+                let files = task_folder(
+                    &self.folders,
+                    dir,
+                    DesktopConfig::of(cfg).files.as_deref(),
+                    &key,
+                )?;
                 if n > files.len() {
                     anyhow::bail!(
                         "desktop.{key} {} holds {} tasks this setting runs; the evaluation asks for {n}",
