@@ -75,7 +75,7 @@ fn served(model: &Path, log: &Path) -> Served {
 fn a_served_model_evaluates_as_its_checkpoint_in_every_setting() {
     let dir = tempfile::tempdir().unwrap();
     for (setting, config, n) in [
-        ("household", "quickstart.toml", "8"),
+        ("household", "quickstart.toml", "20"),
         ("coding", "coding-tiny.toml", "10"),
         ("desktop", "desktop-tiny.toml", "8"),
     ] {
