@@ -188,7 +188,9 @@ impl HouseholdTask for HouseTask {
 }
 
 /// A path as a config writes it: a leading `~` is the home folder and `$NAME` / `${NAME}` an
-/// environment variable (an unset one is an error that names it).
+/// environment variable (an unset one is an error that names it). A variable that begins the
+/// path and holds a relative path (`ALFWORLD_DATA=data/alfworld`) is read from the current
+/// folder, where the shell that set it stands, not from the config's.
 pub fn expand_path(s: &str) -> Result<PathBuf, String> {
     let mut out = String::new();
     let mut rest = s;
@@ -219,7 +221,16 @@ pub fn expand_path(s: &str) -> Result<PathBuf, String> {
         }
         let v = std::env::var(name)
             .map_err(|_| format!("{s:?}: the environment variable {name} is not set"))?;
-        out.push_str(&v);
+        if i == 0 && out.is_empty() && !v.is_empty() && Path::new(&v).is_relative() {
+            let here = std::env::current_dir().map_err(|e| {
+                format!(
+                    "{s:?}: {name} = {v:?} is relative and the current folder cannot be read: {e}"
+                )
+            })?;
+            out.push_str(&here.join(&v).to_string_lossy());
+        } else {
+            out.push_str(&v);
+        }
         rest = tail;
     }
     out.push_str(rest);
@@ -314,6 +325,17 @@ mod tests {
         let e = expand_path("$RLA_TEST_SURELY_UNSET/train").unwrap_err();
         assert!(e.contains("RLA_TEST_SURELY_UNSET is not set"), "{e}");
         assert!(expand_path("${X").unwrap_err().contains("without its"));
+        // a relative value that begins the path is the current folder's
+        std::env::set_var("RLA_TEST_REL_ROOT", "data/alf");
+        let here = std::env::current_dir().unwrap();
+        assert_eq!(
+            expand_path("$RLA_TEST_REL_ROOT/json_2.1.1/train").unwrap(),
+            here.join("data/alf/json_2.1.1/train")
+        );
+        assert_eq!(
+            expand_path("games/$RLA_TEST_REL_ROOT").unwrap(),
+            PathBuf::from("games/data/alf")
+        );
     }
 
     #[test]
