@@ -310,39 +310,37 @@ pub fn household_games(
     max_tokens: usize,
 ) -> Result<Games> {
     check_tokens(max_tokens)?;
-    let (folders, games, targets) = load_games(dir, n, ep)?;
-    let bar = crate::bar((games.len() * ep.step_limit) as u64, "eval");
+    let loaded = load_games(dir, n, ep)?;
+    let bar = crate::bar((loaded.games.len() * ep.step_limit) as u64, "eval");
     let sp = SampleParams::greedy(max_tokens);
-    let trajs = crate::household::rollout_games(policy, games, ep, &sp, Some(&bar))?;
+    let trajs = crate::household::rollout_games(policy, loaded.games, ep, &sp, Some(&bar))?;
     bar.finish_and_clear();
     let mut take_rates = TakeRates::default();
-    for (t, (w, target)) in trajs.iter().zip(&targets) {
+    for (t, (w, target)) in trajs.iter().zip(&loaded.targets) {
         take_rates.add_episode(w, target, &commands(t));
     }
     Ok(Games {
-        folders,
+        folders: loaded.folders,
         played: Greedy::of(trajs),
         take_rates,
     })
 }
 
-/// A game folder's world and the name of its goal's target (for the take rates).
-type Target = (std::sync::Arc<rla_env::household::World>, String);
-
-/// The game folders under `dir` (the first `n`), each opened with its goal at `ep`'s step limit.
-#[allow(clippy::type_complexity)]
-fn load_games(
-    dir: &Path,
-    n: Option<usize>,
-    ep: Episodes,
-) -> Result<(
-    Vec<PathBuf>,
-    Vec<(
+/// Game folders opened to be played.
+struct LoadedGames {
+    /// The folders, in path order.
+    folders: Vec<PathBuf>,
+    /// Each one's household and goal.
+    games: Vec<(
         rla_env::household::Household,
         rla_env::household::expert::GoalSpec,
     )>,
-    Vec<Target>,
-)> {
+    /// Each one's world and the name of its goal's target (for the take rates).
+    targets: Vec<(std::sync::Arc<rla_env::household::World>, String)>,
+}
+
+/// The game folders under `dir` (the first `n`), each opened with its goal at `ep`'s step limit.
+fn load_games(dir: &Path, n: Option<usize>, ep: Episodes) -> Result<LoadedGames> {
     use rla_env::household::expert::GoalSpec;
     use rla_env::household::game::GameFile;
     use rla_env::household::Household;
@@ -380,7 +378,11 @@ fn load_games(
             goal,
         ));
     }
-    Ok((folders, games, targets))
+    Ok(LoadedGames {
+        folders,
+        games,
+        targets,
+    })
 }
 
 /// Sampled household episodes: the mean success over the tasks and its standard error.
@@ -398,32 +400,40 @@ pub struct Sampled {
 pub fn household_sampled(
     policy: &dyn Sampler,
     tasks: &[TaskSpec],
+    ep: Episodes,
+    sampling: (f64, usize),
+    max_tokens: usize,
+) -> Result<Sampled> {
+    sample_each(tasks.len(), ep, sampling, max_tokens, |ep, sp, bar| {
+        crate::household::rollout(policy, tasks, ep, sp, Some(bar))
+    })
+}
+
+/// `samples` episodes of each of `n` tasks (or games), played by `play` with the episodes and
+/// sampling settings given (seed 0), counted into the mean success and its standard error.
+fn sample_each(
+    n: usize,
     mut ep: Episodes,
     (temperature, samples): (f64, usize),
     max_tokens: usize,
+    play: impl FnOnce(Episodes, &SampleParams, &indicatif::ProgressBar) -> Result<Vec<Trajectory>>,
 ) -> Result<Sampled> {
     check_sampling(temperature, samples)?;
-    if tasks.is_empty() {
+    if n == 0 {
         bail!("--n 0: evaluate at least one task");
     }
     check_tokens(max_tokens)?;
     ep.rollouts = samples;
-    let sp = sampling(temperature, max_tokens);
-    let n = tasks.len();
-    let bar = crate::bar((n * samples * ep.step_limit) as u64, "eval");
-    let trajs = crate::household::rollout(policy, tasks, ep, &sp, Some(&bar))?;
-    bar.finish_and_clear();
-    Ok(Sampled::of(trajs, n, samples))
-}
-
-/// The settings of a sampled evaluation (seed 0).
-fn sampling(temperature: f64, max_tokens: usize) -> SampleParams {
-    SampleParams {
+    let sp = SampleParams {
         temperature,
         max_new_tokens: max_tokens,
         seed: 0,
         ..Default::default()
-    }
+    };
+    let bar = crate::bar((n * samples * ep.step_limit) as u64, "eval");
+    let trajs = play(ep, &sp, &bar)?;
+    bar.finish_and_clear();
+    Ok(Sampled::of(trajs, n, samples))
 }
 
 /// `samples` episodes of every game folder under `dir` (the first `n`) sampled at
@@ -432,25 +442,19 @@ pub fn household_games_sampled(
     policy: &dyn Sampler,
     dir: &Path,
     n: Option<usize>,
-    mut ep: Episodes,
-    (temperature, samples): (f64, usize),
+    ep: Episodes,
+    sampling: (f64, usize),
     max_tokens: usize,
 ) -> Result<(Vec<PathBuf>, Sampled)> {
-    check_sampling(temperature, samples)?;
-    check_tokens(max_tokens)?;
-    let (folders, games, _) = load_games(dir, n, ep)?;
-    ep.rollouts = samples;
-    let n = games.len();
-    let bar = crate::bar((n * samples * ep.step_limit) as u64, "eval");
-    let trajs = crate::household::rollout_games(
-        policy,
-        games,
+    let loaded = load_games(dir, n, ep)?;
+    let r = sample_each(
+        loaded.games.len(),
         ep,
-        &sampling(temperature, max_tokens),
-        Some(&bar),
+        sampling,
+        max_tokens,
+        |ep, sp, bar| crate::household::rollout_games(policy, loaded.games, ep, sp, Some(bar)),
     )?;
-    bar.finish_and_clear();
-    Ok((folders, Sampled::of(trajs, n, samples)))
+    Ok((loaded.folders, r))
 }
 
 /// A temperature and a count of episodes a task that sample something.

@@ -566,24 +566,18 @@ fn eval_samples_episodes_at_a_temperature_and_refuses_what_it_cannot_sample() {
         );
     }
     // ALFWorld's games sampled alike, each game's episodes counted together
-    let games = fixtures();
-    let out = bin()
-        .args(["eval", "--model"])
-        .arg(&model)
-        .arg("--games")
-        .arg(&games)
-        .args([
-            "--n",
-            "2",
-            "--step-limit",
-            "3",
-            "--temperature",
-            "1",
-            "--samples",
-            "3",
-        ])
-        .output()
-        .unwrap();
+    let games = |samples: &str| {
+        bin()
+            .args(["eval", "--model"])
+            .arg(&model)
+            .arg("--games")
+            .arg(fixtures())
+            .args(["--n", "2", "--step-limit", "3", "--temperature", "1"])
+            .args(["--samples", samples])
+            .output()
+            .unwrap()
+    };
+    let out = games("3");
     let text = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(
         out.status.success(),
@@ -596,13 +590,6 @@ fn eval_samples_episodes_at_a_temperature_and_refuses_what_it_cannot_sample() {
             && text.contains("standard error"),
         "{text}"
     );
-    let out = bin()
-        .args(["eval", "--model"])
-        .arg(&model)
-        .arg("--games")
-        .arg(&games)
-        .args(["--n", "2", "--temperature", "1", "--samples", "0"])
-        .output()
-        .unwrap();
+    let out = games("0");
     assert!(String::from_utf8_lossy(&out.stderr).contains("--samples 0"));
 }

@@ -198,31 +198,6 @@ fn evaluation_scenes() -> &'static std::collections::HashSet<(u32, u64)> {
 /// `n` training tasks, goal types in turn, from a seed. None shares its scene (floor plan and seed)
 /// with a task of the evaluation or validation splits.
 pub fn train_tasks(n: usize, seed: u64) -> Vec<TaskSpec> {
-    train_tasks_sparse(n, seed, 1.0)
-}
-
-/// [`train_tasks`] in scenes that hold a share of the floor plan's other object classes, drawn
-/// for each task uniformly between `min_share` and 1 (ALFWorld's own games hold about half the
-/// objects of ALFRED's full scenes: 16.4 a scene against 34.0). The goal, the floor plan, the
-/// target's placements and the receptacles are those of the full scene; a scene the searching
-/// expert could not win within its limit keeps every class. `min_share = 1` is [`train_tasks`].
-pub fn train_tasks_sparse(n: usize, seed: u64, min_share: f64) -> Vec<TaskSpec> {
-    let mut tasks = train_tasks_full(n, seed);
-    if min_share < 1.0 {
-        for t in &mut tasks {
-            let mut r = ChaCha8Rng::seed_from_u64(mix(t.scene_seed, "object-share"));
-            let share = r.gen_range(min_share.max(0.0)..=1.0);
-            let full = t.distractors;
-            t.distractors = (share * full as f64).round() as usize;
-            if !searcher_wins(t) {
-                t.distractors = full;
-            }
-        }
-    }
-    tasks
-}
-
-fn train_tasks_full(n: usize, seed: u64) -> Vec<TaskSpec> {
     let mut rng = ChaCha8Rng::seed_from_u64(mix(seed, "train"));
     let held = evaluation_scenes();
     (0..n)
@@ -238,6 +213,27 @@ fn train_tasks_full(n: usize, seed: u64) -> Vec<TaskSpec> {
             }
         })
         .collect()
+}
+
+/// [`train_tasks`] in scenes that hold a share of the floor plan's other object classes, drawn
+/// for each task uniformly between `min_share` and 1 (ALFWorld's own games hold about half the
+/// objects of ALFRED's full scenes: 16.4 a scene against 34.0). The goal, the floor plan, the
+/// target's placements and the receptacles are those of the full scene; a scene the searching
+/// expert could not win within its limit keeps every class. `min_share = 1` is [`train_tasks`].
+pub fn train_tasks_sparse(n: usize, seed: u64, min_share: f64) -> Vec<TaskSpec> {
+    let mut tasks = train_tasks(n, seed);
+    if min_share < 1.0 {
+        for t in &mut tasks {
+            let mut r = ChaCha8Rng::seed_from_u64(mix(t.scene_seed, "object-share"));
+            let share = r.gen_range(min_share.max(0.0)..=1.0);
+            let full = t.distractors;
+            t.distractors = (share * full as f64).round() as usize;
+            if !searcher_wins(t) {
+                t.distractors = full;
+            }
+        }
+    }
+    tasks
 }
 
 /// The fixed evaluation split: 140 in-domain or 134 OOD tasks (or 140 validation tasks), the
