@@ -426,17 +426,20 @@ impl<S: Setting> Trainer<S> {
             b.finish_and_clear();
         }
         // how far the update moved the policy: its samples scored again (a learner that cannot
-        // score leaves it unmeasured)
+        // score leaves it unmeasured), at most `UPDATE_KL_SAMPLES` of them drawn from the run's
+        // seed: an estimate, for a sixth of an update's time at most
         if !s.policy.is_empty() {
-            let pairs: Vec<(Vec<u32>, Vec<u32>)> = s
-                .policy
+            let tag = format!("update-kl/{}", m.iteration);
+            let pick = kl_subsample(s.policy.len(), rla_core::seed::mix(cfg.seed, &tag));
+            let chosen: Vec<&PpoSample> = pick.iter().map(|&i| &s.policy[i]).collect();
+            let pairs: Vec<(Vec<u32>, Vec<u32>)> = chosen
                 .iter()
                 .map(|x| (x.prompt.clone(), x.response.clone()))
                 .collect();
             let choices: Vec<Option<&[Vec<u32>]>> =
-                s.policy.iter().map(|x| x.choices.as_deref()).collect();
+                chosen.iter().map(|x| x.choices.as_deref()).collect();
             match self.policy.logprobs_within(&pairs, &choices) {
-                Ok(after) => m.vitals.policy.set_update_kl(&s.policy, &after),
+                Ok(after) => m.vitals.policy.set_update_kl(chosen.into_iter(), &after),
                 Err(rla_lm::LmError::Unsupported(_)) => {}
                 Err(e) => return Err(e.into()),
             }
@@ -642,6 +645,23 @@ fn ppo_sample(g: &crate::setting::Generation, advantage: f64) -> PpoSample {
 
 /// The mini-batches of one epoch over `n` samples: a seeded shuffle cut into pieces of `size`
 /// (the last may be smaller); `size = 0` is one batch of all `n` in order. No samples, no batches.
+/// The most policy samples the update's KL (a vital sign) is estimated on.
+pub const UPDATE_KL_SAMPLES: usize = 256;
+
+/// Which of `n` samples the update's KL is estimated on: all of them up to
+/// [`UPDATE_KL_SAMPLES`], else that many drawn without replacement from `seed`, in order.
+pub fn kl_subsample(n: usize, seed: u64) -> Vec<usize> {
+    use rand::seq::index::sample;
+    use rand::SeedableRng;
+    if n <= UPDATE_KL_SAMPLES {
+        return (0..n).collect();
+    }
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut idx = sample(&mut rng, n, UPDATE_KL_SAMPLES).into_vec();
+    idx.sort_unstable();
+    idx
+}
+
 pub fn mini_batches(n: usize, size: usize, seed: u64) -> Vec<Vec<usize>> {
     use rand::seq::SliceRandom;
     use rand::SeedableRng;
@@ -658,7 +678,19 @@ pub fn mini_batches(n: usize, size: usize, seed: u64) -> Vec<Vec<usize>> {
 
 #[cfg(test)]
 mod tests {
-    use super::mini_batches;
+    use super::{kl_subsample, mini_batches, UPDATE_KL_SAMPLES};
+
+    #[test]
+    fn the_update_kl_reads_a_seeded_subsample_of_a_large_batch() {
+        assert_eq!(kl_subsample(5, 1), vec![0, 1, 2, 3, 4]);
+        let a = kl_subsample(1000, 3);
+        assert_eq!(a.len(), UPDATE_KL_SAMPLES);
+        assert!(a.windows(2).all(|w| w[0] < w[1]) && *a.last().unwrap() < 1000);
+        assert_eq!(a, kl_subsample(1000, 3));
+        assert_ne!(a, kl_subsample(1000, 4));
+        // drawn from the whole batch, not its head
+        assert!(*a.last().unwrap() > 900);
+    }
 
     #[test]
     fn mini_batches_cover_every_sample_once() {

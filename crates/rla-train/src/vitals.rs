@@ -65,9 +65,13 @@ impl RoleVitals {
 
     /// The update's KL from the samples (their `old_logprobs`, drawn before it) and the same
     /// tokens' log-probabilities after it: over all response tokens and over the decision tokens.
-    pub fn set_update_kl(&mut self, samples: &[PpoSample], after: &[Vec<f32>]) {
+    pub fn set_update_kl<'a>(
+        &mut self,
+        samples: impl IntoIterator<Item = &'a PpoSample>,
+        after: &[Vec<f32>],
+    ) {
         let (mut old, mut new, mut decision) = (Vec::new(), Vec::new(), Vec::new());
-        for (s, a) in samples.iter().zip(after) {
+        for (s, a) in samples.into_iter().zip(after) {
             for (i, (&o, &w)) in s.old_logprobs.iter().zip(a).enumerate() {
                 old.push(o as f64);
                 new.push(w as f64);
