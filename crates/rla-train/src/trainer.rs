@@ -439,7 +439,7 @@ impl<S: Setting> Trainer<S> {
             let choices: Vec<Option<&[Vec<u32>]>> =
                 chosen.iter().map(|x| x.choices.as_deref()).collect();
             match self.policy.logprobs_within(&pairs, &choices) {
-                Ok(after) => m.vitals.policy.set_update_kl(chosen.into_iter(), &after),
+                Ok(after) => m.vitals.policy.set_update_kl(chosen, &after),
                 Err(rla_lm::LmError::Unsupported(_)) => {}
                 Err(e) => return Err(e.into()),
             }
