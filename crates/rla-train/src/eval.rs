@@ -139,16 +139,7 @@ pub fn setting_success(
 ) -> Result<SettingSuccess> {
     cfg.validate().map_err(anyhow::Error::msg)?;
     let mut s = crate::registry::setting(cfg)?;
-    let n = match (n, s.split_size(split)) {
-        (Some(0), _) => bail!("--n 0: evaluate at least one task"),
-        (Some(n), Some(size)) if n > size => bail!(
-            "--n {n}: the {split:?} split of the {} setting holds {size} tasks",
-            s.name()
-        ),
-        (Some(n), _) => n,
-        (None, Some(size)) => size,
-        (None, None) => bail!("--n: the {split:?} split has no end; say how many"),
-    };
+    let n = tasks_to_play(s.as_ref(), split, n)?;
     let ctx = Ctx {
         cfg,
         k: 0,
@@ -161,6 +152,95 @@ pub fn setting_success(
         n,
         success,
     })
+}
+
+/// How many tasks of `split` an evaluation asked for `n` plays: all of a finite split by
+/// default; more than it holds, none, or no count for an endless one is an error.
+fn tasks_to_play(
+    s: &dyn crate::registry::AnySetting,
+    split: Split,
+    n: Option<usize>,
+) -> Result<usize> {
+    Ok(match (n, s.split_size(split)) {
+        (Some(0), _) => bail!("--n 0: evaluate at least one task"),
+        (Some(n), Some(size)) if n > size => bail!(
+            "--n {n}: the {split:?} split of the {} setting holds {size} tasks",
+            s.name()
+        ),
+        (Some(n), _) => n,
+        (None, Some(size)) => size,
+        (None, None) => bail!("--n: the {split:?} split has no end; say how many"),
+    })
+}
+
+/// A kind of evaluation task and how the policy did on it (`eval --by-kind`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct KindSuccess {
+    /// The setting's name for the kind.
+    pub kind: String,
+    /// Tasks of the kind played.
+    pub tasks: usize,
+    /// Of those, won.
+    pub won: usize,
+}
+
+/// [`setting_success`] with the tasks counted by kind (in the order kinds first appear); an
+/// error names a setting that does not group its tasks.
+pub fn setting_success_by_kind(
+    cfg: &RunConfig,
+    policy: &dyn Sampler,
+    split: Split,
+    n: Option<usize>,
+    progress: bool,
+) -> Result<(SettingSuccess, Vec<KindSuccess>)> {
+    cfg.validate().map_err(anyhow::Error::msg)?;
+    let mut s = crate::registry::setting(cfg)?;
+    let n = tasks_to_play(s.as_ref(), split, n)?;
+    let ctx = Ctx {
+        cfg,
+        k: 0,
+        progress,
+        run: None,
+    };
+    let Some(played) = s.evaluate_by_kind(ctx, policy, split, n)? else {
+        bail!(
+            "--by-kind: the {} setting does not group its evaluation tasks by kind",
+            s.name()
+        );
+    };
+    Ok((
+        SettingSuccess {
+            setting: s.name(),
+            n: played.len(),
+            success: if played.is_empty() {
+                0.0
+            } else {
+                played.iter().filter(|(_, w)| *w).count() as f64 / played.len() as f64
+            },
+        },
+        count_kinds(&played),
+    ))
+}
+
+/// Tasks won and played per kind, in the order the kinds first appear.
+pub fn count_kinds(played: &[(String, bool)]) -> Vec<KindSuccess> {
+    let mut out: Vec<KindSuccess> = vec![];
+    for (kind, won) in played {
+        let i = match out.iter().position(|k| &k.kind == kind) {
+            Some(i) => i,
+            None => {
+                out.push(KindSuccess {
+                    kind: kind.clone(),
+                    tasks: 0,
+                    won: 0,
+                });
+                out.len() - 1
+            }
+        };
+        out[i].tasks += 1;
+        out[i].won += usize::from(*won);
+    }
+    out
 }
 
 /// The steps at the end of a lost greedy episode that [`Trajectory::ends_in_loop`] reads.
@@ -546,4 +626,25 @@ pub fn judge_steps(
             .next()
             .map(|v| v.texts[0].clone()),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{count_kinds, KindSuccess};
+
+    #[test]
+    fn kinds_are_counted_in_the_order_they_first_appear() {
+        let played: Vec<(String, bool)> = [("b", true), ("a", false), ("b", false), ("a", true)]
+            .iter()
+            .chain(&[("b", true)])
+            .map(|(k, w)| (k.to_string(), *w))
+            .collect();
+        let k = |kind: &str, tasks, won| KindSuccess {
+            kind: kind.into(),
+            tasks,
+            won,
+        };
+        assert_eq!(count_kinds(&played), vec![k("b", 3, 2), k("a", 2, 1)]);
+        assert!(count_kinds(&[]).is_empty());
+    }
 }

@@ -285,6 +285,20 @@ pub trait Setting {
     /// Greedy success of the policy on the first `n` tasks of a fixed evaluation split.
     fn evaluate(&mut self, ctx: Ctx, policy: &dyn Sampler, split: Split, n: usize) -> Result<f64>;
 
+    /// The same evaluation task by task: each task's kind (the setting's own grouping, such as
+    /// the desktop's family and column count) and whether its greedy episode won
+    /// (`eval --by-kind`); `None` where the setting does not group its tasks.
+    fn evaluate_by_kind(
+        &mut self,
+        ctx: Ctx,
+        policy: &dyn Sampler,
+        split: Split,
+        n: usize,
+    ) -> Result<Option<Vec<(String, bool)>>> {
+        let _ = (ctx, policy, split, n);
+        Ok(None)
+    }
+
     /// Writes a few of the iteration's episodes to the run folder.
     fn save_samples(
         &self,

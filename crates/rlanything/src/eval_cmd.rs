@@ -105,6 +105,10 @@ pub struct EvalArgs {
     /// `swapped-names`), or `all`: the plain split and each kind, as a table.
     #[arg(long, value_name = "KIND")]
     pub perturb: Option<String>,
+    /// With `--config`: also count the split's tasks won by kind, as a table (the desktop: each
+    /// task's family and how many columns it works on)
+    #[arg(long)]
+    pub by_kind: bool,
 }
 
 /// `--perturb`: the kinds to play, `None` the plain sheet.
@@ -295,6 +299,9 @@ pub fn run_eval(a: EvalArgs) -> Result<()> {
     }
     let flags = household_flags(&a)?;
     let perturbs = a.perturb.as_deref().map(parse_perturb).transpose()?;
+    if a.by_kind && a.config.is_none() {
+        bail!("--by-kind counts a run's split by kind: name the run or its config with --config");
+    }
     if perturbs.is_some() && a.config.is_none() {
         bail!("--perturb plays a desktop run's split: name the run or its config with --config");
     }
@@ -319,6 +326,15 @@ pub fn run_eval(a: EvalArgs) -> Result<()> {
                 cfg.setting
             );
         }
+        if cfg.setting != "household" && household_views {
+            bail!(
+                "--games, --show, --judge and --take-rates are the household's views; this run's setting is {}",
+                cfg.setting
+            );
+        }
+        if a.by_kind && (household_views || perturbs.is_some()) {
+            bail!("--by-kind counts the setting's own greedy evaluation; leave out --perturb and the household's views");
+        }
         if cfg.setting != "household" || !household_views {
             let split = parse_split(&a.split)?;
             if cfg.setting == "household" {
@@ -329,6 +345,36 @@ pub fn run_eval(a: EvalArgs) -> Result<()> {
                 return perturbed_eval(&cfg, &policy, split, &a, &kinds);
             }
             let started = std::time::Instant::now();
+            if a.by_kind {
+                let (r, kinds) = eval::setting_success_by_kind(
+                    &cfg,
+                    policy.sampler.sampler(),
+                    split,
+                    a.n,
+                    true,
+                )?;
+                println!(
+                    "{} success on {} {} tasks: {:.3} ({} setting; {:.0} s)\n\n| kind | won | tasks | success |\n|---|---|---|---|",
+                    policy.name,
+                    r.n,
+                    a.split,
+                    r.success,
+                    r.setting,
+                    started.elapsed().as_secs_f64()
+                );
+                let mut kinds = kinds;
+                kinds.sort_by(|x, y| x.kind.cmp(&y.kind));
+                for k in kinds {
+                    println!(
+                        "| {} | {} | {} | {:.1}% |",
+                        k.kind,
+                        k.won,
+                        k.tasks,
+                        100.0 * k.won as f64 / k.tasks as f64
+                    );
+                }
+                return Ok(());
+            }
             let r = eval::setting_success(&cfg, policy.sampler.sampler(), split, a.n, true)?;
             println!(
                 "{} success on {} {} tasks: {:.3} ({} setting; {:.0} s)",

@@ -358,6 +358,72 @@ fn perturbed_sheets_are_played_by_the_expert_and_the_base() {
 }
 
 #[test]
+fn an_evaluation_counts_its_tasks_by_kind() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs");
+    let cfg = root.join("desktop-tiny.toml");
+    let o = bin()
+        .args(["eval", "--n", "8", "--by-kind", "--config"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    let t = ok(&o);
+    assert!(t.contains("| kind | won | tasks | success |"), "{t}");
+    // the rows add up to the split's tasks and to the success line above them
+    let rows: Vec<(String, usize, usize)> = t
+        .lines()
+        .filter(|l| l.contains(" column") && l.starts_with("| "))
+        .map(|l| {
+            let c: Vec<&str> = l.split('|').map(str::trim).collect();
+            (
+                c[1].to_string(),
+                c[2].parse().unwrap(),
+                c[3].parse().unwrap(),
+            )
+        })
+        .collect();
+    assert!(rows.len() > 1, "{t}");
+    assert_eq!(rows.iter().map(|r| r.2).sum::<usize>(), 8, "{t}");
+    let won: usize = rows.iter().map(|r| r.1).sum();
+    assert!(
+        t.contains(&format!(
+            "success on 8 in-domain tasks: {:.3}",
+            won as f64 / 8.0
+        )),
+        "{t}"
+    );
+    assert!(
+        rows.iter().all(|r| r.1 <= r.2 && r.0.contains(" × ")),
+        "{t}"
+    );
+    let bad = |args: &[&str], want: &str| {
+        let o = bin().args(args).output().unwrap();
+        let e = String::from_utf8_lossy(&o.stderr).to_string();
+        assert!(!o.status.success() && e.contains(want), "{args:?}: {e}");
+    };
+    let household = root.join("quickstart.toml");
+    bad(
+        &[
+            "eval",
+            "--n",
+            "2",
+            "--by-kind",
+            "--config",
+            household.to_str().unwrap(),
+        ],
+        "--by-kind: the household setting does not group its evaluation tasks by kind",
+    );
+    bad(
+        &["eval", "--by-kind"],
+        "--by-kind counts a run's split by kind: name the run or its config with --config",
+    );
+    // the household's views are refused by another setting, not ignored
+    bad(
+        &["eval", "--show", "2", "--config", cfg.to_str().unwrap()],
+        "--games, --show, --judge and --take-rates are the household's views; this run's setting is desktop",
+    );
+}
+
+#[test]
 fn a_run_trains_in_the_sheets_world() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("sheets.toml");

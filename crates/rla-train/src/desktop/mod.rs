@@ -200,6 +200,95 @@ impl crate::setting::Registered for Desktop {
     }
 }
 
+impl Desktop {
+    /// The first `n` tasks of an evaluation split (the generated split, perturbed as the config
+    /// says, or its folder of task files), each played once greedily.
+    fn play_split(
+        &mut self,
+        ctx: Ctx,
+        policy: &dyn Sampler,
+        split: Split,
+        n: usize,
+    ) -> Result<(Vec<Source>, Vec<crate::play::Trajectory>)> {
+        let cfg = ctx.cfg;
+        let tasks: Vec<Source> = match self.cfg.eval_tasks.of(split) {
+            Some(dir) => {
+                let key = split_key(split);
+                let files = task_folder(
+                    &self.folders,
+                    dir,
+                    DesktopConfig::of(cfg).files.as_deref(),
+                    &key,
+                )?;
+                if n > files.len() {
+                    anyhow::bail!(
+                        "desktop.{key} {} holds {} tasks this setting runs; the evaluation asks for {n}",
+                        dir.display(),
+                        files.len()
+                    );
+                }
+                files
+                    .into_iter()
+                    .take(n)
+                    .map(|file| Source::File { file })
+                    .collect()
+            }
+            None => family::perturbed(split_tasks(self.cfg.world, split, n), self.cfg.perturb)
+                .into_iter()
+                .map(|spec| Source::Generated { spec })
+                .collect(),
+        };
+        if tasks.is_empty() {
+            return Ok((tasks, vec![]));
+        }
+        let sp = rla_lm::SampleParams::greedy(cfg.policy.max_new_tokens);
+        let trajs = ctx.with_bar(
+            (tasks.len() * self.cfg.eval_step_limit) as u64,
+            &format!("eval {split:?}"),
+            |bar| {
+                if !self.cfg.desktops.is_empty() {
+                    return real::rollout(
+                        policy,
+                        cfg,
+                        &mut self.real,
+                        &tasks,
+                        1,
+                        self.cfg.eval_step_limit,
+                        &sp,
+                        false,
+                        bar,
+                    );
+                }
+                rollout(
+                    policy,
+                    cfg,
+                    &tasks,
+                    1,
+                    self.cfg.eval_step_limit,
+                    &sp,
+                    false,
+                    bar,
+                )
+            },
+        )?;
+        Ok((tasks, trajs))
+    }
+}
+
+/// An evaluation task's kind (`eval --by-kind`): a generated task's family and how many columns
+/// it works on; a task file is one kind.
+fn task_kind(t: &Source) -> String {
+    match t {
+        Source::Generated { spec } => format!(
+            "{} × {} column{}",
+            spec.family.name(),
+            spec.objects,
+            if spec.objects == 1 { "" } else { "s" }
+        ),
+        Source::File { .. } => "task file".into(),
+    }
+}
+
 impl Setting for Desktop {
     type Task = DesktopTask;
     type Record = Played;
@@ -427,68 +516,25 @@ impl Setting for Desktop {
     }
 
     fn evaluate(&mut self, ctx: Ctx, policy: &dyn Sampler, split: Split, n: usize) -> Result<f64> {
-        let cfg = ctx.cfg;
-        let tasks: Vec<Source> = match self.cfg.eval_tasks.of(split) {
-            Some(dir) => {
-                let key = split_key(split);
-                let files = task_folder(
-                    &self.folders,
-                    dir,
-                    DesktopConfig::of(cfg).files.as_deref(),
-                    &key,
-                )?;
-                if n > files.len() {
-                    anyhow::bail!(
-                        "desktop.{key} {} holds {} tasks this setting runs; the evaluation asks for {n}",
-                        dir.display(),
-                        files.len()
-                    );
-                }
-                files
-                    .into_iter()
-                    .take(n)
-                    .map(|file| Source::File { file })
-                    .collect()
-            }
-            None => family::perturbed(split_tasks(self.cfg.world, split, n), self.cfg.perturb)
-                .into_iter()
-                .map(|spec| Source::Generated { spec })
-                .collect(),
-        };
-        if tasks.is_empty() {
-            return Ok(0.0);
-        }
-        let sp = rla_lm::SampleParams::greedy(cfg.policy.max_new_tokens);
-        let trajs = ctx.with_bar(
-            (tasks.len() * self.cfg.eval_step_limit) as u64,
-            &format!("eval {split:?}"),
-            |bar| {
-                if !self.cfg.desktops.is_empty() {
-                    return real::rollout(
-                        policy,
-                        cfg,
-                        &mut self.real,
-                        &tasks,
-                        1,
-                        self.cfg.eval_step_limit,
-                        &sp,
-                        false,
-                        bar,
-                    );
-                }
-                rollout(
-                    policy,
-                    cfg,
-                    &tasks,
-                    1,
-                    self.cfg.eval_step_limit,
-                    &sp,
-                    false,
-                    bar,
-                )
-            },
-        )?;
+        let (_, trajs) = self.play_split(ctx, policy, split, n)?;
         Ok(crate::play::success(&trajs))
+    }
+
+    fn evaluate_by_kind(
+        &mut self,
+        ctx: Ctx,
+        policy: &dyn Sampler,
+        split: Split,
+        n: usize,
+    ) -> Result<Option<Vec<(String, bool)>>> {
+        let (tasks, trajs) = self.play_split(ctx, policy, split, n)?;
+        Ok(Some(
+            tasks
+                .iter()
+                .zip(&trajs)
+                .map(|(t, tr)| (task_kind(t), tr.won()))
+                .collect(),
+        ))
     }
 
     fn save_samples(
