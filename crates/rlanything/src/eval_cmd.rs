@@ -105,8 +105,8 @@ pub struct EvalArgs {
     /// `swapped-names`), or `all`: the plain split and each kind, as a table.
     #[arg(long, value_name = "KIND")]
     pub perturb: Option<String>,
-    /// With `--config`: also count the split's tasks won by kind, as a table (the desktop: each
-    /// task's family and how many columns it works on)
+    /// With `--config`: also count the split's tasks won by kind, as a table (the household:
+    /// ALFWorld's goal type; the desktop: each task's family and how many columns it works on)
     #[arg(long)]
     pub by_kind: bool,
 }

@@ -357,21 +357,18 @@ fn perturbed_sheets_are_played_by_the_expert_and_the_base() {
     );
 }
 
-#[test]
-fn an_evaluation_counts_its_tasks_by_kind() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs");
-    let cfg = root.join("desktop-tiny.toml");
+/// `eval --by-kind`'s rows (kind, won, tasks), checked to add up to its success line's `n` tasks.
+fn by_kind(cfg: &Path, n: usize) -> Vec<(String, usize, usize)> {
     let o = bin()
-        .args(["eval", "--n", "8", "--by-kind", "--config"])
-        .arg(&cfg)
+        .args(["eval", "--n", &n.to_string(), "--by-kind", "--config"])
+        .arg(cfg)
         .output()
         .unwrap();
     let t = ok(&o);
     assert!(t.contains("| kind | won | tasks | success |"), "{t}");
-    // the rows add up to the split's tasks and to the success line above them
     let rows: Vec<(String, usize, usize)> = t
         .lines()
-        .filter(|l| l.contains(" column") && l.starts_with("| "))
+        .filter(|l| l.starts_with("| ") && !l.starts_with("| kind "))
         .map(|l| {
             let c: Vec<&str> = l.split('|').map(str::trim).collect();
             (
@@ -381,26 +378,45 @@ fn an_evaluation_counts_its_tasks_by_kind() {
             )
         })
         .collect();
-    assert!(rows.len() > 1, "{t}");
-    assert_eq!(rows.iter().map(|r| r.2).sum::<usize>(), 8, "{t}");
+    // the rows add up to the split's tasks and to the success line above them
+    assert_eq!(rows.iter().map(|r| r.2).sum::<usize>(), n, "{t}");
     let won: usize = rows.iter().map(|r| r.1).sum();
     assert!(
         t.contains(&format!(
-            "success on 8 in-domain tasks: {:.3}",
-            won as f64 / 8.0
+            "success on {n} in-domain tasks: {:.3}",
+            won as f64 / n as f64
         )),
         "{t}"
     );
+    assert!(rows.iter().all(|r| r.1 <= r.2), "{t}");
+    rows
+}
+
+#[test]
+fn an_evaluation_counts_its_tasks_by_kind() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs");
+    let cfg = root.join("desktop-tiny.toml");
+    // the desktop: family and column count
+    let rows = by_kind(&cfg, 8);
     assert!(
-        rows.iter().all(|r| r.1 <= r.2 && r.0.contains(" × ")),
-        "{t}"
+        rows.len() > 1 && rows.iter().all(|r| r.0.contains(" × ")),
+        "{rows:?}"
     );
+    // the household: ALFWorld's goal types
+    let rows = by_kind(&root.join("quickstart.toml"), 12);
+    assert!(rows.len() > 1, "{rows:?}");
+    for r in &rows {
+        assert!(
+            rla_env::household::kinds::GoalKind::parse(&r.0).is_some(),
+            "{rows:?}"
+        );
+    }
     let bad = |args: &[&str], want: &str| {
         let o = bin().args(args).output().unwrap();
         let e = String::from_utf8_lossy(&o.stderr).to_string();
         assert!(!o.status.success() && e.contains(want), "{args:?}: {e}");
     };
-    let household = root.join("quickstart.toml");
+    let coding = root.join("coding-tiny.toml");
     bad(
         &[
             "eval",
@@ -408,9 +424,9 @@ fn an_evaluation_counts_its_tasks_by_kind() {
             "2",
             "--by-kind",
             "--config",
-            household.to_str().unwrap(),
+            coding.to_str().unwrap(),
         ],
-        "--by-kind: the household setting does not group its evaluation tasks by kind",
+        "--by-kind: the coding setting does not group its evaluation tasks by kind",
     );
     bad(
         &["eval", "--by-kind"],

@@ -93,6 +93,51 @@ fn rewrite_params(ctx: Ctx, i: usize) -> SampleParams {
     }
 }
 
+impl Household {
+    /// The first `n` tasks of an evaluation split (the generated split, or ALFWorld's game
+    /// folders the config names), each played once greedily, with each task's goal type.
+    fn play_split(
+        &mut self,
+        ctx: Ctx,
+        policy: &dyn Sampler,
+        split: Split,
+        n: usize,
+    ) -> Result<(Vec<String>, Vec<crate::play::Trajectory>)> {
+        let cfg = ctx.cfg;
+        let ep = Episodes::evaluation(cfg);
+        let tokens = cfg.policy.max_new_tokens;
+        let limit = self.cfg.eval_step_limit;
+        if let Some(root) = self.cfg.eval_games.of(split) {
+            let games = games::eval_games(root, n, &self.cfg)?;
+            let kinds = games.iter().map(|g| game_kind(&g.id)).collect();
+            let bar_len = (games.len() * limit) as u64;
+            let trajs = ctx.with_bar(bar_len, &format!("eval {split:?}"), |bar| {
+                evaluate_episodes(policy, &games, ep, tokens, bar)
+            })?;
+            return Ok((kinds, trajs));
+        }
+        let tasks: Vec<TaskSpec> = eval_tasks(split).into_iter().take(n).collect();
+        let kinds = tasks.iter().map(|t| t.goal.as_str().to_string()).collect();
+        let bar_len = (tasks.len() * limit) as u64;
+        let trajs = ctx.with_bar(bar_len, &format!("eval {split:?}"), |bar| {
+            evaluate_episodes(policy, &tasks, ep, tokens, bar)
+        })?;
+        Ok((kinds, trajs))
+    }
+}
+
+/// A game folder's goal type, read off its id: the ALFWorld `task_type` its top folder names
+/// (ALFWorld's `<task_type>-<classes>/trial_…`, or any name holding one), else the top folder.
+fn game_kind(id: &str) -> String {
+    let top = id.split(['/', '\\']).next().unwrap_or_default();
+    rla_env::household::kinds::GoalKind::ALL
+        .iter()
+        .map(|g| g.as_str())
+        .find(|g| top.contains(g))
+        .unwrap_or(top)
+        .to_string()
+}
+
 impl Setting for Household {
     type Task = HouseTask;
     type Record = Played;
@@ -228,37 +273,25 @@ impl Setting for Household {
     }
 
     fn evaluate(&mut self, ctx: Ctx, policy: &dyn Sampler, split: Split, n: usize) -> Result<f64> {
-        let cfg = ctx.cfg;
-        if let Some(root) = self.cfg.eval_games.of(split) {
-            let games = games::eval_games(root, n, &self.cfg)?;
-            return ctx.with_bar(
-                (games.len() * self.cfg.eval_step_limit) as u64,
-                &format!("eval {split:?}"),
-                |bar| {
-                    evaluate(
-                        policy,
-                        &games,
-                        Episodes::evaluation(cfg),
-                        cfg.policy.max_new_tokens,
-                        bar,
-                    )
-                },
-            );
-        }
-        let tasks: Vec<TaskSpec> = eval_tasks(split).into_iter().take(n).collect();
-        ctx.with_bar(
-            (tasks.len() * self.cfg.eval_step_limit) as u64,
-            &format!("eval {split:?}"),
-            |bar| {
-                evaluate(
-                    policy,
-                    &tasks,
-                    Episodes::evaluation(cfg),
-                    cfg.policy.max_new_tokens,
-                    bar,
-                )
-            },
-        )
+        Ok(crate::play::success(
+            &self.play_split(ctx, policy, split, n)?.1,
+        ))
+    }
+
+    fn evaluate_by_kind(
+        &mut self,
+        ctx: Ctx,
+        policy: &dyn Sampler,
+        split: Split,
+        n: usize,
+    ) -> Result<Option<Vec<(String, bool)>>> {
+        let (kinds, trajs) = self.play_split(ctx, policy, split, n)?;
+        Ok(Some(
+            kinds
+                .into_iter()
+                .zip(trajs.iter().map(|t| t.won()))
+                .collect(),
+        ))
     }
 
     fn save_samples(
@@ -297,5 +330,26 @@ impl Setting for Household {
 
     fn demonstrations(&self, cfg: &RunConfig, chunk: u64) -> Result<Vec<crate::pretrain::Example>> {
         warm::household_control_demonstrations(cfg, chunk)
+    }
+}
+
+#[cfg(test)]
+mod kind_tests {
+    #[test]
+    fn a_game_folders_kind_is_its_task_type() {
+        use super::game_kind;
+        assert_eq!(
+            game_kind("pick_two_obj_and_place-Pen-None-Desk-307/trial_T20190908_022434_519012"),
+            "pick_two_obj_and_place"
+        );
+        assert_eq!(
+            game_kind("look_at_obj_in_light-Book-None-DeskLamp-301"),
+            "look_at_obj_in_light"
+        );
+        assert_eq!(
+            game_kind("02-pick_clean_then_place_in_recep-kitchen"),
+            "pick_clean_then_place_in_recep"
+        );
+        assert_eq!(game_kind("game7/trial_1"), "game7");
     }
 }
