@@ -137,8 +137,25 @@ pub fn setting_success(
     n: Option<usize>,
     progress: bool,
 ) -> Result<SettingSuccess> {
+    let (mut s, n, ctx) = prepare(cfg, split, n, progress)?;
+    let success = s.evaluate(ctx, policy, split, n)?;
+    Ok(SettingSuccess {
+        setting: s.name(),
+        n,
+        success,
+    })
+}
+
+/// What a setting's own evaluation starts from: the config checked, its setting, how many tasks
+/// to play and the context to play them in.
+fn prepare(
+    cfg: &RunConfig,
+    split: Split,
+    n: Option<usize>,
+    progress: bool,
+) -> Result<(Box<dyn crate::registry::AnySetting>, usize, Ctx<'_>)> {
     cfg.validate().map_err(anyhow::Error::msg)?;
-    let mut s = crate::registry::setting(cfg)?;
+    let s = crate::registry::setting(cfg)?;
     let n = tasks_to_play(s.as_ref(), split, n)?;
     let ctx = Ctx {
         cfg,
@@ -146,12 +163,7 @@ pub fn setting_success(
         progress,
         run: None,
     };
-    let success = s.evaluate(ctx, policy, split, n)?;
-    Ok(SettingSuccess {
-        setting: s.name(),
-        n,
-        success,
-    })
+    Ok((s, n, ctx))
 }
 
 /// How many tasks of `split` an evaluation asked for `n` plays: all of a finite split by
@@ -193,21 +205,15 @@ pub fn setting_success_by_kind(
     n: Option<usize>,
     progress: bool,
 ) -> Result<(SettingSuccess, Vec<KindSuccess>)> {
-    cfg.validate().map_err(anyhow::Error::msg)?;
-    let mut s = crate::registry::setting(cfg)?;
-    let n = tasks_to_play(s.as_ref(), split, n)?;
-    let ctx = Ctx {
-        cfg,
-        k: 0,
-        progress,
-        run: None,
-    };
+    let (mut s, n, ctx) = prepare(cfg, split, n, progress)?;
     let Some(played) = s.evaluate_by_kind(ctx, policy, split, n)? else {
         bail!(
             "--by-kind: the {} setting does not group its evaluation tasks by kind",
             s.name()
         );
     };
+    let kinds = count_kinds(&played);
+    let won: usize = kinds.iter().map(|k| k.won).sum();
     Ok((
         SettingSuccess {
             setting: s.name(),
@@ -215,10 +221,10 @@ pub fn setting_success_by_kind(
             success: if played.is_empty() {
                 0.0
             } else {
-                played.iter().filter(|(_, w)| *w).count() as f64 / played.len() as f64
+                won as f64 / played.len() as f64
             },
         },
-        count_kinds(&played),
+        kinds,
     ))
 }
 

@@ -365,6 +365,17 @@ pub fn play<G: Game + Send>(
         .collect()
 }
 
+/// Each episode's task kind beside whether it won (`Setting::evaluate_by_kind`).
+pub fn won_by_kind(
+    kinds: impl IntoIterator<Item = String>,
+    trajs: &[Trajectory],
+) -> Vec<(String, bool)> {
+    kinds
+        .into_iter()
+        .zip(trajs.iter().map(Trajectory::won))
+        .collect()
+}
+
 /// The share of episodes won.
 pub fn success(trajs: &[Trajectory]) -> f64 {
     if trajs.is_empty() {

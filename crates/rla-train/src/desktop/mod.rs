@@ -528,13 +528,10 @@ impl Setting for Desktop {
         n: usize,
     ) -> Result<Option<Vec<(String, bool)>>> {
         let (tasks, trajs) = self.play_split(ctx, policy, split, n)?;
-        Ok(Some(
-            tasks
-                .iter()
-                .zip(&trajs)
-                .map(|(t, tr)| (task_kind(t), tr.won()))
-                .collect(),
-        ))
+        Ok(Some(crate::play::won_by_kind(
+            tasks.iter().map(task_kind),
+            &trajs,
+        )))
     }
 
     fn save_samples(

@@ -273,9 +273,8 @@ impl Setting for Household {
     }
 
     fn evaluate(&mut self, ctx: Ctx, policy: &dyn Sampler, split: Split, n: usize) -> Result<f64> {
-        Ok(crate::play::success(
-            &self.play_split(ctx, policy, split, n)?.1,
-        ))
+        let (_, trajs) = self.play_split(ctx, policy, split, n)?;
+        Ok(crate::play::success(&trajs))
     }
 
     fn evaluate_by_kind(
@@ -286,12 +285,7 @@ impl Setting for Household {
         n: usize,
     ) -> Result<Option<Vec<(String, bool)>>> {
         let (kinds, trajs) = self.play_split(ctx, policy, split, n)?;
-        Ok(Some(
-            kinds
-                .into_iter()
-                .zip(trajs.iter().map(|t| t.won()))
-                .collect(),
-        ))
+        Ok(Some(crate::play::won_by_kind(kinds, &trajs)))
     }
 
     fn save_samples(
