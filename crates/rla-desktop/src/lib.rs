@@ -1,31 +1,30 @@
-pub mod a11y;
-pub mod action;
-pub mod addr;
-pub mod app;
-pub mod bounds;
-pub mod chart;
-pub mod compare;
-pub mod episode;
-pub mod expert;
-pub mod family;
-pub mod formula;
-pub mod frame;
-pub mod keys;
-pub mod layout;
-pub mod local;
-pub mod pivot;
-pub mod rawcell;
+//! The GUI setting's desktop: a Calc-like spreadsheet application driven by OSWorld's actions,
+//! OSWorld's task files and evaluators, generated task families with an expert that solves them,
+//! and a controller for real desktops behind OSWorld's protocol. No tensor library: the models
+//! that play it live in `rla-train`.
+//!
+//! Five rooms and the remote controller:
+//!
+//! - [`sheet`] — the spreadsheet itself: A1 addresses, the formula language, the workbook, .xlsx
+//!   and .csv files, and the bounds a file is checked against before any reader opens it.
+//! - [`osworld`] — OSWorld's formats: task files, tasks as folders, and the evaluators
+//!   (`compare_table`'s rules; cells, styles, charts and pivot tables read as `desktop-env` reads
+//!   them; a sheet as pandas reads it).
+//! - [`ui`] — the desktop a policy sees and drives: the application (menus, Name Box, grid,
+//!   dialogs), where everything lies on the screen, the accessibility tree, screenshots, and
+//!   OSWorld's action space parsed (never executed).
+//! - [`tasks`] — what is asked: the task families and the worlds they are drawn in, the sheets
+//!   world's draws, and the expert that solves any generated task from any state.
+//! - [`play`] — a task played: its episode on the native desktop, the one runner for native and
+//!   real desktops, and the compact action vocabulary of tiny text-only policies.
+//! - [`remote`] — a real desktop over OSWorld's VM-side protocol.
+
+pub mod osworld;
+pub mod play;
 pub mod remote;
-pub mod render;
-pub mod rows;
-pub mod runner;
-pub mod sheets;
-pub mod style;
-pub mod task;
-pub mod tiny;
-pub mod workbook;
-pub mod xlsx;
-mod xmlpart;
+pub mod sheet;
+pub mod tasks;
+pub mod ui;
 
 /// An error of the desktop setting's files.
 #[derive(Debug, thiserror::Error)]

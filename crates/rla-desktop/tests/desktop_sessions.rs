@@ -1,14 +1,14 @@
 //! The desktop against small scripted sessions: pyautogui code in, the workbook, the saved file
 //! and the accessibility tree out.
 
-use rla_desktop::a11y::{self, TreeOptions};
-use rla_desktop::action::parse_code;
-use rla_desktop::addr::Addr;
-use rla_desktop::app::Desktop;
-use rla_desktop::compare::compare_table;
-use rla_desktop::formula::Value;
-use rla_desktop::workbook::{Content, Workbook};
-use rla_desktop::xlsx;
+use rla_desktop::osworld::compare::compare_table;
+use rla_desktop::sheet::addr::Addr;
+use rla_desktop::sheet::formula::Value;
+use rla_desktop::sheet::workbook::{Content, Workbook};
+use rla_desktop::sheet::xlsx;
+use rla_desktop::ui::a11y::{self, TreeOptions};
+use rla_desktop::ui::action::parse_code;
+use rla_desktop::ui::app::Desktop;
 use serde_json::json;
 use std::path::Path;
 

@@ -2,12 +2,12 @@
 //! states a random agent left behind; its score is then 1, and before it 0.
 
 use rand::{Rng, SeedableRng};
-use rla_desktop::a11y::{self, TreeOptions};
-use rla_desktop::episode::Episode;
-use rla_desktop::expert;
-use rla_desktop::family::{generate, split, Split};
+use rla_desktop::play::episode::Episode;
+use rla_desktop::tasks::expert;
+use rla_desktop::tasks::family::{generate, split, Split};
+use rla_desktop::ui::a11y::{self, TreeOptions};
 
-fn episode(spec: &rla_desktop::family::Spec) -> Episode {
+fn episode(spec: &rla_desktop::tasks::family::Spec) -> Episode {
     Episode::new(generate(spec), 1920, 1080).unwrap()
 }
 

@@ -8,10 +8,10 @@
 //! installs (`target/osworld-venv`), else `python3`.
 
 use rand::{Rng, SeedableRng};
-use rla_desktop::addr::Addr;
-use rla_desktop::compare::{compare_csv, compare_table};
-use rla_desktop::workbook::{Content, Sheet, Workbook};
-use rla_desktop::xlsx;
+use rla_desktop::osworld::compare::{compare_csv, compare_table};
+use rla_desktop::sheet::addr::Addr;
+use rla_desktop::sheet::workbook::{Content, Sheet, Workbook};
+use rla_desktop::sheet::xlsx;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -175,7 +175,7 @@ fn random_content(rng: &mut impl Rng, row: u32, col: u32) -> Option<Content> {
         11 => Content::Text(["True", "false", "TRUE"][rng.gen_range(0..3)].into()),
         12 if row > 1 => Content::Formula(format!(
             "{}{}+1",
-            rla_desktop::addr::col_name(col),
+            rla_desktop::sheet::addr::col_name(col),
             row // the cell above
         )),
         13 if row > 1 => Content::Formula(format!("SUM(A2:A{row})")),
@@ -246,12 +246,13 @@ fn mutate(b: &Workbook, rng: &mut impl Rng) -> Workbook {
             let a = pick(rng);
             match m.sheets[s].cells.get(&a).cloned() {
                 Some(Content::Number(x)) => {
-                    m.sheets[s]
-                        .cells
-                        .insert(a, Content::Text(rla_desktop::formula::format_number(x)));
+                    m.sheets[s].cells.insert(
+                        a,
+                        Content::Text(rla_desktop::sheet::formula::format_number(x)),
+                    );
                 }
                 Some(Content::Text(t)) => {
-                    if let Some(x) = rla_desktop::workbook::parse_number(t.trim()) {
+                    if let Some(x) = rla_desktop::sheet::workbook::parse_number(t.trim()) {
                         m.sheets[s].cells.insert(a, Content::Number(x));
                     }
                 }
@@ -312,8 +313,8 @@ fn rules(rng: &mut impl Rng, b: &Workbook) -> Vec<Value> {
     let coord = Addr::new(rng.gen_range(0..5), rng.gen_range(0..3)).to_string();
     let value = b.value(0, Addr::parse(&coord).unwrap());
     let refv = match value {
-        rla_desktop::formula::Value::Number(x) => json!(x),
-        rla_desktop::formula::Value::Text(t) => json!(t),
+        rla_desktop::sheet::formula::Value::Number(x) => json!(x),
+        rla_desktop::sheet::formula::Value::Text(t) => json!(t),
         _ => json!("Revenue"),
     };
     let idx0 = [
@@ -445,7 +446,7 @@ fn scores_equal_osworlds_on_a_seeded_corpus() {
 /// scores episodes without writing files).
 #[test]
 fn memory_books_score_as_their_saved_files() {
-    use rla_desktop::compare::{compare_books, Book};
+    use rla_desktop::osworld::compare::{compare_books, Book};
     let dir = tempfile::tempdir().unwrap();
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(41);
     let (mut n, mut ones) = (0, 0);
@@ -541,7 +542,7 @@ fn styled_book(path: &Path, rng: &mut impl Rng) -> Value {
     let mut cells = vec![];
     for r in 1..=5 {
         for c in 0..3u32 {
-            let coord = format!("{}{r}", rla_desktop::addr::col_name(c));
+            let coord = format!("{}{r}", rla_desktop::sheet::addr::col_name(c));
             let v = match rng.gen_range(0..8) {
                 0 => Value::Null,
                 1 | 2 => json!(rng.gen_range(-20..500) as f64 / 4.0),
@@ -565,7 +566,7 @@ fn styled_book(path: &Path, rng: &mut impl Rng) -> Value {
 /// may hold (so both scores occur), and regular expressions on values.
 fn style_rules(rng: &mut impl Rng) -> Vec<Value> {
     let mut out = vec![];
-    for prop in rla_desktop::style::PROPERTIES {
+    for prop in rla_desktop::osworld::style::PROPERTIES {
         let coord = format!(
             "{}{}",
             ["A", "B", "C", "D"][rng.gen_range(0..4)],

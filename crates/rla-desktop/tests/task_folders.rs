@@ -1,10 +1,11 @@
 //! Folders of OSWorld task files: what loads, what is counted out and why, files found in a
 //! local folder for online URLs, and an episode played and scored from a task file.
 
-use rla_desktop::a11y::TreeOptions;
-use rla_desktop::episode::Episode;
-use rla_desktop::family::{generate, split, Split};
-use rla_desktop::{expert, local};
+use rla_desktop::osworld::local;
+use rla_desktop::play::episode::Episode;
+use rla_desktop::tasks::expert;
+use rla_desktop::tasks::family::{generate, split, Split};
+use rla_desktop::ui::a11y::TreeOptions;
 use serde_json::{json, Value};
 use std::path::Path;
 

@@ -4,10 +4,12 @@ use crate::{parse_json, value_error};
 use pyo3::exceptions::PyFileNotFoundError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
-use rla_desktop::a11y::{self, TreeOptions};
-use rla_desktop::episode::Episode;
-use rla_desktop::family::{self, Spec, Split};
-use rla_desktop::{expert, local, render};
+use rla_desktop::osworld::local;
+use rla_desktop::play::episode::Episode;
+use rla_desktop::tasks::expert;
+use rla_desktop::tasks::family::{self, Spec, Split};
+use rla_desktop::ui::a11y::{self, TreeOptions};
+use rla_desktop::ui::render;
 use std::path::PathBuf;
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

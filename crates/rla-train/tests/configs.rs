@@ -53,7 +53,7 @@ fn the_alfworld_config_reads_its_games_from_alfworld_data() {
 
 #[test]
 fn the_desktops_world_and_perturbation_are_read_and_checked() {
-    use rla_desktop::family::{Perturb, World};
+    use rla_desktop::tasks::family::{Perturb, World};
     use rla_train::config::SettingConfig;
     use rla_train::desktop::config::DesktopConfig;
     let dir = PathBuf::from(".");

@@ -2,9 +2,10 @@
 
 use anyhow::{bail, Context, Result};
 use rand::{Rng, SeedableRng};
-use rla_desktop::a11y::{self, TreeOptions};
-use rla_desktop::family::{self, Split};
-use rla_desktop::{expert, local};
+use rla_desktop::osworld::local;
+use rla_desktop::tasks::expert;
+use rla_desktop::tasks::family::{self, Split};
+use rla_desktop::ui::a11y::{self, TreeOptions};
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -286,7 +287,7 @@ pub fn run(cmd: DesktopCmd) -> Result<()> {
             let (w, h) = screen(&sc)?;
             let (_, d) = local::open(&task, files.as_deref(), w, h)?;
             let nodes = a11y::tree(&d, TreeOptions::default());
-            let img = rla_desktop::render::draw(&d, &nodes, marks);
+            let img = rla_desktop::ui::render::draw(&d, &nodes, marks);
             let img = match size {
                 Some(s) => {
                     let (iw, ih) = self::screen(&s)?;
@@ -295,7 +296,7 @@ pub fn run(cmd: DesktopCmd) -> Result<()> {
                 }
                 None => img,
             };
-            rla_desktop::xlsx::write_atomic(&out, &img.png())?;
+            rla_desktop::sheet::xlsx::write_atomic(&out, &img.png())?;
             println!("wrote {} ({}×{})", out.display(), img.width, img.height);
             Ok(())
         }
@@ -485,7 +486,7 @@ fn play(task: PathBuf, files: Option<PathBuf>, (w, h): (u32, u32)) -> Result<()>
             "marks" => println!("{}", a11y::marks_text(&nodes)),
             "score" | "expert" => {
                 let saved = d.saved.clone().unwrap_or_else(|| d.book.clone());
-                rla_desktop::xlsx::save(&saved, &result)?;
+                rla_desktop::sheet::xlsx::save(&saved, &result)?;
                 if line == "score" {
                     match local::score(&task, files, &result, &[]) {
                         Ok(s) => println!("score (as saved): {s}"),
@@ -499,7 +500,7 @@ fn play(task: PathBuf, files: Option<PathBuf>, (w, h): (u32, u32)) -> Result<()>
                         .and_then(|h| serde_json::from_value::<family::Spec>(h).ok())
                     {
                         let mut ep =
-                            rla_desktop::episode::Episode::new(family::generate(&spec), w, h)
+                            rla_desktop::play::episode::Episode::new(family::generate(&spec), w, h)
                                 .map_err(anyhow::Error::msg)?;
                         ep.desktop = d.clone();
                         println!("{}", expert::next(&ep));
@@ -508,12 +509,12 @@ fn play(task: PathBuf, files: Option<PathBuf>, (w, h): (u32, u32)) -> Result<()>
             }
             l if l.starts_with("screenshot ") => {
                 let out = PathBuf::from(l["screenshot ".len()..].trim());
-                let img = rla_desktop::render::draw(&d, &nodes, false);
-                rla_desktop::xlsx::write_atomic(&out, &img.png())?;
+                let img = rla_desktop::ui::render::draw(&d, &nodes, false);
+                rla_desktop::sheet::xlsx::write_atomic(&out, &img.png())?;
                 println!("wrote {}", out.display());
             }
             code => {
-                let actions = match rla_desktop::action::parse_code(code) {
+                let actions = match rla_desktop::ui::action::parse_code(code) {
                     Ok(a) => a,
                     Err(e) => {
                         println!("not an action: {e}");
@@ -531,13 +532,13 @@ fn play(task: PathBuf, files: Option<PathBuf>, (w, h): (u32, u32)) -> Result<()>
         }
     }
     let mut end = d.clone();
-    rla_desktop::episode::run_postconfig(
+    rla_desktop::play::episode::run_postconfig(
         &mut end,
         t.evaluator.postconfig.as_deref().unwrap_or(&[]),
     )
     .map_err(anyhow::Error::msg)?;
     let saved = end.saved.clone().unwrap_or_else(|| end.book.clone());
-    rla_desktop::xlsx::save(&saved, &result)?;
+    rla_desktop::sheet::xlsx::save(&saved, &result)?;
     let s = local::score(&task, files, &result, &[]).map_err(anyhow::Error::msg)?;
     println!("{s}");
     Ok(())
@@ -550,7 +551,7 @@ fn bench(steps: usize, seed: u64) -> Result<()> {
     let specs = family::split(Split::Train, 64);
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     let words = ["Sheet2", "Profit", "12", "=B2-C2", "Total"];
-    let mut ep = rla_desktop::episode::Episode::new(family::generate(&specs[0]), 1920, 1080)
+    let mut ep = rla_desktop::play::episode::Episode::new(family::generate(&specs[0]), 1920, 1080)
         .map_err(anyhow::Error::msg)?;
     let (mut errors, mut episodes, mut bytes) = (0usize, 0usize, 0usize);
     let counter = |s: &str| s.len() / 4;
@@ -561,26 +562,26 @@ fn bench(steps: usize, seed: u64) -> Result<()> {
         let marks = a11y::marks(&nodes).len();
         let m = rng.gen_range(1..=marks);
         let actions = match rng.gen_range(0..8) {
-            0..=2 => vec![rla_desktop::action::Action::Click {
-                at: rla_desktop::action::Point::Mark(m),
-                button: rla_desktop::action::Button::Left,
+            0..=2 => vec![rla_desktop::ui::action::Action::Click {
+                at: rla_desktop::ui::action::Point::Mark(m),
+                button: rla_desktop::ui::action::Button::Left,
                 clicks: 1,
             }],
-            3 => vec![rla_desktop::action::Action::Click {
-                at: rla_desktop::action::Point::Mark(m),
-                button: rla_desktop::action::Button::Right,
+            3 => vec![rla_desktop::ui::action::Action::Click {
+                at: rla_desktop::ui::action::Point::Mark(m),
+                button: rla_desktop::ui::action::Button::Right,
                 clicks: 1,
             }],
-            4 => vec![rla_desktop::action::Action::Write(format!(
+            4 => vec![rla_desktop::ui::action::Action::Write(format!(
                 "{}\n",
                 words[rng.gen_range(0..words.len())]
             ))],
-            5 => vec![rla_desktop::action::Action::Press(vec!["esc".into()])],
-            6 => vec![rla_desktop::action::Action::Hotkey(vec![
+            5 => vec![rla_desktop::ui::action::Action::Press(vec!["esc".into()])],
+            6 => vec![rla_desktop::ui::action::Action::Hotkey(vec![
                 "ctrl".into(),
                 ["c", "v", "z"][rng.gen_range(0..3)].into(),
             ])],
-            _ => vec![rla_desktop::action::Action::Press(vec![[
+            _ => vec![rla_desktop::ui::action::Action::Press(vec![[
                 "down", "tab", "delete",
             ][rng.gen_range(0..3)]
             .into()])],
@@ -590,7 +591,7 @@ fn bench(steps: usize, seed: u64) -> Result<()> {
         }
         if ep.steps >= 30 || i % 30 == 29 {
             episodes += 1;
-            ep = rla_desktop::episode::Episode::new(
+            ep = rla_desktop::play::episode::Episode::new(
                 family::generate(&specs[episodes % specs.len()]),
                 1920,
                 1080,

@@ -1,11 +1,11 @@
 //! `rlanything desktop serve-real`, and `desktop eval`/`bench` over the one task runner
-//! (`rla_desktop::runner`): the native desktop or a real one behind OSWorld's protocol.
+//! (`rla_desktop::play::runner`): the native desktop or a real one behind OSWorld's protocol.
 
 use anyhow::{bail, Context, Result};
 use rand::{Rng, SeedableRng};
-use rla_desktop::family::{self, Split};
+use rla_desktop::play::runner::{self, ExpertAgent, Native, Real, Screen};
 use rla_desktop::remote::{tree, RemoteDesktop};
-use rla_desktop::runner::{self, ExpertAgent, Native, Real, Screen};
+use rla_desktop::tasks::family::{self, Split};
 use rla_train::desktop::screen::OnScreen;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -164,7 +164,7 @@ pub fn eval(
     for (i, spec) in specs.iter().enumerate() {
         let g = family::generate(spec);
         let dir = tmp.path().join(format!("{i}"));
-        let path = rla_desktop::local::export(&g, &dir)?;
+        let path = rla_desktop::osworld::local::export(&g, &dir)?;
         let (id, instruction) = (g.task.id.clone(), g.task.instruction.clone());
         let rec = record.filter(|_| i == 0).map(|r| (r, 960));
         // the expert as the runner's agent; a model through the desktop setting's play loop
@@ -272,8 +272,8 @@ fn bench_one(
     };
     let tmp = tempfile::tempdir()?;
     let g = family::generate(&family::split(Split::Train, 1)[0]);
-    let path = rla_desktop::local::export(&g, tmp.path())?;
-    let task = rla_desktop::task::DesktopTask::load(&path)?;
+    let path = rla_desktop::osworld::local::export(&g, tmp.path())?;
+    let task = rla_desktop::osworld::task::DesktopTask::load(&path)?;
     let t = Instant::now();
     real.set_up(&task, &path)
         .map_err(|e| anyhow::anyhow!("{url}: {e}"))?;

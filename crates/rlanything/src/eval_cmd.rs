@@ -112,8 +112,8 @@ pub struct EvalArgs {
 }
 
 /// `--perturb`: the kinds to play, `None` the plain sheet.
-fn parse_perturb(p: &str) -> Result<Vec<Option<rla_desktop::family::Perturb>>> {
-    use rla_desktop::family::Perturb;
+fn parse_perturb(p: &str) -> Result<Vec<Option<rla_desktop::tasks::family::Perturb>>> {
+    use rla_desktop::tasks::family::Perturb;
     if p == "all" {
         return Ok(std::iter::once(None)
             .chain(Perturb::ALL.into_iter().map(Some))
@@ -130,7 +130,7 @@ fn perturbed_eval(
     policy: &Policy,
     split: Split,
     a: &EvalArgs,
-    kinds: &[Option<rla_desktop::family::Perturb>],
+    kinds: &[Option<rla_desktop::tasks::family::Perturb>],
 ) -> Result<()> {
     use rla_train::desktop::config::DesktopConfig;
     let mut rows = vec![];

@@ -104,7 +104,7 @@ fn the_sheets_world_run_starts_from_the_sheets_worlds_base() {
     for c in [&cfg, &made] {
         assert_eq!(
             DesktopConfig::of(c).world,
-            rla_desktop::family::World::Sheets
+            rla_desktop::tasks::family::World::Sheets
         );
     }
     assert_eq!(

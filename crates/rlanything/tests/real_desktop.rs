@@ -4,10 +4,10 @@
 //!
 //! Needs what `scripts/desktop-real.sh` installs (the README's test command runs it).
 
-use rla_desktop::family::{self, Split};
+use rla_desktop::play::runner::{self, Agent, ExpertAgent, Native, Real, Screen};
 use rla_desktop::remote::{RemoteDesktop, RemoteError};
-use rla_desktop::runner::{self, Agent, ExpertAgent, Native, Real, Screen};
-use rla_desktop::xlsx::{self, Stored};
+use rla_desktop::sheet::xlsx::{self, Stored};
+use rla_desktop::tasks::family::{self, Split};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -260,7 +260,7 @@ fn expert_on(
     real: bool,
 ) -> (f64, PathBuf) {
     std::fs::create_dir_all(dir).unwrap();
-    let task = rla_desktop::local::export(g, dir).unwrap();
+    let task = rla_desktop::osworld::local::export(g, dir).unwrap();
     let mut agent = ExpertAgent::new(g.clone(), real, (1920, 1080)).unwrap();
     let p = runner::play(screen, &task, &mut agent, 60, dir)
         .unwrap_or_else(|e| panic!("{} ({}): {e}", g.task.id, g.spec.family.name()));
@@ -445,8 +445,8 @@ fn the_real_desktop_runs_osworld_tasks_through_its_protocol() {
     let g = family::generate(&specs[0]);
     let dir = tmp.path().join("obs");
     std::fs::create_dir_all(&dir).unwrap();
-    let task_path = rla_desktop::local::export(&g, &dir).unwrap();
-    let task = rla_desktop::task::DesktopTask::load(&task_path).unwrap();
+    let task_path = rla_desktop::osworld::local::export(&g, &dir).unwrap();
+    let task = rla_desktop::osworld::task::DesktopTask::load(&task_path).unwrap();
     real_screen.set_up(&task, &task_path).unwrap();
     let obs = real_screen.observe().unwrap();
     let a1 = obs
@@ -454,7 +454,7 @@ fn the_real_desktop_runs_osworld_tasks_through_its_protocol() {
         .iter()
         .find(|n| n.tag == "table-cell" && n.name == "A1")
         .expect("the agent's tree holds cell A1");
-    let want = g.start.sheets[0].cells[&rla_desktop::addr::Addr::new(0, 0)].input_text();
+    let want = g.start.sheets[0].cells[&rla_desktop::sheet::addr::Addr::new(0, 0)].input_text();
     assert_eq!(a1.text, want);
     assert!(
         a1.rect.w > 0 && a1.rect.h > 0 && a1.rect.y > 50,
@@ -529,13 +529,13 @@ fn the_real_desktop_runs_osworld_tasks_through_its_protocol() {
         .fetch(&format!("/home/user/{}", g.file), &saved)
         .unwrap());
     let book = xlsx::open(&saved).unwrap();
-    let h2 = &book.sheets[0].cells[&rla_desktop::addr::Addr::new(1, 7)];
+    let h2 = &book.sheets[0].cells[&rla_desktop::sheet::addr::Addr::new(1, 7)];
     assert_eq!(h2.input_text(), "=IF(1<2,\"lt\",\"ge\")");
     let stored = xlsx::cached(&saved).unwrap();
     let h2 = stored[0]
         .cells
         .iter()
-        .find(|(a, _)| *a == rla_desktop::addr::Addr::new(1, 7));
+        .find(|(a, _)| *a == rla_desktop::sheet::addr::Addr::new(1, 7));
     assert_eq!(h2.map(|x| &x.1), Some(&Stored::Text("lt".into())));
 
     // --- a wrong edit scores 0; an unsaved right one scores 0 -----------------------------
@@ -570,7 +570,7 @@ fn the_real_desktop_runs_osworld_tasks_through_its_protocol() {
         .fetch(&format!("/home/user/{}", g.file), &unsaved)
         .unwrap());
     assert_eq!(
-        rla_desktop::local::score(&task_path, None, &unsaved, &[]).unwrap(),
+        rla_desktop::osworld::local::score(&task_path, None, &unsaved, &[]).unwrap(),
         0.0,
         "edited, not saved"
     );
@@ -640,11 +640,11 @@ fn sheet_part(summary: &str, cursor: bool) -> String {
 /// Plays the expert of a generated task on the real desktop, and after each of its steps reads
 /// the tiny summary off the real tree and off the native mirror; returns how many states agreed.
 fn summaries_agree(server: &Server, g: &family::Generated, dir: &Path) -> usize {
+    use rla_desktop::play::tiny;
     use rla_desktop::remote::expert::RealExpert;
-    use rla_desktop::tiny;
     std::fs::create_dir_all(dir).unwrap();
-    let path = rla_desktop::local::export(g, dir).unwrap();
-    let task = rla_desktop::task::DesktopTask::load(&path).unwrap();
+    let path = rla_desktop::osworld::local::export(g, dir).unwrap();
+    let task = rla_desktop::osworld::task::DesktopTask::load(&path).unwrap();
     let mut screen = real(server);
     screen.set_up(&task, &path).unwrap();
     let mut ex = RealExpert::new(g.clone(), 1920, 1080).unwrap();

@@ -3,9 +3,9 @@
 //! which hands the decoded image to a model that reads images; its answers are run on the
 //! desktop. A text-only model refuses the image with a clear error.
 
-use rla_desktop::a11y::TreeOptions;
-use rla_desktop::episode::Episode;
-use rla_desktop::family::{self, Split};
+use rla_desktop::play::episode::Episode;
+use rla_desktop::tasks::family::{self, Split};
+use rla_desktop::ui::a11y::TreeOptions;
 use rla_lm::{LmError, Message, Sample, SampleParams, Sampler, VisualMessage};
 use rla_remote::server::{self, Options};
 use std::process::Command;
@@ -126,7 +126,8 @@ fn a_served_vision_model_plays_the_desktop_on_screenshots() {
         // the first image is the task's start, drawn at the screen's size
         let ep = Episode::new(task.clone(), 1280, 720).unwrap();
         let start =
-            rla_desktop::render::draw(&ep.desktop, &ep.tree(TreeOptions::default()), false).png();
+            rla_desktop::ui::render::draw(&ep.desktop, &ep.tree(TreeOptions::default()), false)
+                .png();
         assert_eq!(png_size(shots[0]), (1280, 720));
         assert!(*shots[0] == start, "the first screenshot is not the start");
         // the second shows the step's effect: the cursor moved

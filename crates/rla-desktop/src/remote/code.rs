@@ -3,7 +3,7 @@
 //! `pyautogui.hotkey('shift', ',')` (pyautogui types `>` for it on the VMs' keyboard map; OSWorld's
 //! controller rewrites it the same way). `WAIT`, `DONE` and `FAIL` are not code: they give `None`.
 
-use crate::action::{Action, Button, Point};
+use crate::ui::action::{Action, Button, Point};
 
 /// A Python string literal.
 pub fn py_str(s: &str) -> String {
@@ -136,7 +136,7 @@ pub fn actions(acts: &[Action], marks: &[(i32, i32)]) -> Result<Option<String>, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::action::parse_code;
+    use crate::ui::action::parse_code;
 
     fn round_trip(code: &str) -> String {
         actions(&parse_code(code).unwrap(), &[(10, 20), (30, 40)])

@@ -1,4 +1,4 @@
-//! The expert on a real desktop. The expert ([`crate::expert`]) plans on the native desktop, so
+//! The expert on a real desktop. The expert ([`crate::tasks::expert`]) plans on the native desktop, so
 //! it plays a native mirror of the task in lockstep: each of its steps is read for what it
 //! touches there (a cell, a column header, a menu and its item, a sheet tab, the add-sheet
 //! button; keys and text as they are) and placed on the real screen from the real window's
@@ -7,10 +7,10 @@
 
 use super::code;
 use super::tree::Element;
-use crate::action::{parse_code, Action, Button, Point};
-use crate::addr::Addr;
-use crate::app::{Desktop, Popup, Target, MENUS};
-use crate::episode::Episode;
+use crate::play::episode::Episode;
+use crate::sheet::addr::Addr;
+use crate::ui::action::{parse_code, Action, Button, Point};
+use crate::ui::app::{Desktop, Popup, Target, MENUS};
 use std::collections::VecDeque;
 
 /// How an element is clicked.
@@ -75,7 +75,7 @@ pub fn map(d: &Desktop, step: &str) -> Result<Vec<Sub>, String> {
                     Target::ColHeader(c) if h == How::Left => Sub::ColHeader(c),
                     Target::Menu(i) => Sub::Node("menu", MENUS[i].0.to_string(), h),
                     Target::Item(cmd) => {
-                        let items: Vec<(&str, crate::app::Cmd)> = match &d.popup {
+                        let items: Vec<(&str, crate::ui::app::Cmd)> = match &d.popup {
                             Some(Popup::Menu(i, _)) => MENUS[*i].1.to_vec(),
                             Some(Popup::Context(_, _, items, _)) => items.clone(),
                             None => vec![],
@@ -182,7 +182,7 @@ pub fn place(sub: &Sub, els: &[Element]) -> Result<String, String> {
         }
         Sub::ColHeader(c) => {
             // the header strip lies just above the column's topmost showing cell
-            let col = crate::addr::col_name(*c);
+            let col = crate::sheet::addr::col_name(*c);
             let top =
                 els.iter()
                     .filter(|e| {
@@ -244,7 +244,7 @@ pub const PATIENCE: usize = 3;
 impl RealExpert {
     /// The expert of `task`, its mirror on a `width × height` native screen.
     pub fn new(
-        task: impl Into<crate::episode::Opened>,
+        task: impl Into<crate::play::episode::Opened>,
         width: u32,
         height: u32,
     ) -> Result<RealExpert, String> {
@@ -275,14 +275,14 @@ impl RealExpert {
 
     /// The mirror's next step, mapped into the queue; `Ok(false)` when the expert is done.
     fn plan(&mut self) -> Result<bool, String> {
-        if self.mirror.steps >= crate::expert::MAX_PLAN {
+        if self.mirror.steps >= crate::tasks::expert::MAX_PLAN {
             return Err(format!(
                 "the expert did not finish {} in {} steps",
                 self.mirror.task.task.id,
-                crate::expert::MAX_PLAN
+                crate::tasks::expert::MAX_PLAN
             ));
         }
-        let step = crate::expert::next(&self.mirror);
+        let step = crate::tasks::expert::next(&self.mirror);
         if step == "DONE" {
             return Ok(false);
         }
@@ -299,7 +299,7 @@ impl RealExpert {
     /// mirror (nothing is queued then), `Err` when it cannot be mapped.
     pub fn give(&mut self, step: &str) -> Result<Option<String>, String> {
         let subs = map(&self.mirror.desktop, step)?;
-        let nodes = self.mirror.tree(crate::a11y::TreeOptions::default());
+        let nodes = self.mirror.tree(crate::ui::a11y::TreeOptions::default());
         if let Some(e) = self.mirror.step_code(step, &nodes).error {
             return Ok(Some(e));
         }

@@ -4,8 +4,8 @@
 //! editable, expandable or checkable, of an interactive or text-bearing role, with a name or a
 //! text and a positive size. Class and description are empty, as on OSWorld's Ubuntu VMs.
 
-use crate::a11y::Node;
-use crate::layout::Rect;
+use crate::ui::a11y::Node;
+use crate::ui::layout::Rect;
 use quick_xml::events::{BytesStart, Event};
 use quick_xml::Reader;
 use std::borrow::Cow;
@@ -122,7 +122,10 @@ pub fn all(xml: &str) -> Result<Vec<Element>, String> {
             }
             Ok(ev @ (Event::Text(_) | Event::GeneralRef(_))) => {
                 if let Some(Some(i)) = open.last() {
-                    out[*i].node.text.push_str(&crate::xmlpart::text_of(&ev));
+                    out[*i]
+                        .node
+                        .text
+                        .push_str(&crate::sheet::xmlpart::text_of(&ev));
                 }
             }
             Ok(Event::CData(c)) => {

@@ -30,21 +30,21 @@ pub struct DesktopConfig {
     /// With `observation = "compact"`: the summary also names the two empty columns right of
     /// the table by their letters (`| empty I J`), so the cell a new column's header goes in is
     /// read off the screen instead of counted from the table's first column
-    /// (`rla_desktop::tiny::Summary`). A policy reads the summary it was trained on.
+    /// (`rla_desktop::play::tiny::Summary`). A policy reads the summary it was trained on.
     pub empty_columns: bool,
     /// The evaluation splits played with one departure from the plain sheet applied to every
     /// task (`shift-right`, `shift-down`, `gaps`, `wide`, `long`, `unlocated`,
-    /// `swapped-names`; `rla_desktop::family::Perturb`): the robustness check. Training tasks
+    /// `swapped-names`; `rla_desktop::tasks::family::Perturb`): the robustness check. Training tasks
     /// are never perturbed.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub perturb: Option<rla_desktop::family::Perturb>,
+    pub perturb: Option<rla_desktop::tasks::family::Perturb>,
     /// The world tasks are drawn in: `plain` (a table at A1, three numeric columns, located
     /// instructions; what `models/desktop` learnt) or `sheets` (OSWorld-like sheets: tables
     /// anywhere, 2–8 numeric columns, up to 30 rows, one shared pool of headers, paraphrased
     /// instructions, a count of values; the OOD split from held-out names, layouts and
-    /// paraphrases; `rla_desktop::sheets`). Pool, warm start and splits alike.
-    #[serde(skip_serializing_if = "rla_desktop::family::World::is_plain")]
-    pub world: rla_desktop::family::World,
+    /// paraphrases; `rla_desktop::tasks::sheets`). Pool, warm start and splits alike.
+    #[serde(skip_serializing_if = "rla_desktop::tasks::family::World::is_plain")]
+    pub world: rla_desktop::tasks::family::World,
     /// A folder of OSWorld task files (`*.json`, sub-folders too, as OSWorld's
     /// `evaluation_examples/examples/libreoffice_calc`) as the training pool in place of
     /// generated tasks: the pool draws `pool_size` of them (seeded). Tasks whose evaluator or
@@ -89,7 +89,7 @@ pub struct DesktopConfig {
 #[serde(rename_all = "snake_case")]
 pub enum DesktopObservation {
     /// The compact summary of tiny policies: the cursor, what is open, the columns by the rows
-    /// they fill, the tabs (`rla_desktop::tiny::observation`).
+    /// they fill, the tabs (`rla_desktop::play::tiny::observation`).
     Compact,
     /// The accessibility tree linearised as OSWorld gives it to text-only models, with the
     /// action space of pyautogui and `computer_use` explained in the prompt.
@@ -102,8 +102,8 @@ pub enum DesktopObservation {
 
 impl DesktopConfig {
     /// What the compact summary says beyond the columns ([`DesktopConfig::empty_columns`]).
-    pub fn summary(&self) -> rla_desktop::tiny::Summary {
-        rla_desktop::tiny::Summary {
+    pub fn summary(&self) -> rla_desktop::play::tiny::Summary {
+        rla_desktop::play::tiny::Summary {
             empty_columns: self.empty_columns,
         }
     }
@@ -122,7 +122,7 @@ impl Default for DesktopConfig {
             tree_tokens: 10_000,
             empty_columns: false,
             perturb: None,
-            world: rla_desktop::family::World::Plain,
+            world: rla_desktop::tasks::family::World::Plain,
             train_tasks: None,
             eval_tasks: EvalSources::default(),
             files: None,

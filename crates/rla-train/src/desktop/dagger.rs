@@ -13,8 +13,9 @@ use crate::play::Trajectory;
 use crate::pretrain::{Demo, Example, WarmStart};
 use anyhow::{Context, Result};
 use indicatif::ProgressBar;
-use rla_desktop::family::Spec;
-use rla_desktop::{expert, tiny};
+use rla_desktop::play::tiny;
+use rla_desktop::tasks::expert;
+use rla_desktop::tasks::family::Spec;
 use rla_lm::{Model, SampleParams};
 
 /// DAgger's labels: the expert's action at the states of the policy's own episodes. Each

@@ -1,7 +1,7 @@
 //! The GUI setting: a computer-use agent on the native spreadsheet desktop (`rla-desktop`),
 //! tasks in OSWorld's format. The policy sees the instruction, its previous actions ("Step i:
 //! …", the last `desktop.history`) and the desktop's compact accessibility tree, and answers
-//! `Action: <action>` in the tiny action vocabulary (`rla_desktop::tiny`), drawn among the
+//! `Action: <action>` in the tiny action vocabulary (`rla_desktop::play::tiny`), drawn among the
 //! state's candidates; each action runs as OSWorld pyautogui code. An episode ends at `done`
 //! or the step limit and is scored by the task's evaluator after its postconfig (which saves).
 //! The judge sees the earlier actions, the objective, the observation, the step's response and
@@ -30,7 +30,7 @@ use crate::run::RunDir;
 use crate::setting::{Ctx, Group, JudgeQuality, Setting, Split};
 use anyhow::{Context, Result};
 use rla_core::adapt::Direction;
-use rla_desktop::family::{self, Spec};
+use rla_desktop::tasks::family::{self, Spec};
 use rla_lm::Sampler;
 use serde::{Deserialize, Serialize};
 
@@ -75,7 +75,7 @@ impl DesktopTask {
 
     /// The pool task of a task file (its id the file's).
     pub fn file(file: std::path::PathBuf) -> Result<DesktopTask> {
-        let id = rla_desktop::task::DesktopTask::load(&file)?.id;
+        let id = rla_desktop::osworld::task::DesktopTask::load(&file)?.id;
         Ok(DesktopTask {
             id,
             parent: None,
@@ -93,11 +93,11 @@ impl DesktopTask {
 }
 
 impl play::Opens for Source {
-    fn opened(&self, cfg: &RunConfig) -> Result<rla_desktop::episode::Opened> {
+    fn opened(&self, cfg: &RunConfig) -> Result<rla_desktop::play::episode::Opened> {
         Ok(match self {
             Source::Generated { spec } => family::generate(spec).into(),
             Source::File { file } => {
-                rla_desktop::local::load(file, DesktopConfig::of(cfg).files.as_deref())?
+                rla_desktop::osworld::local::load(file, DesktopConfig::of(cfg).files.as_deref())?
             }
         })
     }
@@ -114,7 +114,7 @@ fn task_folder(
     if let Some(t) = cache.get(dir) {
         return Ok(t.clone());
     }
-    let f = rla_desktop::local::folder(dir, files)
+    let f = rla_desktop::osworld::local::folder(dir, files)
         .with_context(|| format!("desktop.{key} {}", dir.display()))?;
     if let Some(line) = f.removed_line() {
         eprintln!("desktop.{key} {}: {line}", dir.display());
@@ -152,17 +152,17 @@ fn expert_solves(spec: &Spec, cfg: &RunConfig) -> Result<bool> {
 /// Whether the expert solves an episode from where it stands within `step_limit` steps, the
 /// task's evaluator scoring the result 1.
 pub(crate) fn expert_solves_episode(
-    mut ep: rla_desktop::episode::Episode,
+    mut ep: rla_desktop::play::episode::Episode,
     step_limit: usize,
 ) -> bool {
-    let Ok(steps) = rla_desktop::expert::solve(&ep) else {
+    let Ok(steps) = rla_desktop::tasks::expert::solve(&ep) else {
         return false;
     };
     if steps.len() > step_limit {
         return false;
     }
     for code in steps.iter().filter(|c| c.as_str() != "DONE") {
-        let nodes = ep.tree(rla_desktop::a11y::TreeOptions::default());
+        let nodes = ep.tree(rla_desktop::ui::a11y::TreeOptions::default());
         ep.step_code(code, &nodes);
     }
     ep.score().is_ok_and(|x| x >= 1.0)
@@ -376,7 +376,7 @@ impl Setting for Desktop {
             .map(|t| match &t.source {
                 Source::Generated { spec } => Ok(family::generate(spec).task.instruction),
                 Source::File { file } => {
-                    Ok(rla_desktop::task::DesktopTask::load(file)?.instruction)
+                    Ok(rla_desktop::osworld::task::DesktopTask::load(file)?.instruction)
                 }
             })
             .collect::<Result<_>>()?;
@@ -686,7 +686,7 @@ mod tests {
         let mut ids = Vec::new();
         for s in &specs {
             let g = family::generate(s);
-            rla_desktop::local::export(&g, &dir).unwrap();
+            rla_desktop::osworld::local::export(&g, &dir).unwrap();
             ids.push(g.task.id);
         }
         // one task this setting does not run is left out

@@ -13,10 +13,12 @@ use crate::desktop::config::DesktopObservation;
 use crate::play::{play, Applied, Game, Prompt, Trajectory, Turn};
 use crate::setting::Split;
 use anyhow::{Context, Result};
-use rla_desktop::a11y::{self, Node, TreeOptions};
-use rla_desktop::episode::Episode as Live;
-use rla_desktop::family::{self, Spec};
-use rla_desktop::{expert, render, tiny};
+use rla_desktop::play::episode::Episode as Live;
+use rla_desktop::play::tiny;
+use rla_desktop::tasks::expert;
+use rla_desktop::tasks::family::{self, Spec};
+use rla_desktop::ui::a11y::{self, Node, TreeOptions};
+use rla_desktop::ui::render;
 use rla_lm::{Sample, SampleParams, Sampler, VisualMessage};
 
 /// What the policy sees of an episode's screen, given its compact tree `nodes`; with the
@@ -77,11 +79,11 @@ pub(crate) fn prompt_for(
 /// task file).
 pub trait Opens {
     /// The task as an episode opens it.
-    fn opened(&self, cfg: &RunConfig) -> Result<rla_desktop::episode::Opened>;
+    fn opened(&self, cfg: &RunConfig) -> Result<rla_desktop::play::episode::Opened>;
 }
 
 impl Opens for Spec {
-    fn opened(&self, _cfg: &RunConfig) -> Result<rla_desktop::episode::Opened> {
+    fn opened(&self, _cfg: &RunConfig) -> Result<rla_desktop::play::episode::Opened> {
         Ok(family::generate(self).into())
     }
 }
@@ -101,7 +103,7 @@ pub(crate) fn open(task: &impl Opens, cfg: &RunConfig) -> Result<Live> {
 pub(crate) fn vocabulary_action(
     text: &str,
     candidates: &[String],
-    d: &rla_desktop::app::Desktop,
+    d: &rla_desktop::ui::app::Desktop,
     nodes: &[Node],
 ) -> Option<(String, Result<String, String>)> {
     let a = parse_answer(text, candidates)?;

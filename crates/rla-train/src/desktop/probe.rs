@@ -12,7 +12,7 @@ use crate::setting::Split;
 use anyhow::Result;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use rla_desktop::family::{self, Spec};
+use rla_desktop::tasks::family::{self, Spec};
 use rla_lm::{Model, SampleParams};
 use std::collections::HashSet;
 

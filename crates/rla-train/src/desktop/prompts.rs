@@ -2,7 +2,7 @@
 //! and its answers, free-form answers read as actions, and the judge's prompt and warm-start
 //! answers.
 
-use rla_desktop::action::{parse_code, parse_tool_calls, Action, Coordinates};
+use rla_desktop::ui::action::{parse_code, parse_tool_calls, Action, Coordinates};
 
 /// The policy's prompt.
 pub fn policy_prompt(instruction: &str, previous: &str, observation: &str) -> String {

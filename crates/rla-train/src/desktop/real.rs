@@ -4,7 +4,7 @@
 //! wave's episodes stepping together (one generation call a step).
 //!
 //! The tiny policy reads the same summary as on the native desktop, read off the real
-//! accessibility tree ([`rla_desktop::tiny::observation_of_tree`]); its action is planned on a
+//! accessibility tree ([`rla_desktop::play::tiny::observation_of_tree`]); its action is planned on a
 //! native mirror of the task (which names the state's candidates and turns the action into
 //! code) and placed on the real screen element by element ([`RealExpert::give`]), as the expert
 //! is placed there. The episode is scored by the task's evaluator on the file the real desktop
@@ -22,11 +22,11 @@ use super::Source;
 use crate::config::{RunConfig, SettingConfig};
 use crate::play::{play, Applied, Game, Prompt, Trajectory, Turn};
 use anyhow::{bail, Result};
+use rla_desktop::play::runner::{Observation, Real, Screen};
+use rla_desktop::play::tiny;
 use rla_desktop::remote::expert::RealExpert;
 use rla_desktop::remote::tree::Element;
 use rla_desktop::remote::RemoteDesktop;
-use rla_desktop::runner::{Observation, Real, Screen};
-use rla_desktop::tiny;
 use rla_lm::{Sample, SampleParams, Sampler};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -76,7 +76,7 @@ struct RealGame<'a> {
     cfg: &'a RunConfig,
     screen: Real,
     mirror: RealExpert,
-    task: rla_desktop::task::DesktopTask,
+    task: rla_desktop::osworld::task::DesktopTask,
     task_path: PathBuf,
     oracle: bool,
     actions: Vec<String>,
@@ -185,7 +185,7 @@ impl Game for RealGame<'_> {
             });
         }
         let before = if self.oracle {
-            rla_desktop::expert::distance(&self.mirror.mirror)
+            rla_desktop::tasks::expert::distance(&self.mirror.mirror)
         } else {
             None
         };
@@ -232,8 +232,11 @@ impl Game for RealGame<'_> {
             Some(e) => format!("{after} | the action failed: {e}"),
             None => after,
         };
-        let progress =
-            self.oracle && progressed(before, rla_desktop::expert::distance(&self.mirror.mirror));
+        let progress = self.oracle
+            && progressed(
+                before,
+                rla_desktop::tasks::expert::distance(&self.mirror.mirror),
+            );
         self.actions.push(action.clone());
         Ok(Applied {
             action,
@@ -250,7 +253,7 @@ impl Game for RealGame<'_> {
             return Ok(0.0);
         }
         let dir = tempfile::tempdir()?;
-        match rla_desktop::runner::score_on(
+        match rla_desktop::play::runner::score_on(
             &mut self.screen,
             &self.task,
             &self.task_path,
@@ -271,7 +274,7 @@ fn task_file(source: &Source, dir: &Path) -> Result<PathBuf> {
     Ok(match source {
         Source::File { file } => file.clone(),
         Source::Generated { spec } => {
-            rla_desktop::local::export(&rla_desktop::family::generate(spec), dir)?
+            rla_desktop::osworld::local::export(&rla_desktop::tasks::family::generate(spec), dir)?
         }
     })
 }
@@ -354,8 +357,8 @@ pub fn rollout(
                     reset: d.revert.is_none(),
                     cache: d.files.clone(),
                 };
-                let task =
-                    rla_desktop::task::DesktopTask::load(&files[t]).map_err(|e| e.to_string())?;
+                let task = rla_desktop::osworld::task::DesktopTask::load(&files[t])
+                    .map_err(|e| e.to_string())?;
                 screen.set_up(&task, &files[t])?;
                 let opened =
                     super::play::Opens::opened(&tasks[t], cfg).map_err(|e| e.to_string())?;
@@ -438,7 +441,8 @@ mod tests {
             },
         );
         let mut d = Desktops::of(DesktopConfig::of(&cfg));
-        let spec = rla_desktop::family::split(rla_desktop::family::Split::Train, 1).remove(0);
+        let spec = rla_desktop::tasks::family::split(rla_desktop::tasks::family::Split::Train, 1)
+            .remove(0);
         let policy = crate::play::testing::Scripted {
             answers: vec!["done"],
             prompts: Default::default(),
@@ -475,7 +479,8 @@ mod tests {
         };
         let tmp = tempfile::tempdir().unwrap();
         let log = tmp.path().join("reverted");
-        let spec = rla_desktop::family::split(rla_desktop::family::Split::Train, 1).remove(0);
+        let spec = rla_desktop::tasks::family::split(rla_desktop::tasks::family::Split::Train, 1)
+            .remove(0);
         let policy = crate::play::testing::Scripted {
             answers: vec!["done"],
             prompts: Default::default(),

@@ -1,4 +1,4 @@
-//! A task file played by the policy on a [`Screen`] of `rla_desktop::runner` — a real desktop
+//! A task file played by the policy on a [`Screen`] of `rla_desktop::play::runner` — a real desktop
 //! behind OSWorld's protocol, or the native one — through the shared play loop
 //! ([`crate::play::play`]): each turn the screen's screenshot with the desktop setting's
 //! screenshot prompt, each answer (a `computer_use` call or pyautogui code) read as the setting
@@ -10,9 +10,9 @@ use super::prompts::{free_form_actions, previous_actions, step_summary};
 use crate::config::{RunConfig, SettingConfig};
 use crate::play::{play, Applied, Game, Prompt, Turn};
 use anyhow::Result;
-use rla_desktop::action::Action;
-use rla_desktop::runner::{score_on, Observation, Played, Screen};
-use rla_desktop::task::DesktopTask;
+use rla_desktop::osworld::task::DesktopTask;
+use rla_desktop::play::runner::{score_on, Observation, Played, Screen};
+use rla_desktop::ui::action::Action;
 use rla_lm::{Sample, SampleParams, Sampler, VisualMessage};
 use std::path::Path;
 
@@ -50,11 +50,11 @@ impl ScreenGame<'_> {
         let Some((to, width)) = self.record else {
             return Ok(());
         };
-        let img = rla_desktop::render::Image::from_png(png).map_err(anyhow::Error::msg)?;
+        let img = rla_desktop::ui::render::Image::from_png(png).map_err(anyhow::Error::msg)?;
         let h = (img.height as u64 * width as u64 / img.width.max(1) as u64).max(1) as u32;
         let png = img.scaled(width, h).map_err(anyhow::Error::msg)?.png();
         std::fs::create_dir_all(to)?;
-        rla_desktop::xlsx::write_atomic(
+        rla_desktop::sheet::xlsx::write_atomic(
             &to.join(format!("step-{:02}.png", self.actions.len())),
             &png,
         )?;
@@ -105,7 +105,7 @@ impl Game for ScreenGame<'_> {
                 return Ok(applied("FAIL".into(), None, true))
             }
             Ok(acts) => {
-                let marks = rla_desktop::a11y::mark_centres(&self.obs.nodes);
+                let marks = rla_desktop::ui::a11y::mark_centres(&self.obs.nodes);
                 rla_desktop::remote::code::actions(&acts, &marks)
                     .map_err(anyhow::Error::msg)?
                     .unwrap_or_else(|| "WAIT".into())

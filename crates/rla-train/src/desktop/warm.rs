@@ -16,8 +16,9 @@ use anyhow::Result;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use rla_desktop::family::Spec;
-use rla_desktop::{expert, tiny};
+use rla_desktop::play::tiny;
+use rla_desktop::tasks::expert;
+use rla_desktop::tasks::family::Spec;
 
 /// Demonstrations: the expert's actions in states of noisy expert episodes (policy examples),
 /// and every executed step labelled with its episode's outcome (judge examples: weak labels,
@@ -104,8 +105,8 @@ pub fn warm_start(w: WarmStart) -> Result<Vec<String>> {
     // every word the evaluation tasks can show or ask for; the sheets world keeps its OOD
     // split's held-out names out, for the tokenizer to cut into pieces it knows
     let world = DesktopConfig::of(cfg).world;
-    let held_out =
-        world.of_split(rla_desktop::family::Split::Ood) == rla_desktop::family::World::HeldOut;
+    let held_out = world.of_split(rla_desktop::tasks::family::Split::Ood)
+        == rla_desktop::tasks::family::World::HeldOut;
     for split in [Split::InDomain, Split::Ood, Split::Validation] {
         if held_out && split == Split::Ood {
             continue;
@@ -186,7 +187,7 @@ pub fn control_demonstrations(cfg: &RunConfig, chunk: u64) -> Result<Vec<Example
 mod tests {
     use super::*;
     use crate::desktop::probe::{evaluation_seeds, training_specs};
-    use rla_desktop::family::{self, Family};
+    use rla_desktop::tasks::family::{self, Family};
     use std::collections::HashSet;
 
     #[test]
