@@ -521,6 +521,7 @@ fi
 echo "== the real desktop's server: conversions, its script"
 # the server's own check of `libreoffice --convert-to …`, on a session folder beside a host file
 # convert.py SERVER ARGV-AS-JSON: the command the server would run, or why it refuses it
+# (SERVER: the entry script, which imports its modules from its own folder)
 server_py=$root/crates/rla-desktop/server/desktop_server.py
 cat >convert.py <<'PY'
 import importlib.util, json, os, sys, types
@@ -556,7 +557,7 @@ sys.modules["pyautogui"] = pg
 spec = importlib.util.spec_from_file_location("ds", sys.argv[1])
 ds = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(ds)
-a = ds.Actions_singleton = ds.Actions()
+a = ds.server_actions.Actions_singleton = ds.Actions()
 code = sys.argv[2].replace("\\n", "\n")
 got = {}
 t = threading.Thread(target=lambda: got.update(a.run(code, False)), daemon=True)

@@ -2,7 +2,8 @@
 //!
 //! Every rule the RLAnything loop applies lives here, with no I/O and no tensors, so it can be
 //! read against the paper and tested exhaustively (and, apart from them, [`file`]: the one bounded
-//! reader every crate uses for the files a user or a server hands it):
+//! reader every crate uses for the files a user or a server hands it; [`split`], the splits every
+//! setting draws; [`remote`], the one error of a call to a server):
 //!
 //! | module | rule |
 //! |---|---|
@@ -16,6 +17,7 @@
 //! | [`theory`] | μ = p₊ + p₋, the Theorem 1 bound, empirical precision A, the Theorem 2 imbalance |
 //! | [`metrics`] | process and outcome accuracy of a judge, success rate, task-accuracy histogram |
 //! | [`seed`] | seeds derived from a seed and a tag, stable across platforms |
+//! | [`split`] | the training tasks and the three evaluation splits every setting draws |
 //!
 //! Names follow the project glossary: `outcome` (O), `step_score` (S_ij), `judge_samples` (m),
 //! `lambda` (λ), `step_reward` (R_i), `acc_low`/`acc_high` (α_low, α_high), `mu` (μ).
@@ -29,9 +31,11 @@ pub mod filter;
 pub mod metrics;
 pub mod nan;
 pub mod ppo;
+pub mod remote;
 pub mod reward;
 pub mod seed;
 pub mod selection;
+pub mod split;
 pub mod stats;
 pub mod theory;
 pub mod vitals;
@@ -44,4 +48,5 @@ pub use advantage::{
 pub use consistency::{consistency_advantages, consistency_raw, UNPARSED_CONSISTENCY_REWARD};
 pub use filter::Band;
 pub use reward::{step_reward, step_rewards, Outcome, StepScore};
+pub use split::Split;
 pub use stats::{standardize, STD_EPS};

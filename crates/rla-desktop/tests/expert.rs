@@ -2,13 +2,14 @@
 //! states a random agent left behind; its score is then 1, and before it 0.
 
 use rand::{Rng, SeedableRng};
-use rla_desktop::play::episode::Episode;
+use rla_core::Split;
+use rla_desktop::play::episode::DesktopEpisode;
 use rla_desktop::tasks::expert;
-use rla_desktop::tasks::family::{generate, split, Split};
+use rla_desktop::tasks::family::{generate, split};
 use rla_desktop::ui::a11y::{self, TreeOptions};
 
-fn episode(spec: &rla_desktop::tasks::family::Spec) -> Episode {
-    Episode::new(generate(spec), 1920, 1080).unwrap()
+fn episode(spec: &rla_desktop::tasks::family::Spec) -> DesktopEpisode {
+    DesktopEpisode::new(generate(spec), 1920, 1080).unwrap()
 }
 
 #[test]

@@ -1,10 +1,11 @@
 //! Folders of OSWorld task files: what loads, what is counted out and why, files found in a
 //! local folder for online URLs, and an episode played and scored from a task file.
 
+use rla_core::Split;
 use rla_desktop::osworld::local;
-use rla_desktop::play::episode::Episode;
+use rla_desktop::play::episode::DesktopEpisode;
 use rla_desktop::tasks::expert;
-use rla_desktop::tasks::family::{generate, split, Split};
+use rla_desktop::tasks::family::{generate, split};
 use rla_desktop::ui::a11y::TreeOptions;
 use serde_json::{json, Value};
 use std::path::Path;
@@ -145,7 +146,7 @@ fn a_folder_of_task_files_loads_counts_what_it_cannot_run_and_plays_from_local_f
     let opened = local::load(&f.tasks[0], Some(&files)).unwrap();
     assert_eq!(opened.file, "sales.xlsx");
     assert!(opened.target.is_some() && opened.reference.is_some());
-    let ep = Episode::new(opened, 1920, 1080).unwrap();
+    let ep = DesktopEpisode::new(opened, 1920, 1080).unwrap();
     assert_eq!(ep.desktop.title(), "sales.xlsx - LibreOffice Calc");
     assert_eq!(ep.score(), Ok(0.0));
     let steps = expert::solve(&ep).unwrap();
@@ -156,7 +157,7 @@ fn a_folder_of_task_files_loads_counts_what_it_cannot_run_and_plays_from_local_f
     }
     assert_eq!(e.score(), Ok(1.0), "{steps:?}");
     // the same task generated scores the same steps alike
-    let g = Episode::new(generate(&specs[0]), 1920, 1080).unwrap();
+    let g = DesktopEpisode::new(generate(&specs[0]), 1920, 1080).unwrap();
     assert_eq!(expert::solve(&g).unwrap().len(), steps.len());
 }
 
@@ -187,7 +188,7 @@ fn a_task_without_a_reference_workbook_leaves_the_expert_nothing_to_do() {
     write(&path, &v);
     let opened = local::load(&path, None).unwrap();
     assert!(opened.target.is_none());
-    let ep = Episode::new(opened, 1920, 1080).unwrap();
+    let ep = DesktopEpisode::new(opened, 1920, 1080).unwrap();
     assert_eq!(ep.score(), Ok(0.0));
     assert_eq!(expert::next(&ep), "FAIL");
     let e = expert::solve(&ep).unwrap_err();

@@ -5,8 +5,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use rla_env::household::{GameFile, Household};
-use rla_env::Environment;
+use rla_env::household::{GameFile, HouseholdGame};
 use std::path::PathBuf;
 
 fn step(c: &mut Criterion) {
@@ -17,7 +16,7 @@ fn step(c: &mut Criterion) {
         "01-look_at_obj_in_light-bedroom",
     ] {
         let g = GameFile::load(root.join(name)).expect("fixture");
-        let mut env = Household::new(g.world.clone());
+        let mut env = HouseholdGame::new(g.world.clone());
         env.reset();
         let mut rng = ChaCha8Rng::seed_from_u64(0);
         c.bench_function(&format!("household step {name}"), |b| {

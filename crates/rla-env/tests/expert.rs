@@ -3,11 +3,11 @@
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use rla_core::Split;
 use rla_env::household::expert::{plan, progress_label, GoalSpec};
-use rla_env::household::splits::{eval_tasks, train_tasks, Split};
+use rla_env::household::splits::{eval_tasks, train_tasks};
 use rla_env::household::world::Action;
-use rla_env::household::{GameFile, Household, World};
-use rla_env::Environment;
+use rla_env::household::{GameFile, HouseholdGame, World};
 use std::collections::{HashSet, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -18,7 +18,7 @@ fn fixtures() -> PathBuf {
 
 /// Plays a plan by its command text, as a policy would.
 fn play(world: Arc<World>, plan: &[Action], limit: usize) -> bool {
-    let mut env = Household::new(world.clone()).with_step_limit(limit);
+    let mut env = HouseholdGame::new(world.clone()).with_step_limit(limit);
     env.reset();
     let mut state = world.initial.clone();
     for a in plan {

@@ -2,13 +2,13 @@
 
 use proptest::prelude::*;
 use rla_core::adapt::Direction;
+use rla_core::Split;
 use rla_env::household::data::alfred;
 use rla_env::household::expert::{plan, GoalSpec};
 use rla_env::household::perturb::{apply, check, proposals, retarget, Perturbation};
-use rla_env::household::splits::{eval_tasks, train_tasks, Split};
+use rla_env::household::splits::{eval_tasks, train_tasks};
 use rla_env::household::world::NOTHING_HAPPENS;
-use rla_env::household::{batch::Batch, GameFile, Household, TaskSpec};
-use rla_env::Environment;
+use rla_env::household::{batch::Batch, GameFile, HouseholdGame, TaskSpec};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -49,7 +49,7 @@ fn generation_is_deterministic_and_alfworld_shaped() {
     let t = &eval_tasks(Split::InDomain)[0];
     assert_eq!(t.scene().unwrap().pddl, t.scene().unwrap().pddl);
     let w = t.build().unwrap();
-    let mut env = Household::new(Arc::new(w));
+    let mut env = HouseholdGame::new(Arc::new(w));
     let intro = env.reset();
     assert!(intro.starts_with("-= Welcome to TextWorld, ALFRED! =-\n\nYou are in the middle of a room. Looking quickly around you, you see a "));
     assert!(intro.ends_with(&format!("Your task is to: {}.", t.sentence())));
@@ -58,7 +58,7 @@ fn generation_is_deterministic_and_alfworld_shaped() {
     std::fs::write(dir.path().join("game.tw-pddl"), t.game_json().unwrap()).unwrap();
     std::fs::write(dir.path().join("traj_data.json"), t.traj_json()).unwrap();
     let g = GameFile::load(dir.path()).unwrap();
-    let mut env2 = Household::new(g.world.clone());
+    let mut env2 = HouseholdGame::new(g.world.clone());
     assert_eq!(env2.reset(), intro);
     assert_eq!(env2.admissible(), env.admissible());
     let spec = GoalSpec::from_game(&g).unwrap();
@@ -141,7 +141,7 @@ fn hints_name_where_the_object_is() {
     let c = apply(&t, &Perturbation::AddHint, 1).unwrap();
     let hint = c.hint.clone().unwrap();
     assert!(hint.starts_with(&format!("The {} is in the ", t.object.to_ascii_lowercase())));
-    let mut env = Household::new(Arc::new(c.build().unwrap()));
+    let mut env = HouseholdGame::new(Arc::new(c.build().unwrap()));
     assert!(env.reset().ends_with(&hint));
     // the named receptacle holds a target
     let recep = hint
@@ -170,9 +170,9 @@ fn retarget_checks_the_goal_tokens() {
 #[test]
 fn batch_stepping_equals_sequential_stepping() {
     let tasks = train_tasks(8, 1);
-    let envs: Vec<Household> = tasks
+    let envs: Vec<HouseholdGame> = tasks
         .iter()
-        .map(|t| Household::new(Arc::new(t.build().unwrap())))
+        .map(|t| HouseholdGame::new(Arc::new(t.build().unwrap())))
         .collect();
     let mut seq = envs.clone();
     let mut batch = Batch::new(envs);
@@ -289,7 +289,7 @@ proptest! {
     #[test]
     fn any_command_gets_an_answer_and_only_admissible_ones_change_anything(cmds in prop::collection::vec(".{0,80}", 1..20), pick in prop::collection::vec(0usize..1000, 1..20)) {
         let g = GameFile::load(fixture("03-pick_heat_then_place_in_recep-kitchen")).unwrap();
-        let mut env = Household::new(g.world.clone());
+        let mut env = HouseholdGame::new(g.world.clone());
         env.reset();
         for (c, k) in cmds.iter().zip(pick.iter().cycle()) {
             // a random string…
@@ -337,7 +337,7 @@ fn training_tasks_and_the_evaluation_splits_are_disjoint() {
                 t.id
             );
             if intros.len() < 2000 {
-                let mut env = Household::from_task(&t).unwrap();
+                let mut env = HouseholdGame::from_task(&t).unwrap();
                 intros.insert(env.reset());
             }
         }
@@ -347,7 +347,7 @@ fn training_tasks_and_the_evaluation_splits_are_disjoint() {
     for e in std::fs::read_dir(fixtures).unwrap().flatten() {
         if e.path().join("game.tw-pddl").exists() {
             let g = GameFile::load(e.path()).unwrap();
-            let intro = Household::new(g.world.clone()).reset();
+            let intro = HouseholdGame::new(g.world.clone()).reset();
             assert!(!intros.contains(&intro), "{}", e.path().display());
         }
     }

@@ -67,8 +67,8 @@ fn rewritten_games_load_are_won_by_the_planner_and_move_as_asked() {
                     _ => assert!(new > old, "{what}: {old} -> {new}"),
                 }
                 // the task sentence the agent reads names the new goal
-                let mut env = rla_env::household::Household::new(child.world.clone());
-                let intro = rla_env::Environment::reset(&mut env);
+                let mut env = rla_env::household::HouseholdGame::new(child.world.clone());
+                let intro = env.reset();
                 assert!(
                     intro.contains(&ct.object_target.to_ascii_lowercase()),
                     "{intro}"
@@ -130,8 +130,8 @@ fn rewritten_games_load_are_won_by_the_planner_and_move_as_asked() {
     );
 }
 
-fn env_admissible(env: &mut rla_env::household::Household) -> Vec<String> {
-    let mut a = rla_env::Environment::admissible(env).to_vec();
+fn env_admissible(env: &mut rla_env::household::HouseholdGame) -> Vec<String> {
+    let mut a = env.admissible().to_vec();
     a.sort();
     a
 }

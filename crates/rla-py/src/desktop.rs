@@ -4,10 +4,11 @@ use crate::{parse_json, value_error};
 use pyo3::exceptions::PyFileNotFoundError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
+use rla_core::Split;
 use rla_desktop::osworld::local;
-use rla_desktop::play::episode::Episode;
+use rla_desktop::play::episode::DesktopEpisode;
 use rla_desktop::tasks::expert;
-use rla_desktop::tasks::family::{self, Spec, Split};
+use rla_desktop::tasks::family::{self, Spec};
 use rla_desktop::ui::a11y::{self, TreeOptions};
 use rla_desktop::ui::render;
 use std::path::PathBuf;
@@ -27,8 +28,8 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 pub struct PyDesktop {
     /// The generated task (what `export` writes).
     generated: family::Generated,
-    start: Episode,
-    episode: Episode,
+    start: DesktopEpisode,
+    episode: DesktopEpisode,
     step_limit: usize,
     tree_tokens: usize,
 }
@@ -74,7 +75,7 @@ impl PyDesktop {
             return Err(value_error("step_limit = 0: must be at least 1"));
         }
         let generated = family::generate(&spec);
-        let episode = Episode::new(generated.clone(), width, height).map_err(value_error)?;
+        let episode = DesktopEpisode::new(generated.clone(), width, height).map_err(value_error)?;
         Ok(PyDesktop {
             generated,
             start: episode.clone(),

@@ -4,10 +4,11 @@ use crate::{env_error, json_value, parse_json, value_error};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use rayon::prelude::*;
+use rla_core::Split;
 use rla_env::household::expert::{plan_commands, progress_label, GoalSpec, SearchExpert};
-use rla_env::household::splits::{eval_tasks, train_tasks, Split};
-use rla_env::household::{GameFile, Household, TaskSpec};
-use rla_env::{Environment, Step};
+use rla_env::household::splits::{eval_tasks, train_tasks};
+use rla_env::household::StepResult;
+use rla_env::household::{GameFile, HouseholdGame, TaskSpec};
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
@@ -47,7 +48,7 @@ enum Source {
 #[pyclass(module = "rlanything._native", name = "Household", subclass)]
 #[derive(Clone)]
 pub struct PyHousehold {
-    env: Household,
+    env: HouseholdGame,
     source: Source,
     step_limit: Option<usize>,
     goal: Option<GoalSpec>,
@@ -60,7 +61,7 @@ pub struct PyHousehold {
 
 impl PyHousehold {
     fn new(
-        env: Household,
+        env: HouseholdGame,
         source: Source,
         step_limit: Option<usize>,
         goal: Option<GoalSpec>,
@@ -89,7 +90,7 @@ impl PyHousehold {
             Source::Game(path) => {
                 let game = GameFile::load(&path).map_err(env_error)?;
                 let goal = GoalSpec::from_game(&game).ok();
-                let mut env = Household::new(game.world.clone());
+                let mut env = HouseholdGame::new(game.world.clone());
                 if let Some(limit) = step_limit {
                     if limit == 0 {
                         return Err(value_error("step_limit = 0: must be at least 1"));
@@ -105,7 +106,7 @@ impl PyHousehold {
                 ))
             }
             Source::Spec(spec) => {
-                let env = Household::from_task(&spec).map_err(value_error)?;
+                let env = HouseholdGame::from_task(&spec).map_err(value_error)?;
                 let goal = GoalSpec::from_task(env.world(), &spec).map_err(value_error)?;
                 Ok(Self::new(
                     env,
@@ -125,7 +126,7 @@ impl PyHousehold {
     }
 
     /// One step, with the searching expert shown what it revealed.
-    fn play(&mut self, command: &str) -> Step {
+    fn play(&mut self, command: &str) -> StepResult {
         let action = self.env.parse(command);
         let step = self.env.step(command);
         if let Some(a) = action {
@@ -208,7 +209,7 @@ impl PyHousehold {
         py: Python<'py>,
         command: &str,
     ) -> PyResult<(String, f64, bool, Bound<'py, PyDict>)> {
-        let Step {
+        let StepResult {
             feedback,
             won,
             done,

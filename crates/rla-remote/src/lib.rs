@@ -16,33 +16,4 @@ pub mod probe;
 pub mod protocol;
 pub mod server;
 
-/// What went wrong talking to a server.
-#[derive(Debug, thiserror::Error)]
-pub enum RemoteError {
-    /// The server could not be reached or did not answer in time.
-    #[error("{url}: {message}")]
-    Transport {
-        /// The request's URL.
-        url: String,
-        /// What happened.
-        message: String,
-    },
-    /// The server answered with an error status.
-    #[error("{url}: HTTP {status}: {message}")]
-    Status {
-        /// The request's URL.
-        url: String,
-        /// The HTTP status.
-        status: u16,
-        /// The error's message, from the server's JSON error body when it sent one.
-        message: String,
-    },
-    /// The server's reply is not what the protocol says.
-    #[error("{url}: a malformed reply: {message}")]
-    Reply {
-        /// The request's URL.
-        url: String,
-        /// What is wrong with it.
-        message: String,
-    },
-}
+pub use rla_core::remote::RemoteError;

@@ -645,8 +645,8 @@ pub struct EvalSources {
 
 impl EvalSources {
     /// The file or folder standing in for `split`, if any.
-    pub fn of(&self, split: rla_env::household::splits::Split) -> Option<&Path> {
-        use rla_env::household::splits::Split;
+    pub fn of(&self, split: rla_core::Split) -> Option<&Path> {
+        use rla_core::Split;
         match split {
             Split::InDomain => self.in_domain.as_deref(),
             Split::Ood => self.ood.as_deref(),

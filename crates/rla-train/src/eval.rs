@@ -418,7 +418,7 @@ struct LoadedGames {
     folders: Vec<PathBuf>,
     /// Each one's household and goal.
     games: Vec<(
-        rla_env::household::Household,
+        rla_env::household::HouseholdGame,
         rla_env::household::expert::GoalSpec,
     )>,
     /// Each one's world and the name of its goal's target (for the take rates).
@@ -429,7 +429,7 @@ struct LoadedGames {
 fn load_games(dir: &Path, n: Option<usize>, ep: Episodes) -> Result<LoadedGames> {
     use rla_env::household::expert::GoalSpec;
     use rla_env::household::game::GameFile;
-    use rla_env::household::Household;
+    use rla_env::household::HouseholdGame;
     let mut folders = rla_env::household::game::game_folders(dir)?;
     if folders.is_empty() {
         bail!(
@@ -460,7 +460,7 @@ fn load_games(dir: &Path, n: Option<usize>, ep: Episodes) -> Result<LoadedGames>
             .map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;
         targets.push((g.world.clone(), traj.pddl_params.object_target.clone()));
         games.push((
-            Household::new(g.world.clone()).with_step_limit(ep.step_limit),
+            HouseholdGame::new(g.world.clone()).with_step_limit(ep.step_limit),
             goal,
         ));
     }

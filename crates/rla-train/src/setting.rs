@@ -17,7 +17,7 @@ use rla_lm::Sampler;
 use std::path::Path;
 
 /// Which fixed evaluation split.
-pub use rla_env::household::splits::Split;
+pub use rla_core::Split;
 
 /// A (prompt text, answer text) example.
 pub type Example = (String, String);

@@ -3,8 +3,9 @@
 //! with): its answers, read as free-form actions and run as code, do on the screen what the
 //! runner's expert agent does, and the task's evaluator scores the result.
 
+use rla_core::Split;
 use rla_desktop::play::runner::{self, ExpertAgent, Native};
-use rla_desktop::tasks::family::{self, Split};
+use rla_desktop::tasks::family;
 use rla_lm::{LmError, Message, Sample, SampleParams, Sampler, VisualMessage};
 use rla_train::desktop::screen::{play_on_screen, OnScreen};
 use std::sync::Mutex;

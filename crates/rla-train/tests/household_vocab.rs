@@ -2,10 +2,10 @@
 //! token whatever the corpus the warm start saw, and no text of a fixture game or of a split's
 //! scene becomes `<unk>`.
 
+use rla_core::Split;
 use rla_env::household::data::{alfred, vocabulary};
-use rla_env::household::splits::{eval_tasks, train_tasks, Split};
-use rla_env::household::{GameFile, Household};
-use rla_env::Environment;
+use rla_env::household::splits::{eval_tasks, train_tasks};
+use rla_env::household::{GameFile, HouseholdGame};
 use rla_model::tok::build_pieces;
 
 #[test]
@@ -14,7 +14,7 @@ fn no_household_text_becomes_unk_and_every_class_is_one_token() {
     // classes) and the household's vocabulary
     let mut corpus = vocabulary();
     for t in train_tasks(12, 5) {
-        let mut env = Household::from_task(&t).unwrap();
+        let mut env = HouseholdGame::from_task(&t).unwrap();
         corpus.push_str(&env.reset());
         corpus.push('\n');
         corpus.push_str(&env.admissible().join("\n"));
@@ -34,7 +34,7 @@ fn no_household_text_becomes_unk_and_every_class_is_one_token() {
     for set in ["alfworld-traces", "alfworld-shared-spots"] {
         for f in rla_env::household::game::game_folders(&fixtures.join(set)).unwrap_or_default() {
             let g = GameFile::load(&f).unwrap();
-            let mut env = Household::new(g.world.clone());
+            let mut env = HouseholdGame::new(g.world.clone());
             texts.push(env.reset());
             texts.push(env.admissible().join("\n"));
         }
@@ -46,7 +46,7 @@ fn no_household_text_becomes_unk_and_every_class_is_one_token() {
         .collect();
     tasks.extend(train_tasks(100, 0));
     for t in &tasks {
-        let mut env = Household::from_task(t).unwrap();
+        let mut env = HouseholdGame::from_task(t).unwrap();
         texts.push(env.reset());
         texts.push(env.admissible().join("\n"));
         for a in env.admissible().to_vec().iter().take(8) {

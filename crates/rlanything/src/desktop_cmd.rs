@@ -1,33 +1,16 @@
 //! `rlanything desktop …`: the GUI setting's spreadsheet desktop from the command line.
 
+pub use crate::args::SplitArg;
 use anyhow::{bail, Context, Result};
 use rand::{Rng, SeedableRng};
+use rla_core::Split;
 use rla_desktop::osworld::local;
 use rla_desktop::tasks::expert;
-use rla_desktop::tasks::family::{self, Split};
+use rla_desktop::tasks::family;
 use rla_desktop::ui::a11y::{self, TreeOptions};
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 use std::time::Instant;
-
-#[derive(clap::ValueEnum, Clone, Copy, Debug)]
-pub enum SplitArg {
-    InDomain,
-    Ood,
-    Validation,
-    Train,
-}
-
-impl From<SplitArg> for Split {
-    fn from(s: SplitArg) -> Split {
-        match s {
-            SplitArg::InDomain => Split::InDomain,
-            SplitArg::Ood => Split::Ood,
-            SplitArg::Validation => Split::Validation,
-            SplitArg::Train => Split::Train,
-        }
-    }
-}
 
 /// `--world`.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, Default)]
@@ -499,9 +482,12 @@ fn play(task: PathBuf, files: Option<PathBuf>, (w, h): (u32, u32)) -> Result<()>
                         .clone()
                         .and_then(|h| serde_json::from_value::<family::Spec>(h).ok())
                     {
-                        let mut ep =
-                            rla_desktop::play::episode::Episode::new(family::generate(&spec), w, h)
-                                .map_err(anyhow::Error::msg)?;
+                        let mut ep = rla_desktop::play::episode::DesktopEpisode::new(
+                            family::generate(&spec),
+                            w,
+                            h,
+                        )
+                        .map_err(anyhow::Error::msg)?;
                         ep.desktop = d.clone();
                         println!("{}", expert::next(&ep));
                     }
@@ -551,8 +537,9 @@ fn bench(steps: usize, seed: u64) -> Result<()> {
     let specs = family::split(Split::Train, 64);
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     let words = ["Sheet2", "Profit", "12", "=B2-C2", "Total"];
-    let mut ep = rla_desktop::play::episode::Episode::new(family::generate(&specs[0]), 1920, 1080)
-        .map_err(anyhow::Error::msg)?;
+    let mut ep =
+        rla_desktop::play::episode::DesktopEpisode::new(family::generate(&specs[0]), 1920, 1080)
+            .map_err(anyhow::Error::msg)?;
     let (mut errors, mut episodes, mut bytes) = (0usize, 0usize, 0usize);
     let counter = |s: &str| s.len() / 4;
     let t = Instant::now();
@@ -591,7 +578,7 @@ fn bench(steps: usize, seed: u64) -> Result<()> {
         }
         if ep.steps >= 30 || i % 30 == 29 {
             episodes += 1;
-            ep = rla_desktop::play::episode::Episode::new(
+            ep = rla_desktop::play::episode::DesktopEpisode::new(
                 family::generate(&specs[episodes % specs.len()]),
                 1920,
                 1080,

@@ -3,9 +3,10 @@
 
 use anyhow::{bail, Context, Result};
 use rand::{Rng, SeedableRng};
+use rla_core::Split;
 use rla_desktop::play::runner::{self, ExpertAgent, Native, Real, Screen};
 use rla_desktop::remote::{tree, RemoteDesktop};
-use rla_desktop::tasks::family::{self, Split};
+use rla_desktop::tasks::family;
 use rla_train::desktop::screen::OnScreen;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -34,9 +35,10 @@ fn server_python(python: Option<PathBuf>) -> PathBuf {
     PathBuf::from("/usr/bin/python3")
 }
 
-/// Writes the server's script into a folder made for it, readable by this user only (mode 0700,
-/// a fresh random name), so that no file another user placed in the temporary folder runs in
-/// its stead; the server removes both when it stops.
+/// Writes the server's script and the modules it imports into a folder made for them, readable
+/// by this user only (mode 0700, a fresh random name), so that no file another user placed in
+/// the temporary folder runs in their stead; the server removes them and the folder when it
+/// stops. The entry script's path.
 fn private_script() -> Result<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::Builder::new()
@@ -44,9 +46,8 @@ fn private_script() -> Result<PathBuf> {
         .permissions(std::fs::Permissions::from_mode(0o700))
         .tempdir()
         .context("making the desktop server's folder")?;
-    let script = dir.path().join("desktop_server.py");
-    std::fs::write(&script, rla_desktop::remote::SERVER_PY)
-        .with_context(|| format!("writing {}", script.display()))?;
+    let script = rla_desktop::remote::write_server(dir.path())
+        .with_context(|| format!("writing the desktop server into {}", dir.path().display()))?;
     let _ = dir.keep();
     Ok(script)
 }

@@ -1,14 +1,15 @@
 //! `rlanything env …`: the household environment from the command line.
 
+pub use crate::args::SplitArg;
 use anyhow::{bail, Context, Result};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
+use rla_core::Split;
 use rla_env::household::expert::{plan_commands, GoalSpec};
-use rla_env::household::splits::{eval_tasks, train_tasks, Split};
+use rla_env::household::splits::{eval_tasks, train_tasks};
 use rla_env::household::trace::replay_dir;
-use rla_env::household::{GameFile, Household};
-use rla_env::Environment;
+use rla_env::household::{GameFile, HouseholdGame};
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 use std::time::Instant;
@@ -90,14 +91,6 @@ pub enum EnvCmd {
     },
 }
 
-#[derive(Clone, Copy, clap::ValueEnum)]
-pub enum SplitArg {
-    InDomain,
-    Ood,
-    Validation,
-    Train,
-}
-
 pub fn run(cmd: EnvCmd) -> Result<()> {
     match cmd {
         EnvCmd::Replay { dir } => replay(dir),
@@ -155,7 +148,7 @@ fn load_game(game: &std::path::Path) -> Result<GameFile> {
 
 /// Steps per second of random play with the admissible list computed every step.
 pub fn measure(game: &GameFile, steps: usize, seed: u64) -> (f64, usize) {
-    let mut env = Household::new(game.world.clone());
+    let mut env = HouseholdGame::new(game.world.clone());
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     env.reset();
     let mut episodes = 1;
@@ -307,7 +300,7 @@ fn solve(game: PathBuf) -> Result<()> {
 
 fn play(game: PathBuf) -> Result<()> {
     let g = load_game(&game)?;
-    let mut env = Household::new(g.world.clone());
+    let mut env = HouseholdGame::new(g.world.clone());
     println!("{}", env.reset());
     let mut input = std::io::stdin().lock();
     let mut out = std::io::stdout();

@@ -5,7 +5,8 @@
 //! the arguments and prints.
 
 use anyhow::{bail, Result};
-use rla_env::household::splits::{eval_tasks, Split};
+use rla_core::Split;
+use rla_env::household::splits::eval_tasks;
 use rla_lm::Sampler;
 use rla_train::config::SettingConfig;
 use rla_train::eval::{self, HouseholdFlags};

@@ -3,6 +3,7 @@
 //! `rlanything` command (through its extension module) both call it.
 
 mod access;
+mod args;
 mod backend;
 mod bench_cmd;
 mod code_cmd;

@@ -7,10 +7,10 @@ use rand_chacha::ChaCha8Rng;
 use rla_core::advantage::policy_advantages;
 use rla_core::consistency::consistency_advantages;
 use rla_core::reward::{step_reward, Outcome, StepScore};
+use rla_core::Split;
 use rla_env::household::expert::{plan, GoalSpec};
-use rla_env::household::splits::{eval_tasks, Split};
-use rla_env::household::Household;
-use rla_env::Environment;
+use rla_env::household::splits::eval_tasks;
+use rla_env::household::HouseholdGame;
 use std::time::Instant;
 
 #[derive(clap::Args)]
@@ -159,7 +159,7 @@ fn evaluate(split: Split, seed: u64) -> Result<(usize, usize, usize, f64)> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let (mut expert, mut random, mut steps) = (0, 0, 0usize);
     for t in &tasks {
-        let mut env = Household::from_task(t)?;
+        let mut env = HouseholdGame::from_task(t)?;
         let goal = GoalSpec::from_task(env.world(), t).map_err(anyhow::Error::msg)?;
         // The expert: re-plan from the current state at every step.
         env.reset();

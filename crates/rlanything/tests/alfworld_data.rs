@@ -160,10 +160,10 @@ fn a_run_trains_on_game_folders_and_writes_its_rewrites_as_games_alfworld_plays(
     for (l, dir) in lines.iter().zip(&proposed) {
         assert_eq!(l["error"], Value::Null, "{}", dir.display());
         let g = rla_env::household::GameFile::load(dir).unwrap();
-        let mut env = rla_env::household::Household::new(g.world.clone());
+        let mut env = rla_env::household::HouseholdGame::new(g.world.clone());
         assert_eq!(
             l["initial"].as_str().unwrap(),
-            rla_env::Environment::reset(&mut env),
+            env.reset(),
             "{}",
             dir.display()
         );

@@ -8,10 +8,10 @@ use std::process::Command;
 mod common;
 use common::bin;
 
-/// Runs `body` (Python) after importing the server as `ds`, in `dir`; its standard output.
+/// Runs `body` (Python) after importing the server as `ds` (its entry script, which imports the
+/// modules beside it), in `dir`; its standard output.
 fn python(dir: &Path, body: &str) -> String {
-    let script = dir.join("desktop_server.py");
-    std::fs::write(&script, rla_desktop::remote::SERVER_PY).unwrap();
+    let script = rla_desktop::remote::write_server(dir).unwrap();
     let prelude = format!(
         "import importlib.util, json, os, sys, types\n\
          spec = importlib.util.spec_from_file_location('ds', {:?})\n\
@@ -27,6 +27,57 @@ fn python(dir: &Path, body: &str) -> String {
         .expect("python3 runs");
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     String::from_utf8(o.stdout).unwrap()
+}
+
+/// The entry script imports the modules beside it, run from its private folder (mode 0700) with
+/// another working folder as `serve-real` runs it, or loaded from elsewhere as
+/// `scripts/faults.sh` loads it; it leaves no compiled files in the folder it removes.
+#[test]
+fn the_entry_script_imports_the_modules_beside_it() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let server = dir.path().join("server");
+    std::fs::create_dir(&server).unwrap();
+    std::fs::set_permissions(&server, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let script = rla_desktop::remote::write_server(&server).unwrap();
+    assert_eq!(script, server.join(rla_desktop::remote::SERVER_ENTRY));
+    let o = Command::new("python3")
+        .arg(&script)
+        .arg("--help")
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("--remove-script"));
+    let o = Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import importlib.util, os, sys\n\
+             spec = importlib.util.spec_from_file_location('ds', sys.argv[1])\n\
+             ds = importlib.util.module_from_spec(spec)\n\
+             spec.loader.exec_module(ds)\n\
+             print(os.path.dirname(sys.modules[ds.checked_conversion.__module__].__file__))\n",
+        )
+        .arg(&script)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        server.to_str().unwrap()
+    );
+    let mut names: Vec<String> = std::fs::read_dir(&server)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    let mut want: Vec<&str> = rla_desktop::remote::SERVER_FILES
+        .iter()
+        .map(|(n, _)| *n)
+        .collect();
+    want.sort_unstable();
+    assert_eq!(names, want, "no __pycache__ beside the server");
 }
 
 /// What the server makes of each conversion request, on a session folder beside a secret file:
@@ -236,14 +287,14 @@ print(ds.exposure('0.0.0.0:5000', True))
 }
 
 /// A fake Python for `serve-real`: passes its import check, then records what it was asked to
-/// run and the script's content, and exits.
+/// run, the script's content and its folder's (`folder/`), and exits.
 fn fake_python(dir: &Path) -> std::path::PathBuf {
     let p = dir.join("python");
     std::fs::write(
         &p,
         format!(
             "#!/bin/sh\n[ \"$1\" = -c ] && exit 0\nprintf '%s\\n' \"$@\" >{0}/args\ncat \"$1\" >{0}/script\n\
-             stat -c %a \"$(dirname \"$1\")\" >{0}/mode\n",
+             stat -c %a \"$(dirname \"$1\")\" >{0}/mode\ncp -R \"$(dirname \"$1\")\" {0}/folder\n",
             dir.display()
         ),
     )
@@ -263,7 +314,7 @@ fn serve_real_runs_its_own_script_never_a_planted_one() {
     let digest = {
         use std::hash::{Hash, Hasher};
         let mut h = std::collections::hash_map::DefaultHasher::new();
-        rla_desktop::remote::SERVER_PY.hash(&mut h);
+        rla_desktop::remote::SERVER_FILES.hash(&mut h);
         h.finish()
     };
     let planted = tmp.join(format!("rlanything-desktop-server-{digest:016x}.py"));
@@ -277,11 +328,29 @@ fn serve_real_runs_its_own_script_never_a_planted_one() {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let script = std::fs::read_to_string(dir.path().join("script")).unwrap();
+    let files = rla_desktop::remote::SERVER_FILES;
     assert_eq!(
-        script,
-        rla_desktop::remote::SERVER_PY,
+        (rla_desktop::remote::SERVER_ENTRY, script.as_str()),
+        files[0],
         "a planted script ran"
     );
+    // the modules it imports lie beside it, the server's own, and nothing else
+    let folder = dir.path().join("folder");
+    let mut names: Vec<String> = std::fs::read_dir(&folder)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    let mut want: Vec<&str> = files.iter().map(|(n, _)| *n).collect();
+    want.sort_unstable();
+    assert_eq!(names, want);
+    for (name, text) in files {
+        assert_eq!(
+            std::fs::read_to_string(folder.join(name)).unwrap(),
+            *text,
+            "{name}"
+        );
+    }
     let args = std::fs::read_to_string(dir.path().join("args")).unwrap();
     let path = Path::new(args.lines().next().unwrap());
     assert_ne!(path, planted);
@@ -369,7 +438,7 @@ fn an_action_runs_at_most_120_s_and_reset_restores_pyautogui() {
             r#"
 import threading
 a = ds.Actions()
-ds.Actions_singleton = a
+ds.server_actions.Actions_singleton = a
 for code in ("time.sleep(100000)", "import time\ntime.sleep(100000)",
              "import pyautogui\npyautogui.PAUSE = 100000\npyautogui.moveTo(1, 1)"):
     got = {}

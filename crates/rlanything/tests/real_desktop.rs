@@ -4,10 +4,11 @@
 //!
 //! Needs what `scripts/desktop-real.sh` installs (the README's test command runs it).
 
+use rla_core::Split;
 use rla_desktop::play::runner::{self, Agent, ExpertAgent, Native, Real, Screen};
 use rla_desktop::remote::{RemoteDesktop, RemoteError};
 use rla_desktop::sheet::xlsx::{self, Stored};
-use rla_desktop::tasks::family::{self, Split};
+use rla_desktop::tasks::family;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

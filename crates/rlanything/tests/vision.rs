@@ -3,8 +3,9 @@
 //! which hands the decoded image to a model that reads images; its answers are run on the
 //! desktop. A text-only model refuses the image with a clear error.
 
-use rla_desktop::play::episode::Episode;
-use rla_desktop::tasks::family::{self, Split};
+use rla_core::Split;
+use rla_desktop::play::episode::DesktopEpisode;
+use rla_desktop::tasks::family;
 use rla_desktop::ui::a11y::TreeOptions;
 use rla_lm::{LmError, Message, Sample, SampleParams, Sampler, VisualMessage};
 use rla_remote::server::{self, Options};
@@ -124,7 +125,7 @@ fn a_served_vision_model_plays_the_desktop_on_screenshots() {
             .collect();
         assert_eq!(shots.len(), 2, "{}", task.task.instruction);
         // the first image is the task's start, drawn at the screen's size
-        let ep = Episode::new(task.clone(), 1280, 720).unwrap();
+        let ep = DesktopEpisode::new(task.clone(), 1280, 720).unwrap();
         let start =
             rla_desktop::ui::render::draw(&ep.desktop, &ep.tree(TreeOptions::default()), false)
                 .png();

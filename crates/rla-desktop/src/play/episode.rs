@@ -53,7 +53,7 @@ impl Opened {
 
 /// An episode.
 #[derive(Debug, Clone)]
-pub struct Episode {
+pub struct DesktopEpisode {
     /// The task.
     pub task: Opened,
     /// The desktop.
@@ -64,13 +64,13 @@ pub struct Episode {
     pub finished: Option<bool>,
 }
 
-impl Episode {
+impl DesktopEpisode {
     /// The task opened on a `width × height` screen.
-    pub fn new(task: impl Into<Opened>, width: u32, height: u32) -> Result<Episode, String> {
+    pub fn new(task: impl Into<Opened>, width: u32, height: u32) -> Result<DesktopEpisode, String> {
         let task: Opened = task.into();
         let mut desktop = Desktop::new(task.start.clone(), None, width, height)?;
         desktop.name = task.file.clone();
-        Ok(Episode {
+        Ok(DesktopEpisode {
             task,
             desktop,
             steps: 0,

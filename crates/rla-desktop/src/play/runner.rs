@@ -331,7 +331,7 @@ pub trait Agent {
 
 /// How an episode went.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Played {
+pub struct Record {
     /// The evaluator's score.
     pub score: f64,
     /// The steps' code, each with the error it met.
@@ -348,7 +348,7 @@ pub fn play(
     agent: &mut dyn Agent,
     step_limit: usize,
     dir: &Path,
-) -> Result<Played, String> {
+) -> Result<Record, String> {
     play_recorded(screen, task_path, agent, step_limit, dir, None)
 }
 
@@ -361,7 +361,7 @@ pub fn play_recorded(
     step_limit: usize,
     dir: &Path,
     record: Option<(&Path, u32)>,
-) -> Result<Played, String> {
+) -> Result<Record, String> {
     let task = DesktopTask::load(task_path).map_err(|e| e.to_string())?;
     task.check()?;
     screen.set_up(&task, task_path)?;
@@ -396,7 +396,7 @@ pub fn play_recorded(
         let err = screen.act(&step, &obs)?;
         steps.push((step, err));
     }
-    score_on(screen, &task, task_path, dir).map(|(score, result)| Played {
+    score_on(screen, &task, task_path, dir).map(|(score, result)| Record {
         score,
         steps,
         result,

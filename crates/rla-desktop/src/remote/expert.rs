@@ -7,7 +7,7 @@
 
 use super::code;
 use super::tree::Element;
-use crate::play::episode::Episode;
+use crate::play::episode::DesktopEpisode;
 use crate::sheet::addr::Addr;
 use crate::ui::action::{parse_code, Action, Button, Point};
 use crate::ui::app::{Desktop, Popup, Target, MENUS};
@@ -232,7 +232,7 @@ pub fn place(sub: &Sub, els: &[Element]) -> Result<String, String> {
 /// The expert of a generated task, on a real desktop.
 pub struct RealExpert {
     /// The native mirror.
-    pub mirror: Episode,
+    pub mirror: DesktopEpisode,
     queue: VecDeque<Sub>,
     waited: usize,
 }
@@ -249,7 +249,7 @@ impl RealExpert {
         height: u32,
     ) -> Result<RealExpert, String> {
         Ok(RealExpert {
-            mirror: Episode::new(task, width, height)?,
+            mirror: DesktopEpisode::new(task, width, height)?,
             queue: VecDeque::new(),
             waited: 0,
         })

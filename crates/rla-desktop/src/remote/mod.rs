@@ -17,9 +17,8 @@ pub mod tree;
 use std::io::Read;
 use std::time::Duration;
 
-/// The desktop server `rlanything desktop serve-real` runs (Python: Xvfb, openbox, D-Bus and
-/// the accessibility bus, LibreOffice Calc, pyautogui, AT-SPI).
-pub const SERVER_PY: &str = include_str!("../../server/desktop_server.py");
+mod server_files;
+pub use server_files::{write_server, SERVER_ENTRY, SERVER_FILES};
 
 /// The most bytes read from one answer (a screenshot, a tree, a result file).
 pub const MAX_REPLY: u64 = 256 << 20;
@@ -27,36 +26,7 @@ pub const MAX_REPLY: u64 = 256 << 20;
 /// What OSWorld's controller puts before each action's code.
 pub const PREFIX: &str = "import pyautogui; import time; pyautogui.FAILSAFE = False; ";
 
-/// Why a call to a desktop failed.
-#[derive(Debug, thiserror::Error)]
-pub enum RemoteError {
-    /// The server could not be reached (after the retries).
-    #[error("{url}: {message}")]
-    Transport {
-        /// The endpoint.
-        url: String,
-        /// What happened.
-        message: String,
-    },
-    /// The server answered with an error status.
-    #[error("{url}: HTTP {status}: {message}")]
-    Status {
-        /// The endpoint.
-        url: String,
-        /// The status.
-        status: u16,
-        /// The server's message.
-        message: String,
-    },
-    /// The answer is not what the protocol says.
-    #[error("{url}: {message}")]
-    Reply {
-        /// The endpoint.
-        url: String,
-        /// What is wrong with it.
-        message: String,
-    },
-}
+pub use rla_core::remote::RemoteError;
 
 /// What `POST /execute` answered.
 #[derive(Debug, Clone, PartialEq, serde::Deserialize)]

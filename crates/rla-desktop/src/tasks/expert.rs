@@ -6,7 +6,7 @@
 //! passes. [`distance`] counts its steps to the goal: the oracle's progress label of a step is
 //! whether that distance fell.
 
-use crate::play::episode::Episode;
+use crate::play::episode::DesktopEpisode;
 use crate::sheet::addr::{Addr, Range};
 use crate::sheet::formula::Value;
 use crate::sheet::workbook::Workbook;
@@ -411,7 +411,7 @@ fn cell_centre(d: &Desktop, a: Addr) -> Option<(i32, i32)> {
 }
 
 /// The expert's next step for the episode, as pyautogui code (or `DONE`).
-pub fn next(ep: &Episode) -> String {
+pub fn next(ep: &DesktopEpisode) -> String {
     if ep.score() == Ok(1.0) {
         return "DONE".into();
     }
@@ -589,7 +589,7 @@ pub fn next(ep: &Episode) -> String {
 
 /// Steps the expert needs from this state to the goal (its `DONE` included), or `None` when it
 /// does not get there within [`MAX_PLAN`].
-pub fn distance(ep: &Episode) -> Option<usize> {
+pub fn distance(ep: &DesktopEpisode) -> Option<usize> {
     let mut e = ep.clone();
     for k in 1..=MAX_PLAN {
         let code = next(&e);
@@ -606,7 +606,7 @@ pub fn distance(ep: &Episode) -> Option<usize> {
 }
 
 /// The expert's whole episode: its steps' code, until `DONE` (included).
-pub fn solve(ep: &Episode) -> Result<Vec<String>, String> {
+pub fn solve(ep: &DesktopEpisode) -> Result<Vec<String>, String> {
     let mut e = ep.clone();
     let mut steps = Vec::new();
     for _ in 0..MAX_PLAN {

@@ -1,19 +1,19 @@
 //! Many households stepped in parallel.
 
-use super::game::Household;
-use crate::{Environment, Step};
+use super::game::HouseholdGame;
+use super::StepResult;
 use rayon::prelude::*;
 
 /// A batch of environments stepped together on rayon's pool.
 #[derive(Debug, Clone, Default)]
 pub struct Batch {
     /// The environments.
-    pub envs: Vec<Household>,
+    pub envs: Vec<HouseholdGame>,
 }
 
 impl Batch {
     /// A batch of environments.
-    pub fn new(envs: Vec<Household>) -> Self {
+    pub fn new(envs: Vec<HouseholdGame>) -> Self {
         Batch { envs }
     }
 
@@ -23,7 +23,7 @@ impl Batch {
     }
 
     /// Steps environment `i` with `commands[i]`; `None` skips it (for finished episodes).
-    pub fn step(&mut self, commands: &[Option<String>]) -> Vec<Option<Step>> {
+    pub fn step(&mut self, commands: &[Option<String>]) -> Vec<Option<StepResult>> {
         assert_eq!(
             commands.len(),
             self.envs.len(),

@@ -1,9 +1,9 @@
-//! ALFWorld game files and the [`Household`] environment.
+//! ALFWorld game files and the [`HouseholdGame`] environment.
 
 use super::pddl::{parse_problem, parse_sexps};
 use super::task::GoalKind;
 use super::world::{Action, State, World, NOTHING_HAPPENS};
-use crate::{EnvError, Environment, Step};
+use crate::EnvError;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -196,9 +196,20 @@ impl GameFile {
     }
 }
 
+/// What a step returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepResult {
+    /// The environment's feedback text.
+    pub feedback: String,
+    /// Whether the goal holds now.
+    pub won: bool,
+    /// Whether the episode is over (won, or the step limit was reached).
+    pub done: bool,
+}
+
 /// The household environment: one episode of one world.
 #[derive(Debug, Clone)]
-pub struct Household {
+pub struct HouseholdGame {
     world: Arc<World>,
     state: State,
     won: bool,
@@ -209,11 +220,11 @@ pub struct Household {
     fresh: bool,
 }
 
-impl Household {
+impl HouseholdGame {
     /// A new environment on a world, with no step limit (ALFWorld's engine has none).
     pub fn new(world: Arc<World>) -> Self {
         let state = world.initial.clone();
-        Household {
+        HouseholdGame {
             world,
             state,
             won: false,
@@ -227,7 +238,7 @@ impl Household {
 
     /// A new environment for a generated task, with the task's step limit.
     pub fn from_task(task: &super::task::TaskSpec) -> Result<Self, super::task::SpecError> {
-        Ok(Household::new(Arc::new(task.build()?)).with_step_limit(task.step_limit))
+        Ok(HouseholdGame::new(Arc::new(task.build()?)).with_step_limit(task.step_limit))
     }
 
     /// Sets a step limit: the episode is `done` after that many steps.
@@ -282,16 +293,16 @@ impl Household {
     }
 
     /// Applies an admissible action directly.
-    pub fn apply(&mut self, a: Action) -> Step {
+    pub fn apply(&mut self, a: Action) -> StepResult {
         let feedback = self.world.apply(&mut self.state, a);
         self.fresh = false;
         self.finish_step(feedback)
     }
 
-    fn finish_step(&mut self, feedback: String) -> Step {
+    fn finish_step(&mut self, feedback: String) -> StepResult {
         self.steps += 1;
         self.won = self.world.goal_reached(&self.state);
-        Step {
+        StepResult {
             feedback,
             won: self.won,
             done: self.done(),
@@ -299,8 +310,10 @@ impl Household {
     }
 }
 
-impl Environment for Household {
-    fn reset(&mut self) -> String {
+/// The game as a text environment: ALFWorld's `reset`, `step`, admissible commands and task.
+impl HouseholdGame {
+    /// Starts an episode and returns the first observation.
+    pub fn reset(&mut self) -> String {
         self.state = self.world.initial.clone();
         self.steps = 0;
         self.fresh = false;
@@ -308,19 +321,22 @@ impl Environment for Household {
         self.world.intro(&self.state)
     }
 
-    fn step(&mut self, command: &str) -> Step {
+    /// Sends one command.
+    pub fn step(&mut self, command: &str) -> StepResult {
         match self.parse(command) {
             Some(a) => self.apply(a),
             None => self.finish_step(NOTHING_HAPPENS.to_string()),
         }
     }
 
-    fn admissible(&mut self) -> &[String] {
+    /// The commands admissible now, sorted.
+    pub fn admissible(&mut self) -> &[String] {
         self.refresh();
         &self.commands
     }
 
-    fn task(&self) -> &str {
+    /// The task sentence.
+    pub fn task(&self) -> &str {
         &self.world.task
     }
 }

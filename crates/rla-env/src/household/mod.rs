@@ -1,6 +1,6 @@
 //! The household setting: an ALFWorld-compatible text world.
 //!
-//! - [`game`]: reading ALFWorld's `game.tw-pddl` and `traj_data.json`, and the [`Household`]
+//! - [`game`]: reading ALFWorld's `game.tw-pddl` and `traj_data.json`, and the [`HouseholdGame`]
 //!   environment.
 //! - [`world`]: the scene, the state, admissible commands, effects and ALFWorld's text.
 //! - [`goal`]: goal formulas compiled and evaluated on the state.
@@ -25,7 +25,7 @@ pub mod vocab;
 pub mod world;
 
 pub use expert::{plan, GoalSpec};
-pub use game::{GameFile, Household, TrajData};
+pub use game::{GameFile, HouseholdGame, StepResult, TrajData};
 pub use source::{GameTask, HouseTask, HouseholdTask};
 pub use task::{GoalKind, Room, TaskSpec};
 pub use world::{Action, State, World};

@@ -1,11 +1,11 @@
 //! Where a household task comes from: the project's generator ([`TaskSpec`]) or a game folder in
 //! ALFWorld's layout ([`GameTask`]: `game.tw-pddl` with its `traj_data.json`, as
 //! `alfworld-download` writes them under `$ALFWORLD_DATA/json_2.1.1/{train,valid_seen,valid_unseen}`).
-//! Both open as the same thing: a [`Household`] to play and the [`GoalSpec`] the expert, the oracle's
+//! Both open as the same thing: a [`HouseholdGame`] to play and the [`GoalSpec`] the expert, the oracle's
 //! step labels and the take rates read.
 
 use super::expert::GoalSpec;
-use super::game::{game_folders, GameFile, Household};
+use super::game::{game_folders, GameFile, HouseholdGame};
 use super::task::TaskSpec;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -19,7 +19,7 @@ pub trait HouseholdTask {
     /// Its step limit.
     fn step_limit(&self) -> usize;
     /// The game to play (with the step limit applied) and its goal.
-    fn open(&self) -> Result<(Household, GoalSpec), String>;
+    fn open(&self) -> Result<(HouseholdGame, GoalSpec), String>;
 }
 
 impl HouseholdTask for TaskSpec {
@@ -32,8 +32,8 @@ impl HouseholdTask for TaskSpec {
     fn step_limit(&self) -> usize {
         self.step_limit
     }
-    fn open(&self) -> Result<(Household, GoalSpec), String> {
-        let env = Household::from_task(self)
+    fn open(&self) -> Result<(HouseholdGame, GoalSpec), String> {
+        let env = HouseholdGame::from_task(self)
             .map_err(|e| format!("task {}: {e}", self.id))?
             .with_step_limit(self.step_limit);
         let goal =
@@ -122,10 +122,10 @@ impl HouseholdTask for GameTask {
     fn step_limit(&self) -> usize {
         self.step_limit
     }
-    fn open(&self) -> Result<(Household, GoalSpec), String> {
+    fn open(&self) -> Result<(HouseholdGame, GoalSpec), String> {
         let (g, goal) = load_checked(&self.game_dir)?;
         Ok((
-            Household::new(g.world).with_step_limit(self.step_limit),
+            HouseholdGame::new(g.world).with_step_limit(self.step_limit),
             goal,
         ))
     }
@@ -179,7 +179,7 @@ impl HouseholdTask for HouseTask {
             HouseTask::Generated(t) => t.step_limit,
         }
     }
-    fn open(&self) -> Result<(Household, GoalSpec), String> {
+    fn open(&self) -> Result<(HouseholdGame, GoalSpec), String> {
         match self {
             HouseTask::Game(g) => g.open(),
             HouseTask::Generated(t) => t.open(),

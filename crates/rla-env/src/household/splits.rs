@@ -12,22 +12,8 @@ use super::task::{layout, mix, placeable_objects, GoalKind, TaskSpec};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use serde::{Deserialize, Serialize};
 
-/// Which distribution a task comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Split {
-    /// Training tasks.
-    Train,
-    /// Evaluation, same distribution as training.
-    InDomain,
-    /// Evaluation on unseen floor plans.
-    Ood,
-    /// Validation: the in-domain distribution drawn with a seed of its own, for tuning
-    /// settings; the fixed splits above are the ones reported.
-    Validation,
-}
+use rla_core::Split;
 
 /// Size of the in-domain evaluation split.
 pub const IN_DOMAIN_SIZE: usize = 140;

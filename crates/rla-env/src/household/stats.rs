@@ -190,11 +190,12 @@ impl TakeRates {
     pub fn add_episode(&mut self, w: &std::sync::Arc<World>, target: &str, commands: &[String]) {
         use super::world::Action;
         let target_type = w.type_index(&format!("{target}Type"));
-        let mut env = super::game::Household::new(w.clone());
-        crate::Environment::reset(&mut env);
+        let mut env = super::game::HouseholdGame::new(w.clone());
+        env.reset();
         for c in commands {
             if env.state().held.is_none() {
-                let takes: Vec<u16> = crate::Environment::admissible(&mut env)
+                let takes: Vec<u16> = env
+                    .admissible()
                     .to_vec()
                     .iter()
                     .filter(|a| a.starts_with("take "))

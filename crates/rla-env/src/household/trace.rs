@@ -3,8 +3,8 @@
 //! A trace is JSON Lines: line 0 `{"initial", "admissible", "won"}`, then one
 //! `{"command", "feedback", "admissible", "won", "done"}` per step.
 
-use super::game::{GameFile, Household};
-use crate::{EnvError, Environment};
+use super::game::{GameFile, HouseholdGame};
+use crate::EnvError;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
@@ -143,7 +143,7 @@ pub fn diff_list(expected: &[String], actual: &[String]) -> String {
 /// Replays one trace file against a loaded game.
 pub fn replay_trace(game: &GameFile, trace: &Path) -> Result<TraceReport, EnvError> {
     let text = EnvError::read(trace)?;
-    let mut env = Household::new(game.world.clone());
+    let mut env = HouseholdGame::new(game.world.clone());
     let mut mismatches = Vec::new();
     let mut steps = 0;
     let mut push = |step: usize, field: &str, e: String, a: String| {

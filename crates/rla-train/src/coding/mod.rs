@@ -249,7 +249,7 @@ pub struct Coding {
 
 /// One iteration's programs, tests and pass matrices, problem by problem.
 #[derive(Debug, Default)]
-pub struct Played {
+pub struct PlayedPrograms {
     problems: Vec<FileProblem>,
     programs: Vec<Vec<Sample>>,
     tests: Vec<Vec<Sample>>,
@@ -327,7 +327,7 @@ impl Coding {
 
 impl Setting for Coding {
     type Task = CodeTask;
-    type Record = Played;
+    type Record = PlayedPrograms;
 
     fn name(&self) -> &'static str {
         "coding"
@@ -355,7 +355,7 @@ impl Setting for Coding {
         ctx: Ctx,
         policy: &dyn Sampler,
         tasks: &[CodeTask],
-    ) -> Result<(Vec<Group>, Played)> {
+    ) -> Result<(Vec<Group>, PlayedPrograms)> {
         // n programs per problem, each run on the ground-truth tests: its outcome is its share
         // of passed tests, and it wins if it passes them all
         let cfg = ctx.cfg;
@@ -368,7 +368,7 @@ impl Setting for Coding {
             anyhow::bail!("training needs the policy's tokenizer here: its prompts went as chat messages to a server that keeps it");
         }
         check_counts("policy", &programs, problems.len(), cfg.rollouts_per_task)?;
-        let mut played = Played {
+        let mut played = PlayedPrograms {
             problems,
             programs,
             ..Default::default()
@@ -409,7 +409,7 @@ impl Setting for Coding {
         reward: &dyn Sampler,
         _tasks: &[CodeTask],
         groups: &mut [Group],
-        played: &mut Played,
+        played: &mut PlayedPrograms,
     ) -> Result<()> {
         // m unit tests per problem; every program runs on each; a test is rewarded by how it
         // separates the correct programs from the incorrect ones
@@ -495,7 +495,7 @@ impl Setting for Coding {
         Ok(())
     }
 
-    fn judge_quality(&self, _groups: &[Group], played: &Played) -> JudgeQuality {
+    fn judge_quality(&self, _groups: &[Group], played: &PlayedPrograms) -> JudgeQuality {
         // μ = p₊ + p₋ of the generated tests: passing correct programs, rejecting incorrect ones
         let mut tally = CodingTally::default();
         let mut cal = Calibration::default();
@@ -540,7 +540,7 @@ impl Setting for Coding {
         _reward: &dyn Sampler,
         i: usize,
         _groups: &[Group],
-        played: &Played,
+        played: &PlayedPrograms,
     ) -> Option<String> {
         Some(critique(
             &played.gts[i],
@@ -624,7 +624,7 @@ impl Setting for Coding {
         dir: &RunDir,
         k: usize,
         _tasks: &[CodeTask],
-        played: &Played,
+        played: &PlayedPrograms,
     ) -> Result<()> {
         let picked: Vec<serde_json::Value> = (0..played.problems.len().min(4))
             .map(|i| {

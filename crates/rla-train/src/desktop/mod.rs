@@ -152,7 +152,7 @@ fn expert_solves(spec: &Spec, cfg: &RunConfig) -> Result<bool> {
 /// Whether the expert solves an episode from where it stands within `step_limit` steps, the
 /// task's evaluator scoring the result 1.
 pub(crate) fn expert_solves_episode(
-    mut ep: rla_desktop::play::episode::Episode,
+    mut ep: rla_desktop::play::episode::DesktopEpisode,
     step_limit: usize,
 ) -> bool {
     let Ok(steps) = rla_desktop::tasks::expert::solve(&ep) else {
@@ -507,12 +507,10 @@ impl Setting for Desktop {
             .ok()
             .map(|f| f.len());
         }
-        Some(match split {
-            Split::InDomain => family::Split::InDomain.size(),
-            Split::Ood => family::Split::Ood.size(),
-            Split::Validation => family::Split::Validation.size(),
-            Split::Train => return None,
-        })
+        match split {
+            Split::Train => None,
+            s => Some(family::split_size(s)),
+        }
     }
 
     fn evaluate(&mut self, ctx: Ctx, policy: &dyn Sampler, split: Split, n: usize) -> Result<f64> {
@@ -645,7 +643,7 @@ mod tests {
 
     #[test]
     fn rewrites_switch_evaluators_and_add_hints_with_lineage() {
-        let t = DesktopTask::new(family::split(family::Split::Train, 1).remove(0), None);
+        let t = DesktopTask::new(family::split(rla_core::Split::Train, 1).remove(0), None);
         let mut g = Desktop::default();
         let mut cfg = RunConfig::default();
         cfg.set_table("desktop", DesktopConfig::default());
@@ -682,7 +680,7 @@ mod tests {
     fn task_files_are_the_pool_and_the_evaluation_sets() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("tasks");
-        let specs = family::split(family::Split::InDomain, 3);
+        let specs = family::split(rla_core::Split::InDomain, 3);
         let mut ids = Vec::new();
         for s in &specs {
             let g = family::generate(s);
@@ -731,7 +729,10 @@ mod tests {
         assert_eq!(serde_json::from_value::<DesktopTask>(json).unwrap(), gen);
         // the in-domain split is the folder's three tasks, played from their files
         assert_eq!(g.split_size(Split::InDomain), Some(3));
-        assert_eq!(g.split_size(Split::Ood), Some(family::Split::Ood.size()));
+        assert_eq!(
+            g.split_size(Split::Ood),
+            Some(family::split_size(Split::Ood))
+        );
         let ctx = Ctx {
             cfg: &cfg,
             k: 0,

@@ -13,7 +13,7 @@ use crate::desktop::config::DesktopObservation;
 use crate::play::{play, Applied, Game, Prompt, Trajectory, Turn};
 use crate::setting::Split;
 use anyhow::{Context, Result};
-use rla_desktop::play::episode::Episode as Live;
+use rla_desktop::play::episode::DesktopEpisode as Live;
 use rla_desktop::play::tiny;
 use rla_desktop::tasks::expert;
 use rla_desktop::tasks::family::{self, Spec};
@@ -279,13 +279,7 @@ pub fn rollout<T: Opens>(
 
 /// The first `n` tasks of a fixed split.
 pub fn split_tasks(world: family::World, split: Split, n: usize) -> Vec<Spec> {
-    let s = match split {
-        Split::InDomain => family::Split::InDomain,
-        Split::Ood => family::Split::Ood,
-        Split::Validation => family::Split::Validation,
-        Split::Train => family::Split::Train,
-    };
-    family::split_in(world, s, n)
+    family::split_in(world, split, n)
 }
 
 #[cfg(test)]
@@ -298,7 +292,7 @@ mod tests {
         let mut c = RunConfig::with_table("desktop", DesktopConfig::default());
         DesktopConfig::of_mut(&mut c).screen_width = 1280;
         DesktopConfig::of_mut(&mut c).screen_height = 720;
-        let spec = family::split(family::Split::Train, 1).remove(0);
+        let spec = family::split(rla_core::Split::Train, 1).remove(0);
         let ep = open(&spec, &c).unwrap();
         assert_eq!(
             (ep.desktop.layout.width, ep.desktop.layout.height),
@@ -311,7 +305,7 @@ mod tests {
         let mut cfg = RunConfig::with_table("desktop", DesktopConfig::default());
         DesktopConfig::of_mut(&mut cfg).constrain_actions = false;
         DesktopConfig::of_mut(&mut cfg).observation = DesktopObservation::A11yTree;
-        let spec = family::split(family::Split::Train, 1).remove(0);
+        let spec = family::split(rla_core::Split::Train, 1).remove(0);
         // where the Edit menu is on this screen
         let ep = open(&spec, &cfg).unwrap();
         let edit = ep
@@ -361,7 +355,7 @@ mod tests {
         let t = rollout(
             &s2,
             &cfg,
-            &family::split(family::Split::Train, 1),
+            &family::split(rla_core::Split::Train, 1),
             1,
             5,
             &sp,
@@ -377,7 +371,7 @@ mod tests {
     fn the_tree_is_cut_at_its_token_budget() {
         let mut cfg = RunConfig::with_table("desktop", DesktopConfig::default());
         DesktopConfig::of_mut(&mut cfg).observation = DesktopObservation::A11yTree;
-        let spec = family::split(family::Split::Train, 1).remove(0);
+        let spec = family::split(rla_core::Split::Train, 1).remove(0);
         let ep = open(&spec, &cfg).unwrap();
         let s = Scripted {
             answers: vec!["DONE"],

@@ -20,9 +20,9 @@ use std::collections::HashSet;
 /// start is generated from one of them.
 pub fn evaluation_seeds(world: family::World) -> HashSet<u64> {
     [
-        family::Split::InDomain,
-        family::Split::Ood,
-        family::Split::Validation,
+        rla_core::Split::InDomain,
+        rla_core::Split::Ood,
+        rla_core::Split::Validation,
     ]
     .into_iter()
     .flat_map(|s| family::split_in(world, s, usize::MAX))
@@ -36,8 +36,8 @@ pub fn evaluation_seeds(world: family::World) -> HashSet<u64> {
 pub fn training_specs(cfg: &RunConfig, n: usize, seed: u64) -> Vec<Spec> {
     let world = DesktopConfig::of(cfg).world;
     let held = evaluation_seeds(world);
-    let families = world.families(family::Split::Train);
-    let world = world.of_split(family::Split::Train);
+    let families = world.families(rla_core::Split::Train);
+    let world = world.of_split(rla_core::Split::Train);
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut out = Vec::with_capacity(n);
     while out.len() < n {

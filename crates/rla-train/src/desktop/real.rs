@@ -441,8 +441,7 @@ mod tests {
             },
         );
         let mut d = Desktops::of(DesktopConfig::of(&cfg));
-        let spec = rla_desktop::tasks::family::split(rla_desktop::tasks::family::Split::Train, 1)
-            .remove(0);
+        let spec = rla_desktop::tasks::family::split(rla_core::Split::Train, 1).remove(0);
         let policy = crate::play::testing::Scripted {
             answers: vec!["done"],
             prompts: Default::default(),
@@ -479,8 +478,7 @@ mod tests {
         };
         let tmp = tempfile::tempdir().unwrap();
         let log = tmp.path().join("reverted");
-        let spec = rla_desktop::tasks::family::split(rla_desktop::tasks::family::Split::Train, 1)
-            .remove(0);
+        let spec = rla_desktop::tasks::family::split(rla_core::Split::Train, 1).remove(0);
         let policy = crate::play::testing::Scripted {
             answers: vec!["done"],
             prompts: Default::default(),

@@ -13,7 +13,7 @@ use crate::config::RewriterKind;
 use crate::judge::last_boxed;
 use anyhow::{Context, Result};
 use rla_core::adapt::Direction;
-use rla_desktop::play::episode::{Episode, Opened};
+use rla_desktop::play::episode::{DesktopEpisode, Opened};
 use rla_desktop::sheet::addr::Addr;
 use rla_desktop::sheet::workbook::{Content, Workbook};
 use rla_lm::{SampleParams, Sampler};
@@ -289,8 +289,8 @@ fn valid(path: &Path, cfg: &DesktopConfig, step_limit: usize) -> Result<bool> {
         Err(_) => return Ok(false),
     };
     let has_target = opened.target.is_some();
-    let ep =
-        Episode::new(opened, cfg.screen_width, cfg.screen_height).map_err(anyhow::Error::msg)?;
+    let ep = DesktopEpisode::new(opened, cfg.screen_width, cfg.screen_height)
+        .map_err(anyhow::Error::msg)?;
     if ep.score() != Ok(0.0) {
         return Ok(false);
     }
@@ -352,7 +352,7 @@ mod tests {
 
     /// A generated task exported as a task file under `dir`, and a run folder.
     fn task_file(dir: &Path) -> PathBuf {
-        let spec = family::split(family::Split::Train, 1).remove(0);
+        let spec = family::split(rla_core::Split::Train, 1).remove(0);
         rla_desktop::osworld::local::export(&family::generate(&spec), &dir.join("tasks")).unwrap()
     }
 

@@ -11,7 +11,7 @@ use crate::config::{RunConfig, SettingConfig};
 use crate::play::{play, Applied, Game, Prompt, Turn};
 use anyhow::Result;
 use rla_desktop::osworld::task::DesktopTask;
-use rla_desktop::play::runner::{score_on, Observation, Played, Screen};
+use rla_desktop::play::runner::{score_on, Observation, Record, Screen};
 use rla_desktop::ui::action::Action;
 use rla_lm::{Sample, SampleParams, Sampler, VisualMessage};
 use std::path::Path;
@@ -135,7 +135,7 @@ pub fn play_on_screen(
     task_path: &Path,
     dir: &Path,
     o: OnScreen,
-) -> Result<Played> {
+) -> Result<Record> {
     let task = DesktopTask::load(task_path)?;
     task.check().map_err(anyhow::Error::msg)?;
     screen
@@ -166,7 +166,7 @@ pub fn play_on_screen(
     let t = play(policy, vec![(0, game)], (o.step_limit, 0), &sp, false, None)?
         .pop()
         .ok_or_else(|| anyhow::anyhow!("the play loop returned no episode"))?;
-    Ok(Played {
+    Ok(Record {
         score: t.score,
         steps: t.steps.into_iter().map(|s| (s.code, s.error)).collect(),
         result: None,

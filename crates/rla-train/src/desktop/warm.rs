@@ -105,8 +105,8 @@ pub fn warm_start(w: WarmStart) -> Result<Vec<String>> {
     // every word the evaluation tasks can show or ask for; the sheets world keeps its OOD
     // split's held-out names out, for the tokenizer to cut into pieces it knows
     let world = DesktopConfig::of(cfg).world;
-    let held_out = world.of_split(rla_desktop::tasks::family::Split::Ood)
-        == rla_desktop::tasks::family::World::HeldOut;
+    let held_out =
+        world.of_split(rla_core::Split::Ood) == rla_desktop::tasks::family::World::HeldOut;
     for split in [Split::InDomain, Split::Ood, Split::Validation] {
         if held_out && split == Split::Ood {
             continue;
@@ -196,9 +196,9 @@ mod tests {
         let held = evaluation_seeds(family::World::Plain);
         assert_eq!(held.len(), 230 + 139 + 140);
         let starts: HashSet<String> = [
-            family::Split::InDomain,
-            family::Split::Ood,
-            family::Split::Validation,
+            rla_core::Split::InDomain,
+            rla_core::Split::Ood,
+            rla_core::Split::Validation,
         ]
         .into_iter()
         .flat_map(|s| family::split(s, usize::MAX))

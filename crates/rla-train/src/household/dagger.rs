@@ -98,7 +98,7 @@ pub(super) fn dagger(w: WarmStart, demos: &[Example], held: &[Demo]) -> Result<S
 mod tests {
     use super::*;
     use crate::household::prompts::parse_choice;
-    use crate::household::warm::household_warm_start;
+    use crate::household::warm::warm_start;
     use crate::pretrain::tiny_test_config;
 
     #[test]
@@ -108,15 +108,14 @@ mod tests {
         cfg.pretrain.policy_steps = 2;
         HouseholdConfig::of_mut(&mut cfg).train_step_limit = 6;
         let base = tempfile::tempdir().unwrap();
-        household_warm_start(crate::pretrain::candle_warm_start(&cfg, base.path())).unwrap();
+        warm_start(crate::pretrain::candle_warm_start(&cfg, base.path())).unwrap();
         cfg.policy.path = Some(base.path().join("policy"));
         cfg.reward.path = Some(base.path().join("reward"));
         cfg.pretrain.dagger_rounds = 1;
         cfg.pretrain.dagger_tasks = 2;
         cfg.pretrain.dagger_steps = 2;
         let dir = tempfile::tempdir().unwrap();
-        let lines =
-            household_warm_start(crate::pretrain::candle_warm_start(&cfg, dir.path())).unwrap();
+        let lines = warm_start(crate::pretrain::candle_warm_start(&cfg, dir.path())).unwrap();
         assert!(
             lines[0].ends_with("as it is (not fitted again)"),
             "{lines:?}"
@@ -181,8 +180,7 @@ mod tests {
         );
         // a base that is not there is named
         cfg.policy.path = Some(base.path().join("nothing"));
-        let e =
-            household_warm_start(crate::pretrain::candle_warm_start(&cfg, dir.path())).unwrap_err();
+        let e = warm_start(crate::pretrain::candle_warm_start(&cfg, dir.path())).unwrap_err();
         assert!(format!("{e:#}").contains("policy.path"), "{e:#}");
     }
 
@@ -191,7 +189,7 @@ mod tests {
         let mut cfg = tiny_test_config();
         HouseholdConfig::of_mut(&mut cfg).history_window = 1;
         let dir = tempfile::tempdir().unwrap();
-        household_warm_start(crate::pretrain::candle_warm_start(&cfg, dir.path())).unwrap();
+        warm_start(crate::pretrain::candle_warm_start(&cfg, dir.path())).unwrap();
         let lm = rla_lm::Backend::open(
             &rla_model::Candle,
             &dir.path().join("policy"),
@@ -251,8 +249,7 @@ mod tests {
         HouseholdConfig::of_mut(&mut cfg).train_step_limit = 6;
         cfg.validate().unwrap();
         let dir = tempfile::tempdir().unwrap();
-        let lines =
-            household_warm_start(crate::pretrain::candle_warm_start(&cfg, dir.path())).unwrap();
+        let lines = warm_start(crate::pretrain::candle_warm_start(&cfg, dir.path())).unwrap();
         assert!(
             lines[1].starts_with("policy, DAgger: 2 rounds of 2 tasks"),
             "{lines:?}"

@@ -315,7 +315,7 @@ impl Setting for Household {
     }
 
     fn warm_start(&self, w: crate::setting::WarmStart) -> Result<Vec<String>> {
-        warm::household_warm_start(w)
+        warm::warm_start(w)
     }
 
     fn policy_files(&self, cfg: &RunConfig) -> Result<Vec<(String, String)>> {

@@ -13,8 +13,7 @@ use crate::play::{encode_response, play, Applied, Game, Prompt, Trajectory, Turn
 use anyhow::Result;
 use indicatif::ProgressBar;
 use rla_env::household::expert::{progress_label, GoalSpec};
-use rla_env::household::{Household, HouseholdTask};
-use rla_env::Environment;
+use rla_env::household::{HouseholdGame, HouseholdTask};
 use rla_lm::{Sample, SampleParams, Sampler};
 use std::path::Path;
 
@@ -33,7 +32,7 @@ pub fn answer_tokens(
 
 /// One household episode as the play loop drives it.
 struct HouseGame {
-    env: Household,
+    env: HouseholdGame,
     goal: GoalSpec,
     ep: Episodes,
     obs: String,
@@ -203,7 +202,7 @@ pub fn rollout<T: HouseholdTask>(
 /// index.
 pub fn rollout_games(
     policy: &dyn Sampler,
-    games: Vec<(Household, GoalSpec)>,
+    games: Vec<(HouseholdGame, GoalSpec)>,
     ep: Episodes,
     sp: &SampleParams,
     bar: Option<&ProgressBar>,

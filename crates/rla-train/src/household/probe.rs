@@ -10,10 +10,10 @@ use crate::pretrain::{encode_pairs, greedy_accuracy, CurvePoint, Demo, Example, 
 use anyhow::{Context, Result};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use rla_core::Split;
 use rla_env::household::expert::{GoalSpec, SearchExpert};
-use rla_env::household::splits::{eval_tasks, train_tasks_sparse, Split};
-use rla_env::household::{Household, HouseholdTask, TaskSpec};
-use rla_env::Environment;
+use rla_env::household::splits::{eval_tasks, train_tasks_sparse};
+use rla_env::household::{HouseholdGame, HouseholdTask, TaskSpec};
 use rla_lm::Model;
 
 /// One household episode walked with the searching expert beside the agent: the game, the
@@ -21,7 +21,7 @@ use rla_lm::Model;
 /// command played, seeing only what the agent sees. The demonstrations and DAgger's labels both
 /// walk their episodes with it.
 pub(super) struct ExpertWalk {
-    env: Household,
+    env: HouseholdGame,
     goal: GoalSpec,
     pub(super) obs: String,
     memo: Option<Notes>,
@@ -98,7 +98,7 @@ impl ExpertWalk {
 
     /// Plays `cmd`: the game, the expert, the notes and the history follow it. Returns the
     /// observation it was played in and the game's reply.
-    pub(super) fn play(&mut self, cmd: &str) -> Result<(String, rla_env::Step)> {
+    pub(super) fn play(&mut self, cmd: &str) -> Result<(String, rla_env::household::StepResult)> {
         let act = self
             .env
             .parse(cmd)

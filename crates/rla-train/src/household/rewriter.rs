@@ -178,9 +178,7 @@ mod tests {
 
     #[test]
     fn structured_rewrites_move_toward_the_band_and_record_parents() {
-        let parent =
-            rla_env::household::splits::eval_tasks(rla_env::household::splits::Split::InDomain)
-                .remove(0);
+        let parent = rla_env::household::splits::eval_tasks(rla_core::Split::InDomain).remove(0);
         for dir in [Direction::Harder, Direction::Easier] {
             if let Some((desc, t)) = Structured.rewrite(
                 &parent,

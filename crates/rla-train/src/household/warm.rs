@@ -14,9 +14,9 @@ use anyhow::Result;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use rla_env::household::splits::{eval_tasks, Split};
-use rla_env::household::{Household, HouseholdTask, TaskSpec};
-use rla_env::Environment;
+use rla_core::Split;
+use rla_env::household::splits::eval_tasks;
+use rla_env::household::{HouseholdGame, HouseholdTask, TaskSpec};
 use rla_lm::{SampleParams, Sampler};
 
 /// Demonstrations of the tasks: policy steps (with each step's admissible commands and task)
@@ -92,7 +92,7 @@ pub fn demonstration_steps<T: HouseholdTask>(
 /// Builds the tokenizer and both tiny models, warm-starts them, and saves them under `out`
 /// (`out/policy`, `out/reward`, and the policy's training curve `out/curve-policy.jsonl`).
 /// Returns a line per model describing what was done.
-pub fn household_warm_start(w: WarmStart) -> Result<Vec<String>> {
+pub fn warm_start(w: WarmStart) -> Result<Vec<String>> {
     let (cfg, out) = (w.cfg, w.out);
     let tasks = household_train_tasks(cfg);
     let (pol, jud) = demonstration_steps(&tasks, cfg, cfg.seed)?;
@@ -112,7 +112,7 @@ pub fn household_warm_start(w: WarmStart) -> Result<Vec<String>> {
         .iter()
         .chain(eval_tasks(Split::Ood).iter())
     {
-        let mut env = Household::from_task(t)?;
+        let mut env = HouseholdGame::from_task(t)?;
         corpus.push_str(&env.reset());
         corpus.push('\n');
         corpus.push_str(&env.admissible().join("\n"));
@@ -334,8 +334,7 @@ mod tests {
         HouseholdConfig::of_mut(&mut cfg).train_step_limit = 2;
         cfg.validate().unwrap();
         let dir = tempfile::tempdir().unwrap();
-        let e =
-            household_warm_start(crate::pretrain::candle_warm_start(&cfg, dir.path())).unwrap_err();
+        let e = warm_start(crate::pretrain::candle_warm_start(&cfg, dir.path())).unwrap_err();
         let e = format!("{e:#}");
         assert!(
             e.contains("pretrain.judge_tasks") && e.contains("gave 0 steps of won episodes"),
@@ -344,7 +343,7 @@ mod tests {
     }
 
     #[test]
-    fn a_household_warm_start_writes_its_curve_held_out_mistakes_and_model() {
+    fn a_warm_start_writes_its_curve_held_out_mistakes_and_model() {
         let mut cfg = tiny_test_config();
         cfg.pretrain = crate::config::PretrainConfig {
             held_out: 1,
@@ -355,8 +354,7 @@ mod tests {
         };
         cfg.validate().unwrap();
         let dir = tempfile::tempdir().unwrap();
-        let lines =
-            household_warm_start(crate::pretrain::candle_warm_start(&cfg, dir.path())).unwrap();
+        let lines = warm_start(crate::pretrain::candle_warm_start(&cfg, dir.path())).unwrap();
         assert!(lines[0].contains("last curve point"), "{lines:?}");
         let curve = std::fs::read_to_string(dir.path().join("curve-policy.jsonl")).unwrap();
         let points: Vec<serde_json::Value> = curve

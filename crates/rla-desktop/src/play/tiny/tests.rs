@@ -1,8 +1,9 @@
 //! The tests of `tiny`.
 
 use super::*;
-use crate::play::episode::Episode;
-use crate::tasks::family::{generate, split, Split};
+use crate::play::episode::DesktopEpisode;
+use crate::tasks::family::{generate, split};
+use rla_core::Split;
 
 #[test]
 fn expert_steps_are_candidates_and_round_trip() {
@@ -11,7 +12,7 @@ fn expert_steps_are_candidates_and_round_trip() {
         .iter()
         .chain(split(Split::Ood, 20).iter())
     {
-        let mut ep = Episode::new(generate(spec), 1920, 1080).unwrap();
+        let mut ep = DesktopEpisode::new(generate(spec), 1920, 1080).unwrap();
         for code in crate::tasks::expert::solve(&ep).unwrap() {
             let nodes = ep.tree(TREE);
             total += 1;
@@ -245,7 +246,7 @@ fn the_sheets_worlds_expert_steps_map_to_actions() {
     let (mut mapped, mut total) = (0, 0);
     let mut missing: std::collections::BTreeMap<String, usize> = Default::default();
     for spec in split_in(World::Sheets, Split::InDomain, 230) {
-        let mut ep = Episode::new(generate(&spec), 1920, 1080).unwrap();
+        let mut ep = DesktopEpisode::new(generate(&spec), 1920, 1080).unwrap();
         for code in crate::tasks::expert::solve(&ep).unwrap() {
             let nodes = ep.tree(TREE);
             total += 1;

@@ -19,7 +19,7 @@ mod table;
 mod tests;
 mod world;
 
-pub use splits::{easier, harder, perturbed, split, split_in, Split};
+pub use splits::{easier, harder, perturbed, split, split_in, split_size};
 pub use world::{Perturb, World};
 
 use crate::osworld::task::DesktopTask;

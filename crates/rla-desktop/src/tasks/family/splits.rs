@@ -2,6 +2,7 @@
 
 use super::{Perturb, Spec, World, MAX_HINTS};
 use rand::{Rng, SeedableRng};
+use rla_core::Split;
 
 /// The harder rewrite of a spec: evaluator1 → evaluator2, else one more object; `None` at the
 /// hardest.
@@ -67,36 +68,22 @@ pub fn easier(s: &Spec) -> Option<(String, Spec)> {
     })
 }
 
-/// A fixed split.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Split {
-    /// In-domain evaluation (230 tasks, as the paper's OSWorld in-domain set).
-    InDomain,
-    /// Out-of-domain evaluation (139 tasks).
-    Ood,
-    /// Validation: in-domain families under their own seed.
-    Validation,
-    /// The training pool.
-    Train,
+/// The size of a fixed split of the desktop (the training pool: as many as asked).
+pub fn split_size(which: Split) -> usize {
+    match which {
+        Split::InDomain => 230,
+        Split::Ood => 139,
+        Split::Validation => 140,
+        Split::Train => usize::MAX,
+    }
 }
 
-impl Split {
-    /// The split's size (the training pool: as many as asked).
-    pub fn size(self) -> usize {
-        match self {
-            Split::InDomain => 230,
-            Split::Ood => 139,
-            Split::Validation => 140,
-            Split::Train => usize::MAX,
-        }
-    }
-    fn seed(self) -> u64 {
-        match self {
-            Split::InDomain => 0xDE5C_0001,
-            Split::Ood => 0xDE5C_0002,
-            Split::Validation => 0xDE5C_0003,
-            Split::Train => 0xDE5C_0004,
-        }
+fn split_seed(which: Split) -> u64 {
+    match which {
+        Split::InDomain => 0xDE5C_0001,
+        Split::Ood => 0xDE5C_0002,
+        Split::Validation => 0xDE5C_0003,
+        Split::Train => 0xDE5C_0004,
     }
 }
 
@@ -109,12 +96,12 @@ pub fn split(which: Split, n: usize) -> Vec<Spec> {
 
 /// [`split`] in a world: the sheets world's OOD split is drawn from its held-out pools.
 pub fn split_in(world: World, which: Split, n: usize) -> Vec<Spec> {
-    let n = n.min(which.size());
+    let n = n.min(split_size(which));
     let salt = match world {
         World::Plain => 0,
         _ => 0x5EE7_0000_0000,
     };
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(which.seed() ^ salt);
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(split_seed(which) ^ salt);
     let fams = world.families(which);
     let world = world.of_split(which);
     (0..n)

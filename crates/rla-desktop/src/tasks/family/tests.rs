@@ -1,6 +1,7 @@
 //! The generator's tests.
 
 use super::*;
+use rla_core::Split;
 
 #[test]
 fn tasks_are_valid_osworld_tasks_with_both_evaluators() {
@@ -160,7 +161,7 @@ fn each_perturbation_changes_its_one_aspect_and_the_expert_solves_it() {
             if !matches!(p, Perturb::Wide | Perturb::Long | Perturb::SwappedNames) {
                 assert_eq!(rows(&ga, oa), rows(&gb, ob), "{p:?} keeps the rows");
             }
-            let ep = crate::play::episode::Episode::new(gb.clone(), 1920, 1080).unwrap();
+            let ep = crate::play::episode::DesktopEpisode::new(gb.clone(), 1920, 1080).unwrap();
             let steps = crate::tasks::expert::solve(&ep).unwrap_or_else(|e| panic!("{p:?}: {e}"));
             assert!(steps.len() <= 31, "{}: {} steps", gb.task.id, steps.len());
         }
@@ -232,7 +233,7 @@ fn the_sheets_world_names_no_row_and_few_columns_and_the_expert_solves_it() {
             }) {
                 lettered += 1;
             }
-            let ep = crate::play::episode::Episode::new(g.clone(), 1920, 1080).unwrap();
+            let ep = crate::play::episode::DesktopEpisode::new(g.clone(), 1920, 1080).unwrap();
             let plan =
                 crate::tasks::expert::solve(&ep).unwrap_or_else(|e| panic!("{}: {e}", g.task.id));
             steps_needed.push(plan.len() - 1);

@@ -1,6 +1,7 @@
 //! The worlds tasks are drawn in, and the perturbations the robustness check applies to them.
 
-use super::{Family, Split};
+use super::Family;
+use rla_core::Split;
 use serde::{Deserialize, Serialize};
 
 /// One way a generated task departs from the plain sheet (a table at A1 with one text key
