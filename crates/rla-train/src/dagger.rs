@@ -233,6 +233,49 @@ pub fn dagger<T>(w: WarmStart, r: Rounds<'_, T>) -> Result<String> {
     Ok(line)
 }
 
+/// A warm start's policy: fitted by SFT on its demonstrations `data` for `pretrain.policy_steps`
+/// steps (or taken from `policy.path`), measured by `probe` as it learns, with `files` saved
+/// beside it; then, when `pretrain.dagger_rounds` asks for them, the setting's DAgger rounds
+/// (`rounds`). A line for each.
+pub fn fit_policy(
+    w: WarmStart,
+    corpus: &str,
+    data: &[Example],
+    files: Vec<(String, String)>,
+    probe: Option<(usize, Probe<'_>)>,
+    rounds: impl FnOnce() -> Result<String>,
+) -> Result<Vec<String>> {
+    let fit = crate::pretrain::Fit {
+        name: "policy",
+        spec: &w.cfg.policy,
+        corpus,
+        data,
+        steps: w.cfg.pretrain.policy_steps,
+        files,
+        probe,
+    };
+    let mut lines = vec![fit_or_continue(w, fit)?];
+    if w.cfg.pretrain.dagger_rounds > 0 {
+        lines.push(rounds()?);
+    }
+    Ok(lines)
+}
+
+/// A warm start's judge: fitted by SFT on its examples for `pretrain.reward_steps` steps (or
+/// taken from `reward.path`).
+pub fn fit_judge(w: WarmStart, corpus: &str, data: &[Example]) -> Result<String> {
+    let fit = crate::pretrain::Fit {
+        name: "reward",
+        spec: &w.cfg.reward,
+        corpus,
+        data,
+        steps: w.cfg.pretrain.reward_steps,
+        files: vec![],
+        probe: None,
+    };
+    fit_or_continue(w, fit)
+}
+
 /// Fits a tiny model ([`crate::pretrain::fit_tiny`]), unless the config names one
 /// (`policy.path`, `reward.path`): that one is not fitted again but copied to `out/name` as it
 /// is, with its folder's training curve beside it, so that DAgger and the manifest go on from it
@@ -288,6 +331,36 @@ fn continue_from(from: &std::path::Path, out: &std::path::Path, name: &str) -> R
         "{name}: {} as it is (not fitted again)",
         from.display()
     ))
+}
+
+/// The checks both settings' DAgger labels pass: each label's prompt is one the policy saw,
+/// token for token, in its own episode; an episode's labels name each action once (`action`
+/// reads a label's action, checking it is one of its state's choices); the first state of every
+/// episode is labelled and no more states than were played; and a policy of a few SFT steps
+/// strays from the expert, which names another action somewhere.
+#[cfg(test)]
+pub(crate) fn check_labels(
+    lm: &dyn Model,
+    labels: &[Demo],
+    trajs: &[Trajectory],
+    action: impl Fn(&Demo) -> String,
+) {
+    let mut differ = 0;
+    let mut named = std::collections::HashSet::new();
+    for d in labels {
+        let ids = crate::play::encode_prompt(lm, &d.prompt).unwrap();
+        let s = trajs[d.task]
+            .steps
+            .iter()
+            .find(|s| s.prompt_ids == ids)
+            .unwrap_or_else(|| panic!("a prompt the policy never saw: {}", d.prompt));
+        let act = action(d);
+        assert!(named.insert((d.task, act.clone())), "{act} twice");
+        differ += usize::from(act != s.action);
+    }
+    let steps: usize = trajs.iter().map(|t| t.steps.len()).sum();
+    assert!(labels.len() <= steps && labels.len() >= trajs.len());
+    assert!(differ > 0, "the labels repeat the policy's actions");
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use super::prompts::{judge_answer, judge_prompt, policy_answer, policy_prompt, p
 use crate::config::RunConfig;
 use crate::config::SettingConfig;
 use crate::desktop::config::DesktopConfig;
-use crate::pretrain::{example_corpus, Demo, Example, Fit, WarmStart, CHAT_MARKERS};
+use crate::pretrain::{example_corpus, Demo, Example, WarmStart, CHAT_MARKERS};
 use crate::setting::Split;
 use anyhow::Result;
 use rand::seq::SliceRandom;
@@ -141,33 +141,10 @@ pub fn warm_start(w: WarmStart) -> Result<Vec<String>> {
             ),
         )
     });
-    let mut lines = vec![crate::dagger::fit_or_continue(
-        w,
-        Fit {
-            name: "policy",
-            spec: &cfg.policy,
-            corpus: &corpus,
-            data: &pol,
-            steps: cfg.pretrain.policy_steps,
-            files: vec![],
-            probe,
-        },
-    )?];
-    if cfg.pretrain.dagger_rounds > 0 {
-        lines.push(super::dagger::dagger(w, &pol, &held)?);
-    }
-    lines.push(crate::dagger::fit_or_continue(
-        w,
-        Fit {
-            name: "reward",
-            spec: &cfg.reward,
-            corpus: &corpus,
-            data: &jud,
-            steps: cfg.pretrain.reward_steps,
-            files: vec![],
-            probe: None,
-        },
-    )?);
+    let mut lines = crate::dagger::fit_policy(w, &corpus, &pol, vec![], probe, || {
+        super::dagger::dagger(w, &pol, &held)
+    })?;
+    lines.push(crate::dagger::fit_judge(w, &corpus, &jud)?);
     Ok(lines)
 }
 

@@ -204,31 +204,11 @@ mod tests {
         let sp = SampleParams::greedy(cfg.policy.max_new_tokens);
         let trajs = crate::household::rollout(&*lm, &tasks, ep, &sp, None).unwrap();
         let labels = expert_labels(&tasks, &trajs, &cfg).unwrap();
-        // each label's prompt is one the policy saw, token for token, in its own episode; and
-        // an episode's labels name each command once
-        let mut differ = 0;
-        let mut named = std::collections::HashSet::new();
-        for d in &labels {
-            let ids = crate::play::encode_prompt(&*lm, &d.prompt).unwrap();
-            let s = trajs[d.task]
-                .steps
-                .iter()
-                .find(|s| s.prompt_ids == ids)
-                .unwrap_or_else(|| panic!("a prompt the policy never saw: {}", d.prompt));
+        crate::dagger::check_labels(&*lm, &labels, &trajs, |d| {
             let (idx, parsed) = parse_choice(&d.answer, &d.choices);
             assert!(parsed, "{}", d.answer);
-            assert!(
-                named.insert((d.task, idx, d.choices[idx].clone())),
-                "{}",
-                d.answer
-            );
-            differ += usize::from(d.choices[idx] != s.action);
-        }
-        // the first state of every episode is labelled, and no more states than were played
-        let steps: usize = trajs.iter().map(|t| t.steps.len()).sum();
-        assert!(labels.len() <= steps && labels.len() >= trajs.len());
-        // a policy of a few SFT steps strays from the expert, which names another action
-        assert!(differ > 0, "the labels repeat the policy's actions");
+            d.choices[idx].clone()
+        });
         // an episode of another task list is refused by name
         let e = expert_labels(&tasks[..1], &trajs, &cfg).unwrap_err();
         assert!(format!("{e:#}").contains("an episode of task"), "{e:#}");

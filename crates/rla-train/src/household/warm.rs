@@ -9,7 +9,7 @@ use crate::config::RunConfig;
 use crate::config::SettingConfig;
 use crate::household::config::HouseholdConfig;
 use crate::play::Trajectory;
-use crate::pretrain::{example_corpus, Demo, Example, Fit, WarmStart, CHAT_MARKERS};
+use crate::pretrain::{example_corpus, Demo, Example, WarmStart, CHAT_MARKERS};
 use anyhow::Result;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -120,7 +120,6 @@ pub fn warm_start(w: WarmStart) -> Result<Vec<String>> {
     }
     corpus.push_str(&rla_env::household::data::vocabulary());
     corpus.push_str(CHAT_MARKERS);
-    let mut lines = Vec::new();
     let probe = (!held.is_empty() || cfg.pretrain.validation > 0).then(|| {
         (
             cfg.pretrain.eval_every,
@@ -132,22 +131,11 @@ pub fn warm_start(w: WarmStart) -> Result<Vec<String>> {
             ),
         )
     });
-    lines.push(crate::dagger::fit_or_continue(
-        w,
-        Fit {
-            name: "policy",
-            spec: &cfg.policy,
-            corpus: &corpus,
-            data: &pol,
-            steps: cfg.pretrain.policy_steps,
-            // the policy records how it plays, for `eval`
-            files: vec![super::Episodes::evaluation(cfg).record()?],
-            probe,
-        },
-    )?);
-    if cfg.pretrain.dagger_rounds > 0 {
-        lines.push(super::dagger::dagger(w, &pol, &held)?);
-    }
+    // the policy records how it plays, for `eval`
+    let files = vec![super::Episodes::evaluation(cfg).record()?];
+    let mut lines = crate::dagger::fit_policy(w, &corpus, &pol, files, probe, || {
+        super::dagger::dagger(w, &pol, &held)
+    })?;
     // the judge learns from the policy's own episodes, or from the expert's
     let mut held_out = None;
     let jud = if cfg.pretrain.judge_tasks > 0 {
@@ -159,18 +147,7 @@ pub fn warm_start(w: WarmStart) -> Result<Vec<String>> {
     } else {
         jud
     };
-    lines.push(crate::dagger::fit_or_continue(
-        w,
-        Fit {
-            name: "reward",
-            spec: &cfg.reward,
-            corpus: &corpus,
-            data: &jud,
-            steps: cfg.pretrain.reward_steps,
-            files: vec![],
-            probe: None,
-        },
-    )?);
+    lines.push(crate::dagger::fit_judge(w, &corpus, &jud)?);
     if let Some((tasks, trajs)) = held_out {
         let reward = w.backend.open(&out.join("reward"), &Default::default())?;
         let q = judge_quality_on(&*reward, cfg, &tasks, &trajs)?;
