@@ -641,7 +641,7 @@ impl Setting for Coding {
     }
 
     fn warm_start(&self, w: crate::setting::WarmStart) -> Result<Vec<String>> {
-        warm::pretrain(w)
+        warm::warm_start(w)
     }
 
     /// The SFT control's demonstrations: reference solutions of 256 fresh training problems a

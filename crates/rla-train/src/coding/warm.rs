@@ -140,7 +140,7 @@ fn coder_probe<'a>(cfg: &'a RunConfig, held_out: &'a [Example], validation: usiz
 /// with the evaluated ones. The last `pretrain.held_out` problems measure the coder (with
 /// `pretrain.validation` validation problems, every `pretrain.eval_every` steps); the test
 /// writer is measured by its greedy tests' accuracy on the validation problems.
-pub fn pretrain(w: WarmStart) -> Result<Vec<String>> {
+pub fn warm_start(w: WarmStart) -> Result<Vec<String>> {
     let cfg = w.cfg;
     let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed.wrapping_add(31));
     let specs = training_problems(cfg, cfg.pretrain.tasks, cfg.seed.wrapping_add(17))?;

@@ -323,7 +323,7 @@ impl Setting for Household {
     }
 
     fn demonstrations(&self, cfg: &RunConfig, chunk: u64) -> Result<Vec<crate::pretrain::Example>> {
-        warm::household_control_demonstrations(cfg, chunk)
+        warm::control_demonstrations(cfg, chunk)
     }
 }
 

@@ -440,7 +440,7 @@ mod tests {
             HouseholdConfig::of_mut(&mut cfg).history_window = 1;
             HouseholdConfig::of_mut(&mut cfg).prompt_style = PromptStyle::Unlisted;
             HouseholdConfig::of_mut(&mut cfg).notes = notes;
-            let steps = crate::household::warm::demonstration_steps(&tasks, &cfg, 0)
+            let steps = crate::household::warm::demonstrations(&tasks, &cfg, 0)
                 .unwrap()
                 .0;
             steps

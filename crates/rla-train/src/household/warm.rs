@@ -22,7 +22,7 @@ use rla_lm::{SampleParams, Sampler};
 /// Demonstrations of the tasks: policy steps (with each step's admissible commands and task)
 /// and judge examples from noisy expert episodes, prompted as `cfg.household` plays and at
 /// `cfg.pretrain.noise`, seeded by `seed`.
-pub fn demonstration_steps<T: HouseholdTask>(
+pub fn demonstrations<T: HouseholdTask>(
     tasks: &[T],
     cfg: &RunConfig,
     seed: u64,
@@ -95,7 +95,7 @@ pub fn demonstration_steps<T: HouseholdTask>(
 pub fn warm_start(w: WarmStart) -> Result<Vec<String>> {
     let (cfg, out) = (w.cfg, w.out);
     let tasks = household_train_tasks(cfg);
-    let (pol, jud) = demonstration_steps(&tasks, cfg, cfg.seed)?;
+    let (pol, jud) = demonstrations(&tasks, cfg, cfg.seed)?;
     // the last `held_out` tasks' steps measure the policy and are never trained on
     let cut = tasks.len() - cfg.pretrain.held_out;
     let (train, held): (Vec<Demo>, Vec<Demo>) = pol.into_iter().partition(|d| d.task < cut);
@@ -263,21 +263,21 @@ const CONTROL_CHUNK: usize = 100;
 /// The SFT control's demonstrations: chunk `chunk` of generated training tasks (a share given a
 /// hint, as the warm start's), drawn with other seeds than the warm start's own tasks; with
 /// `[household] train_games`, games of that folder.
-pub fn household_control_demonstrations(cfg: &RunConfig, chunk: u64) -> Result<Vec<Example>> {
+pub fn control_demonstrations(cfg: &RunConfig, chunk: u64) -> Result<Vec<Example>> {
     let seed = 1_000_003u64
         .wrapping_mul(cfg.seed.wrapping_add(1))
         .wrapping_add(chunk);
     let h = HouseholdConfig::of(cfg);
     if let Some(root) = &h.train_games {
         let games = super::games::train_pool(root, CONTROL_CHUNK, seed, h)?;
-        let (pol, _) = demonstration_steps(&games, cfg, seed)?;
+        let (pol, _) = demonstrations(&games, cfg, seed)?;
         return Ok(pol.into_iter().map(|d| (d.prompt, d.answer)).collect());
     }
     let mut c = cfg.clone();
     c.seed = seed;
     c.pretrain.tasks = CONTROL_CHUNK;
     let tasks = household_train_tasks(&c);
-    let (pol, _) = demonstration_steps(&tasks, cfg, seed)?;
+    let (pol, _) = demonstrations(&tasks, cfg, seed)?;
     Ok(pol.into_iter().map(|d| (d.prompt, d.answer)).collect())
 }
 
