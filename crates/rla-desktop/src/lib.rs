@@ -3,21 +3,24 @@
 //! and a controller for real desktops behind OSWorld's protocol. No tensor library: the models
 //! that play it live in `rla-train`.
 //!
-//! Five rooms and the remote controller:
+//! Six rooms, from the ground up:
 //!
 //! - [`sheet`] — the spreadsheet itself: A1 addresses, the formula language, the workbook, .xlsx
 //!   and .csv files, and the bounds a file is checked against before any reader opens it.
-//! - [`osworld`] — OSWorld's formats: task files, tasks as folders, and the evaluators
+//! - [`osworld`] — OSWorld's formats: task files and the evaluators
 //!   (`compare_table`'s rules; cells, styles, charts and pivot tables read as `desktop-env` reads
 //!   them; a sheet as pandas reads it).
 //! - [`ui`] — the desktop a policy sees and drives: the application (menus, Name Box, grid,
 //!   dialogs), where everything lies on the screen, the accessibility tree, screenshots, and
 //!   OSWorld's action space parsed (never executed).
-//! - [`tasks`] — what is asked: the task families and the worlds they are drawn in, the sheets
-//!   world's draws, and the expert that solves any generated task from any state.
-//! - [`play`] — a task played: its episode on the native desktop, the one runner for native and
-//!   real desktops, and the compact action vocabulary of tiny text-only policies.
-//! - [`remote`] — a real desktop over OSWorld's VM-side protocol.
+//! - [`tasks`] — the tasks: the task families and the worlds they are drawn in, the sheets
+//!   world's draws, a task's episode on the native desktop, the expert that solves any generated
+//!   task from any state, and tasks as OSWorld task folders.
+//! - [`remote`] — a real desktop over OSWorld's protocol.
+//! - [`play`] — a task played by an agent: the one runner for native and real desktops, and the
+//!   compact action vocabulary of tiny text-only policies.
+//!
+//! Each room uses only those listed above it.
 
 pub mod osworld;
 pub mod play;

@@ -3,7 +3,7 @@
 
 use rand::{Rng, SeedableRng};
 use rla_core::Split;
-use rla_desktop::play::episode::DesktopEpisode;
+use rla_desktop::tasks::episode::DesktopEpisode;
 use rla_desktop::tasks::expert;
 use rla_desktop::tasks::family::{generate, split};
 use rla_desktop::ui::a11y::{self, TreeOptions};

@@ -2,10 +2,10 @@
 //! local folder for online URLs, and an episode played and scored from a task file.
 
 use rla_core::Split;
-use rla_desktop::osworld::local;
-use rla_desktop::play::episode::DesktopEpisode;
+use rla_desktop::tasks::episode::DesktopEpisode;
 use rla_desktop::tasks::expert;
 use rla_desktop::tasks::family::{generate, split};
+use rla_desktop::tasks::local;
 use rla_desktop::ui::a11y::TreeOptions;
 use serde_json::{json, Value};
 use std::path::Path;

@@ -104,7 +104,7 @@ fn a_models_answers_play_the_screen_as_the_runners_expert_does() {
     for (i, spec) in family::split(Split::InDomain, 3).iter().enumerate() {
         let g = family::generate(spec);
         let d = dir.path().join(i.to_string());
-        let task = rla_desktop::osworld::local::export(&g, &d).unwrap();
+        let task = rla_desktop::tasks::local::export(&g, &d).unwrap();
         // the expert through the runner: its code steps and a full score
         let mut expert = ExpertAgent::new(g.clone(), false, SIZE).unwrap();
         let mut screen = Native::new(SIZE.0, SIZE.1);
@@ -143,7 +143,7 @@ fn a_models_answers_play_the_screen_as_the_runners_expert_does() {
 fn a_model_that_stops_at_once_or_answers_no_action_scores_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let g = family::generate(&family::split(Split::InDomain, 1)[0]);
-    let task = rla_desktop::osworld::local::export(&g, dir.path()).unwrap();
+    let task = rla_desktop::tasks::local::export(&g, dir.path()).unwrap();
     let model = Scripted::new(vec!["DONE".into()]);
     let mut screen = Native::new(SIZE.0, SIZE.1);
     let p = play_on_screen(

@@ -4,9 +4,9 @@ pub use crate::args::SplitArg;
 use anyhow::{bail, Context, Result};
 use rand::{Rng, SeedableRng};
 use rla_core::Split;
-use rla_desktop::osworld::local;
 use rla_desktop::tasks::expert;
 use rla_desktop::tasks::family;
+use rla_desktop::tasks::local;
 use rla_desktop::ui::a11y::{self, TreeOptions};
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
@@ -482,7 +482,7 @@ fn play(task: PathBuf, files: Option<PathBuf>, (w, h): (u32, u32)) -> Result<()>
                         .clone()
                         .and_then(|h| serde_json::from_value::<family::Spec>(h).ok())
                     {
-                        let mut ep = rla_desktop::play::episode::DesktopEpisode::new(
+                        let mut ep = rla_desktop::tasks::episode::DesktopEpisode::new(
                             family::generate(&spec),
                             w,
                             h,
@@ -518,7 +518,7 @@ fn play(task: PathBuf, files: Option<PathBuf>, (w, h): (u32, u32)) -> Result<()>
         }
     }
     let mut end = d.clone();
-    rla_desktop::play::episode::run_postconfig(
+    rla_desktop::tasks::episode::run_postconfig(
         &mut end,
         t.evaluator.postconfig.as_deref().unwrap_or(&[]),
     )
@@ -538,7 +538,7 @@ fn bench(steps: usize, seed: u64) -> Result<()> {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
     let words = ["Sheet2", "Profit", "12", "=B2-C2", "Total"];
     let mut ep =
-        rla_desktop::play::episode::DesktopEpisode::new(family::generate(&specs[0]), 1920, 1080)
+        rla_desktop::tasks::episode::DesktopEpisode::new(family::generate(&specs[0]), 1920, 1080)
             .map_err(anyhow::Error::msg)?;
     let (mut errors, mut episodes, mut bytes) = (0usize, 0usize, 0usize);
     let counter = |s: &str| s.len() / 4;
@@ -578,7 +578,7 @@ fn bench(steps: usize, seed: u64) -> Result<()> {
         }
         if ep.steps >= 30 || i % 30 == 29 {
             episodes += 1;
-            ep = rla_desktop::play::episode::DesktopEpisode::new(
+            ep = rla_desktop::tasks::episode::DesktopEpisode::new(
                 family::generate(&specs[episodes % specs.len()]),
                 1920,
                 1080,

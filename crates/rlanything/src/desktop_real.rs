@@ -165,7 +165,7 @@ pub fn eval(
     for (i, spec) in specs.iter().enumerate() {
         let g = family::generate(spec);
         let dir = tmp.path().join(format!("{i}"));
-        let path = rla_desktop::osworld::local::export(&g, &dir)?;
+        let path = rla_desktop::tasks::local::export(&g, &dir)?;
         let (id, instruction) = (g.task.id.clone(), g.task.instruction.clone());
         let rec = record.filter(|_| i == 0).map(|r| (r, 960));
         // the expert as the runner's agent; a model through the desktop setting's play loop
@@ -273,7 +273,7 @@ fn bench_one(
     };
     let tmp = tempfile::tempdir()?;
     let g = family::generate(&family::split(Split::Train, 1)[0]);
-    let path = rla_desktop::osworld::local::export(&g, tmp.path())?;
+    let path = rla_desktop::tasks::local::export(&g, tmp.path())?;
     let task = rla_desktop::osworld::task::DesktopTask::load(&path)?;
     let t = Instant::now();
     real.set_up(&task, &path)
@@ -306,7 +306,7 @@ fn bench_one(
             }
             3 => format!(
                 "pyautogui.write({})",
-                rla_desktop::remote::code::py_str(&format!(
+                rla_desktop::ui::action::py_str(&format!(
                     "{}\n",
                     words[rng.gen_range(0..words.len())]
                 ))

@@ -261,7 +261,7 @@ fn expert_on(
     real: bool,
 ) -> (f64, PathBuf) {
     std::fs::create_dir_all(dir).unwrap();
-    let task = rla_desktop::osworld::local::export(g, dir).unwrap();
+    let task = rla_desktop::tasks::local::export(g, dir).unwrap();
     let mut agent = ExpertAgent::new(g.clone(), real, (1920, 1080)).unwrap();
     let p = runner::play(screen, &task, &mut agent, 60, dir)
         .unwrap_or_else(|e| panic!("{} ({}): {e}", g.task.id, g.spec.family.name()));
@@ -446,7 +446,7 @@ fn the_real_desktop_runs_osworld_tasks_through_its_protocol() {
     let g = family::generate(&specs[0]);
     let dir = tmp.path().join("obs");
     std::fs::create_dir_all(&dir).unwrap();
-    let task_path = rla_desktop::osworld::local::export(&g, &dir).unwrap();
+    let task_path = rla_desktop::tasks::local::export(&g, &dir).unwrap();
     let task = rla_desktop::osworld::task::DesktopTask::load(&task_path).unwrap();
     real_screen.set_up(&task, &task_path).unwrap();
     let obs = real_screen.observe().unwrap();
@@ -571,7 +571,7 @@ fn the_real_desktop_runs_osworld_tasks_through_its_protocol() {
         .fetch(&format!("/home/user/{}", g.file), &unsaved)
         .unwrap());
     assert_eq!(
-        rla_desktop::osworld::local::score(&task_path, None, &unsaved, &[]).unwrap(),
+        rla_desktop::tasks::local::score(&task_path, None, &unsaved, &[]).unwrap(),
         0.0,
         "edited, not saved"
     );
@@ -644,7 +644,7 @@ fn summaries_agree(server: &Server, g: &family::Generated, dir: &Path) -> usize 
     use rla_desktop::play::tiny;
     use rla_desktop::remote::expert::RealExpert;
     std::fs::create_dir_all(dir).unwrap();
-    let path = rla_desktop::osworld::local::export(g, dir).unwrap();
+    let path = rla_desktop::tasks::local::export(g, dir).unwrap();
     let task = rla_desktop::osworld::task::DesktopTask::load(&path).unwrap();
     let mut screen = real(server);
     screen.set_up(&task, &path).unwrap();

@@ -4,7 +4,7 @@
 //! desktop. A text-only model refuses the image with a clear error.
 
 use rla_core::Split;
-use rla_desktop::play::episode::DesktopEpisode;
+use rla_desktop::tasks::episode::DesktopEpisode;
 use rla_desktop::tasks::family;
 use rla_desktop::ui::a11y::TreeOptions;
 use rla_lm::{LmError, Message, Sample, SampleParams, Sampler, VisualMessage};

@@ -70,7 +70,7 @@ impl Native {
 
 impl Screen for Native {
     fn set_up(&mut self, task: &DesktopTask, task_path: &Path) -> Result<(), String> {
-        let (_, d) = crate::osworld::local::open(task_path, None, self.size.0, self.size.1)
+        let (_, d) = crate::tasks::local::open(task_path, None, self.size.0, self.size.1)
             .map_err(|e| e.to_string())?;
         self.opened = opened_path(task).unwrap_or_default();
         self.source = downloads(task.config.as_deref().unwrap_or(&[]), task_path, None)?
@@ -98,7 +98,7 @@ impl Screen for Native {
     }
 
     fn post_config(&mut self, steps: &[SetupStep]) -> Result<(), String> {
-        crate::play::episode::run_postconfig(self.desktop()?, steps)
+        crate::tasks::episode::run_postconfig(self.desktop()?, steps)
     }
 
     fn fetch(&mut self, path: &str, to: &Path) -> Result<bool, String> {
@@ -133,7 +133,7 @@ pub struct Real {
     pub remote: RemoteDesktop,
     /// Reset the desktop (this project's `/setup/reset`) before each task.
     pub reset: bool,
-    /// Where a task's online files are found ([`crate::osworld::local`]'s files folder).
+    /// Where a task's online files are found ([`crate::tasks::local`]'s files folder).
     pub cache: Option<PathBuf>,
 }
 
@@ -152,7 +152,7 @@ fn downloads(
     task_path: &Path,
     cache: Option<&Path>,
 ) -> Result<Vec<(String, PathBuf)>, String> {
-    crate::osworld::local::downloads(steps, task_path, cache).map_err(|e| e.to_string())
+    crate::tasks::local::downloads(steps, task_path, cache).map_err(|e| e.to_string())
 }
 
 /// A setup step's `command` and `shell`.
@@ -430,7 +430,7 @@ pub fn score_on(
         // no result file: what OSWorld scores 0
         return Ok((0.0, None));
     }
-    let s = crate::osworld::local::score(task_path, None, &to, &[])?;
+    let s = crate::tasks::local::score(task_path, None, &to, &[])?;
     Ok((s, Some(to)))
 }
 

@@ -3,24 +3,7 @@
 //! `pyautogui.hotkey('shift', ',')` (pyautogui types `>` for it on the VMs' keyboard map; OSWorld's
 //! controller rewrites it the same way). `WAIT`, `DONE` and `FAIL` are not code: they give `None`.
 
-use crate::ui::action::{Action, Button, Point};
-
-/// A Python string literal.
-pub fn py_str(s: &str) -> String {
-    let mut out = String::from("'");
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\'' => out.push_str("\\'"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c => out.push(c),
-        }
-    }
-    out.push('\'');
-    out
-}
+use crate::ui::action::{py_str, Action, Button, Point};
 
 fn button(b: Button) -> &'static str {
     match b {

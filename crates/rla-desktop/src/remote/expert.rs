@@ -7,8 +7,8 @@
 
 use super::code;
 use super::tree::Element;
-use crate::play::episode::DesktopEpisode;
 use crate::sheet::addr::Addr;
+use crate::tasks::episode::DesktopEpisode;
 use crate::ui::action::{parse_code, Action, Button, Point};
 use crate::ui::app::{Desktop, Popup, Target, MENUS};
 use std::collections::VecDeque;
@@ -104,7 +104,7 @@ pub fn map(d: &Desktop, step: &str) -> Result<Vec<Sub>, String> {
                             "Append Sheet".into(),
                             format!(
                                 "pyautogui.hotkey('ctrl', 'a'); pyautogui.write({})",
-                                code::py_str(&format!("{name}\n"))
+                                crate::ui::action::py_str(&format!("{name}\n"))
                             ),
                         ));
                         out.push(Sub::Await("page-tab", name));
@@ -244,7 +244,7 @@ pub const PATIENCE: usize = 3;
 impl RealExpert {
     /// The expert of `task`, its mirror on a `width × height` native screen.
     pub fn new(
-        task: impl Into<crate::play::episode::Opened>,
+        task: impl Into<crate::tasks::episode::Opened>,
         width: u32,
         height: u32,
     ) -> Result<RealExpert, String> {

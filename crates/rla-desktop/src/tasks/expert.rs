@@ -6,10 +6,10 @@
 //! passes. [`distance`] counts its steps to the goal: the oracle's progress label of a step is
 //! whether that distance fell.
 
-use crate::play::episode::DesktopEpisode;
 use crate::sheet::addr::{Addr, Range};
 use crate::sheet::formula::Value;
 use crate::sheet::workbook::Workbook;
+use crate::tasks::episode::DesktopEpisode;
 use crate::tasks::rows::{plain_run, row_pattern, thresholds};
 use crate::ui::app::{Desktop, DialogKind, Popup, MENUS, TAB_MENU};
 
@@ -20,7 +20,7 @@ fn click(x: i32, y: i32) -> String {
     format!("pyautogui.click({x}, {y})")
 }
 
-use crate::remote::code::py_str;
+use crate::ui::action::py_str;
 
 fn same(a: &Value, b: &Value) -> bool {
     match (a, b) {

@@ -93,11 +93,11 @@ impl DesktopTask {
 }
 
 impl play::Opens for Source {
-    fn opened(&self, cfg: &RunConfig) -> Result<rla_desktop::play::episode::Opened> {
+    fn opened(&self, cfg: &RunConfig) -> Result<rla_desktop::tasks::episode::Opened> {
         Ok(match self {
             Source::Generated { spec } => family::generate(spec).into(),
             Source::File { file } => {
-                rla_desktop::osworld::local::load(file, DesktopConfig::of(cfg).files.as_deref())?
+                rla_desktop::tasks::local::load(file, DesktopConfig::of(cfg).files.as_deref())?
             }
         })
     }
@@ -114,7 +114,7 @@ fn task_folder(
     if let Some(t) = cache.get(dir) {
         return Ok(t.clone());
     }
-    let f = rla_desktop::osworld::local::folder(dir, files)
+    let f = rla_desktop::tasks::local::folder(dir, files)
         .with_context(|| format!("desktop.{key} {}", dir.display()))?;
     if let Some(line) = f.removed_line() {
         eprintln!("desktop.{key} {}: {line}", dir.display());
@@ -152,7 +152,7 @@ fn expert_solves(spec: &Spec, cfg: &RunConfig) -> Result<bool> {
 /// Whether the expert solves an episode from where it stands within `step_limit` steps, the
 /// task's evaluator scoring the result 1.
 pub(crate) fn expert_solves_episode(
-    mut ep: rla_desktop::play::episode::DesktopEpisode,
+    mut ep: rla_desktop::tasks::episode::DesktopEpisode,
     step_limit: usize,
 ) -> bool {
     let Ok(steps) = rla_desktop::tasks::expert::solve(&ep) else {
@@ -684,7 +684,7 @@ mod tests {
         let mut ids = Vec::new();
         for s in &specs {
             let g = family::generate(s);
-            rla_desktop::osworld::local::export(&g, &dir).unwrap();
+            rla_desktop::tasks::local::export(&g, &dir).unwrap();
             ids.push(g.task.id);
         }
         // one task this setting does not run is left out

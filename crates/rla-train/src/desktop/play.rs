@@ -13,8 +13,8 @@ use crate::desktop::config::DesktopObservation;
 use crate::play::{play, Applied, Game, Prompt, Trajectory, Turn};
 use crate::setting::Split;
 use anyhow::{Context, Result};
-use rla_desktop::play::episode::DesktopEpisode as Live;
 use rla_desktop::play::tiny;
+use rla_desktop::tasks::episode::DesktopEpisode as Live;
 use rla_desktop::tasks::expert;
 use rla_desktop::tasks::family::{self, Spec};
 use rla_desktop::ui::a11y::{self, Node, TreeOptions};
@@ -79,11 +79,11 @@ pub(crate) fn prompt_for(
 /// task file).
 pub trait Opens {
     /// The task as an episode opens it.
-    fn opened(&self, cfg: &RunConfig) -> Result<rla_desktop::play::episode::Opened>;
+    fn opened(&self, cfg: &RunConfig) -> Result<rla_desktop::tasks::episode::Opened>;
 }
 
 impl Opens for Spec {
-    fn opened(&self, _cfg: &RunConfig) -> Result<rla_desktop::play::episode::Opened> {
+    fn opened(&self, _cfg: &RunConfig) -> Result<rla_desktop::tasks::episode::Opened> {
         Ok(family::generate(self).into())
     }
 }

@@ -274,7 +274,7 @@ fn task_file(source: &Source, dir: &Path) -> Result<PathBuf> {
     Ok(match source {
         Source::File { file } => file.clone(),
         Source::Generated { spec } => {
-            rla_desktop::osworld::local::export(&rla_desktop::tasks::family::generate(spec), dir)?
+            rla_desktop::tasks::local::export(&rla_desktop::tasks::family::generate(spec), dir)?
         }
     })
 }

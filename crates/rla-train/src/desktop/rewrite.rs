@@ -13,9 +13,9 @@ use crate::config::RewriterKind;
 use crate::judge::last_boxed;
 use anyhow::{Context, Result};
 use rla_core::adapt::Direction;
-use rla_desktop::play::episode::{DesktopEpisode, Opened};
 use rla_desktop::sheet::addr::Addr;
 use rla_desktop::sheet::workbook::{Content, Workbook};
+use rla_desktop::tasks::episode::{DesktopEpisode, Opened};
 use rla_lm::{SampleParams, Sampler};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -164,7 +164,7 @@ pub fn rewrite_file(
     let run =
         run.context("a task file's rewrite is written into its run's folder, and there is none")?;
     let cache = cfg.files.as_deref();
-    let opened = rla_desktop::osworld::local::load(file, cache)?;
+    let opened = rla_desktop::tasks::local::load(file, cache)?;
     let text =
         std::fs::read_to_string(file).with_context(|| format!("reading {}", file.display()))?;
     let mut task: Value =
@@ -201,7 +201,7 @@ pub fn rewrite_file(
     let folder = dir.join(id);
     std::fs::create_dir_all(&folder).with_context(|| format!("creating {}", folder.display()))?;
     // the files: the document the task opens written anew, every other file copied beside it
-    let downloads = rla_desktop::osworld::local::downloads(
+    let downloads = rla_desktop::tasks::local::downloads(
         opened.task.config.as_deref().unwrap_or(&[]),
         file,
         cache,
@@ -284,7 +284,7 @@ pub fn rewrite_file(
 /// Whether a rewritten task is unsolved at its start and, where the expert has a reference
 /// workbook, solved by the expert within the step limit with the evaluator scoring 1.
 fn valid(path: &Path, cfg: &DesktopConfig, step_limit: usize) -> Result<bool> {
-    let opened: Opened = match rla_desktop::osworld::local::load(path, cfg.files.as_deref()) {
+    let opened: Opened = match rla_desktop::tasks::local::load(path, cfg.files.as_deref()) {
         Ok(o) => o,
         Err(_) => return Ok(false),
     };
@@ -353,7 +353,7 @@ mod tests {
     /// A generated task exported as a task file under `dir`, and a run folder.
     fn task_file(dir: &Path) -> PathBuf {
         let spec = family::split(rla_core::Split::Train, 1).remove(0);
-        rla_desktop::osworld::local::export(&family::generate(&spec), &dir.join("tasks")).unwrap()
+        rla_desktop::tasks::local::export(&family::generate(&spec), &dir.join("tasks")).unwrap()
     }
 
     fn rewrite(
@@ -390,7 +390,7 @@ mod tests {
             answers: vec!["-"],
             prompts: Default::default(),
         };
-        let before = rla_desktop::osworld::local::load(&file, None).unwrap();
+        let before = rla_desktop::tasks::local::load(&file, None).unwrap();
         // the cells the answer changes, a sheet it adds counted as empty at the start
         let changes = |o: &Opened| {
             let (mut s, t) = (o.start.clone(), o.target.as_ref().unwrap());
@@ -418,7 +418,7 @@ mod tests {
             what,
             format!("filled in {} of the cells the answer changes", changed / 2)
         );
-        let e = rla_desktop::osworld::local::load(&easier, None).unwrap();
+        let e = rla_desktop::tasks::local::load(&easier, None).unwrap();
         assert_eq!(e.task.id, "rewrite-0001-000");
         assert_eq!(e.task.instruction, before.task.instruction);
         assert_eq!(changes(&e), changed - changed / 2);
@@ -438,7 +438,7 @@ mod tests {
         )
         .unwrap();
         assert!(what.starts_with("added a distractor table"), "{what}");
-        let h = rla_desktop::osworld::local::load(&harder, None).unwrap();
+        let h = rla_desktop::tasks::local::load(&harder, None).unwrap();
         assert!(h.start.sheets[0].cells.len() > before.start.sheets[0].cells.len());
         assert_eq!(
             changes(&h),
@@ -450,7 +450,7 @@ mod tests {
         let kept = accept(&run, &harder).unwrap();
         assert_eq!(kept, run.join(ACCEPTED).join("rewrite-0001-001.json"));
         std::fs::remove_dir_all(run.join(PROPOSED)).unwrap();
-        let k = rla_desktop::osworld::local::load(&kept, None).unwrap();
+        let k = rla_desktop::tasks::local::load(&kept, None).unwrap();
         assert_eq!(k.start, h.start);
         // a rewrite of a rewrite keeps the lineage
         let (_, again) = rewrite(
@@ -462,7 +462,7 @@ mod tests {
             "rewrite-0002-000",
         )
         .unwrap();
-        let a = rla_desktop::osworld::local::load(&again, None).unwrap();
+        let a = rla_desktop::tasks::local::load(&again, None).unwrap();
         assert_eq!(a.task.history.unwrap().as_array().unwrap().len(), 3);
     }
 
@@ -491,7 +491,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(what, "rewrote the instruction");
-        let t = rla_desktop::osworld::local::load(&f, None).unwrap();
+        let t = rla_desktop::tasks::local::load(&f, None).unwrap();
         assert_eq!(
             t.task.instruction,
             "Do it with the function wizard; make sure the result is a number."
@@ -502,7 +502,7 @@ mod tests {
             "{prompt}"
         );
         // the files are unchanged and the expert still solves it
-        let before = rla_desktop::osworld::local::load(&file, None).unwrap();
+        let before = rla_desktop::tasks::local::load(&file, None).unwrap();
         assert_eq!(t.start, before.start);
         assert_eq!(t.target, before.target);
         // an answer without a new instruction is no rewrite

@@ -1,7 +1,7 @@
 //! The tests of `tiny`.
 
 use super::*;
-use crate::play::episode::DesktopEpisode;
+use crate::tasks::episode::DesktopEpisode;
 use crate::tasks::family::{generate, split};
 use rla_core::Split;
 

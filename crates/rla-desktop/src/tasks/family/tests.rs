@@ -161,7 +161,7 @@ fn each_perturbation_changes_its_one_aspect_and_the_expert_solves_it() {
             if !matches!(p, Perturb::Wide | Perturb::Long | Perturb::SwappedNames) {
                 assert_eq!(rows(&ga, oa), rows(&gb, ob), "{p:?} keeps the rows");
             }
-            let ep = crate::play::episode::DesktopEpisode::new(gb.clone(), 1920, 1080).unwrap();
+            let ep = crate::tasks::episode::DesktopEpisode::new(gb.clone(), 1920, 1080).unwrap();
             let steps = crate::tasks::expert::solve(&ep).unwrap_or_else(|e| panic!("{p:?}: {e}"));
             assert!(steps.len() <= 31, "{}: {} steps", gb.task.id, steps.len());
         }
@@ -183,7 +183,7 @@ fn averages_below_row_one_score_from_the_saved_file() {
     {
         let g = generate(s);
         let dir = tempfile::tempdir().unwrap();
-        let path = crate::osworld::local::export(&g, dir.path()).unwrap();
+        let path = crate::tasks::local::export(&g, dir.path()).unwrap();
         let mut screen = crate::play::runner::Native::new(1920, 1080);
         let mut agent = crate::play::runner::ExpertAgent::new(g, false, (1920, 1080)).unwrap();
         let p = crate::play::runner::play(&mut screen, &path, &mut agent, 30, dir.path()).unwrap();
@@ -233,7 +233,7 @@ fn the_sheets_world_names_no_row_and_few_columns_and_the_expert_solves_it() {
             }) {
                 lettered += 1;
             }
-            let ep = crate::play::episode::DesktopEpisode::new(g.clone(), 1920, 1080).unwrap();
+            let ep = crate::tasks::episode::DesktopEpisode::new(g.clone(), 1920, 1080).unwrap();
             let plan =
                 crate::tasks::expert::solve(&ep).unwrap_or_else(|e| panic!("{}: {e}", g.task.id));
             steps_needed.push(plan.len() - 1);

@@ -7,7 +7,7 @@
 
 use crate::osworld::compare::{evaluate, Resolved};
 use crate::osworld::task::{DesktopTask, Getter};
-use crate::play::episode::Opened;
+use crate::tasks::episode::Opened;
 use crate::tasks::family::Generated;
 use crate::ui::app::Desktop;
 use crate::DesktopError;

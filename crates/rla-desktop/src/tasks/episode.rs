@@ -1,5 +1,5 @@
 //! One episode of a task on the desktop — a generated one, or an OSWorld task file opened from
-//! its folder ([`crate::osworld::local::load`]): the task's setup (its start workbook opened in memory
+//! its folder ([`crate::tasks::local::load`]): the task's setup (its start workbook opened in memory
 //! under the task's file name), the agent's steps, and the score — the task's `postconfig` run
 //! on the desktop (OSWorld's saves with `pyautogui.hotkey("ctrl", "s")`), then its evaluator on
 //! the workbook as saved.
