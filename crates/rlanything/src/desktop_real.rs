@@ -306,7 +306,7 @@ fn bench_one(
             }
             3 => format!(
                 "pyautogui.write({})",
-                rla_desktop::ui::action::py_str(&format!(
+                rla_desktop::ui::keys::py_str(&format!(
                     "{}\n",
                     words[rng.gen_range(0..words.len())]
                 ))

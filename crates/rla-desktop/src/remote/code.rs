@@ -3,7 +3,8 @@
 //! `pyautogui.hotkey('shift', ',')` (pyautogui types `>` for it on the VMs' keyboard map; OSWorld's
 //! controller rewrites it the same way). `WAIT`, `DONE` and `FAIL` are not code: they give `None`.
 
-use crate::ui::action::{py_str, Action, Button, Point};
+use crate::ui::action::{Action, Button, Point};
+use crate::ui::keys::py_str;
 
 fn button(b: Button) -> &'static str {
     match b {

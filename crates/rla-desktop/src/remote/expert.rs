@@ -104,7 +104,7 @@ pub fn map(d: &Desktop, step: &str) -> Result<Vec<Sub>, String> {
                             "Append Sheet".into(),
                             format!(
                                 "pyautogui.hotkey('ctrl', 'a'); pyautogui.write({})",
-                                crate::ui::action::py_str(&format!("{name}\n"))
+                                crate::ui::keys::py_str(&format!("{name}\n"))
                             ),
                         ));
                         out.push(Sub::Await("page-tab", name));

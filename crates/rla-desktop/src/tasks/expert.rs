@@ -20,7 +20,7 @@ fn click(x: i32, y: i32) -> String {
     format!("pyautogui.click({x}, {y})")
 }
 
-use crate::ui::action::py_str;
+use crate::ui::keys::py_str;
 
 fn same(a: &Value, b: &Value) -> bool {
     match (a, b) {

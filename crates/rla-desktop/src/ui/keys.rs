@@ -1,4 +1,4 @@
-//! pyautogui's key names.
+//! pyautogui's key names, and Python string literals as the code a desktop runs writes them.
 
 /// A key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -90,6 +90,23 @@ impl Key {
     pub fn is_modifier(self) -> bool {
         matches!(self, Key::Shift | Key::Ctrl | Key::Alt | Key::Meta)
     }
+}
+
+/// A Python string literal.
+pub fn py_str(s: &str) -> String {
+    let mut out = String::from("'");
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\'' => out.push_str("\\'"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+    out
 }
 
 #[cfg(test)]
