@@ -173,7 +173,7 @@ fn evaluation_scenes() -> &'static std::collections::HashSet<(u32, u64)> {
     static SCENES: std::sync::OnceLock<std::collections::HashSet<(u32, u64)>> =
         std::sync::OnceLock::new();
     SCENES.get_or_init(|| {
-        [Split::InDomain, Split::Ood, Split::Validation]
+        Split::EVALUATION
             .into_iter()
             .flat_map(eval_tasks)
             .map(|t| (t.floor_plan, t.scene_seed))

@@ -129,15 +129,7 @@ type Folders =
 
 /// `eval_tasks.SPLIT`, as the config names it.
 fn split_key(split: Split) -> String {
-    format!(
-        "eval_tasks.{}",
-        match split {
-            Split::InDomain => "in_domain",
-            Split::Ood => "ood",
-            Split::Validation => "validation",
-            Split::Train => "train",
-        }
-    )
+    format!("eval_tasks.{}", split.name())
 }
 
 /// Whether the expert solves a task within the training step limit, its evaluator scoring the

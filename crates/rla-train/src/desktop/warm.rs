@@ -107,7 +107,7 @@ pub fn warm_start(w: WarmStart) -> Result<Vec<String>> {
     let world = DesktopConfig::of(cfg).world;
     let held_out =
         world.of_split(rla_core::Split::Ood) == rla_desktop::tasks::family::World::HeldOut;
-    for split in [Split::InDomain, Split::Ood, Split::Validation] {
+    for split in Split::EVALUATION {
         if held_out && split == Split::Ood {
             continue;
         }
