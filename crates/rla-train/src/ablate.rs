@@ -437,7 +437,10 @@ fn curves(
             .fold(0.0, f64::max);
         crate::plots::band_chart(
             &out.join(file),
-            &format!("greedy {split} success by mode ({seeds} seeds)"),
+            &format!(
+                "greedy {split} success by mode ({seeds} seed{})",
+                if seeds == 1 { "" } else { "s" }
+            ),
             "success %",
             &series,
             (0.0, (top + 5.0).clamp(10.0, 100.0)),
