@@ -32,6 +32,13 @@ impl Split {
             Split::Validation => "validation",
         }
     }
+
+    /// The split a [`Split::name`] names.
+    pub fn from_name(name: &str) -> Option<Split> {
+        [Split::Train, Split::InDomain, Split::Ood, Split::Validation]
+            .into_iter()
+            .find(|s| s.name() == name)
+    }
 }
 
 #[cfg(test)]
@@ -43,6 +50,8 @@ mod tests {
         for s in [Split::Train, Split::InDomain, Split::Ood, Split::Validation] {
             let json = serde_json::to_string(&s).unwrap();
             assert_eq!(json, format!("\"{}\"", s.name()));
+            assert_eq!(Split::from_name(s.name()), Some(s));
         }
+        assert_eq!(Split::from_name("in-domain"), None);
     }
 }

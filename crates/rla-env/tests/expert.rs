@@ -66,7 +66,7 @@ fn expert_solves_every_conformance_game() {
 #[test]
 fn expert_solves_every_task_of_every_split() {
     let mut n = 0;
-    for split in [Split::InDomain, Split::Ood, Split::Validation] {
+    for split in Split::EVALUATION {
         for t in eval_tasks(split) {
             let w = Arc::new(t.build().unwrap());
             let spec = GoalSpec::from_task(&w, &t).unwrap();
@@ -187,10 +187,7 @@ fn plans_from_random_states_win_and_the_first_step_makes_progress() {
 #[test]
 fn the_searching_expert_solves_every_task_of_every_split_from_what_it_sees() {
     use rla_env::household::expert::SearchExpert;
-    let mut tasks: Vec<_> = [Split::InDomain, Split::Ood, Split::Validation]
-        .into_iter()
-        .flat_map(eval_tasks)
-        .collect();
+    let mut tasks: Vec<_> = Split::EVALUATION.into_iter().flat_map(eval_tasks).collect();
     tasks.extend(train_tasks(200, 11));
     let (mut steps, mut optimal) = (0, 0);
     for t in &tasks {

@@ -318,7 +318,7 @@ proptest! {
 /// evaluation splits or the validation split, nor a game of the recorded ALFWorld fixtures.
 #[test]
 fn training_tasks_and_the_evaluation_splits_are_disjoint() {
-    let held: std::collections::HashSet<_> = [Split::InDomain, Split::Ood, Split::Validation]
+    let held: std::collections::HashSet<_> = Split::EVALUATION
         .into_iter()
         .flat_map(eval_tasks)
         .map(|t| (t.floor_plan, t.scene_seed))

@@ -203,16 +203,10 @@ fn evaluate(
 /// JSON array.
 #[pyfunction]
 fn desktop_task_specs(split: &str, n: usize) -> PyResult<String> {
-    let split = match split {
-        "in_domain" => Split::InDomain,
-        "ood" => Split::Ood,
-        "validation" => Split::Validation,
-        "train" => Split::Train,
-        other => {
-            return Err(value_error(format!(
-                "unknown split {other:?}: in_domain, ood, validation or train"
-            )))
-        }
-    };
+    let split = Split::from_name(split).ok_or_else(|| {
+        value_error(format!(
+            "unknown split {split:?}: in_domain, ood, validation or train"
+        ))
+    })?;
     Ok(serde_json::to_string(&family::split(split, n)).expect("specs serialise"))
 }

@@ -537,13 +537,11 @@ fn train_task_specs(n: usize, seed: u64) -> PyResult<String> {
 /// The fixed evaluation split `in_domain`, `ood` or `validation`, as a JSON array of specs.
 #[pyfunction]
 fn eval_task_specs(split: &str) -> PyResult<String> {
-    let split = match split {
-        "in_domain" => Split::InDomain,
-        "ood" => Split::Ood,
-        "validation" => Split::Validation,
-        other => {
+    let split = match Split::from_name(split) {
+        Some(s) if s != Split::Train => s,
+        _ => {
             return Err(value_error(format!(
-                "unknown split {other:?}: in_domain, ood or validation"
+                "unknown split {split:?}: in_domain, ood or validation"
             )))
         }
     };

@@ -40,10 +40,7 @@ fn no_household_text_becomes_unk_and_every_class_is_one_token() {
         }
     }
     assert!(texts.len() >= 40, "the 20 fixture games");
-    let mut tasks: Vec<_> = [Split::InDomain, Split::Ood, Split::Validation]
-        .into_iter()
-        .flat_map(eval_tasks)
-        .collect();
+    let mut tasks: Vec<_> = Split::EVALUATION.into_iter().flat_map(eval_tasks).collect();
     tasks.extend(train_tasks(100, 0));
     for t in &tasks {
         let mut env = HouseholdGame::from_task(t).unwrap();
