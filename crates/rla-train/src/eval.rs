@@ -196,24 +196,23 @@ pub struct KindSuccess {
     pub won: usize,
 }
 
-/// [`setting_success`] with the tasks counted by kind (in the order kinds first appear); an
-/// error names a setting that does not group its tasks.
-pub fn setting_success_by_kind(
+/// [`setting_success`] episode by episode, each with its task's kind and what it asked
+/// (`eval --by-kind`, `eval --show`); an error names a setting that does not keep them.
+pub fn setting_episodes(
     cfg: &RunConfig,
     policy: &dyn Sampler,
     split: Split,
     n: Option<usize>,
     progress: bool,
-) -> Result<(SettingSuccess, Vec<KindSuccess>)> {
+) -> Result<(SettingSuccess, Vec<crate::setting::EvalEpisode>)> {
     let (mut s, n, ctx) = prepare(cfg, split, n, progress)?;
-    let Some(played) = s.evaluate_by_kind(ctx, policy, split, n)? else {
+    let Some(played) = s.evaluate_episodes(ctx, policy, split, n)? else {
         bail!(
-            "--by-kind: the {} setting does not group its evaluation tasks by kind",
+            "the {} setting does not group its evaluation tasks by kind nor keep their episodes (--by-kind, --show)",
             s.name()
         );
     };
-    let kinds = count_kinds(&played);
-    let won: usize = kinds.iter().map(|k| k.won).sum();
+    let won = played.iter().filter(|e| e.traj.won()).count();
     Ok((
         SettingSuccess {
             setting: s.name(),
@@ -224,8 +223,41 @@ pub fn setting_success_by_kind(
                 won as f64 / played.len() as f64
             },
         },
-        kinds,
+        played,
     ))
+}
+
+/// The tasks of [`setting_episodes`] counted by kind, in the order kinds first appear.
+pub fn by_kind(played: &[crate::setting::EvalEpisode]) -> Vec<KindSuccess> {
+    let pairs: Vec<(String, bool)> = played
+        .iter()
+        .map(|e| (e.kind.clone(), e.traj.won()))
+        .collect();
+    count_kinds(&pairs)
+}
+
+/// An episode step by step as `eval --show` prints it: the task, its kind and score, then
+/// each step's observation, the earlier steps as the prompt told them, the action and what
+/// went wrong.
+pub fn show_episode(i: usize, e: &crate::setting::EvalEpisode) -> String {
+    let t = &e.traj;
+    let mut s = format!(
+        "=== episode {i} [{}] {} (score {:.2}, {} steps)\ntask: {}\n",
+        e.kind,
+        if t.won() { "won" } else { "lost" },
+        t.score,
+        t.steps.len(),
+        e.task
+    );
+    for (k, st) in t.steps.iter().enumerate() {
+        s.push_str(&format!("  step {}: {}\n", k + 1, st.observation));
+        s.push_str(&format!("    > {}", st.action));
+        if let Some(err) = &st.error {
+            s.push_str(&format!("  (failed: {err})"));
+        }
+        s.push('\n');
+    }
+    s
 }
 
 /// Tasks won and played per kind, in the order the kinds first appear.

@@ -365,14 +365,16 @@ pub fn play<G: Game + Send>(
         .collect()
 }
 
-/// Each episode's task kind beside whether it won (`Setting::evaluate_by_kind`).
-pub fn won_by_kind(
-    kinds: impl IntoIterator<Item = String>,
-    trajs: &[Trajectory],
-) -> Vec<(String, bool)> {
+/// Each episode beside its task's kind and what the task asked
+/// (`Setting::evaluate_episodes`).
+pub fn with_kinds(
+    kinds: impl IntoIterator<Item = (String, String)>,
+    trajs: Vec<Trajectory>,
+) -> Vec<crate::setting::EvalEpisode> {
     kinds
         .into_iter()
-        .zip(trajs.iter().map(Trajectory::won))
+        .zip(trajs)
+        .map(|((kind, task), traj)| crate::setting::EvalEpisode { kind, task, traj })
         .collect()
 }
 

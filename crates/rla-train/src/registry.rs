@@ -8,7 +8,7 @@
 //! through [`setting`], which builds it from the config as an [`AnySetting`].
 
 use crate::config::{RunConfig, SettingTable};
-use crate::setting::{Ctx, Example, Registered, Setting, Split, WarmStart};
+use crate::setting::{Ctx, EvalEpisode, Example, Registered, Setting, Split, WarmStart};
 use anyhow::Result;
 use rla_lm::{Backend, Sampler};
 use serde::{Deserialize, Deserializer};
@@ -55,14 +55,14 @@ pub trait AnySetting {
     fn split_size(&self, split: Split) -> Option<usize>;
     /// Greedy success of `policy` on the first `n` tasks of `split` ([`Setting::evaluate`]).
     fn evaluate(&mut self, ctx: Ctx, policy: &dyn Sampler, split: Split, n: usize) -> Result<f64>;
-    /// The same, task by task with each task's kind ([`Setting::evaluate_by_kind`]).
-    fn evaluate_by_kind(
+    /// The same, episode by episode with each task's kind ([`Setting::evaluate_episodes`]).
+    fn evaluate_episodes(
         &mut self,
         ctx: Ctx,
         policy: &dyn Sampler,
         split: Split,
         n: usize,
-    ) -> Result<Option<Vec<(String, bool)>>>;
+    ) -> Result<Option<Vec<EvalEpisode>>>;
     /// Expert demonstrations for the SFT control ([`Setting::demonstrations`]).
     fn demonstrations(&self, cfg: &RunConfig, chunk: u64) -> Result<Vec<Example>>;
     /// Files recorded beside the policy in every checkpoint ([`Setting::policy_files`]).
@@ -98,14 +98,14 @@ impl<S: Registered> AnySetting for S {
     fn evaluate(&mut self, ctx: Ctx, policy: &dyn Sampler, split: Split, n: usize) -> Result<f64> {
         Setting::evaluate(self, ctx, policy, split, n)
     }
-    fn evaluate_by_kind(
+    fn evaluate_episodes(
         &mut self,
         ctx: Ctx,
         policy: &dyn Sampler,
         split: Split,
         n: usize,
-    ) -> Result<Option<Vec<(String, bool)>>> {
-        Setting::evaluate_by_kind(self, ctx, policy, split, n)
+    ) -> Result<Option<Vec<EvalEpisode>>> {
+        Setting::evaluate_episodes(self, ctx, policy, split, n)
     }
     fn demonstrations(&self, cfg: &RunConfig, chunk: u64) -> Result<Vec<Example>> {
         Setting::demonstrations(self, cfg, chunk)

@@ -285,16 +285,17 @@ pub trait Setting {
     /// Greedy success of the policy on the first `n` tasks of a fixed evaluation split.
     fn evaluate(&mut self, ctx: Ctx, policy: &dyn Sampler, split: Split, n: usize) -> Result<f64>;
 
-    /// The same evaluation task by task: each task's kind (the setting's own grouping, such as
-    /// the desktop's family and column count) and whether its greedy episode won
-    /// (`eval --by-kind`); `None` where the setting does not group its tasks.
-    fn evaluate_by_kind(
+    /// The same evaluation task by task: each greedy episode with its task's kind (the
+    /// setting's own grouping, such as the desktop's family and column count) and what the task
+    /// asked (`eval --by-kind`, `eval --show`); `None` where the setting does not group its
+    /// tasks.
+    fn evaluate_episodes(
         &mut self,
         ctx: Ctx,
         policy: &dyn Sampler,
         split: Split,
         n: usize,
-    ) -> Result<Option<Vec<(String, bool)>>> {
+    ) -> Result<Option<Vec<EvalEpisode>>> {
         let _ = (ctx, policy, split, n);
         Ok(None)
     }
@@ -333,4 +334,15 @@ pub trait Setting {
     fn judge_columns(&self) -> (&'static str, &'static str) {
         ("process acc", "outcome acc")
     }
+}
+
+/// One greedy evaluation episode with its task ([`Setting::evaluate_episodes`]).
+#[derive(Debug, Clone)]
+pub struct EvalEpisode {
+    /// The task's kind, the setting's own grouping (`eval --by-kind`).
+    pub kind: String,
+    /// What the task asked (the desktop's instruction) or its id.
+    pub task: String,
+    /// The episode.
+    pub traj: crate::play::Trajectory,
 }

@@ -314,7 +314,7 @@ pub fn run_eval(a: EvalArgs) -> Result<()> {
         // the household's step-by-step and sampled views play its episodes here; anything else
         // is the setting's own evaluation
         let household_views = a.games.is_some()
-            || a.show > 0
+            || (a.show > 0 && cfg.setting == "household")
             || a.judge > 0
             || a.temperature.is_some()
             || a.take_rates;
@@ -329,12 +329,15 @@ pub fn run_eval(a: EvalArgs) -> Result<()> {
         }
         if cfg.setting != "household" && household_views {
             bail!(
-                "--games, --show, --judge and --take-rates are the household's views; this run's setting is {}",
+                "--games, --judge and --take-rates are the household's views; this run's setting is {}",
                 cfg.setting
             );
         }
         if a.by_kind && (household_views || perturbs.is_some()) {
             bail!("--by-kind counts the setting's own greedy evaluation; leave out --perturb and the household's views");
+        }
+        if a.show > 0 && perturbs.is_some() {
+            bail!("--show prints the plain split's episodes; leave out --perturb");
         }
         if cfg.setting != "household" || !household_views {
             let split = parse_split(&a.split)?;
@@ -346,16 +349,14 @@ pub fn run_eval(a: EvalArgs) -> Result<()> {
                 return perturbed_eval(&cfg, &policy, split, &a, &kinds);
             }
             let started = std::time::Instant::now();
-            if a.by_kind {
-                let (r, kinds) = eval::setting_success_by_kind(
-                    &cfg,
-                    policy.sampler.sampler(),
-                    split,
-                    a.n,
-                    true,
-                )?;
+            if a.by_kind || a.show > 0 {
+                let (r, played) =
+                    eval::setting_episodes(&cfg, policy.sampler.sampler(), split, a.n, true)?;
+                for (i, e) in played.iter().take(a.show).enumerate() {
+                    println!("{}", eval::show_episode(i, e));
+                }
                 println!(
-                    "{} success on {} {} tasks: {:.3} ({} setting; {:.0} s)\n\n| kind | won | tasks | success |\n|---|---|---|---|",
+                    "{} success on {} {} tasks: {:.3} ({} setting; {:.0} s)",
                     policy.name,
                     r.n,
                     a.split,
@@ -363,16 +364,19 @@ pub fn run_eval(a: EvalArgs) -> Result<()> {
                     r.setting,
                     started.elapsed().as_secs_f64()
                 );
-                let mut kinds = kinds;
-                kinds.sort_by(|x, y| x.kind.cmp(&y.kind));
-                for k in kinds {
-                    println!(
-                        "| {} | {} | {} | {:.1}% |",
-                        k.kind,
-                        k.won,
-                        k.tasks,
-                        100.0 * k.won as f64 / k.tasks as f64
-                    );
+                if a.by_kind {
+                    println!("\n| kind | won | tasks | success |\n|---|---|---|---|");
+                    let mut kinds = eval::by_kind(&played);
+                    kinds.sort_by(|x, y| x.kind.cmp(&y.kind));
+                    for k in kinds {
+                        println!(
+                            "| {} | {} | {} | {:.1}% |",
+                            k.kind,
+                            k.won,
+                            k.tasks,
+                            100.0 * k.won as f64 / k.tasks as f64
+                        );
+                    }
                 }
                 return Ok(());
             }

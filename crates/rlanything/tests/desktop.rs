@@ -426,7 +426,7 @@ fn an_evaluation_counts_its_tasks_by_kind() {
             "--config",
             coding.to_str().unwrap(),
         ],
-        "--by-kind: the coding setting does not group its evaluation tasks by kind",
+        "the coding setting does not group its evaluation tasks by kind nor keep their episodes (--by-kind, --show)",
     );
     bad(
         &["eval", "--by-kind"],
@@ -434,9 +434,38 @@ fn an_evaluation_counts_its_tasks_by_kind() {
     );
     // the household's views are refused by another setting, not ignored
     bad(
-        &["eval", "--show", "2", "--config", cfg.to_str().unwrap()],
-        "--games, --show, --judge and --take-rates are the household's views; this run's setting is desktop",
+        &["eval", "--judge", "2", "--config", cfg.to_str().unwrap()],
+        "--games, --judge and --take-rates are the household's views; this run's setting is desktop",
     );
+    bad(
+        &[
+            "eval",
+            "--show",
+            "1",
+            "--perturb",
+            "gaps",
+            "--config",
+            cfg.to_str().unwrap(),
+        ],
+        "--show prints the plain split's episodes; leave out --perturb",
+    );
+    // the desktop's episodes step by step: the task's instruction, each step's screen and action
+    let o = bin()
+        .args(["eval", "--n", "3", "--show", "2", "--config"])
+        .arg(&cfg)
+        .output()
+        .unwrap();
+    let t = ok(&o);
+    let heads: Vec<&str> = t
+        .lines()
+        .filter(|l| l.starts_with("=== episode "))
+        .collect();
+    assert_eq!(heads.len(), 2, "{t}");
+    assert!(heads.iter().all(|h| h.contains(" × ")), "{t}");
+    assert_eq!(t.matches("\ntask: ").count(), 2, "{t}");
+    assert!(t.contains("  step 1: sheet "), "{t}");
+    assert!(t.lines().any(|l| l.starts_with("    > ")), "{t}");
+    assert!(t.contains("success on 3 in-domain tasks: "), "{t}");
 }
 
 #[test]

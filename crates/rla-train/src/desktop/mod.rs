@@ -267,6 +267,15 @@ impl Desktop {
     }
 }
 
+/// What an evaluation task asks (`eval --show`): a generated task's instruction, a task
+/// file's path.
+fn task_text(t: &Source) -> String {
+    match t {
+        Source::Generated { spec } => family::generate(spec).task.instruction,
+        Source::File { file } => file.display().to_string(),
+    }
+}
+
 /// An evaluation task's kind (`eval --by-kind`): a generated task's family and how many columns
 /// it works on; a task file is one kind.
 fn task_kind(t: &Source) -> String {
@@ -510,17 +519,17 @@ impl Setting for Desktop {
         Ok(crate::play::success(&trajs))
     }
 
-    fn evaluate_by_kind(
+    fn evaluate_episodes(
         &mut self,
         ctx: Ctx,
         policy: &dyn Sampler,
         split: Split,
         n: usize,
-    ) -> Result<Option<Vec<(String, bool)>>> {
+    ) -> Result<Option<Vec<crate::setting::EvalEpisode>>> {
         let (tasks, trajs) = self.play_split(ctx, policy, split, n)?;
-        Ok(Some(crate::play::won_by_kind(
-            tasks.iter().map(task_kind),
-            &trajs,
+        Ok(Some(crate::play::with_kinds(
+            tasks.iter().map(|t| (task_kind(t), task_text(t))),
+            trajs,
         )))
     }
 

@@ -102,14 +102,17 @@ impl Household {
         policy: &dyn Sampler,
         split: Split,
         n: usize,
-    ) -> Result<(Vec<String>, Vec<crate::play::Trajectory>)> {
+    ) -> Result<(Vec<(String, String)>, Vec<crate::play::Trajectory>)> {
         let cfg = ctx.cfg;
         let ep = Episodes::evaluation(cfg);
         let tokens = cfg.policy.max_new_tokens;
         let limit = self.cfg.eval_step_limit;
         if let Some(root) = self.cfg.eval_games.of(split) {
             let games = games::eval_games(root, n, &self.cfg)?;
-            let kinds = games.iter().map(|g| game_kind(&g.id)).collect();
+            let kinds = games
+                .iter()
+                .map(|g| (game_kind(&g.id), g.id.clone()))
+                .collect();
             let bar_len = (games.len() * limit) as u64;
             let trajs = ctx.with_bar(bar_len, &format!("eval {split:?}"), |bar| {
                 evaluate_episodes(policy, &games, ep, tokens, bar)
@@ -117,7 +120,10 @@ impl Household {
             return Ok((kinds, trajs));
         }
         let tasks: Vec<TaskSpec> = eval_tasks(split).into_iter().take(n).collect();
-        let kinds = tasks.iter().map(|t| t.goal.as_str().to_string()).collect();
+        let kinds = tasks
+            .iter()
+            .map(|t| (t.goal.as_str().to_string(), t.id.clone()))
+            .collect();
         let bar_len = (tasks.len() * limit) as u64;
         let trajs = ctx.with_bar(bar_len, &format!("eval {split:?}"), |bar| {
             evaluate_episodes(policy, &tasks, ep, tokens, bar)
@@ -277,15 +283,15 @@ impl Setting for Household {
         Ok(crate::play::success(&trajs))
     }
 
-    fn evaluate_by_kind(
+    fn evaluate_episodes(
         &mut self,
         ctx: Ctx,
         policy: &dyn Sampler,
         split: Split,
         n: usize,
-    ) -> Result<Option<Vec<(String, bool)>>> {
+    ) -> Result<Option<Vec<crate::setting::EvalEpisode>>> {
         let (kinds, trajs) = self.play_split(ctx, policy, split, n)?;
-        Ok(Some(crate::play::won_by_kind(kinds, &trajs)))
+        Ok(Some(crate::play::with_kinds(kinds, trajs)))
     }
 
     fn save_samples(
