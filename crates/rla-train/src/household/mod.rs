@@ -102,7 +102,7 @@ impl Household {
         policy: &dyn Sampler,
         split: Split,
         n: usize,
-    ) -> Result<(Vec<(String, String)>, Vec<crate::play::Trajectory>)> {
+    ) -> Result<(Vec<KindAndId>, Vec<crate::play::Trajectory>)> {
         let cfg = ctx.cfg;
         let ep = Episodes::evaluation(cfg);
         let tokens = cfg.policy.max_new_tokens;
@@ -131,6 +131,9 @@ impl Household {
         Ok((kinds, trajs))
     }
 }
+
+/// An evaluation task's kind (its goal type) and its id (a generated task's, a game folder's).
+type KindAndId = (String, String);
 
 /// A game folder's goal type, read off its id: the ALFWorld `task_type` its top folder names
 /// (ALFWorld's `<task_type>-<classes>/trial_…`, or any name holding one), else the top folder.
