@@ -227,18 +227,8 @@ pub fn setting_episodes(
     ))
 }
 
-/// The tasks of [`setting_episodes`] counted by kind, in the order kinds first appear.
-pub fn by_kind(played: &[crate::setting::EvalEpisode]) -> Vec<KindSuccess> {
-    let pairs: Vec<(String, bool)> = played
-        .iter()
-        .map(|e| (e.kind.clone(), e.traj.won()))
-        .collect();
-    count_kinds(&pairs)
-}
-
 /// An episode step by step as `eval --show` prints it: the task, its kind and score, then
-/// each step's observation, the earlier steps as the prompt told them, the action and what
-/// went wrong.
+/// each step's observation, the action and what went wrong.
 pub fn show_episode(i: usize, e: &crate::setting::EvalEpisode) -> String {
     let t = &e.traj;
     let mut s = format!(
@@ -260,15 +250,16 @@ pub fn show_episode(i: usize, e: &crate::setting::EvalEpisode) -> String {
     s
 }
 
-/// Tasks won and played per kind, in the order the kinds first appear.
-pub fn count_kinds(played: &[(String, bool)]) -> Vec<KindSuccess> {
+/// Tasks won and played per kind, in the order the kinds first appear: each task's kind and
+/// whether it was won (of [`setting_episodes`], `e.kind` and `e.traj.won()`).
+pub fn count_kinds<'a>(played: impl IntoIterator<Item = (&'a str, bool)>) -> Vec<KindSuccess> {
     let mut out: Vec<KindSuccess> = vec![];
     for (kind, won) in played {
-        let i = match out.iter().position(|k| &k.kind == kind) {
+        let i = match out.iter().position(|k| k.kind == kind) {
             Some(i) => i,
             None => {
                 out.push(KindSuccess {
-                    kind: kind.clone(),
+                    kind: kind.to_string(),
                     tasks: 0,
                     won: 0,
                 });
@@ -276,7 +267,7 @@ pub fn count_kinds(played: &[(String, bool)]) -> Vec<KindSuccess> {
             }
         };
         out[i].tasks += 1;
-        out[i].won += usize::from(*won);
+        out[i].won += usize::from(won);
     }
     out
 }
@@ -682,7 +673,10 @@ mod tests {
             tasks,
             won,
         };
-        assert_eq!(count_kinds(&played), vec![k("b", 3, 2), k("a", 2, 1)]);
-        assert!(count_kinds(&[]).is_empty());
+        assert_eq!(
+            count_kinds(played.iter().map(|(k, w)| (k.as_str(), *w))),
+            vec![k("b", 3, 2), k("a", 2, 1)]
+        );
+        assert!(count_kinds(std::iter::empty()).is_empty());
     }
 }

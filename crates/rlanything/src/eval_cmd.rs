@@ -366,7 +366,8 @@ pub fn run_eval(a: EvalArgs) -> Result<()> {
                 );
                 if a.by_kind {
                     println!("\n| kind | won | tasks | success |\n|---|---|---|---|");
-                    let mut kinds = eval::by_kind(&played);
+                    let mut kinds =
+                        eval::count_kinds(played.iter().map(|e| (e.kind.as_str(), e.traj.won())));
                     kinds.sort_by(|x, y| x.kind.cmp(&y.kind));
                     for k in kinds {
                         println!(
