@@ -68,6 +68,17 @@ fn ok(out: &std::process::Output) -> String {
 }
 
 /// `train --quiet --config CFG --run RUN`, which must succeed.
+/// `rlanything eval ARGS --config CFG`'s output, the command checked to succeed.
+fn eval_ok(cfg: &Path, args: &[&str]) -> String {
+    ok(&bin()
+        .arg("eval")
+        .args(args)
+        .arg("--config")
+        .arg(cfg)
+        .output()
+        .unwrap())
+}
+
 fn train(cfg: &Path, run: &Path) {
     ok(&bin()
         .args(["train", "--quiet", "--config"])
@@ -266,12 +277,7 @@ fn perturbed_sheets_are_played_by_the_expert_and_the_base() {
     }
     // the shipped base, plain and perturbed, a line each and a table
     let cfg = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../configs/desktop-tiny.toml");
-    let o = bin()
-        .args(["eval", "--n", "3", "--perturb", "all", "--config"])
-        .arg(&cfg)
-        .output()
-        .unwrap();
-    let t = ok(&o);
+    let t = eval_ok(&cfg, &["--n", "3", "--perturb", "all"]);
     for kind in [
         "none",
         "shift-right",
@@ -359,12 +365,7 @@ fn perturbed_sheets_are_played_by_the_expert_and_the_base() {
 
 /// `eval --by-kind`'s rows (kind, won, tasks), checked to add up to its success line's `n` tasks.
 fn by_kind(cfg: &Path, n: usize) -> Vec<(String, usize, usize)> {
-    let o = bin()
-        .args(["eval", "--n", &n.to_string(), "--by-kind", "--config"])
-        .arg(cfg)
-        .output()
-        .unwrap();
-    let t = ok(&o);
+    let t = eval_ok(cfg, &["--n", &n.to_string(), "--by-kind"]);
     assert!(t.contains("| kind | won | tasks | success |"), "{t}");
     let rows: Vec<(String, usize, usize)> = t
         .lines()
@@ -450,12 +451,7 @@ fn an_evaluation_counts_its_tasks_by_kind() {
         "--show prints the plain split's episodes; leave out --perturb",
     );
     // the desktop's episodes step by step: the task's instruction, each step's screen and action
-    let o = bin()
-        .args(["eval", "--n", "3", "--show", "2", "--config"])
-        .arg(&cfg)
-        .output()
-        .unwrap();
-    let t = ok(&o);
+    let t = eval_ok(&cfg, &["--n", "3", "--show", "2"]);
     let heads: Vec<&str> = t
         .lines()
         .filter(|l| l.starts_with("=== episode "))
