@@ -27,6 +27,21 @@ def test_verdicts_on_tests(sb):
     assert sb.verdicts(programs, []) == [[], [], [], []]
 
 
+def test_asserts_are_checked_apart_from_the_program(sb):
+    honest = "def square(x):\n    return x * x\n"
+    tricks = [
+        "import sys\ndef square(x):\n    return x + 1\nsys.exit(0)\n",
+        "import os\ndef square(x):\n    os._exit(0)\n",
+        "class E:\n    def __eq__(self, o):\n        return True\ndef square(x):\n    return E()\n",
+    ]
+    got = sb.check_asserts([honest] + tricks, ["assert square(3) == 9"])
+    assert got[0] == ["pass"]
+    assert all(row[0] != "pass" for row in got[1:])
+    check = "def check(candidate):\n    assert candidate(2) == 4\n"
+    got = sb.check_asserts([honest, tricks[0]], [check], entry_point="square")
+    assert got[0] == ["pass"] and got[1] != ["pass"]
+
+
 def test_limits_hold(sb):
     assert sb.run("while True: pass")["status"] == "timeout"
     assert sb.run("x = bytearray(2 << 30)")["status"] in ("memory", "crash")

@@ -3,6 +3,7 @@
 use crate::value_error;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use rla_env::code::problems::{run_units, UnitTest};
 use rla_env::code::sandbox::{find_python, Limits, RunResult, Sandbox, Status};
 use rla_env::code::{extract_program, parse_tests, run_matrix, TestCase};
 use std::path::PathBuf;
@@ -100,6 +101,40 @@ impl PySandbox {
             .collect();
         let m = py
             .detach(|| run_matrix(&self.sandbox, &programs, &tests))
+            .map_err(value_error)?;
+        Ok(m.into_iter()
+            .map(|row| row.into_iter().map(|v| v.name()).collect())
+            .collect())
+    }
+
+    /// Runs every program on every assert statement (after `setup`) in parallel, each check
+    /// decided by the harness that holds the tests, apart from the program:
+    /// `verdicts[program][assert]`, as in `verdicts`. With `entry_point`, each "assert" is
+    /// instead HumanEval's `check` code, called on the program's `entry_point`.
+    #[pyo3(signature = (programs, asserts, setup = "", entry_point = None))]
+    fn check_asserts(
+        &self,
+        py: Python<'_>,
+        programs: Vec<String>,
+        asserts: Vec<String>,
+        setup: &str,
+        entry_point: Option<String>,
+    ) -> PyResult<Vec<Vec<&'static str>>> {
+        let tests: Vec<UnitTest> = asserts
+            .into_iter()
+            .map(|a| match &entry_point {
+                Some(e) => UnitTest::Check {
+                    test: a,
+                    entry_point: e.clone(),
+                },
+                None => UnitTest::Assert {
+                    setup: setup.to_string(),
+                    assert: a,
+                },
+            })
+            .collect();
+        let m = py
+            .detach(|| run_units(&self.sandbox, &programs, &tests))
             .map_err(value_error)?;
         Ok(m.into_iter()
             .map(|row| row.into_iter().map(|v| v.name()).collect())

@@ -2,6 +2,7 @@
 //! print to standard output, model-written unit tests in the reference's
 //! `**Test Input:**` / `**Test Output:**` format, all run in a [`sandbox::Sandbox`].
 
+pub mod checker;
 pub mod family;
 pub mod humaneval;
 pub mod problems;

@@ -174,6 +174,66 @@ fn setup<E: std::fmt::Display>(what: &str) -> impl FnOnce(E) -> SandboxError + '
     move |e| SandboxError::Setup(format!("{what}: {e}"))
 }
 
+/// The most descriptors a run gets beyond its standard streams.
+const MAX_EXTRA_FDS: usize = 4;
+
+/// A run's standard input: bytes fed from a thread, or a descriptor (a pipe's end).
+enum Input {
+    Bytes(Vec<u8>),
+    Fd(std::os::fd::OwnedFd),
+}
+
+/// How a run's streams are joined: its input, its output (collected, or handed to a
+/// descriptor), descriptors it gets as 3, 4, …, and a flag that stops it early.
+struct Wiring {
+    stdin: Input,
+    stdout: Option<std::os::fd::OwnedFd>,
+    extra: Vec<std::os::fd::OwnedFd>,
+    stop: Option<Arc<std::sync::atomic::AtomicBool>>,
+}
+
+impl Wiring {
+    /// Bytes in, output collected: a plain run.
+    fn collect(stdin: &[u8]) -> Wiring {
+        Wiring {
+            stdin: Input::Bytes(stdin.to_vec()),
+            stdout: None,
+            extra: Vec::new(),
+            stop: None,
+        }
+    }
+}
+
+/// A pipe whose ends are closed at exec (a run gets them through [`Wiring`] only).
+fn cloexec_pipe() -> Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd), SandboxError> {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0 as libc::c_int; 2];
+    #[cfg(target_os = "linux")]
+    let r = unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) };
+    #[cfg(not(target_os = "linux"))]
+    let r = unsafe {
+        let r = libc::pipe(fds.as_mut_ptr());
+        if r == 0 {
+            for fd in fds {
+                libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+            }
+        }
+        r
+    };
+    if r < 0 {
+        return Err(SandboxError::Setup(format!(
+            "pipe: {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    Ok(unsafe {
+        (
+            std::os::fd::OwnedFd::from_raw_fd(fds[0]),
+            std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+        )
+    })
+}
+
 /// How long the harness waits, after the program ended, for its output pipes to close.
 const PIPE_GRACE: Duration = Duration::from_secs(2);
 /// Runs programs under limits; cheap to clone and share between threads.
@@ -305,8 +365,46 @@ impl Sandbox {
 
     /// Runs a Python program with `stdin` as its input.
     pub fn run_python(&self, source: &str, stdin: &[u8]) -> Result<RunResult, SandboxError> {
+        self.run_wired(source, Wiring::collect(stdin))
+    }
+
+    /// Runs two Python programs side by side, each in a run of its own (its own folder, uid,
+    /// namespaces and limits, so neither can read the other's files or memory), joined by two
+    /// pipes: what `a` writes to its descriptor 4 is `b`'s standard input, and what `b` writes to
+    /// its standard output is what `a` reads from its descriptor 3. `a` gets `a_stdin` and its
+    /// output is collected; `b`'s standard error is collected, its standard output goes to `a`
+    /// only. When `a` ends, `b` is stopped. Returns `a`'s result and `b`'s (its `stdout` empty).
+    pub fn run_pair(
+        &self,
+        a_src: &str,
+        a_stdin: &[u8],
+        b_src: &str,
+    ) -> Result<(RunResult, RunResult), SandboxError> {
+        let (req_r, req_w) = cloexec_pipe()?;
+        let (rep_r, rep_w) = cloexec_pipe()?;
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        std::thread::scope(|s| {
+            let b_wiring = Wiring {
+                stdin: Input::Fd(req_r),
+                stdout: Some(rep_w),
+                extra: Vec::new(),
+                stop: Some(stop.clone()),
+            };
+            let b = s.spawn(move || self.run_wired(b_src, b_wiring));
+            let mut a_wiring = Wiring::collect(a_stdin);
+            a_wiring.extra = vec![rep_r, req_w];
+            let a = self.run_wired(a_src, a_wiring);
+            stop.store(true, std::sync::atomic::Ordering::SeqCst);
+            let b = b
+                .join()
+                .map_err(|_| SandboxError::Setup("the second run's thread panicked".into()))?;
+            Ok((a?, b?))
+        })
+    }
+
+    fn run_wired(&self, source: &str, wiring: Wiring) -> Result<RunResult, SandboxError> {
         let uid = self.isolation.own_uid.then(take_pool_uid);
-        let r = self.run_as(uid, source, stdin);
+        let r = self.run_as(uid, source, wiring);
         if let Some(u) = uid {
             give_back_uid(u);
         }
@@ -317,8 +415,24 @@ impl Sandbox {
         &self,
         uid: Option<u32>,
         source: &str,
-        stdin: &[u8],
+        wiring: Wiring,
     ) -> Result<RunResult, SandboxError> {
+        let Wiring {
+            stdin,
+            stdout: stdout_fd,
+            extra,
+            stop,
+        } = wiring;
+        if extra.len() > MAX_EXTRA_FDS {
+            return Err(SandboxError::Setup(format!(
+                "at most {MAX_EXTRA_FDS} extra descriptors"
+            )));
+        }
+        let mut extra_raw = [-1 as std::os::fd::RawFd; MAX_EXTRA_FDS];
+        for (slot, fd) in extra_raw.iter_mut().zip(&extra) {
+            *slot = std::os::fd::AsRawFd::as_raw_fd(fd);
+        }
+        let n_extra = extra.len();
         let work = tempfile::Builder::new()
             .prefix("run-")
             .tempdir_in(self.base.path())
@@ -349,9 +463,27 @@ impl Sandbox {
             .env("LANG", "C.UTF-8")
             .env("PYTHONHASHSEED", "0")
             .env("PYTHONDONTWRITEBYTECODE", "1")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        let input = match stdin {
+            Input::Bytes(b) => {
+                cmd.stdin(Stdio::piped());
+                Some(b)
+            }
+            Input::Fd(fd) => {
+                cmd.stdin(Stdio::from(fd));
+                None
+            }
+        };
+        let collect_stdout = match stdout_fd {
+            None => {
+                cmd.stdout(Stdio::piped());
+                true
+            }
+            Some(fd) => {
+                cmd.stdout(Stdio::from(fd));
+                false
+            }
+        };
         let lim = self.limits.clone();
         let netns = self.isolation.network_namespace;
         let pidns = self.isolation.pid_namespace;
@@ -363,6 +495,20 @@ impl Sandbox {
         unsafe {
             cmd.pre_exec(move || {
                 cloexec_above_stderr();
+                // the extra descriptors become 3, 4, …: copied out of the way first, so that
+                // one already numbered 3 or 4 is not closed before it is moved
+                let mut tmp = [-1 as libc::c_int; MAX_EXTRA_FDS];
+                for (t, fd) in tmp.iter_mut().zip(extra_raw).take(n_extra) {
+                    *t = libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 64);
+                    if *t < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                for (i, t) in tmp.iter().enumerate().take(n_extra) {
+                    if libc::dup2(*t, 3 + i as libc::c_int) < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
                 nix::unistd::setsid().map_err(std::io::Error::from)?;
                 // Whatever ends this process (Ctrl-C, SIGKILL, a panic), its child is killed
                 // with it; with a PID namespace that child is the keeper, whose death kills
@@ -410,22 +556,34 @@ impl Sandbox {
             });
         }
         let start = Instant::now();
-        let mut child = cmd.spawn().map_err(setup("starting the interpreter"))?;
+        let spawned = cmd.spawn().map_err(setup("starting the interpreter"));
+        // this side's copies of the descriptors the program got: a pipe's other end must see
+        // its end of file when the program ends
+        drop(cmd);
+        drop(extra);
+        let mut child = spawned?;
         let pgid = Pid::from_raw(child.id() as i32);
         // Feed the input from a thread: a program that never reads it must not block us.
-        let mut sin = child.stdin.take().expect("piped");
-        let input = stdin.to_vec();
-        let feeder = std::thread::spawn(move || {
-            let _ = sin.write_all(&input);
-        });
+        let feeder = match (input, child.stdin.take()) {
+            (Some(input), Some(mut sin)) => Some(std::thread::spawn(move || {
+                let _ = sin.write_all(&input);
+            })),
+            _ => None,
+        };
         let over = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
         let outputs: Vec<Arc<Mutex<Vec<u8>>>> = (0..2).map(|_| Arc::default()).collect();
-        let streams = [
-            Box::new(child.stdout.take().expect("piped")) as Box<dyn Read + Send>,
-            Box::new(child.stderr.take().expect("piped")),
-        ];
-        for (mut r, buf) in streams.into_iter().zip(outputs.iter().cloned()) {
+        let mut streams: Vec<(Box<dyn Read + Send>, Arc<Mutex<Vec<u8>>>)> = Vec::new();
+        if collect_stdout {
+            if let Some(out) = child.stdout.take() {
+                streams.push((Box::new(out), outputs[0].clone()));
+            }
+        }
+        if let Some(err) = child.stderr.take() {
+            streams.push((Box::new(err), outputs[1].clone()));
+        }
+        let n_streams = streams.len();
+        for (mut r, buf) in streams {
             let over = over.clone();
             let done = done_tx.clone();
             let cap = lim.output_bytes;
@@ -460,6 +618,13 @@ impl Sandbox {
                 let _ = killpg(pgid, Signal::SIGKILL);
                 break child.wait().map_err(setup("waiting"))?;
             }
+            if stop
+                .as_ref()
+                .is_some_and(|s| s.load(std::sync::atomic::Ordering::SeqCst))
+            {
+                let _ = killpg(pgid, Signal::SIGKILL);
+                break child.wait().map_err(setup("waiting"))?;
+            }
             std::thread::sleep(Duration::from_millis(1));
         };
         // Children that left the program's namespace or group would hold the pipes open: kill
@@ -467,7 +632,7 @@ impl Sandbox {
         let _ = killpg(pgid, Signal::SIGKILL);
         let secs = start.elapsed().as_secs_f64();
         let grace = Instant::now() + PIPE_GRACE;
-        for _ in 0..2 {
+        for _ in 0..n_streams {
             let left = grace.saturating_duration_since(Instant::now());
             if done_rx.recv_timeout(left).is_err() {
                 break;

@@ -5,20 +5,70 @@
 use super::*;
 
 /// Uids that programs run under when the sandbox runs as root: one block of [`UID_BLOCK`] per
-/// process (chosen by its pid, so concurrent processes do not share uids), shared by all its
-/// sandboxes; a uid is used by one program at a time and its processes are killed afterwards.
+/// process, shared by all its sandboxes; a uid is used by one program at a time and its processes
+/// are killed afterwards. A process claims its block by a lock on a file of the block's own
+/// ([`claim_uid_block`]), held until it exits, so that concurrent processes on one machine never
+/// share a block.
 pub(super) const UID_BASE: u32 = 200_000;
 
 pub(super) const UID_BLOCK: u32 = 256;
 
+/// How many blocks there are.
+pub(super) const UID_BLOCKS: u32 = 10_000;
+
+/// Where the blocks' lock files lie (root's: only a sandbox running as root switches uids).
+const UID_LOCKS: &str = "/tmp/.rla-sandbox-uid-blocks";
+
 pub(super) static UID_POOL: Mutex<Option<Vec<u32>>> = Mutex::new(None);
+
+/// The lock files of the blocks this process holds; closed (and so released) at its exit.
+static HELD_BLOCKS: Mutex<Vec<std::fs::File>> = Mutex::new(Vec::new());
+
+/// Claims a block of uids no other live process holds: the first block, from one chosen by the
+/// pid, whose lock file this process can lock. Falls back on the pid's block when locks cannot
+/// be taken at all (no such folder can be made).
+pub(super) fn claim_uid_block() -> u32 {
+    let first = std::process::id() % UID_BLOCKS;
+    if let Some(b) = lock_a_block(Path::new(UID_LOCKS), first) {
+        return UID_BASE + b * UID_BLOCK;
+    }
+    UID_BASE + first * UID_BLOCK
+}
+
+/// The index of the block locked in `dir`, trying blocks from `first` on.
+pub(super) fn lock_a_block(dir: &Path, first: u32) -> Option<u32> {
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    use std::os::unix::io::AsRawFd;
+    let _ = std::fs::DirBuilder::new().mode(0o700).create(dir);
+    for k in 0..UID_BLOCKS {
+        let b = (first + k) % UID_BLOCKS;
+        let Ok(f) = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(dir.join(format!("block-{b}.lock")))
+        else {
+            return None;
+        };
+        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            HELD_BLOCKS
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(f);
+            return Some(b);
+        }
+    }
+    None
+}
 
 pub(super) fn take_pool_uid() -> u32 {
     loop {
         {
             let mut g = UID_POOL.lock().unwrap_or_else(|e| e.into_inner());
             let pool = g.get_or_insert_with(|| {
-                let base = UID_BASE + (std::process::id() % 10_000) * UID_BLOCK;
+                let base = claim_uid_block();
                 (base..base + UID_BLOCK).rev().collect()
             });
             if let Some(u) = pool.pop() {
@@ -143,5 +193,23 @@ impl Drop for BaseDir {
     fn drop(&mut self) {
         let mut live = LIVE.lock().unwrap_or_else(|e| e.into_inner());
         live.retain(|p| p != self.0.path());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_claims_never_share_a_block() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = lock_a_block(dir.path(), 7).unwrap();
+        let b = lock_a_block(dir.path(), 7).unwrap();
+        assert_eq!(a, 7);
+        assert_ne!(a, b, "a block held by a lock is not claimed again");
+        // the last block wraps round to the first
+        let c = lock_a_block(dir.path(), UID_BLOCKS - 1).unwrap();
+        let d = lock_a_block(dir.path(), UID_BLOCKS - 1).unwrap();
+        assert_eq!((c, d), (UID_BLOCKS - 1, 0));
     }
 }
