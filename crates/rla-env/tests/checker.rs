@@ -295,3 +295,34 @@ fn assert_problems_use_the_checker_everywhere() {
     assert!(m[1].iter().all(|v| !v.passed()));
     assert!(m[2].iter().all(|v| !v.passed()));
 }
+
+#[test]
+fn a_coders_answers_on_a_function_problem_file_are_scored_by_the_harness() {
+    // the path of training and `code eval`: a problem file in the reference's format with
+    // `test_method = "function"`, a coder's answers turned into programs, every ground-truth
+    // test run on each
+    let d = tempfile::tempdir().unwrap();
+    let file = d.path().join("function.json");
+    std::fs::write(
+        &file,
+        r#"[{"question": "Write square(x).", "test_method": "function",
+             "test_list": ["assert square(2) == 4", "assert square(-3) == 9"],
+             "test_input": [], "test_output": []}]"#,
+    )
+    .unwrap();
+    let set = rla_env::code::problems::load(&file, 1).unwrap();
+    let p = &set.problems[0];
+    let answer = |code: &str| format!("Here it is.\n```python\n{code}```\n");
+    let answers = [
+        answer("def square(x):\n    return x * x\n"),
+        answer("import sys\ndef square(x):\n    return x + 1\nsys.exit(0)\n"),
+        answer("import os\ndef square(x):\n    return x\nos._exit(0)\n"),
+        answer("import atexit, os\natexit.register(lambda: os._exit(0))\ndef square(x):\n    raise ValueError\n"),
+    ];
+    let programs: Vec<String> = answers.iter().map(|a| p.program(a)).collect();
+    let m = p.run(&sandbox(), &programs, &p.unit_tests()).unwrap();
+    assert_eq!(m[0], vec![Verdict::Pass, Verdict::Pass]);
+    for (i, row) in m.iter().enumerate().skip(1) {
+        assert!(row.iter().all(|v| !v.passed()), "answer {i}: {row:?}");
+    }
+}
