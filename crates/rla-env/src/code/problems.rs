@@ -12,7 +12,9 @@
 //!
 //! Any of them as a JSON list or as JSON lines, plain or gzipped. A malformed record is an error
 //! naming the file, the record and the field; a record with fewer tests than asked is skipped
-//! and counted.
+//! and counted. A file is bounded as it is parsed — records, the JSON values of a record, tests
+//! a problem and tests in all ([`load_bounded`]) — so a small gzip that unpacks to millions of
+//! records is an error, not memory without bound.
 
 use super::sandbox::{Sandbox, SandboxError, Status};
 use super::{coder_prompt, extract_program, tester_prompt, verdict, Problem, TestCase, Verdict};
@@ -240,35 +242,37 @@ fn kind(v: &Value) -> &'static str {
     }
 }
 
+/// The most records a problem file may hold (the reference's largest file holds some
+/// thousands).
+pub const MAX_RECORDS: usize = 1_000_000;
+
+/// The most ground-truth tests one problem of a file may have, unless told otherwise
+/// ([`load_bounded`]): each test runs every program once.
+pub const MAX_TESTS: usize = 1_000;
+
+/// The most ground-truth tests a file's problems may have in all.
+pub const MAX_FILE_TESTS: usize = 1 << 22;
+
+/// The most JSON values (strings, numbers, lists, objects and keys) one record may hold, checked
+/// as it is parsed, before anything is kept of it.
+pub const MAX_RECORD_VALUES: usize = 1 << 20;
+
 /// Reads a problem file in any of the formats (one per file); records with fewer than
-/// `min_tests` tests are skipped and counted.
+/// `min_tests` tests are skipped and counted. A problem with more than [`MAX_TESTS`] tests is an
+/// error naming it.
 pub fn load(path: &Path, min_tests: usize) -> Result<ProblemSet, EnvError> {
+    load_bounded(path, min_tests, MAX_TESTS)
+}
+
+/// [`load`] with another bound on the tests of one problem. The file is bounded as it is parsed:
+/// at most [`MAX_RECORDS`] records of at most [`MAX_RECORD_VALUES`] JSON values each, and
+/// [`MAX_FILE_TESTS`] tests in all; each is an error naming the file.
+pub fn load_bounded(
+    path: &Path,
+    min_tests: usize,
+    max_tests: usize,
+) -> Result<ProblemSet, EnvError> {
     let text = super::humaneval::read_text_limited(path, MAX_FILE_BYTES)?;
-    let records: Vec<(String, Value)> = if text.trim_start().starts_with('[') {
-        let list: Vec<Value> = serde_json::from_str(&text)
-            .map_err(|e| EnvError::invalid(path, "JSON list", e.to_string()))?;
-        list.into_iter()
-            .enumerate()
-            .map(|(i, v)| (format!("record {}", i + 1), v))
-            .collect()
-    } else {
-        text.lines()
-            .enumerate()
-            .filter(|(_, l)| !l.trim().is_empty())
-            .map(|(i, l)| {
-                serde_json::from_str(l)
-                    .map(|v| (format!("line {}", i + 1), v))
-                    .map_err(|e| EnvError::invalid(path, format!("line {}", i + 1), e.to_string()))
-            })
-            .collect::<Result<_, _>>()?
-    };
-    if records.is_empty() {
-        return Err(EnvError::invalid(
-            path,
-            "problems",
-            "the file holds no problem",
-        ));
-    }
     let stem = path
         .file_name()
         .map(|s| s.to_string_lossy().into_owned())
@@ -285,7 +289,11 @@ pub fn load(path: &Path, min_tests: usize) -> Result<ProblemSet, EnvError> {
         skipped: 0,
     };
     let mut seen = std::collections::HashSet::new();
-    for (i, (at, v)) in records.into_iter().enumerate() {
+    let mut tests = 0usize;
+    let mut i = 0usize;
+    let mut each = |at: String, v: Value| -> Result<(), EnvError> {
+        let index = i;
+        i += 1;
         let Value::Object(map) = &v else {
             return Err(EnvError::invalid(path, at, "not a JSON object"));
         };
@@ -316,7 +324,7 @@ pub fn load(path: &Path, min_tests: usize) -> Result<ProblemSet, EnvError> {
         let id = match map.get("id").or_else(|| map.get("task_id")) {
             Some(Value::String(s)) => s.clone(),
             Some(Value::Number(n)) => format!("{stem}-{n}"),
-            _ => format!("{stem}-{i}"),
+            _ => format!("{stem}-{index}"),
         };
         let p = record(f, map, id)
             .map_err(|(field, msg)| EnvError::invalid(path, format!("{at}, {field}"), msg))?;
@@ -327,14 +335,243 @@ pub fn load(path: &Path, min_tests: usize) -> Result<ProblemSet, EnvError> {
                 format!("{:?} is the id of an earlier record", p.id),
             ));
         }
-        if p.num_tests() < min_tests.max(1) {
+        let n = p.num_tests();
+        if n > max_tests {
+            return Err(EnvError::invalid(
+                path,
+                format!("{at} ({:?})", p.id),
+                format!(
+                    "{n} tests, more than the {max_tests} a problem may have (each test runs \
+                     every program once)"
+                ),
+            ));
+        }
+        if n < min_tests.max(1) {
             set.skipped += 1;
-            continue;
+            return Ok(());
+        }
+        tests += n;
+        if tests > MAX_FILE_TESTS {
+            return Err(EnvError::invalid(
+                path,
+                at,
+                format!("the problems so far hold more than {MAX_FILE_TESTS} tests in all"),
+            ));
         }
         set.problems.push(p);
+        Ok(())
+    };
+    let records = if text.trim_start().starts_with('[') {
+        bounded::list(&text, &mut each).map_err(|e| match e {
+            bounded::Stop::Record(e) => e,
+            bounded::Stop::Json(e) => EnvError::invalid(path, "JSON list", e.to_string()),
+        })?
+    } else {
+        let mut n = 0usize;
+        for (k, l) in text.lines().enumerate() {
+            if l.trim().is_empty() {
+                continue;
+            }
+            n += 1;
+            if n > MAX_RECORDS {
+                return Err(EnvError::invalid(
+                    path,
+                    format!("line {}", k + 1),
+                    format!("more than {MAX_RECORDS} records, the most a problem file may hold"),
+                ));
+            }
+            let v = bounded::value(l)
+                .map_err(|e| EnvError::invalid(path, format!("line {}", k + 1), e.to_string()))?;
+            each(format!("line {}", k + 1), v)?;
+        }
+        n
+    };
+    if records == 0 {
+        return Err(EnvError::invalid(
+            path,
+            "problems",
+            "the file holds no problem",
+        ));
     }
     set.format = format.expect("at least one record");
     Ok(set)
+}
+
+/// JSON parsed within bounds: a list of records read one at a time, each record's values counted
+/// as they are parsed, so neither a list of millions of `{}` nor a record of millions of `""`
+/// is held whole.
+mod bounded {
+    use super::{EnvError, Value, MAX_RECORDS, MAX_RECORD_VALUES};
+    use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+    use std::cell::Cell;
+
+    /// Why a list stopped.
+    pub enum Stop {
+        /// A record was read but is wrong.
+        Record(EnvError),
+        /// The JSON is malformed or past a bound.
+        Json(serde_json::Error),
+    }
+
+    /// One JSON value (a line of JSON lines) of at most [`MAX_RECORD_VALUES`] values.
+    pub fn value(text: &str) -> Result<Value, serde_json::Error> {
+        let budget = Cell::new(MAX_RECORD_VALUES);
+        let mut de = serde_json::Deserializer::from_str(text);
+        let v = Bounded(&budget).deserialize(&mut de)?;
+        de.end()?;
+        Ok(v)
+    }
+
+    /// A JSON list's records, each given to `each` as it is read with its name (`record N`);
+    /// the count of records.
+    pub fn list(
+        text: &str,
+        each: &mut dyn FnMut(String, Value) -> Result<(), EnvError>,
+    ) -> Result<usize, Stop> {
+        let mut failed = None;
+        let mut de = serde_json::Deserializer::from_str(text);
+        let n = de
+            .deserialize_seq(Records {
+                each,
+                failed: &mut failed,
+            })
+            .and_then(|n| de.end().map(|_| n));
+        match (n, failed) {
+            (_, Some(e)) => Err(Stop::Record(e)),
+            (Ok(n), None) => Ok(n),
+            (Err(e), None) => Err(Stop::Json(e)),
+        }
+    }
+
+    struct Records<'a, 'f> {
+        each: &'a mut dyn FnMut(String, Value) -> Result<(), EnvError>,
+        failed: &'f mut Option<EnvError>,
+    }
+
+    impl<'de> Visitor<'de> for Records<'_, '_> {
+        type Value = usize;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a list of records")
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<usize, A::Error> {
+            let mut n = 0;
+            loop {
+                let budget = Cell::new(MAX_RECORD_VALUES);
+                let Some(v) = seq.next_element_seed(Bounded(&budget))? else {
+                    return Ok(n);
+                };
+                n += 1;
+                if n > MAX_RECORDS {
+                    return Err(de::Error::custom(format!(
+                        "more than {MAX_RECORDS} records, the most a problem file may hold"
+                    )));
+                }
+                if let Err(e) = (self.each)(format!("record {n}"), v) {
+                    *self.failed = Some(e);
+                    return Err(de::Error::custom("a record is wrong"));
+                }
+            }
+        }
+    }
+
+    /// A JSON value built while a shared budget of values lasts.
+    #[derive(Clone, Copy)]
+    struct Bounded<'a>(&'a Cell<usize>);
+
+    impl Bounded<'_> {
+        fn take<E: de::Error>(self) -> Result<(), E> {
+            match self.0.get() {
+                0 => Err(E::custom(format!(
+                    "a record holds more than {MAX_RECORD_VALUES} JSON values"
+                ))),
+                n => {
+                    self.0.set(n - 1);
+                    Ok(())
+                }
+            }
+        }
+    }
+
+    impl<'de> DeserializeSeed<'de> for Bounded<'_> {
+        type Value = Value;
+
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Bounded<'_> {
+        type Value = Value;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a JSON value")
+        }
+
+        fn visit_bool<E: de::Error>(self, v: bool) -> Result<Value, E> {
+            self.take()?;
+            Ok(Value::Bool(v))
+        }
+
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<Value, E> {
+            self.take()?;
+            Ok(Value::from(v))
+        }
+
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<Value, E> {
+            self.take()?;
+            Ok(Value::from(v))
+        }
+
+        fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
+            self.take()?;
+            Ok(serde_json::Number::from_f64(v).map_or(Value::Null, Value::Number))
+        }
+
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<Value, E> {
+            self.take()?;
+            Ok(Value::String(v.to_string()))
+        }
+
+        fn visit_string<E: de::Error>(self, v: String) -> Result<Value, E> {
+            self.take()?;
+            Ok(Value::String(v))
+        }
+
+        fn visit_unit<E: de::Error>(self) -> Result<Value, E> {
+            self.take()?;
+            Ok(Value::Null)
+        }
+
+        fn visit_none<E: de::Error>(self) -> Result<Value, E> {
+            self.visit_unit()
+        }
+
+        fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+            self.deserialize(d)
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+            self.take()?;
+            let mut out = Vec::new();
+            while let Some(v) = seq.next_element_seed(self)? {
+                out.push(v);
+            }
+            Ok(Value::Array(out))
+        }
+
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+            self.take()?;
+            let mut out = serde_json::Map::new();
+            while let Some(k) = map.next_key::<String>()? {
+                self.take()?;
+                let v = map.next_value_seed(self)?;
+                out.insert(k, v);
+            }
+            Ok(Value::Object(out))
+        }
+    }
 }
 
 /// One record as a problem; the error names the field.

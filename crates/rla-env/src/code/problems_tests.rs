@@ -197,3 +197,114 @@ fn programs_are_checked_by_each_method_in_the_sandbox() {
     assert_eq!(m[0][0], Verdict::Timeout);
     assert_eq!(slow.sandbox(&sb).limits().wall_secs, 0.5);
 }
+
+fn gzip(members: &[&[u8]]) -> Vec<u8> {
+    use std::io::Write;
+    let mut out = Vec::new();
+    for m in members {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        e.write_all(m).unwrap();
+        out.extend(e.finish().unwrap());
+    }
+    out
+}
+
+#[test]
+fn a_list_of_millions_of_empty_records_is_refused_as_it_is_read() {
+    // small gzips of lists of 1.5 million records, read one record at a time: `{}` is refused
+    // at the first, records without tests (skipped) at the record bound, never held whole
+    let d = tempfile::tempdir().unwrap();
+    for (record, said) in [
+        (&b"{}"[..], "record 1: neither the reference's format"),
+        (
+            b"{\"question\": \"\"}",
+            "JSON list: more than 1000000 records",
+        ),
+    ] {
+        let mut text = b"[".to_vec();
+        for _ in 0..1_500_000 {
+            text.extend_from_slice(record);
+            text.push(b',');
+        }
+        text.extend_from_slice(record);
+        text.push(b']');
+        let p = d.path().join("bomb.json.gz");
+        std::fs::write(&p, gzip(&[&text])).unwrap();
+        assert!(std::fs::metadata(&p).unwrap().len() < 100_000);
+        let e = load(&p, 1).unwrap_err().to_string();
+        assert!(e.contains("bomb.json.gz") && e.contains(said), "{e}");
+    }
+}
+
+#[test]
+fn a_record_of_millions_of_values_is_refused_as_it_is_parsed() {
+    let inputs = vec!["\"\""; MAX_RECORD_VALUES + 10].join(",");
+    let (_d, p) = write(
+        "wide.json",
+        &format!(r#"[{{"question": "q", "test_input": [{inputs}], "test_output": []}}]"#),
+    );
+    let e = load(&p, 1).unwrap_err().to_string();
+    assert!(
+        e.contains("wide.json") && e.contains("more than 1048576 JSON values"),
+        "{e}"
+    );
+    // as JSON lines too
+    let (_d, p) = write(
+        "wide.jsonl",
+        &format!(r#"{{"question": "q", "test_input": [{inputs}], "test_output": []}}"#),
+    );
+    let e = load(&p, 1).unwrap_err().to_string();
+    assert!(e.contains("line 1") && e.contains("JSON values"), "{e}");
+}
+
+#[test]
+fn a_problem_with_more_tests_than_the_bound_is_named() {
+    let tests: Vec<String> = (0..MAX_TESTS + 1)
+        .map(|i| format!(r#"{{"input": "{i}", "output": "{i}"}}"#))
+        .collect();
+    let (_d, p) = write(
+        "many.jsonl",
+        &format!(
+            "{{\"id\": \"small\", \"statement\": \"s\", \"tests\": [{}]}}\n{{\"id\": \"huge\", \"statement\": \"s\", \"tests\": [{}]}}\n",
+            tests[..2].join(","),
+            tests.join(",")
+        ),
+    );
+    let e = load(&p, 1).unwrap_err().to_string();
+    assert!(
+        e.contains("line 2 (\"huge\")") && e.contains("1001 tests, more than the 1000"),
+        "{e}"
+    );
+    // a larger bound reads it
+    assert_eq!(
+        load_bounded(&p, 1, MAX_TESTS + 1).unwrap().problems[1].num_tests(),
+        MAX_TESTS + 1
+    );
+}
+
+#[test]
+fn every_member_of_a_gzip_is_read() {
+    let a = br#"{"id": "a", "statement": "s", "tests": [{"input": "1", "output": "1"}]}
+"#;
+    let b = br#"{"id": "b", "statement": "s", "tests": [{"input": "2", "output": "2"}]}
+"#;
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("two.jsonl.gz");
+    std::fs::write(&p, gzip(&[a, b])).unwrap();
+    let ids: Vec<String> = load(&p, 1)
+        .unwrap()
+        .problems
+        .into_iter()
+        .map(|p| p.id)
+        .collect();
+    assert_eq!(ids, ["a", "b"]);
+}
+
+#[test]
+fn a_problem_file_that_is_not_a_regular_file_says_so() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("zero.json");
+    std::os::unix::fs::symlink("/dev/zero", &p).unwrap();
+    let e = load(&p, 1).unwrap_err().to_string();
+    assert!(e.contains("a device, not a regular file"), "{e}");
+}

@@ -75,8 +75,9 @@ impl GameTask {
     }
 }
 
-/// Loads a game folder and its goal, checking that `traj_data.json` agrees with the game.
-fn load_checked(dir: &Path) -> Result<(GameFile, GoalSpec), String> {
+/// Loads a game folder and its goal, checking that `traj_data.json` agrees with the game (the
+/// one check of a game folder, whether it is trained on or evaluated).
+pub fn load_checked(dir: &Path) -> Result<(GameFile, GoalSpec), String> {
     let g = GameFile::load(dir).map_err(|e| e.to_string())?;
     let traj = g.traj.as_ref().ok_or_else(|| {
         format!(
