@@ -79,6 +79,33 @@ pub fn read_limited(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
     Ok(out)
 }
 
+/// Reads a regular file whole whose size, as its metadata gives it, is at most `limit`: the size
+/// is checked before anything is read (a file far larger than memory is refused at once, not
+/// read up to the limit), and the file is read to that size only.
+pub fn read_sized(path: &Path, limit: u64) -> std::io::Result<Vec<u8>> {
+    let f = open(path)?;
+    let len = f.metadata()?.len();
+    if len > limit {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "is {}, larger than {}, the most read from such a file",
+                human(len),
+                human(limit)
+            ),
+        ));
+    }
+    let mut out = Vec::with_capacity(len as usize);
+    f.take(len.saturating_add(1)).read_to_end(&mut out)?;
+    if out.len() as u64 != len {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "changed size while it was read",
+        ));
+    }
+    Ok(out)
+}
+
 /// Reads a regular file of at most [`MAX_BYTES`] whole.
 pub fn read(path: &Path) -> std::io::Result<Vec<u8>> {
     read_limited(path, MAX_BYTES)
@@ -211,6 +238,25 @@ mod tests {
         let e = read_limited(&p, 99).unwrap_err();
         assert!(e.to_string().contains("larger than 99 bytes"), "{e}");
         std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_sized_read_checks_the_size_before_reading() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("big");
+        // a sparse file: a terabyte by its metadata, nothing on disk
+        std::fs::File::create(&p).unwrap().set_len(1 << 40).unwrap();
+        let e = read_sized(&p, 1 << 30).unwrap_err();
+        assert!(e.to_string().contains("larger than 1024 MiB"), "{e}");
+        std::fs::write(&p, b"abc").unwrap();
+        assert_eq!(read_sized(&p, 3).unwrap(), b"abc");
+        let zero = d.path().join("zero");
+        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+        let e = read_sized(&zero, u64::MAX).unwrap_err();
+        assert!(
+            e.to_string().contains("a device, not a regular file"),
+            "{e}"
+        );
     }
 
     #[test]

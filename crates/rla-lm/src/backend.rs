@@ -76,14 +76,17 @@ impl TinyShape {
         if !["qwen2", "qwen3"].contains(&self.arch.as_str()) {
             return Err(format!("arch = {:?}: use qwen2 or qwen3", self.arch));
         }
-        for (k, v) in [
-            ("hidden_size", self.hidden_size),
-            ("num_hidden_layers", self.num_hidden_layers),
-            ("num_attention_heads", self.num_attention_heads),
-            ("num_key_value_heads", self.num_key_value_heads),
+        for (k, v, max) in [
+            ("hidden_size", self.hidden_size, 1 << 16),
+            ("num_hidden_layers", self.num_hidden_layers, 1 << 10),
+            ("num_attention_heads", self.num_attention_heads, 1 << 10),
+            ("num_key_value_heads", self.num_key_value_heads, 1 << 10),
         ] {
             if v == 0 {
                 return Err(format!("{k} must be positive"));
+            }
+            if v > max {
+                return Err(format!("{k} = {v}: at most {max} for a tiny model"));
             }
         }
         if !self

@@ -121,7 +121,27 @@ pub fn resolve_in(
             dir.display()
         ));
     }
+    check_snapshot(&dir).map_err(|e| format!("{owner}/{name}@{rev}: {e}"))?;
     Ok(dir)
+}
+
+/// A snapshot's entries are links into the cache's blobs: each must lead to a regular file (or
+/// a folder), never to a device or a FIFO, which a reader of weights would read without end or
+/// wait on.
+fn check_snapshot(dir: &Path) -> Result<(), String> {
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for e in entries {
+        let p = e.map_err(|e| format!("{}: {e}", dir.display()))?.path();
+        if p.is_dir() {
+            continue;
+        }
+        if let Err(e) = rla_core::file::check_regular(&p) {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                return Err(format!("{}: {e}", p.display()));
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -176,6 +196,25 @@ mod tests {
         assert!(resolve_in(&dir, "owner", "tiny", None)
             .unwrap_err()
             .contains("not a commit"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_snapshot_linking_weights_to_a_device_is_refused() {
+        let dir = std::env::temp_dir().join(format!("rla-hub-zero-{}", std::process::id()));
+        let snap = dir.join("models--owner--zero/snapshots/abc123");
+        std::fs::create_dir_all(&snap).unwrap();
+        std::fs::write(snap.join("config.json"), "{}").unwrap();
+        assert_eq!(
+            resolve_in(&dir, "owner", "zero", Some("abc123")).unwrap(),
+            snap
+        );
+        std::os::unix::fs::symlink("/dev/zero", snap.join("model.safetensors")).unwrap();
+        let e = resolve_in(&dir, "owner", "zero", Some("abc123")).unwrap_err();
+        assert!(
+            e.contains("model.safetensors") && e.contains("a device, not a regular file"),
+            "{e}"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -266,12 +266,26 @@ impl Workbook {
     }
 }
 
-/// Evaluation of formulas with a memo and cycle detection.
+/// Evaluation of formulas with a memo and cycle detection. A formula's cells are computed
+/// before it, in dependency order, on an explicit stack: a chain of references thousands of
+/// cells long (a running total) computes without deep recursion, and a circular reference is
+/// `#REF!`.
 struct Eval<'a> {
     book: &'a Workbook,
     sheet: RefCell<usize>,
     memo: RefCell<std::collections::HashMap<(usize, Addr), Value>>,
+    /// The formula cells being computed: the path from the cell asked for to the one computing
+    /// now. A reference back into it is circular.
     visiting: RefCell<HashSet<(usize, Addr)>>,
+}
+
+/// A formula cell on the evaluation's stack: its parsed formula, the formula cells it refers to
+/// and how many of them have been looked at.
+struct Frame {
+    at: (usize, Addr),
+    expr: Option<formula::Expr>,
+    deps: Vec<(usize, Addr)>,
+    next: usize,
 }
 
 impl<'a> Eval<'a> {
@@ -296,23 +310,116 @@ impl<'a> Eval<'a> {
             Content::Text(s) => Value::Text(s.clone()),
             Content::Bool(b) => Value::Bool(*b),
             Content::Error(e) => Value::Error(e.clone()),
-            Content::Formula(f) => {
-                if !self.visiting.borrow_mut().insert((i, at)) || self.visiting.borrow().len() > 256
-                {
-                    return Value::Error("#REF!".into()); // a circular or too deep reference
+            Content::Formula(_) => {
+                if self.visiting.borrow().contains(&(i, at)) {
+                    return Value::Error("#REF!".into()); // a circular reference
                 }
-                let outer = self.sheet.replace(i);
-                let v = match formula::parse(f) {
-                    Ok(e) => formula::eval(&e, self),
-                    Err(_) => Value::Error("#NAME?".into()),
-                };
-                self.sheet.replace(outer);
-                self.visiting.borrow_mut().remove(&(i, at));
-                v
+                self.settle(i, at);
+                return self
+                    .memo
+                    .borrow()
+                    .get(&(i, at))
+                    .cloned()
+                    .unwrap_or(Value::Empty);
             }
         };
         self.memo.borrow_mut().insert((i, at), v.clone());
         v
+    }
+
+    /// The formula of cell `at` of sheet `i`, if it holds one.
+    fn formula(&self, i: usize, at: Addr) -> Option<&'a str> {
+        match self.book.sheets.get(i)?.cells.get(&at)? {
+            Content::Formula(f) => Some(f),
+            _ => None,
+        }
+    }
+
+    /// A formula cell on the stack, with the formula cells it refers to that are not computed.
+    fn frame(&self, i: usize, at: Addr, f: &str) -> Frame {
+        let expr = formula::parse(f).ok();
+        let mut deps = Vec::new();
+        if let Some(e) = &expr {
+            let mut todo = vec![e];
+            while let Some(e) = todo.pop() {
+                match e {
+                    formula::Expr::Cell(sheet, a) => {
+                        if let Some(j) = self.sheet_index(i, sheet.as_deref()) {
+                            deps.push((j, *a));
+                        }
+                    }
+                    formula::Expr::Range(sheet, r) => {
+                        if let Some(j) = self.sheet_index(i, sheet.as_deref()) {
+                            let cells = &self.book.sheets[j].cells;
+                            deps.extend(
+                                cells
+                                    .range(r.start..=Addr::new(r.end.row, r.end.col))
+                                    .filter(|(a, c)| {
+                                        r.contains(**a) && matches!(c, Content::Formula(_))
+                                    })
+                                    .map(|(a, _)| (j, *a)),
+                            );
+                        }
+                    }
+                    formula::Expr::Neg(x) => todo.push(x),
+                    formula::Expr::Binary(_, x, y) => {
+                        todo.push(y);
+                        todo.push(x);
+                    }
+                    formula::Expr::Call(_, args) => todo.extend(args.iter().rev()),
+                    _ => {}
+                }
+            }
+        }
+        deps.retain(|d| self.formula(d.0, d.1).is_some() && !self.memo.borrow().contains_key(d));
+        Frame {
+            at: (i, at),
+            expr,
+            deps,
+            next: 0,
+        }
+    }
+
+    /// Computes the formula cell `at` of sheet `i` and every formula cell it depends on, each
+    /// after the cells it refers to, into the memo.
+    fn settle(&self, i: usize, at: Addr) {
+        let Some(f) = self.formula(i, at) else {
+            return;
+        };
+        self.visiting.borrow_mut().insert((i, at));
+        let mut stack = vec![self.frame(i, at, f)];
+        while let Some(top) = stack.last_mut() {
+            if let Some(&d) = top.deps.get(top.next) {
+                top.next += 1;
+                // computed already, or on the path (circular: `value` says `#REF!` there)
+                if self.memo.borrow().contains_key(&d) || self.visiting.borrow().contains(&d) {
+                    continue;
+                }
+                if let Some(f) = self.formula(d.0, d.1) {
+                    self.visiting.borrow_mut().insert(d);
+                    let frame = self.frame(d.0, d.1, f);
+                    stack.push(frame);
+                }
+                continue;
+            }
+            let done = stack.pop().expect("a frame on the stack");
+            let outer = self.sheet.replace(done.at.0);
+            let v = match &done.expr {
+                Some(e) => formula::eval(e, self),
+                None => Value::Error("#NAME?".into()),
+            };
+            self.sheet.replace(outer);
+            self.visiting.borrow_mut().remove(&done.at);
+            self.memo.borrow_mut().insert(done.at, v);
+        }
+    }
+
+    /// The sheet a reference names from a formula on sheet `i` (`None`: its own).
+    fn sheet_index(&self, i: usize, name: Option<&str>) -> Option<usize> {
+        match name {
+            None => Some(i),
+            Some(n) => self.book.index(n),
+        }
     }
 
     fn sheet_of(&self, name: Option<&str>) -> Option<usize> {
@@ -393,6 +500,40 @@ mod tests {
         assert_eq!(b.value(0, a("A2")), Value::Error("#REF!".into()));
         assert_eq!(b.value(0, a("B1")), Value::Error("#REF!".into()));
         assert_eq!(b.value(0, a("C9")), Value::Empty);
+    }
+
+    #[test]
+    fn long_chains_of_references_compute_and_long_cycles_are_errors() {
+        for rows in [400u32, 5_000] {
+            // a running total: B1 = A1, B(n) = B(n-1) + A(n)
+            let mut b = Workbook::default();
+            let cells = &mut b.sheets[0].cells;
+            for r in 0..rows {
+                cells.insert(Addr::new(r, 0), Content::Number(1.0));
+                let f = if r == 0 {
+                    "A1".to_string()
+                } else {
+                    format!("B{}+A{}", r, r + 1)
+                };
+                cells.insert(Addr::new(r, 1), Content::Formula(f));
+            }
+            // and a sum over the totals, through a range
+            cells.insert(
+                Addr::new(0, 2),
+                Content::Formula(format!("SUM(B1:B{rows})")),
+            );
+            let last = Addr::new(rows - 1, 1);
+            assert_eq!(b.value(0, last), Value::Number(rows as f64), "{rows}");
+            let n = rows as f64;
+            assert_eq!(b.value(0, a("C1")), Value::Number(n * (n + 1.0) / 2.0));
+            assert_eq!(b.values(0).len(), 2 * rows as usize + 1);
+            // the chain closed into a cycle: every cell of it is an error
+            b.sheets[0]
+                .cells
+                .insert(Addr::new(0, 1), Content::Formula(format!("B{rows}+A1")));
+            assert_eq!(b.value(0, last), Value::Error("#REF!".into()));
+            assert_eq!(b.value(0, a("B1")), Value::Error("#REF!".into()));
+        }
     }
 
     #[test]

@@ -297,31 +297,46 @@ impl Folder {
     }
 }
 
-/// Reads a folder of OSWorld task files. A file that is not a task, or a task whose files are
-/// missing, is an error naming it; a task whose evaluator or setup this setting does not run
-/// is left out and counted ([`Folder::removed`]).
-pub fn folder(dir: &Path, cache: Option<&Path>) -> Result<Folder, DesktopError> {
+/// How deep [`folder`] looks under its folder (OSWorld's examples are one level deep).
+pub const MAX_TASK_DEPTH: usize = 16;
+
+/// The task files (`*.json`) under `dir`, in path order. Links to folders are not followed (a
+/// link to `.` or to `/` would walk for ever or count a task twice), the walk stops
+/// [`MAX_TASK_DEPTH`] levels down, and a file reached twice (a link to a task file beside it) is
+/// counted once, at its first path.
+pub fn task_files(dir: &Path) -> Result<Vec<PathBuf>, DesktopError> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| DesktopError::Io { path, source }
+    };
     let mut files = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let rd = std::fs::read_dir(&d).map_err(|e| DesktopError::Io {
-            path: d.clone(),
-            source: e,
-        })?;
-        for e in rd {
-            let e = e.map_err(|e| DesktopError::Io {
-                path: d.clone(),
-                source: e,
-            })?;
+    let mut stack = vec![(dir.to_path_buf(), 0usize)];
+    while let Some((d, depth)) = stack.pop() {
+        for e in std::fs::read_dir(&d).map_err(io(&d))? {
+            let e = e.map_err(io(&d))?;
             let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "json") {
+            // the entry's own kind: a link is a link, whatever it points at
+            let kind = e.file_type().map_err(io(&p))?;
+            if kind.is_dir() {
+                if depth < MAX_TASK_DEPTH {
+                    stack.push((p, depth + 1));
+                }
+            } else if p.extension().is_some_and(|x| x == "json") && !p.is_dir() {
                 files.push(p);
             }
         }
     }
     files.sort();
+    let mut seen = std::collections::HashSet::new();
+    files.retain(|f| seen.insert(std::fs::canonicalize(f).unwrap_or_else(|_| f.clone())));
+    Ok(files)
+}
+
+/// Reads a folder of OSWorld task files ([`task_files`]). A file that is not a task, or a task
+/// whose files are missing, is an error naming it; a task whose evaluator or setup this setting
+/// does not run is left out and counted ([`Folder::removed`]).
+pub fn folder(dir: &Path, cache: Option<&Path>) -> Result<Folder, DesktopError> {
+    let files = task_files(dir)?;
     let mut out = Folder::default();
     for f in files {
         let task = DesktopTask::load(&f)?;
@@ -456,4 +471,32 @@ pub fn score(
         }
     }
     evaluate(ev, &files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_task_folder_walks_no_link_to_a_folder_and_counts_a_file_once() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path();
+        std::fs::create_dir(root.join("sub")).unwrap();
+        std::fs::write(root.join("a.json"), "{}").unwrap();
+        std::fs::write(root.join("sub/b.json"), "{}").unwrap();
+        std::fs::write(root.join("notes.txt"), "").unwrap();
+        let link = |to: &Path, name: &str| std::os::unix::fs::symlink(to, root.join(name)).unwrap();
+        // the whole file system, the folder itself, a sub-folder again, a task file again
+        link(Path::new("/"), "everything");
+        link(root, "loop");
+        link(&root.join("sub"), "sub-again");
+        link(&root.join("a.json"), "z-again.json");
+        let files = task_files(root).unwrap();
+        assert_eq!(files, [root.join("a.json"), root.join("sub/b.json")]);
+        // a link to a task file elsewhere is read, once
+        let other = tempfile::tempdir().unwrap();
+        std::fs::write(other.path().join("c.json"), "{}").unwrap();
+        link(&other.path().join("c.json"), "c.json");
+        assert_eq!(task_files(root).unwrap().len(), 3);
+    }
 }
