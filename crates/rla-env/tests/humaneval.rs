@@ -31,12 +31,24 @@ fn canonical_solutions_pass_and_corruptions_fail() {
         .map(|(p, _)| p.task_id.as_str())
         .collect();
     assert!(failed.is_empty(), "canonical solutions failed: {failed:?}");
-    // Corruptions: no body, a constant answer, an exception, an endless loop.
+    // Corruptions: no body, a constant answer, an exception, an endless loop, and the ways a
+    // wrong completion ends the process early or answers every comparison with yes.
     let corruptions = [
         ("pass", "    pass\n"),
         ("return None", "    return None\n"),
         ("raise", "    raise RuntimeError('broken')\n"),
         ("infinite loop", "    while True:\n        pass\n"),
+        ("sys.exit(0)", "    import sys\n    sys.exit(0)\n"),
+        ("os._exit(0)", "    import os\n    os._exit(0)\n"),
+        ("exit at load", "    return None\nimport os\nos._exit(0)\n"),
+        (
+            "atexit hook",
+            "    return None\nimport atexit, os\natexit.register(lambda: os._exit(0))\n",
+        ),
+        (
+            "equal to everything",
+            "    class E:\n        def __eq__(self, o):\n            return True\n    return E()\n",
+        ),
     ];
     // short limits: the endless loops end at the wall clock
     let quick = Sandbox::new(

@@ -141,8 +141,9 @@ def _main():
     report = os.fdopen(os.dup(1), "w")
     # what the tests print goes to standard error; the report alone goes to standard output
     os.dup2(2, 1)
-    _replies = os.fdopen(3, "rb")
-    _requests = os.fdopen(4, "wb")
+    replies_fd, requests_fd = (int(f) for f in os.environ["RLA_FDS"].split())
+    _replies = os.fdopen(replies_fd, "rb")
+    _requests = os.fdopen(requests_fd, "wb")
     kind = payload["kind"]
     code = payload["setup"] + "\n" + payload["test"] + "\n"
     extra = [payload["entry_point"]] if kind == "check" else []

@@ -184,7 +184,8 @@ enum Input {
 }
 
 /// How a run's streams are joined: its input, its output (collected, or handed to a
-/// descriptor), descriptors it gets as 3, 4, …, and a flag that stops it early.
+/// descriptor), descriptors it keeps open (their numbers in its environment's `RLA_FDS`, in
+/// order), and a flag that stops it early.
 struct Wiring {
     stdin: Input,
     stdout: Option<std::os::fd::OwnedFd>,
@@ -370,8 +371,8 @@ impl Sandbox {
 
     /// Runs two Python programs side by side, each in a run of its own (its own folder, uid,
     /// namespaces and limits, so neither can read the other's files or memory), joined by two
-    /// pipes: what `a` writes to its descriptor 4 is `b`'s standard input, and what `b` writes to
-    /// its standard output is what `a` reads from its descriptor 3. `a` gets `a_stdin` and its
+    /// pipes: what `a` writes to the second descriptor its `RLA_FDS` names is `b`'s standard
+    /// input, and what `b` writes to its standard output is what `a` reads from the first. `a` gets `a_stdin` and its
     /// output is collected; `b`'s standard error is collected, its standard output goes to `a`
     /// only. When `a` ends, `b` is stopped. Returns `a`'s result and `b`'s (its `stdout` empty).
     pub fn run_pair(
@@ -464,6 +465,10 @@ impl Sandbox {
             .env("PYTHONHASHSEED", "0")
             .env("PYTHONDONTWRITEBYTECODE", "1")
             .stderr(Stdio::piped());
+        if n_extra > 0 {
+            let names: Vec<String> = extra_raw[..n_extra].iter().map(|f| f.to_string()).collect();
+            cmd.env("RLA_FDS", names.join(" "));
+        }
         let input = match stdin {
             Input::Bytes(b) => {
                 cmd.stdin(Stdio::piped());
@@ -495,17 +500,10 @@ impl Sandbox {
         unsafe {
             cmd.pre_exec(move || {
                 cloexec_above_stderr();
-                // the extra descriptors become 3, 4, …: copied out of the way first, so that
-                // one already numbered 3 or 4 is not closed before it is moved
-                let mut tmp = [-1 as libc::c_int; MAX_EXTRA_FDS];
-                for (t, fd) in tmp.iter_mut().zip(extra_raw).take(n_extra) {
-                    *t = libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 64);
-                    if *t < 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                }
-                for (i, t) in tmp.iter().enumerate().take(n_extra) {
-                    if libc::dup2(*t, 3 + i as libc::c_int) < 0 {
+                // the extra descriptors stay open across exec, at the numbers `RLA_FDS` names
+                // (moving them would risk the descriptors this child still uses before exec)
+                for fd in extra_raw.iter().take(n_extra) {
+                    if libc::fcntl(*fd, libc::F_SETFD, 0) < 0 {
                         return Err(std::io::Error::last_os_error());
                     }
                 }
