@@ -244,12 +244,17 @@ impl Sampler for Lm {
         });
         let new = r.params.max_new_tokens.min(longest.unwrap_or(usize::MAX));
         rla_lm::check_context(r.prompts.iter().map(Vec::len), new, self.context_len())?;
+        // the room a batch reserves for its answers is what they can take, not what was asked
+        let params = rla_lm::SampleParams {
+            max_new_tokens: new,
+            ..r.params.clone()
+        };
         Ok(sample::generate_within(
             &self.model,
             &self.tok,
             r.prompts,
             r.n,
-            r.params,
+            &params,
             r.allowed,
         )?)
     }

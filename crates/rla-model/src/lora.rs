@@ -204,8 +204,7 @@ pub fn load_peft(model: &mut Transformer, dir: &Path) -> Result<LoraConfig, Mode
         }
     };
     let wpath = dir.join("adapter_model.safetensors");
-    let t = candle_core::safetensors::load(&wpath, &candle_core::Device::Cpu)
-        .map_err(|e| ModelError::invalid(&wpath, "safetensors", e.to_string()))?;
+    let t = crate::weights::read_safetensors(&wpath)?;
     let (dtype, dev) = (model.dtype, model.device.clone());
     let mut found = 0;
     for (path, lin) in model.projections_mut() {

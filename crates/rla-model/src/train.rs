@@ -150,8 +150,7 @@ impl AdamW {
 
     /// Loads moments saved by [`AdamW::save`] for the same variables.
     pub fn load(&mut self, path: &Path) -> Result<(), ModelError> {
-        let t = candle_core::safetensors::load(path, &candle_core::Device::Cpu)
-            .map_err(|e| ModelError::invalid(path, "safetensors", e.to_string()))?;
+        let t = crate::weights::read_safetensors(path)?;
         let dev = self
             .vars
             .first()

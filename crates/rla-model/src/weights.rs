@@ -74,14 +74,23 @@ pub fn load_tensors(
                 std::io::Error::new(std::io::ErrorKind::NotFound, "no such file"),
             ));
         }
-        let ts = candle_core::safetensors::load(&f, &Device::Cpu)
-            .map_err(|e| ModelError::invalid(&f, "safetensors", e.to_string()))?;
+        let ts = read_safetensors(&f)?;
         for (n, t) in ts {
             check_finite(&n, &t).map_err(|m| ModelError::invalid(&f, "weights", m))?;
             out.insert(n, t.to_dtype(dtype)?.to_device(device)?);
         }
     }
     Ok(out)
+}
+
+/// Every tensor of a safetensors file, on the CPU. The file must be a regular file (after
+/// following links: a link to `/dev/zero` is refused, not read until memory runs out) no larger,
+/// by its metadata, than this machine's memory.
+pub fn read_safetensors(path: &Path) -> Result<HashMap<String, Tensor>, ModelError> {
+    let limit = crate::config::memory_bytes().unwrap_or(u64::MAX);
+    let bytes = rla_core::file::read_sized(path, limit).map_err(|e| ModelError::io(path, e))?;
+    candle_core::safetensors::load_buffer(&bytes, &Device::Cpu)
+        .map_err(|e| ModelError::invalid(path, "safetensors", e.to_string()))
 }
 
 /// Refuses a floating-point tensor holding NaN or an infinity, naming it: such weights make every

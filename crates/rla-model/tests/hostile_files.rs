@@ -155,3 +155,30 @@ fn a_config_or_tokenizer_that_is_a_device_is_refused() {
         );
     }
 }
+
+#[test]
+fn weights_that_are_a_device_are_refused_before_they_are_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = base_and_adapter(dir.path());
+    for (folder, file) in [
+        ("adapter", "adapter_model.safetensors"),
+        ("base", "model.safetensors"),
+    ] {
+        let d = dir.path().join(format!("zero-{file}"));
+        copy(&dir.path().join(folder), &d);
+        std::fs::remove_file(d.join(file)).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", d.join(file)).unwrap();
+        let e = if folder == "adapter" {
+            refused(&base, &d)
+        } else {
+            Lm::load(&d, DType::F32, &Device::Cpu)
+                .err()
+                .unwrap()
+                .to_string()
+        };
+        assert!(
+            e.contains(file) && e.contains("a device, not a regular file"),
+            "{file}: {e}"
+        );
+    }
+}

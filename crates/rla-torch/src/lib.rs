@@ -102,9 +102,24 @@ impl LearnerSpec {
                 "{table}.nproc and {table}.nnodes must be at least 1"
             ));
         }
+        for (key, v, max) in [
+            ("nproc", self.nproc, 1 << 10),
+            ("nnodes", self.nnodes, 1 << 12),
+            ("token_budget", self.token_budget, 1 << 30),
+        ] {
+            if v > max {
+                return Err(format!("{table}.{key} = {v}: at most {max}"));
+            }
+        }
         if !(self.timeout_s.is_finite() && self.timeout_s > 0.0) {
             return Err(format!(
                 "{table}.timeout_s must be a positive number of seconds"
+            ));
+        }
+        if self.timeout_s > 7.0 * 86_400.0 {
+            return Err(format!(
+                "{table}.timeout_s = {}: at most 604800 (a week)",
+                self.timeout_s
             ));
         }
         if let Some(d) = &self.devices {
