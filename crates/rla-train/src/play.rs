@@ -245,11 +245,17 @@ struct Live<G> {
     done: bool,
 }
 
+/// The seed of step `step` of a play whose sampling seed is `seed`.
+pub fn step_seed(seed: u64, step: usize) -> u64 {
+    rla_core::seed::stream(seed, &[step as u64])
+}
+
 /// Plays every game to its end or `step_limit` steps; all games step together, one generation
-/// call per step (step `s` samples with seed `sp.seed + 7919·s`). `games` pairs each game with
-/// its task's index in the batch. With `constrained`, answers are drawn only among each turn's
-/// answers, with room for the longest whatever `sp.max_new_tokens` says. With `end_loops` ≥ 2, a
-/// game whose last `end_loops` actions loop ([`Trajectory::ends_in_loop`]) ends there, lost.
+/// call per step (step `s` samples with a stream of its own, [`step_seed`]). `games` pairs each
+/// game with its task's index in the batch. With `constrained`, answers are drawn only among each
+/// turn's answers, with room for the longest whatever `sp.max_new_tokens` says. With `end_loops`
+/// ≥ 2, a game whose last `end_loops` actions loop ([`Trajectory::ends_in_loop`]) ends there,
+/// lost.
 pub fn play<G: Game + Send>(
     policy: &dyn Sampler,
     games: Vec<(usize, G)>,
@@ -303,7 +309,7 @@ pub fn play<G: Game + Send>(
             anyhow::bail!("a step mixed prompts with and without a screenshot");
         }
         let p = SampleParams {
-            seed: sp.seed.wrapping_add(step as u64 * 7919),
+            seed: step_seed(sp.seed, step),
             ..sp.clone()
         };
         let out = if !chats.is_empty() {
@@ -631,6 +637,23 @@ pub(crate) mod testing {
 #[cfg(test)]
 mod loop_tests {
     use super::*;
+
+    #[test]
+    fn no_two_steps_of_a_run_share_a_stream() {
+        // the policy's rollouts (tag 2) and the judge's verdicts (tag 3) of the first 100
+        // iterations × 50 steps, and the pool's draws (tag 1): every seed its own
+        let mut seen = std::collections::HashSet::new();
+        for k in 0..100 {
+            assert!(seen.insert(crate::setting::iteration_seed(0, k, 1)));
+            for tag in [2, 3] {
+                let base = crate::setting::iteration_seed(0, k, tag);
+                for step in 0..50 {
+                    assert!(seen.insert(step_seed(base, step)), "{k} {tag} {step}");
+                }
+            }
+        }
+        assert_eq!(seen.len(), 100 + 100 * 2 * 50);
+    }
 
     fn traj(actions: &[&str]) -> Trajectory {
         Trajectory {

@@ -152,6 +152,12 @@ impl Ctx<'_> {
         seed_of(self.cfg, self.k, tag)
     }
 
+    /// The seed of the `i`-th of a random choice's items in this iteration (a task's rewrite, a
+    /// problem's): its own stream, never another tag's.
+    pub fn item_seed(&self, tag: u64, i: usize) -> u64 {
+        rla_core::seed::stream(self.cfg.seed, &[self.k as u64, tag, i as u64])
+    }
+
     /// A progress bar of `len` steps, when progress is shown.
     pub fn bar(&self, len: u64, what: &str) -> Option<indicatif::ProgressBar> {
         self.progress.then(|| crate::bar(len, what))
@@ -173,12 +179,16 @@ impl Ctx<'_> {
     }
 }
 
-/// The seed of one random choice of iteration `k`.
+/// The seed of one random choice of iteration `k` (a role: the pool's draw, the policy's
+/// rollouts, the judge's verdicts, …, named by `tag`): a stream of its own for every (iteration,
+/// role) pair (`rla_core::seed::stream`).
 pub fn seed_of(cfg: &RunConfig, k: usize, tag: u64) -> u64 {
-    cfg.seed
-        .wrapping_mul(1_000_003)
-        .wrapping_add(k as u64 * 7_919)
-        .wrapping_add(tag)
+    iteration_seed(cfg.seed, k, tag)
+}
+
+/// [`seed_of`] for a run of seed `seed`.
+pub fn iteration_seed(seed: u64, k: usize, tag: u64) -> u64 {
+    rla_core::seed::stream(seed, &[k as u64, tag])
 }
 
 /// A setting the registry ([`crate::registry`]) names and builds: its name in configs, its

@@ -291,7 +291,7 @@ impl Coding {
             return Ok(None);
         }
         let prompt = rewrite_prompt(problem, direction, critique, self.cfg.min_tests);
-        let params = ctx.cfg.reward.sampling(ctx.seed(5).wrapping_add(i as u64));
+        let params = ctx.cfg.reward.sampling(ctx.item_seed(5, i));
         let (_, out) = ask(reward, &[prompt], 1, &params)?;
         let Some(answer) = out.into_iter().next().and_then(|s| s.into_iter().next()) else {
             return Ok(None);

@@ -442,7 +442,7 @@ impl Setting for Desktop {
                 let params = rla_lm::SampleParams {
                     temperature: 0.7,
                     max_new_tokens: 128,
-                    seed: ctx.seed(4 + i as u64),
+                    seed: ctx.item_seed(4, i),
                     ..Default::default()
                 };
                 let r = rewrite::rewrite_file(
@@ -455,7 +455,7 @@ impl Setting for Desktop {
                     critique,
                     ctx.run,
                     &id,
-                    ctx.seed(5 + i as u64),
+                    ctx.item_seed(5, i),
                 )?;
                 return Ok(r.map(|(what, file)| {
                     (

@@ -88,7 +88,7 @@ fn rewrite_params(ctx: Ctx, i: usize) -> SampleParams {
     SampleParams {
         temperature: 0.7,
         max_new_tokens: 64,
-        seed: ctx.seed(4 + i as u64),
+        seed: ctx.item_seed(4, i),
         ..Default::default()
     }
 }
@@ -248,7 +248,7 @@ impl Setting for Household {
             HouseTask::Game(g) => {
                 let params = rewrite_params(ctx, i);
                 let id = format!("rewrite-{:04}-{i:03}", ctx.k);
-                let seed = ctx.seed(5 + i as u64);
+                let seed = ctx.item_seed(5, i);
                 let r = games::rewrite_game(
                     &self.cfg, reward, &params, g, direction, critique, ctx.run, id, seed,
                 )?;
