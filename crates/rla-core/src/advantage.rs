@@ -150,6 +150,30 @@ pub fn policy_advantages_centring_judge_only(
     })
 }
 
+/// The null run's advantages: within each step index's group (the rollouts that have an
+/// advantage at that step), the values are randomly permuted among the members, so that the
+/// update has the paper's sizes, counts and signs in every group but carries no information
+/// about which step earned what. `seed` names the permutation (a stream per task and
+/// iteration); the permutation of one group is independent of the others'.
+pub fn permute_within_steps(adv: &mut [Vec<Option<f64>>], seed: u64) {
+    let longest = adv.iter().map(Vec::len).max().unwrap_or(0);
+    for i in 0..longest {
+        let members: Vec<usize> = (0..adv.len())
+            .filter(|&e| adv[e].get(i).is_some_and(Option::is_some))
+            .collect();
+        let mut values: Vec<f64> = members.iter().filter_map(|&e| adv[e][i]).collect();
+        // Fisher–Yates with a stream of its own for each step index
+        for j in (1..values.len()).rev() {
+            let r = crate::seed::stream(seed, &[i as u64, j as u64]);
+            let k = (r % (j as u64 + 1)) as usize;
+            values.swap(j, k);
+        }
+        for (&e, v) in members.iter().zip(values) {
+            adv[e][i] = Some(v);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -308,5 +332,47 @@ mod tests {
         let flat = vec![vec![-1.0, -1.0], vec![-1.0]];
         let f = policy_advantages_centring_judge_only(&flat, &[-1.0, -1.0]);
         assert!(f.iter().flatten().all(Option::is_none));
+    }
+
+    #[test]
+    fn the_null_runs_permutation_keeps_each_groups_values() {
+        let mut adv = vec![
+            vec![Some(1.0), Some(-1.0), None],
+            vec![Some(-1.0), Some(0.5), Some(2.0)],
+            vec![Some(0.0)],
+            vec![Some(3.0), None, Some(-2.0)],
+        ];
+        let before = adv.clone();
+        let mut moved = false;
+        for seed in 0..20 {
+            let mut a = before.clone();
+            super::permute_within_steps(&mut a, seed);
+            for i in 0..3 {
+                // the same members, the same multiset of values
+                let col = |x: &Vec<Vec<Option<f64>>>| -> (Vec<bool>, Vec<i64>) {
+                    let mut v: Vec<i64> = x
+                        .iter()
+                        .filter_map(|r| r.get(i).copied().flatten())
+                        .map(|f| (f * 1000.0) as i64)
+                        .collect();
+                    v.sort();
+                    (
+                        x.iter()
+                            .map(|r| r.get(i).is_some_and(Option::is_some))
+                            .collect(),
+                        v,
+                    )
+                };
+                assert_eq!(col(&a), col(&before));
+            }
+            moved |= a != before;
+            if seed == 3 {
+                adv = a;
+            }
+        }
+        assert!(moved, "some seed permutes something");
+        let mut again = before.clone();
+        super::permute_within_steps(&mut again, 3);
+        assert_eq!(again, adv, "a seed names one permutation");
     }
 }

@@ -42,8 +42,8 @@ pub mod vitals;
 
 pub use adapt::{accept_rewrite, adaptation_direction, AdaptConfig, Direction};
 pub use advantage::{
-    policy_advantages, policy_advantages_centring_judge_only, policy_advantages_keeping_finished,
-    policy_advantages_with_trajectory, RolloutRewards,
+    permute_within_steps, policy_advantages, policy_advantages_centring_judge_only,
+    policy_advantages_keeping_finished, policy_advantages_with_trajectory, RolloutRewards,
 };
 pub use consistency::{consistency_advantages, consistency_raw, UNPARSED_CONSISTENCY_REWARD};
 pub use filter::Band;

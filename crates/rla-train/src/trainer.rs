@@ -100,7 +100,7 @@ impl<S: Setting> Trainer<S> {
         let trained = self.accept_or_drop(ctx, &batch, &acc, k, &mut m)?;
         self.measure_theory(&groups, &record, &acc, &mut m);
         let t = Instant::now();
-        let samples = self.build_samples(&groups, &acc, &trained, &mut m)?;
+        let samples = self.build_samples(&groups, &acc, &trained, ctx.seed(6), &mut m)?;
         self.update(&samples, &mut m)?;
         self.sync_weights()?;
         m.time_update = secs(t);
@@ -197,6 +197,7 @@ impl<S: Setting> Trainer<S> {
         groups: &[Group],
         acc: &[f64],
         trained: &[bool],
+        null_seed: u64,
         m: &mut IterMetrics,
     ) -> Result<Samples> {
         let cfg = &self.cfg;
@@ -251,7 +252,7 @@ impl<S: Setting> Trainer<S> {
                 } else {
                     &rewards
                 };
-                let adv = match cfg.advantage {
+                let mut adv = match cfg.advantage {
                     crate::config::AdvantageKind::Paper => policy_advantages(policy_rewards),
                     crate::config::AdvantageKind::KeepFinished => {
                         rla_core::policy_advantages_keeping_finished(policy_rewards)
@@ -268,6 +269,10 @@ impl<S: Setting> Trainer<S> {
                         rla_core::policy_advantages_centring_judge_only(policy_rewards, &outcomes)
                     }
                 };
+                if cfg.mode.permutes_advantages() {
+                    let seed = rla_core::seed::stream(null_seed, &[ti as u64]);
+                    rla_core::permute_within_steps(&mut adv, seed);
+                }
                 let longest = adv.iter().map(Vec::len).max().unwrap_or(0);
                 m.vitals.policy.groups_dropped += (0..longest)
                     .filter(|&i| adv.iter().all(|a| a.get(i).is_none_or(Option::is_none)))

@@ -573,3 +573,40 @@ fn reward_only_trains_the_policy_on_the_verdicts_alone() {
     assert_eq!(only.2, integrated.2);
     assert!(rla_train::Mode::RewardOnly.trains_judge() && !rla_train::Mode::RewardOnly.adapts());
 }
+
+#[test]
+fn the_null_run_is_fulls_run_with_its_advantages_permuted() {
+    // the same seed, the same first rollouts and verdicts: the same samples in the update, the
+    // same counts; only which step gets which advantage differs, so the weights do
+    let dir = tempfile::tempdir().unwrap();
+    let mut out = vec![];
+    for (i, mode) in [rla_train::Mode::Full, rla_train::Mode::Null]
+        .into_iter()
+        .enumerate()
+    {
+        let mut cfg = config(0.01);
+        cfg.mode = mode;
+        cfg.iterations = 1;
+        let mut t = trainer(&dir.path().join(format!("run{i}")), cfg);
+        t.run().unwrap();
+        let m = &t.state.metrics[1];
+        out.push((
+            m.policy_samples,
+            m.reward_samples,
+            m.vitals.policy.groups_dropped,
+            policy_weights(&t, &dir.path().join(format!("w{i}"))),
+        ));
+    }
+    let (full, null) = (&out[0], &out[1]);
+    assert!(full.0 > 0, "the policy trains in this setting");
+    assert_eq!((full.0, full.1, full.2), (null.0, null.1, null.2));
+    assert_ne!(
+        full.3, null.3,
+        "permuted advantages move the weights elsewhere"
+    );
+    assert!(rla_train::Mode::Null.trains_judge() && rla_train::Mode::Null.adapts());
+    assert_eq!(
+        serde_json::from_str::<rla_train::Mode>("\"null\"").unwrap(),
+        rla_train::Mode::Null
+    );
+}

@@ -43,6 +43,11 @@ pub enum Mode {
     /// `O + λ·mean S` (so it still learns from the outcome); fixed tasks.
     #[serde(rename = "reward-only")]
     RewardOnly,
+    /// The null run: exactly `full`'s run (rollouts, judge, optimiser, counts, adaptation) with
+    /// each step-index group's policy advantages randomly permuted among its members, so that
+    /// the policy's update carries no information: what noise alone does to the policy.
+    #[serde(rename = "null")]
+    Null,
 }
 
 impl Mode {
@@ -50,12 +55,13 @@ impl Mode {
     pub const ALL: [Mode; 4] = [Mode::Outcome, Mode::Policy, Mode::PolicyReward, Mode::Full];
 
     /// Every mode, in the order tables list them.
-    pub const EVERY: [Mode; 5] = [
+    pub const EVERY: [Mode; 6] = [
         Mode::Outcome,
         Mode::Policy,
         Mode::PolicyReward,
         Mode::Full,
         Mode::RewardOnly,
+        Mode::Null,
     ];
 
     /// The name used in configs and tables.
@@ -66,6 +72,7 @@ impl Mode {
             Mode::PolicyReward => "policy+reward",
             Mode::Full => "full",
             Mode::RewardOnly => "reward-only",
+            Mode::Null => "null",
         }
     }
 
@@ -76,7 +83,10 @@ impl Mode {
 
     /// Whether the judge is trained.
     pub fn trains_judge(self) -> bool {
-        matches!(self, Mode::PolicyReward | Mode::Full | Mode::RewardOnly)
+        matches!(
+            self,
+            Mode::PolicyReward | Mode::Full | Mode::RewardOnly | Mode::Null
+        )
     }
 
     /// Whether the policy's reward leaves the outcome out (the judge's verdicts alone).
@@ -86,7 +96,12 @@ impl Mode {
 
     /// Whether tasks adapt.
     pub fn adapts(self) -> bool {
-        self == Mode::Full
+        matches!(self, Mode::Full | Mode::Null)
+    }
+
+    /// Whether the policy's advantages are permuted within their groups (the null run).
+    pub fn permutes_advantages(self) -> bool {
+        self == Mode::Null
     }
 }
 
