@@ -27,8 +27,10 @@ pub mod resume;
 pub mod run;
 pub mod served;
 pub mod setting;
+pub mod sources;
 pub mod track;
 pub mod trainer;
+pub mod trajectory;
 pub mod vitals;
 
 pub use config::{Mode, RunConfig};

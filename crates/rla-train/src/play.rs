@@ -10,77 +10,11 @@
 use crate::judge::{judge_prompts, push_step_judgements, reasoning, step_judge_quality, Verdicts};
 use crate::run::RunDir;
 use crate::setting::{Ctx, Episode, Generation, Group, JudgeQuality, Step};
+pub use crate::trajectory::{StepRec, Trajectory};
 use anyhow::Result;
 use indicatif::ProgressBar;
 use rla_core::reward::{Outcome, StepScore};
 use rla_lm::{Codec, Message, Sample, SampleParams, Sampler, VisualMessage};
-use serde::{Deserialize, Serialize};
-
-/// One step of an episode.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct StepRec {
-    /// What the policy saw (as the record keeps it).
-    pub observation: String,
-    /// The earlier steps as the prompt told them (the desktop's "Previous actions", the
-    /// household's notes); empty where the prompt carries its own history.
-    pub previous: String,
-    /// The policy's prompt (token ids, chat template applied; empty for a prompt with an image,
-    /// whose tokens the server keeps).
-    pub prompt_ids: Vec<u32>,
-    /// The policy's answer (token ids).
-    pub response_ids: Vec<u32>,
-    /// `log π_old` of the answer's tokens.
-    pub logprobs: Vec<f32>,
-    /// With constrained answers, the tokens each answer token was drawn among (`logprobs` are
-    /// over these only).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub choices: Option<Vec<Vec<u32>>>,
-    /// The answer's text.
-    pub answer: String,
-    /// The action it was taken as.
-    pub action: String,
-    /// The code the action ran, where the setting runs code (the desktop's pyautogui).
-    pub code: String,
-    /// Why the step failed or was read otherwise than written, if it was.
-    pub error: Option<String>,
-    /// What the environment showed after it.
-    pub next_observation: String,
-    /// The expert oracle's label: did the step shorten the remaining plan?
-    pub progress: bool,
-}
-
-/// One episode.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Trajectory {
-    /// Index of its task in the batch.
-    pub task: usize,
-    /// Its steps.
-    pub steps: Vec<StepRec>,
-    /// The episode's score: 1 solved, 0 not, or the evaluator's share in between.
-    pub score: f64,
-}
-
-impl Trajectory {
-    /// Whether the task was solved.
-    pub fn won(&self) -> bool {
-        self.score >= 1.0
-    }
-
-    /// Whether the episode's last `last` actions (at least two) repeat one action or alternate
-    /// between two: the loop a deterministic policy falls into when its prompt comes back to
-    /// what it was. False for an episode shorter than `last`.
-    pub fn ends_in_loop(&self, last: usize) -> bool {
-        let n = self.steps.len();
-        if last < 2 || n < last {
-            return false;
-        }
-        let tail: Vec<&str> = self.steps[n - last..]
-            .iter()
-            .map(|s| s.action.as_str())
-            .collect();
-        tail.iter().enumerate().all(|(i, a)| *a == tail[i % 2])
-    }
-}
 
 /// A policy prompt: a text the loop encodes with the policy's chat template, or a message with
 /// a screenshot for a vision-language model on a server.

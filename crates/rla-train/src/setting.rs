@@ -354,5 +354,5 @@ pub struct EvalEpisode {
     /// What the task asked (the desktop's instruction) or its id.
     pub task: String,
     /// The episode.
-    pub traj: crate::play::Trajectory,
+    pub traj: crate::trajectory::Trajectory,
 }
