@@ -9,13 +9,15 @@
 //! SGLang's `/load_lora_adapter` / `/unload_lora_adapter`; an adapter is then a model of its own
 //! in `/v1/models` (with its `parent`) that requests name. Errors are JSON bodies with a 4xx
 //! status that say what was wrong; a request never takes the server down.
+//!
+//! Connections are tasks on a tokio reactor (hyper's HTTP/1.1): a client that is slow or silent
+//! holds no thread. The model's calls run on at most `workers` blocking threads.
 
 use crate::protocol::*;
 use rla_lm::{
     Alternatives, Finish, LmError, Message, Sample, SampleParams, Sampler, VisualMessage,
 };
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
@@ -43,10 +45,10 @@ pub struct Options {
     /// Largest request body, in bytes.
     pub max_body: usize,
     /// How long a client may keep the server waiting for bytes: a body that has not come
-    /// whole after this (declared and never sent, or trickled) is answered 408 and the worker
-    /// is free again, and a connection that has sent nothing for this long is closed
-    /// (tiny_http's connection threads have no time-out of their own: a burst of silent
-    /// connections left new ones unanswered).
+    /// whole after this (declared and never sent, or trickled) is answered 408 and its
+    /// connection closed, and so is, without a reply, a connection whose next request's head
+    /// has not come whole after this (one that sends nothing at all, or stays silent between
+    /// requests).
     pub body_timeout: std::time::Duration,
 }
 
@@ -65,11 +67,11 @@ impl Default for Options {
 
 /// A running server; dropping it (or [`Running::stop`]) stops it.
 pub struct Running {
-    http: Arc<tiny_http::Server>,
-    workers: Vec<std::thread::JoinHandle<()>>,
+    /// The reactor and the blocking threads; dropped to stop.
+    runtime: Option<tokio::runtime::Runtime>,
+    /// The task taking connections.
+    accepting: Option<tokio::task::JoinHandle<()>>,
     addr: std::net::SocketAddr,
-    /// Set when the server stops: the reaper of silent connections ends.
-    stopping: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Running {
@@ -85,24 +87,20 @@ impl Running {
 
     /// Serves until the process ends.
     pub fn wait(mut self) {
-        for w in self.workers.drain(..) {
-            let _ = w.join();
+        if let (Some(rt), Some(accepting)) = (&self.runtime, self.accepting.take()) {
+            let _ = rt.block_on(accepting);
         }
     }
 
-    /// Stops serving and waits for the workers.
+    /// Stops serving (the port is closed, connections are dropped) and waits for the model
+    /// calls under way.
     pub fn stop(mut self) {
         self.shutdown();
     }
 
     fn shutdown(&mut self) {
-        self.stopping.store(true, Ordering::SeqCst);
-        for _ in 0..self.workers.len() {
-            self.http.unblock();
-        }
-        for w in self.workers.drain(..) {
-            let _ = w.join();
-        }
+        // ends every task; dropping the runtime waits for its blocking threads
+        drop(self.runtime.take());
     }
 }
 
@@ -150,12 +148,12 @@ struct State<S> {
     /// Generation runs one request at a time (the model uses every core itself).
     busy: Mutex<()>,
     counter: AtomicU64,
-    /// The port the server listens on.
-    port: u16,
+    /// Requests whose model calls may run at once, each on a blocking thread.
+    workers: Arc<tokio::sync::Semaphore>,
 }
 
-/// Serves `sampler` as model `name` on `addr` (`127.0.0.1:0` picks a free port) with `workers`
-/// threads taking requests.
+/// Serves `sampler` as model `name` on `addr` (`127.0.0.1:0` picks a free port), with the model
+/// calls of up to `workers` requests at once on threads of their own.
 pub fn start<S: Sampler + Send + Sync + 'static>(
     sampler: S,
     name: &str,
@@ -176,12 +174,21 @@ pub fn start_with<S: Sampler + Send + Sync + 'static>(
     workers: usize,
     limits: Options,
 ) -> std::io::Result<Running> {
-    let http = tiny_http::Server::http(addr).map_err(std::io::Error::other)?;
-    let addr = http
-        .server_addr()
-        .to_ip()
-        .ok_or_else(|| std::io::Error::other("not an IP address"))?;
-    let http = Arc::new(http);
+    let workers = workers.max(1);
+    let listener = std::net::TcpListener::bind(addr)?;
+    listener.set_nonblocking(true)?;
+    let addr = listener.local_addr()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .max_blocking_threads(workers)
+        .thread_name("rla-serve")
+        .enable_io()
+        .enable_time()
+        .build()?;
+    let listener = {
+        let _inside = runtime.enter();
+        tokio::net::TcpListener::from_std(listener)?
+    };
     let state = Arc::new(State {
         models: RwLock::new(Models {
             base: sampler,
@@ -192,26 +199,13 @@ pub fn start_with<S: Sampler + Send + Sync + 'static>(
         limits,
         busy: Mutex::new(()),
         counter: AtomicU64::new(0),
-        port: addr.port(),
+        workers: Arc::new(tokio::sync::Semaphore::new(workers)),
     });
-    let workers = (0..workers.max(1))
-        .map(|_| {
-            let (http, state) = (http.clone(), state.clone());
-            std::thread::spawn(move || {
-                while let Ok(req) = http.recv() {
-                    handle(&state, req);
-                }
-            })
-        })
-        .collect();
-    let stopping = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let (stop, idle) = (stopping.clone(), state.limits.body_timeout);
-    std::thread::spawn(move || reap_silent(addr.port(), idle, &stop));
+    let accepting = runtime.spawn(accept(listener, state));
     Ok(Running {
-        http,
-        workers,
+        runtime: Some(runtime),
+        accepting: Some(accepting),
         addr,
-        stopping,
     })
 }
 
@@ -240,25 +234,65 @@ fn now() -> u64 {
         .unwrap_or(0)
 }
 
-fn respond(req: tiny_http::Request, status: u16, body: &impl serde::Serialize) {
+/// A JSON reply; with `close`, the connection is closed after it.
+fn respond(status: u16, body: &impl serde::Serialize, close: bool) -> Answer {
+    use hyper::header::{HeaderValue, CONNECTION, CONTENT_TYPE};
     let text = serde_json::to_vec(body).unwrap_or_else(|_| b"{}".to_vec());
-    let header =
-        tiny_http::Header::from_bytes("Content-Type", "application/json").expect("a valid header");
-    let resp = tiny_http::Response::from_data(text)
-        .with_status_code(status)
-        .with_header(header);
-    let _ = req.respond(resp);
+    let mut resp = hyper::Response::new(http_body_util::Full::new(bytes::Bytes::from(text)));
+    *resp.status_mut() =
+        hyper::StatusCode::from_u16(status).unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+    let headers = resp.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if close {
+        headers.insert(CONNECTION, HeaderValue::from_static("close"));
+    }
+    resp
 }
 
-fn handle<S: Sampler>(state: &State<S>, req: tiny_http::Request) {
-    let method = req.method().clone();
-    let path = req.url().split('?').next().unwrap_or("").to_string();
+/// The error body of `e`.
+fn refusal(e: Reply) -> Answer {
+    tracing::debug!(status = e.status, message = %e.message, "request refused");
+    // a body refused before it came whole (408, 413) is not read on: the connection closes
+    let close = matches!(e.status, 408 | 413);
+    let body = ErrorBody {
+        error: ErrorDetail {
+            message: e.message,
+            kind: e.kind.into(),
+            param: e.param.map(String::from),
+            code: None,
+        },
+    };
+    respond(e.status, &body, close)
+}
+
+/// Every route, for the 405 of a wrong method.
+const ROUTES: [&str; 9] = [
+    "/v1/models",
+    "/v1/completions",
+    "/v1/chat/completions",
+    "/health",
+    "/update_weights_from_disk",
+    "/v1/load_lora_adapter",
+    "/load_lora_adapter",
+    "/v1/unload_lora_adapter",
+    "/unload_lora_adapter",
+];
+
+async fn handle<S: Sampler + Send + Sync + 'static>(
+    state: Arc<State<S>>,
+    req: hyper::Request<hyper::body::Incoming>,
+) -> Answer {
+    use hyper::Method;
+    let (head, body) = req.into_parts();
+    let method = head.method;
+    let path = head.uri.path().to_string();
     if let Some(key) = &state.limits.api_key {
         let want = format!("Bearer {key}");
-        let ok = req
-            .headers()
+        let ok = head
+            .headers
+            .get_all(hyper::header::AUTHORIZATION)
             .iter()
-            .any(|h| h.field.equiv("Authorization") && h.value.as_str() == want);
+            .any(|v| v.as_bytes() == want.as_bytes());
         if !ok {
             let body = ErrorBody {
                 error: ErrorDetail {
@@ -268,67 +302,40 @@ fn handle<S: Sampler>(state: &State<S>, req: tiny_http::Request) {
                     code: None,
                 },
             };
-            return respond(req, 401, &body);
+            return respond(401, &body, false);
         }
     }
-    let posted = method == tiny_http::Method::Post;
-    let (req, body) = if posted {
-        let port = state.port;
-        match take_body(req, state.limits.max_body, state.limits.body_timeout, port) {
-            Some(r) => r,
-            // answered 408: the body did not come in time
-            None => return,
+    let body = if method == Method::POST {
+        match take_body(body, state.limits.max_body, state.limits.body_timeout).await {
+            Ok(b) => b,
+            Err(e) => return refusal(e),
         }
     } else {
-        (req, Ok(Vec::new()))
+        Vec::new()
     };
-    let result: Result<serde_json::Value, Reply> = match (method, path.as_str()) {
-        (tiny_http::Method::Get, "/v1/models") => Ok(models(state)),
-        (tiny_http::Method::Get, "/health") => Ok(serde_json::json!({})),
-        (tiny_http::Method::Post, "/update_weights_from_disk") => {
-            body.and_then(|b| update_weights(state, &b))
+    let result: Result<serde_json::Value, Reply> = match (&method, path.as_str()) {
+        (&Method::GET, "/v1/models") => match weights::models_now(&state) {
+            Some(v) => Ok(v),
+            // the models are being swapped: waited for off the reactor
+            None => blocking(&state, |s| Ok(models(s))).await,
+        },
+        (&Method::GET, "/health") => Ok(serde_json::json!({})),
+        (&Method::POST, "/update_weights_from_disk") => {
+            blocking(&state, move |s| update_weights(s, &body)).await
         }
-        (tiny_http::Method::Post, "/v1/load_lora_adapter" | "/load_lora_adapter") => {
-            body.and_then(|b| load_adapter(state, &b))
+        (&Method::POST, "/v1/load_lora_adapter" | "/load_lora_adapter") => {
+            blocking(&state, move |s| load_adapter(s, &body)).await
         }
-        (tiny_http::Method::Post, "/v1/unload_lora_adapter" | "/unload_lora_adapter") => {
-            body.and_then(|b| unload_adapter(state, &b))
+        (&Method::POST, "/v1/unload_lora_adapter" | "/unload_lora_adapter") => {
+            blocking(&state, move |s| unload_adapter(s, &body)).await
         }
-        (tiny_http::Method::Post, "/v1/completions" | "/v1/chat/completions") => {
-            match body {
-                Err(e) => Err(e),
-                Ok(body) => {
-                    // a panic in a back end is a 500, never a dead worker
-                    let run = std::panic::AssertUnwindSafe(|| {
-                        if path == "/v1/completions" {
-                            completions(state, &body)
-                        } else {
-                            chat::chat(state, &body)
-                        }
-                    });
-                    std::panic::catch_unwind(run).unwrap_or_else(|_| {
-                        Err(Reply {
-                            status: 500,
-                            kind: "server_error",
-                            message: "the model failed on this request".into(),
-                            param: None,
-                        })
-                    })
-                }
-            }
+        (&Method::POST, "/v1/completions") => {
+            blocking(&state, move |s| completions(s, &body)).await
         }
-        (
-            _,
-            "/v1/models"
-            | "/v1/completions"
-            | "/v1/chat/completions"
-            | "/health"
-            | "/update_weights_from_disk"
-            | "/v1/load_lora_adapter"
-            | "/load_lora_adapter"
-            | "/v1/unload_lora_adapter"
-            | "/unload_lora_adapter",
-        ) => Err(Reply {
+        (&Method::POST, "/v1/chat/completions") => {
+            blocking(&state, move |s| chat::chat(s, &body)).await
+        }
+        (_, p) if ROUTES.contains(&p) => Err(Reply {
             status: 405,
             kind: "invalid_request_error",
             message: format!("{path} does not take this method"),
@@ -342,19 +349,8 @@ fn handle<S: Sampler>(state: &State<S>, req: tiny_http::Request) {
         }),
     };
     match result {
-        Ok(v) => respond(req, 200, &v),
-        Err(e) => {
-            tracing::debug!(status = e.status, message = %e.message, "request refused");
-            let body = ErrorBody {
-                error: ErrorDetail {
-                    message: e.message,
-                    kind: e.kind.into(),
-                    param: e.param.map(String::from),
-                    code: None,
-                },
-            };
-            respond(req, e.status, &body)
-        }
+        Ok(v) => respond(200, &v, false),
+        Err(e) => refusal(e),
     }
 }
 

@@ -116,7 +116,22 @@ pub(super) fn unload_adapter<S: Sampler>(
 
 /// `/v1/models`: the base model and its adapters.
 pub(super) fn models<S>(state: &State<S>) -> serde_json::Value {
-    let m = state.models.read().unwrap_or_else(|e| e.into_inner());
+    list(
+        state,
+        &state.models.read().unwrap_or_else(|e| e.into_inner()),
+    )
+}
+
+/// [`models`] if the models can be read without waiting (no new weights are being swapped in).
+pub(super) fn models_now<S>(state: &State<S>) -> Option<serde_json::Value> {
+    match state.models.try_read() {
+        Ok(m) => Some(list(state, &m)),
+        Err(std::sync::TryLockError::Poisoned(e)) => Some(list(state, &e.into_inner())),
+        Err(std::sync::TryLockError::WouldBlock) => None,
+    }
+}
+
+fn list<S>(state: &State<S>, m: &Models<S>) -> serde_json::Value {
     let card = |id: &str, parent: Option<String>, root: Option<String>| ModelCard {
         id: id.to_string(),
         object: "model".into(),
