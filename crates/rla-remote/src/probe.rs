@@ -47,15 +47,27 @@ impl Probe {
     }
 }
 
+/// An HTTP agent with one deadline for each request, its body included, that keeps no
+/// connection: servers such as tiny_http close a connection after answering a `Connection:
+/// close` request without saying so in the reply, and a pooled connection the server has closed
+/// fails the next POST on it with "Unexpected EOF".
+fn agent(timeout: Duration) -> ureq::Agent {
+    ureq::AgentBuilder::new()
+        .timeout(timeout)
+        .max_idle_connections(0)
+        .max_idle_connections_per_host(0)
+        .build()
+}
+
 fn logprobs_of(c: &CompletionChoice) -> Result<&CompletionLogprobs, String> {
     c.logprobs.as_ref().ok_or_else(|| "no logprobs".to_string())
 }
 
-/// Probes the server at `url` for model `model`.
+/// Probes the server at `url` (a base URL, `/v1` or not) for model `model`.
 pub fn probe(url: &str, model: &str, api_key: Option<&str>, timeout: Duration) -> Vec<Check> {
     let p = Probe {
-        agent: crate::client::agent(timeout),
-        base: url.trim_end_matches('/').to_string(),
+        agent: agent(timeout),
+        base: crate::client::base_url(url),
         key: api_key.map(str::to_string),
     };
     let mut out = Vec::new();

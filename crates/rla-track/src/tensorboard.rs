@@ -39,14 +39,21 @@ impl EventWriter {
             bytes.extend(step_records(*step, metrics, texts));
         }
         let tmp = dir.join(format!(".{FILE_NAME}.tmp"));
-        std::fs::write(&tmp, &bytes)
-            .map_err(TrackError::io(format!("writing {}", tmp.display())))?;
+        std::fs::write(&tmp, &bytes).map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            TrackError::Io {
+                what: format!("writing {}", tmp.display()),
+                source: e,
+            }
+        })?;
         std::fs::rename(&tmp, &path)
             .map_err(TrackError::io(format!("writing {}", path.display())))?;
         Ok(EventWriter { path })
     }
 
-    /// Appends a step: its record's scalars and its texts.
+    /// Appends a step: its record's scalars and its texts. A write that fails (a full disk)
+    /// leaves the file as it was — the part of the step written is cut off again — so the steps
+    /// appended after it still read.
     pub fn append(
         &mut self,
         step: i64,
@@ -57,9 +64,18 @@ impl EventWriter {
             .append(true)
             .open(&self.path)
             .map_err(TrackError::io(format!("opening {}", self.path.display())))?;
+        let before = f.metadata().map(|m| m.len());
         f.write_all(&step_records(step, metrics, texts))
             .and_then(|_| f.flush())
-            .map_err(TrackError::io(format!("writing {}", self.path.display())))
+            .map_err(|e| {
+                if let Ok(len) = before {
+                    let _ = f.set_len(len);
+                }
+                TrackError::Io {
+                    what: format!("writing {}", self.path.display()),
+                    source: e,
+                }
+            })
     }
 
     /// The event file.
@@ -208,6 +224,29 @@ mod tests {
         // the CRC-32C (Castagnoli) check value of "123456789"
         assert_eq!(crc32c(b"123456789"), 0xE306_9283);
         assert_eq!(crc32c(b""), 0);
+    }
+
+    #[test]
+    fn a_full_disk_is_an_error_and_later_steps_append() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = EventWriter::rebuild(dir.path(), &[]).unwrap();
+        let kept = std::fs::read(w.path()).unwrap();
+        // the event file on a full disk
+        std::fs::remove_file(w.path()).unwrap();
+        std::os::unix::fs::symlink("/dev/full", w.path()).unwrap();
+        let e = w
+            .append(1, &serde_json::json!({"x": 1.0}), &[])
+            .unwrap_err();
+        assert!(e.to_string().contains("writing"), "{e}");
+        // room again: the next step is appended after what was there
+        std::fs::remove_file(w.path()).unwrap();
+        std::fs::write(w.path(), &kept).unwrap();
+        w.append(2, &serde_json::json!({"x": 2.0}), &[]).unwrap();
+        let mut want = kept.clone();
+        want.extend(step_records(2, &serde_json::json!({"x": 2.0}), &[]));
+        let got = std::fs::read(w.path()).unwrap();
+        assert_eq!(got.len(), want.len());
+        assert_eq!(got[..kept.len()], kept[..]);
     }
 
     #[test]

@@ -46,6 +46,7 @@ impl Served {
             model: spec.model.clone(),
             api_key,
             timeout: Duration::from_secs_f64(spec.timeout_s),
+            head_timeout: Duration::from_secs_f64(spec.head_timeout_s.unwrap_or(spec.timeout_s)),
             tries: spec.tries,
             concurrency: spec.concurrency,
             cooldown: Duration::from_secs(5),
@@ -264,6 +265,25 @@ mod tests {
             (Push::Lora, rla_remote::client::LoraApi::Sglang)
         );
         assert!(toml::from_str::<RunConfig>("[policy.server]\npush = \"rsync\"\n").is_err());
+    }
+
+    #[test]
+    fn time_limits_are_read_and_checked() {
+        let mut t: RunConfig = toml::from_str(
+            "[policy.server]\nendpoints = [\"http://a:1/v1\"]\ntimeout_s = 120\nhead_timeout_s = 30\n\
+             [logging]\nwandb = { project = \"p\", start_timeout_s = 5 }\n",
+        )
+        .unwrap();
+        t.validate().unwrap();
+        let sv = t.policy.server.as_ref().unwrap();
+        assert_eq!((sv.timeout_s, sv.head_timeout_s), (120.0, Some(30.0)));
+        let w = t.logging.wandb.as_ref().unwrap();
+        assert_eq!((w.start_timeout_s, w.finish_timeout_s), (5.0, 120.0));
+        t.policy.server.as_mut().unwrap().head_timeout_s = Some(0.0);
+        assert!(t.validate().unwrap_err().contains("head_timeout_s"));
+        t.policy.server.as_mut().unwrap().head_timeout_s = None;
+        t.logging.wandb.as_mut().unwrap().finish_timeout_s = 1e20;
+        assert!(t.validate().unwrap_err().contains("finish_timeout_s"));
     }
 
     #[test]

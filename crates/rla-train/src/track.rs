@@ -7,14 +7,19 @@
 //! rebuilt from the state's kept metrics when the run opens (a redone iteration is not a second
 //! point), and the W&B run keeps its id and the last iteration it logged in the run's
 //! `wandb.json`, so only later iterations are logged.
+//!
+//! Neither tracker stops or holds up the run: a TensorBoard write that fails (a full disk) is a
+//! warning, and the W&B client is waited for only within `start_timeout_s` and
+//! `finish_timeout_s`, dropped with a warning when it does not answer ([`rla_track::wandb`]).
 
 use crate::config::{RunConfig, WandbConfig};
 use crate::run::IterMetrics;
 use anyhow::{Context, Result};
 use rla_track::tensorboard::{EventWriter, KeptStep};
-use rla_track::wandb::{Wandb, WandbOptions};
+use rla_track::wandb::{Bounds, Wandb, WandbOptions};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// The text tag of the report's table.
 pub const REPORT_TAG: &str = "report";
@@ -39,17 +44,45 @@ pub struct Tracker {
     wandb: Option<WandbRun>,
 }
 
-/// Checks, before any work, that the trackers can start: W&B's Python has its client.
+/// Checks, before any work, that the trackers can start: W&B's Python has its client (its
+/// import answering within `logging.wandb.start_timeout_s`).
 pub fn check(cfg: &RunConfig) -> Result<()> {
+    use std::io::Read;
     let Some(w) = &cfg.logging.wandb else {
         return Ok(());
     };
-    let out = std::process::Command::new(&w.python)
+    let mut child = std::process::Command::new(&w.python)
         .args(["-c", "import wandb"])
-        .output()
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .with_context(|| format!("logging.wandb.python = {:?}: cannot run it", w.python))?;
-    if !out.status.success() {
-        let err = String::from_utf8_lossy(&out.stderr);
+    let mut stderr = child.stderr.take().expect("piped");
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
+    let by = std::time::Instant::now() + Duration::from_secs_f64(w.start_timeout_s);
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if std::time::Instant::now() >= by {
+            let _ = child.kill();
+            let _ = child.wait();
+            anyhow::bail!(
+                "logging.wandb: `{} -c \"import wandb\"` did not finish within {} s \
+                 (logging.wandb.start_timeout_s)",
+                w.python,
+                w.start_timeout_s
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    if !status.success() {
+        let err = reader.join().unwrap_or_default();
         anyhow::bail!(
             "logging.wandb: the Python {:?} has no wandb client (install it with `{} -m pip \
              install wandb`, or name another Python with logging.wandb.python): {}",
@@ -91,10 +124,12 @@ impl Tracker {
                 .enumerate()
                 .map(|(i, m)| Ok((m.iteration as i64, record(m)?, texts(&kept[..=i]))))
                 .collect::<Result<_>>()?;
-            t.tb = Some(
-                EventWriter::rebuild(&dir.join("tensorboard"), &steps)
-                    .context("logging.tensorboard")?,
-            );
+            match EventWriter::rebuild(&dir.join("tensorboard"), &steps) {
+                Ok(w) => t.tb = Some(w),
+                Err(e) => {
+                    tracing::warn!("logging.tensorboard: {e}; the run goes on without TensorBoard")
+                }
+            }
         }
         if let Some(w) = &cfg.logging.wandb {
             t.wandb = Some(Self::start_wandb(cfg, w, dir)?);
@@ -122,7 +157,13 @@ impl Tracker {
             name: w.name.clone(),
         };
         let config = serde_json::to_value(cfg)?;
-        let client = Wandb::start(&w.python, dir, &opts, &config).context("logging.wandb")?;
+        let bounds = Bounds {
+            start: Duration::from_secs_f64(w.start_timeout_s),
+            finish: Duration::from_secs_f64(w.finish_timeout_s),
+            ..Bounds::default()
+        };
+        let client =
+            Wandb::start_within(&w.python, dir, &opts, &config, bounds).context("logging.wandb")?;
         Ok(WandbRun {
             client,
             file,
@@ -138,7 +179,10 @@ impl Tracker {
         for m in kept {
             let step = m.iteration as i64;
             if step > w.state.logged {
-                w.client.log(step, &record(m)?).context("logging.wandb")?;
+                if !w.client.log(step, &record(m)?) {
+                    // the client is gone (warned): a resumed run logs from here
+                    return Ok(());
+                }
                 w.state.logged = step;
                 crate::run::write_atomic(&w.file, &serde_json::to_string(&w.state)?)?;
             }
@@ -152,16 +196,21 @@ impl Tracker {
             return Ok(());
         };
         if let Some(tb) = &mut self.tb {
-            tb.append(m.iteration as i64, &record(m)?, &texts(kept))
-                .context("logging.tensorboard")?;
+            if let Err(e) = tb.append(m.iteration as i64, &record(m)?, &texts(kept)) {
+                tracing::warn!(
+                    iteration = m.iteration,
+                    "logging.tensorboard: {e}; the step is not in the event file"
+                );
+            }
         }
         self.catch_up(kept)
     }
 
-    /// Ends the W&B run (its files complete).
+    /// Ends the W&B run (its files complete), waiting for the client at most
+    /// `logging.wandb.finish_timeout_s`.
     pub fn finish(self) -> Result<()> {
         if let Some(w) = self.wandb {
-            w.client.finish().context("logging.wandb")?;
+            w.client.finish();
         }
         Ok(())
     }

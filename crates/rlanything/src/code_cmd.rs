@@ -6,6 +6,8 @@ use rla_env::code::sandbox::{Limits, Sandbox};
 use rla_env::code::{parse_tests, run_matrix, TestCase, Verdict};
 use std::path::{Path, PathBuf};
 
+// parsed once from the command line: the size of its largest variant is of no account
+#[allow(clippy::large_enum_variant)]
 #[derive(clap::Subcommand)]
 pub enum CodeCmd {
     /// Run one Python program on a test file in the sandbox; print a verdict per test.
@@ -42,7 +44,8 @@ pub enum CodeCmd {
         #[arg(long)]
         model: PathBuf,
         /// A coder on an OpenAI-compatible server (vLLM, SGLang, `rlanything serve`) at this
-        /// base URL (repeat for more servers); `--model` names it there.
+        /// base URL (`http://host:port`, or `http://host:port/v1`; repeat for more servers);
+        /// `--model` names it there.
         #[arg(long = "url", value_name = "URL")]
         urls: Vec<String>,
         /// With `--url`: the checkpoint folder whose tokenizer and chat template the served model
@@ -52,6 +55,8 @@ pub enum CodeCmd {
         /// With `--url`: send `Authorization: Bearer <KEY>`, the key read from this variable.
         #[arg(long, value_name = "VAR")]
         api_key_env: Option<String>,
+        #[command(flatten)]
+        calls: crate::eval_cmd::CallLimits,
         /// The problems: the reference's JSON list (`question`, `test_input`, `test_output`,
         /// `test_method`), HumanEval's or MBPP's JSON lines (plain or gzipped), or the project's
         /// (`id`, `statement`, `tests`).
@@ -286,6 +291,7 @@ pub fn run(c: CodeCmd) -> Result<()> {
             urls,
             tokenizer,
             api_key_env,
+            calls,
             problems,
             limit,
             max_tokens,
@@ -320,6 +326,7 @@ pub fn run(c: CodeCmd) -> Result<()> {
                     urls: &urls,
                     tokenizer: tokenizer.as_deref(),
                     api_key_env: api_key_env.as_deref(),
+                    calls,
                 },
                 None,
                 None,

@@ -337,8 +337,8 @@ pub fn run(cmd: DesktopCmd) -> Result<()> {
             if step_limit == 0 {
                 bail!("--step-limit 0: an episode needs at least one step");
             }
-            if !(timeout_s > 0.0 && timeout_s.is_finite()) {
-                bail!("--timeout-s must be positive");
+            if !(timeout_s > 0.0 && timeout_s <= 86_400.0) {
+                bail!("--timeout-s {timeout_s}: a positive number of seconds, at most 86400");
             }
             let (w, h) = screen(&sc)?;
             let vlm = match (expert, urls.is_empty(), model) {
@@ -348,10 +348,11 @@ pub fn run(cmd: DesktopCmd) -> Result<()> {
                     let mut ends = rla_remote::client::Endpoints::one(&urls[0], &model);
                     ends.urls = urls
                         .iter()
-                        .map(|u| u.trim_end_matches('/').to_string())
+                        .map(|u| rla_remote::client::base_url(u))
                         .collect();
                     ends.api_key = crate::access::api_key(api_key_env.as_deref())?;
                     ends.timeout = std::time::Duration::from_secs_f64(timeout_s);
+                    ends.head_timeout = ends.timeout;
                     Some(rla_remote::client::RemoteSampler::new(
                         rla_remote::client::ServerTokenizer,
                         ends,

@@ -22,8 +22,8 @@ pub struct EvalArgs {
     #[arg(long)]
     pub model: Option<PathBuf>,
     /// Evaluate a model on an OpenAI-compatible server (vLLM, SGLang, `rlanything serve`) at
-    /// this base URL (repeat for more servers) instead of a checkpoint in process; `--model`
-    /// names it there.
+    /// this base URL (`http://host:port`, or `http://host:port/v1`; repeat for more servers)
+    /// instead of a checkpoint in process; `--model` names it there.
     #[arg(long = "url", value_name = "URL")]
     pub urls: Vec<String>,
     /// With `--url`: the checkpoint folder whose tokenizer and chat template the served model
@@ -35,6 +35,8 @@ pub struct EvalArgs {
     /// variable.
     #[arg(long, value_name = "VAR")]
     pub api_key_env: Option<String>,
+    #[command(flatten)]
+    pub calls: CallLimits,
     /// Which split: in-domain or ood (the fixed splits), or validation (the tuning split).
     #[arg(long, default_value = "in-domain")]
     pub split: String,
@@ -110,6 +112,40 @@ pub struct EvalArgs {
     /// ALFWorld's goal type; the desktop: each task's family and how many columns it works on)
     #[arg(long)]
     pub by_kind: bool,
+}
+
+/// How long a model on servers may take (`--timeout`, `--tries`): the flags of the commands that
+/// take `--url`.
+#[derive(clap::Args, Debug, Clone, Copy, Default)]
+pub struct CallLimits {
+    /// With `--url`: seconds a request may take, from connecting to the reply's last byte (a
+    /// server that never answers, or trickles its reply, fails there) (default: 600).
+    #[arg(long, value_name = "SECS", alias = "timeout-s")]
+    pub timeout: Option<f64>,
+    /// With `--url`: tries of a request, each on the least-loaded live server, before the command
+    /// fails (default: 4).
+    #[arg(long, value_name = "N")]
+    pub tries: Option<usize>,
+}
+
+impl CallLimits {
+    /// Sets `ends`' time-outs and tries as the flags say.
+    fn apply(&self, ends: &mut rla_remote::client::Endpoints) -> Result<()> {
+        if let Some(t) = self.timeout {
+            if !(t > 0.0 && t <= 86_400.0) {
+                bail!("--timeout {t}: a positive number of seconds, at most 86400");
+            }
+            ends.timeout = std::time::Duration::from_secs_f64(t);
+            ends.head_timeout = ends.timeout;
+        }
+        if let Some(n) = self.tries {
+            if !(1..=100).contains(&n) {
+                bail!("--tries {n}: from 1 to 100");
+            }
+            ends.tries = n;
+        }
+        Ok(())
+    }
 }
 
 /// `--perturb`: the kinds to play, `None` the plain sheet.
@@ -208,6 +244,7 @@ pub(crate) struct ModelPlace<'a> {
     pub(crate) urls: &'a [String],
     pub(crate) tokenizer: Option<&'a Path>,
     pub(crate) api_key_env: Option<&'a str>,
+    pub(crate) calls: CallLimits,
 }
 
 /// What a policy is used as here.
@@ -236,6 +273,7 @@ fn open_policy(a: &EvalArgs, default: Option<PathBuf>, config: Option<&Path>) ->
             urls: &a.urls,
             tokenizer: a.tokenizer.as_deref(),
             api_key_env: a.api_key_env.as_deref(),
+            calls: a.calls,
         },
         default,
         config,
@@ -251,6 +289,9 @@ pub(crate) fn open_model(
     if a.urls.is_empty() {
         if a.tokenizer.is_some() || a.api_key_env.is_some() {
             bail!("--tokenizer and --api-key-env go with --url (a model on a server)");
+        }
+        if a.calls.timeout.is_some() || a.calls.tries.is_some() {
+            bail!("--timeout and --tries go with --url (a model on a server)");
         }
         let model = match (a.model, default, config) {
             (Some(m), _, _) => crate::backend::model_dir(m)?,
@@ -283,9 +324,10 @@ pub(crate) fn open_model(
     ends.urls = a
         .urls
         .iter()
-        .map(|u| u.trim_end_matches('/').to_string())
+        .map(|u| rla_remote::client::base_url(u))
         .collect();
     ends.api_key = crate::access::api_key(a.api_key_env)?;
+    a.calls.apply(&mut ends)?;
     let remote = rla_remote::client::RemoteSampler::new(codec, ends)?;
     Ok(Policy {
         sampler: Box::new(remote),

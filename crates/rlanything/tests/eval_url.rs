@@ -201,3 +201,77 @@ fn the_served_models_flags_are_checked() {
         "{err}"
     );
 }
+
+/// `cmd`'s output, or the test fails when it runs past a generous hang guard.
+fn within_guard(mut cmd: std::process::Command) -> std::process::Output {
+    use std::time::{Duration, Instant};
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t.elapsed() > Duration::from_secs(120) {
+            child.kill().unwrap();
+            panic!("{cmd:?} ran past its time-out");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn a_server_that_never_answers_fails_eval_at_its_timeout_and_is_named() {
+    let model = root().join("models/household/policy");
+    // takes connections, never answers
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for c in l.incoming() {
+            held.push(c);
+        }
+    });
+    // the base URL as OpenAI's clients take it
+    let mut cmd = bin();
+    cmd.args(["eval", "--n", "1", "--model", "policy", "--timeout", "1"])
+        .args(["--tries", "1", "--url", &format!("http://{addr}/v1/")])
+        .arg("--tokenizer")
+        .arg(&model);
+    let out = within_guard(cmd);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success()
+            && err.contains(&format!(
+                "http://{addr}/v1/completions: timed out: no response head within 1 s"
+            )),
+        "{err}"
+    );
+    // the flags are checked, and go with --url
+    for (flags, want) in [
+        (vec!["--timeout", "0"], "--timeout 0"),
+        (vec!["--tries", "0"], "--tries 0"),
+    ] {
+        let mut cmd = bin();
+        cmd.args(["eval", "--n", "1", "--model", "policy"])
+            .args(["--url", &format!("http://{addr}")])
+            .args(&flags)
+            .arg("--tokenizer")
+            .arg(&model);
+        let out = within_guard(cmd);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(want), "{err}");
+    }
+    let out = within_guard({
+        let mut cmd = bin();
+        cmd.args(["eval", "--n", "1", "--timeout", "5", "--model"])
+            .arg(&model);
+        cmd
+    });
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && err.contains("go with --url"),
+        "{err}"
+    );
+}

@@ -220,3 +220,78 @@ fn a_python_without_the_wandb_client_is_named_before_any_work() {
         .unwrap();
     assert!(String::from_utf8_lossy(&out.stderr).contains("logging.wandb.mode"));
 }
+
+#[test]
+fn a_wandb_client_that_never_starts_or_finishes_does_not_hold_the_run() {
+    use std::os::unix::fs::PermissionsExt;
+    use std::time::{Duration, Instant};
+    let dir = tempfile::tempdir().unwrap();
+    let pids = dir.path().join("pids");
+    // a Python whose wandb imports, and whose `wandb.init` never returns (a child sleeping,
+    // waited for without end)
+    let fake = dir.path().join("fake-python");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\nif [ \"$2\" = \"import wandb\" ]; then exit 0; fi\nsleep 1000 &\necho \"$$ $!\" >> {pids:?}\nwait\n"
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let cfg = dir.path().join("run.toml");
+    let logging = format!(
+        "\n[logging]\ntensorboard = true\nwandb = {{ project = \"p\", python = {:?}, start_timeout_s = 1, finish_timeout_s = 1 }}\n",
+        fake.display().to_string()
+    );
+    std::fs::write(&cfg, format!("{CONFIG}{logging}")).unwrap();
+    let run = dir.path().join("run");
+    let mut child = bin()
+        .args(["train", "--quiet", "--set", "iterations=1", "--config"])
+        .arg(&cfg)
+        .arg("--run")
+        .arg(&run)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // a hang guard, far above the run's own minutes
+    let t = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if t.elapsed() > Duration::from_secs(1800) {
+            child.kill().unwrap();
+            panic!("the run did not end");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains("did not start within 1 s"),
+        "the warning: {err}"
+    );
+    // the run's curves are whole without W&B, nothing was logged to it
+    assert_eq!(records(&run).len(), 2);
+    assert!(run.join("tensorboard").read_dir().unwrap().next().is_some());
+    let id: Value =
+        serde_json::from_str(&std::fs::read_to_string(run.join("wandb.json")).unwrap()).unwrap();
+    assert_eq!(id["logged"], -1);
+    // and no process of the client is left
+    let ids: Vec<i32> = std::fs::read_to_string(&pids)
+        .unwrap()
+        .split_whitespace()
+        .map(|w| w.parse().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 2);
+    let alive = |pid: i32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+            !state.starts_with('Z') && !state.starts_with('X')
+        })
+    };
+    let t = Instant::now();
+    while ids.iter().any(|&p| alive(p)) {
+        assert!(t.elapsed() < Duration::from_secs(60), "{ids:?} still run");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

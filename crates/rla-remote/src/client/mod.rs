@@ -15,9 +15,14 @@
 //! half of it), so the steps of one episode, whose prompts grow from the same start, meet the
 //! server's prefix cache; other prompts go to the least-loaded endpoint, and no endpoint takes
 //! more than a fair share (a quarter over an even split) of one batch. The endpoints' requests
-//! run concurrently. A transport error (a timeout included), a 429 or a 5xx is retried with
+//! run concurrently. A transport error (a time-out included), a 429 or a 5xx is retried with
 //! back-off on another endpoint, and an endpoint that fails is skipped for a while, then tried
-//! again. The error comes only when every try has failed.
+//! again. The error comes only when every try has failed, and names the server and what it did.
+//!
+//! Each request has two deadlines ([`Endpoints::head_timeout`], [`Endpoints::timeout`]) that
+//! hold whatever the server does: a server that takes the connection and never answers fails at
+//! the first, one that trickles its reply a byte at a time at the second. A base URL may end in
+//! `/v1`, as OpenAI's clients take it ([`base_url`]).
 //!
 //! New weights reach the servers by an explicit call after each update:
 //! [`RemoteSampler::update_weights`] points every server at a checkpoint on disk (SGLang's
@@ -36,22 +41,30 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+mod http;
 mod publish;
 mod routing;
+use http::Limits;
 use publish::error_message;
 pub use publish::{load_adapter, LoraApi};
 
 /// How to reach the servers.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Endpoints {
-    /// Base URLs (`http://host:port`; `/v1/...` is added).
+    /// Base URLs (`http://host:port`, or `http://host:port/v1` as OpenAI's clients take it;
+    /// `/v1/...` is added).
     pub urls: Vec<String>,
     /// The model's name on the servers.
     pub model: String,
     /// A bearer token, if the servers want one.
     pub api_key: Option<String>,
-    /// Time allowed for one request.
+    /// Time allowed for one request, from connecting to the reply's last byte (a server that
+    /// trickles its reply fails here).
     pub timeout: Duration,
+    /// Time allowed for the reply's head: connecting, sending the request, the status line and
+    /// headers (a server that takes the connection and never answers fails here). A completion
+    /// that does not stream sends its head once it is generated, so this bounds the generation.
+    pub head_timeout: Duration,
     /// Tries of a request before it fails (each on the least-loaded live endpoint).
     pub tries: usize,
     /// Requests in flight at once (constrained answers send one per prompt).
@@ -62,26 +75,27 @@ pub struct Endpoints {
     pub lora_api: LoraApi,
 }
 
-/// An HTTP agent that opens a connection per request and keeps none: servers such as
-/// tiny_http close a connection after answering a `Connection: close` request without saying so
-/// in the reply, and a pooled connection the server has closed fails the next POST on it with
-/// "Unexpected EOF".
-pub(crate) fn agent(timeout: Duration) -> ureq::Agent {
-    ureq::AgentBuilder::new()
-        .timeout(timeout)
-        .max_idle_connections(0)
-        .max_idle_connections_per_host(0)
-        .build()
+/// A server's base URL as requests start it: a trailing `/v1` (the base URL OpenAI's clients
+/// take) and trailing slashes taken off, so `http://host:8000/v1/` and `http://host:8000` reach
+/// the same `http://host:8000/v1/completions`.
+pub fn base_url(url: &str) -> String {
+    let url = url.trim().trim_end_matches('/');
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let rest = rest.strip_suffix("/v1").unwrap_or(rest);
+    format!("{scheme}://{}", rest.trim_end_matches('/'))
 }
 
 impl Endpoints {
-    /// One server with default timeouts.
+    /// One server with default time-outs (600 s a request, 4 tries).
     pub fn one(url: &str, model: &str) -> Endpoints {
         Endpoints {
-            urls: vec![url.trim_end_matches('/').to_string()],
+            urls: vec![base_url(url)],
             model: model.to_string(),
             api_key: None,
             timeout: Duration::from_secs(600),
+            head_timeout: Duration::from_secs(600),
             tries: 4,
             concurrency: 16,
             cooldown: Duration::from_secs(5),
@@ -123,7 +137,6 @@ pub struct RemoteSampler<C: Codec> {
     codec: C,
     cfg: Endpoints,
     endpoints: Vec<Endpoint>,
-    agent: ureq::Agent,
     /// The weights the servers should serve, and their version (0: what they started with).
     weights: Mutex<Current>,
     /// Turns among equally loaded endpoints.
@@ -143,12 +156,11 @@ impl<C: Codec> RemoteSampler<C> {
                 message: "no server endpoints are configured".into(),
             });
         }
-        let agent = agent(cfg.timeout);
         let endpoints = cfg
             .urls
             .iter()
             .map(|u| Endpoint {
-                url: u.trim_end_matches('/').to_string(),
+                url: base_url(u),
                 in_flight: AtomicUsize::new(0),
                 down_until: Mutex::new(None),
                 version: AtomicU64::new(0),
@@ -159,7 +171,6 @@ impl<C: Codec> RemoteSampler<C> {
             codec,
             cfg,
             endpoints,
-            agent,
             weights: Mutex::new(Current {
                 version: 0,
                 weights: Weights::Initial,
@@ -202,43 +213,32 @@ impl<C: Codec> RemoteSampler<C> {
             ep.in_flight.fetch_add(1, Ordering::Relaxed);
             // one connection per request: generation dwarfs the handshake, and no request waits
             // on a kept-alive connection that a server stopped reading
-            let mut req = self.agent.request(method, &url).set("Connection", "close");
-            if let Some(k) = &self.cfg.api_key {
-                req = req.set("Authorization", &format!("Bearer {k}"));
-            }
-            let res = match body {
-                Some(b) => req.send_json(b.clone()),
-                None => req.call(),
-            };
+            let bytes = body.map(|b| serde_json::to_vec(b).expect("serialisable"));
+            let res = http::request(method, &url, &self.auth(), bytes.as_deref(), self.limits());
             ep.in_flight.fetch_sub(1, Ordering::Relaxed);
             let (err, unreachable) = match res {
-                Ok(resp) => {
-                    let text = resp.into_string().map_err(|e| RemoteError::Reply {
+                Ok(r) if (200..300).contains(&r.status) => {
+                    let v = serde_json::from_str(&r.body).map_err(|e| RemoteError::Reply {
                         url: url.clone(),
-                        message: format!("the body could not be read: {e}"),
-                    })?;
-                    let v = serde_json::from_str(&text).map_err(|e| RemoteError::Reply {
-                        url: url.clone(),
-                        message: format!("{e}: {}", excerpt(&text)),
+                        message: format!("{e}: {}", excerpt(&r.body)),
                     })?;
                     return Ok((v, url));
                 }
-                Err(ureq::Error::Status(status, resp)) => {
-                    let text = resp.into_string().unwrap_or_default();
+                Ok(r) => {
                     let e = RemoteError::Status {
                         url: url.clone(),
-                        status,
-                        message: error_message(&text),
+                        status: r.status,
+                        message: error_message(&r.body),
                     };
-                    if status != 429 && status < 500 {
+                    if r.status != 429 && r.status < 500 {
                         return Err(e); // the request itself is wrong: no retry helps
                     }
                     (e, false)
                 }
-                Err(ureq::Error::Transport(t)) => (
+                Err(message) => (
                     RemoteError::Transport {
                         url: url.clone(),
-                        message: t.to_string(),
+                        message,
                     },
                     true,
                 ),
@@ -251,6 +251,23 @@ impl<C: Codec> RemoteSampler<C> {
             last = Some(err);
         }
         Err(last.expect("at least one try"))
+    }
+
+    /// How long one request may take.
+    pub(crate) fn limits(&self) -> Limits {
+        Limits {
+            head: self.cfg.head_timeout,
+            total: self.cfg.timeout,
+        }
+    }
+
+    /// The headers every request carries: the bearer token, if the servers want one.
+    pub(crate) fn auth(&self) -> Vec<(&'static str, String)> {
+        self.cfg
+            .api_key
+            .iter()
+            .map(|k| ("Authorization", format!("Bearer {k}")))
+            .collect()
     }
 
     fn completion(

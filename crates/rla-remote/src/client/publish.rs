@@ -15,16 +15,24 @@ pub enum LoraApi {
     Sglang,
 }
 
-/// Loads the adapter in `dir` as `name` on the server at `url`: one call, no retries.
+/// Loads the adapter in `dir` as `name` on the server at `url` (a base URL, `/v1` or not): one
+/// call, no retries, within 600 s.
 pub fn load_adapter(
     url: &str,
     api_key: Option<&str>,
     name: &str,
     dir: &str,
 ) -> Result<(), RemoteError> {
-    let agent = agent(Duration::from_secs(600));
-    let url = format!("{}/v1/load_lora_adapter", url.trim_end_matches('/'));
-    post(&agent, &url, api_key, &load_body(name, dir))
+    let limits = Limits {
+        head: Duration::from_secs(600),
+        total: Duration::from_secs(600),
+    };
+    let url = format!("{}/v1/load_lora_adapter", base_url(url));
+    let auth: Vec<_> = api_key
+        .iter()
+        .map(|k| ("Authorization", format!("Bearer {k}")))
+        .collect();
+    post(&url, &auth, &load_body(name, dir), limits)
 }
 
 pub(super) fn load_body(name: &str, dir: &str) -> serde_json::Value {
@@ -37,32 +45,22 @@ pub(super) fn load_body(name: &str, dir: &str) -> serde_json::Value {
 
 /// One POST whose reply body does not matter (vLLM answers adapter calls with plain text).
 pub(super) fn post(
-    agent: &ureq::Agent,
     url: &str,
-    api_key: Option<&str>,
+    headers: &[(&str, String)],
     body: &serde_json::Value,
+    limits: Limits,
 ) -> Result<(), RemoteError> {
-    let mut req = agent.post(url).set("Connection", "close");
-    if let Some(k) = api_key {
-        req = req.set("Authorization", &format!("Bearer {k}"));
-    }
-    match req.send_json(body.clone()) {
-        // read to the end, so the connection closes cleanly
-        Ok(r) => r.into_string().map(|_| ()).map_err(|e| RemoteError::Reply {
+    let bytes = serde_json::to_vec(body).expect("serialisable");
+    match http::request("POST", url, headers, Some(&bytes), limits) {
+        Ok(r) if (200..300).contains(&r.status) => Ok(()),
+        Ok(r) => Err(RemoteError::Status {
             url: url.to_string(),
-            message: format!("the body could not be read: {e}"),
+            status: r.status,
+            message: error_message(&r.body),
         }),
-        Err(ureq::Error::Status(status, resp)) => {
-            let text = resp.into_string().unwrap_or_default();
-            Err(RemoteError::Status {
-                url: url.to_string(),
-                status,
-                message: error_message(&text),
-            })
-        }
-        Err(ureq::Error::Transport(t)) => Err(RemoteError::Transport {
+        Err(message) => Err(RemoteError::Transport {
             url: url.to_string(),
-            message: t.to_string(),
+            message,
         }),
     }
 }
@@ -70,7 +68,7 @@ pub(super) fn post(
 /// Whether a transport error is a refused connection (nothing listens: trying again at once
 /// does not help), rather than one dropped after it was made.
 pub(super) fn refused(message: &str) -> bool {
-    message.contains("Connection Failed")
+    message.starts_with(http::REFUSED)
 }
 
 /// The message of an error body: OpenAI's `{"error": {"message"}}`, vLLM's `{"message"}`, or
@@ -183,7 +181,7 @@ impl<C: Codec> RemoteSampler<C> {
     ) -> Result<(), RemoteError> {
         let mut attempt = 0;
         loop {
-            match post(&self.agent, url, self.cfg.api_key.as_deref(), body) {
+            match post(url, &self.auth(), body, self.limits()) {
                 Err(RemoteError::Transport { message, .. })
                     if attempt + 1 < self.cfg.tries.max(1) && !refused(&message) =>
                 {

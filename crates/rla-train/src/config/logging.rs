@@ -30,6 +30,14 @@ pub struct WandbConfig {
     /// The run's display name (default: W&B's own).
     #[serde(default)]
     pub name: Option<String>,
+    /// Seconds the run waits for the client's `wandb.init`; a client that has not answered by
+    /// then is stopped with a warning, and the run goes on without W&B.
+    #[serde(default = "WandbConfig::default_timeout_s")]
+    pub start_timeout_s: f64,
+    /// Seconds the run's end waits for the client's `wandb.finish`; a client that has not
+    /// answered by then is stopped with a warning.
+    #[serde(default = "WandbConfig::default_timeout_s")]
+    pub finish_timeout_s: f64,
 }
 
 impl WandbConfig {
@@ -38,6 +46,9 @@ impl WandbConfig {
     }
     fn default_python() -> String {
         "python3".into()
+    }
+    fn default_timeout_s() -> f64 {
+        120.0
     }
 }
 
@@ -56,6 +67,16 @@ impl LoggingConfig {
             }
             if w.python.trim().is_empty() {
                 return Err("logging.wandb.python is empty: name a Python with wandb".into());
+            }
+            for (key, s) in [
+                ("start_timeout_s", w.start_timeout_s),
+                ("finish_timeout_s", w.finish_timeout_s),
+            ] {
+                if !(s > 0.0 && s <= 86_400.0) {
+                    return Err(format!(
+                        "logging.wandb.{key} = {s}: a positive number of seconds, at most 86400"
+                    ));
+                }
             }
         }
         Ok(())

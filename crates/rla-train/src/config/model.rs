@@ -42,14 +42,19 @@ pub struct ModelSpec {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ServerSpec {
-    /// Base URLs (`http://host:port`).
+    /// Base URLs (`http://host:port`, or `http://host:port/v1` as OpenAI's clients take it).
     pub endpoints: Vec<String>,
     /// The model's name on the servers.
     pub model: String,
     /// An environment variable holding the servers' API key, if they want one.
     pub api_key_env: Option<String>,
-    /// Seconds allowed for one request.
+    /// Seconds allowed for one request, from connecting to the reply's last byte (a server
+    /// that trickles its reply fails here).
     pub timeout_s: f64,
+    /// Seconds allowed for a reply's head — connecting, sending the request, the status line
+    /// and headers — (default: `timeout_s`): a server that takes the connection and never
+    /// answers fails here. A completion's head comes once it is generated.
+    pub head_timeout_s: Option<f64>,
     /// Tries of a request (each on the least-loaded live server) before the run fails.
     pub tries: usize,
     /// Requests in flight at once.
@@ -91,6 +96,7 @@ impl Default for ServerSpec {
             model: "model".into(),
             api_key_env: None,
             timeout_s: 600.0,
+            head_timeout_s: None,
             tries: 4,
             concurrency: 16,
             weights_dir: None,
@@ -125,6 +131,13 @@ impl ServerSpec {
             return Err(format!(
                 "{name}: timeout_s, tries and concurrency must be positive"
             ));
+        }
+        if let Some(h) = self.head_timeout_s {
+            if !(h > 0.0 && h <= 86_400.0) {
+                return Err(format!(
+                    "{name}.head_timeout_s = {h}: a positive number of seconds, at most 86400"
+                ));
+            }
         }
         match (self.push, &self.reload_command) {
             (Push::Command, None) => {
