@@ -164,6 +164,12 @@ cp -r model model-zero && rm model-zero/config.json && ln -s /dev/zero model-zer
 expect "config.json a symlink to /dev/zero: lm generate" "not a regular file" -- "$BIN" lm generate --model model-zero --prompt "go to"
 mkdir -p adapter-zero && ln -s /dev/zero adapter-zero/adapter_config.json && cp adapter-fine/adapter_model.safetensors adapter-zero/
 expect "adapter_config.json a symlink to /dev/zero: serve --adapter" "not a regular file" -- "$BIN" serve --model model --adapter adapter-zero --port 0
+cp -r model model-shard-zero && rm model-shard-zero/model.safetensors && ln -s /dev/zero model-shard-zero/shard.safetensors
+printf '{"weight_map": {"lm_head.weight": "shard.safetensors"}}' >model-shard-zero/model.safetensors.index.json
+expect "a weight shard a symlink to /dev/zero: lm generate" "not a regular file" -- "$BIN" lm generate --model model-shard-zero --prompt "go to"
+mkdir -p hub/models--o--zero/snapshots/abc && cp model/config.json model/tokenizer.json hub/models--o--zero/snapshots/abc/
+ln -s /dev/zero hub/models--o--zero/snapshots/abc/model.safetensors
+expect "a hub snapshot's weights a symlink to /dev/zero: lm generate" "not a regular file" -- env HF_HUB_CACHE="$PWD/hub" "$BIN" lm generate --model o/zero@abc --prompt "go to"
 py align0.gguf <<'EOF'
 import struct, sys
 k = b"general.alignment"
@@ -414,6 +420,47 @@ kill "$listener" 2>/dev/null
 wait "$listener" 2>/dev/null
 expect "code isolation says unix_sockets_denied" 'ok:"unix_sockets_denied": true' -- "$BIN" code isolation
 
+echo "== problem files and completions"
+py <<'EOF'
+import gzip, json
+with gzip.open("bomb.json.gz", "wb", 9) as f:  # 300 MB of `{},` in a gzip of about 300 KB
+    f.write(b"[")
+    for _ in range(1000):
+        f.write(b"{}," * 100_000)
+    f.write(b"{}]")
+with gzip.open("many-records.json.gz", "wb", 9) as f:
+    f.write(b"[" + b'{"question": ""},' * 1_500_000 + b'{"question": ""}]')
+tests = [{"input": str(i), "output": str(i)} for i in range(100_000)]
+json.dump({"id": "huge", "statement": "s", "tests": tests}, open("many-tests.jsonl", "w"))
+json.dump([{"question": "q"}], open("untested.json", "w"))
+json.dump({"id": "one", "statement": "Print 1.", "tests": [{"input": "", "output": "1"}]}, open("one.jsonl", "w"))
+def problem(i):
+    return json.dumps({"task_id": f"T/{i}", "prompt": f"def f{i}():\n",
+                       "canonical_solution": f"    return {i}\n",
+                       "test": f"def check(c):\n    assert c() == {i}\n",
+                       "entry_point": f"f{i}"}).encode() + b"\n"
+open("he2.jsonl.gz", "wb").write(gzip.compress(problem(0)) + gzip.compress(problem(1)))
+open("nine.jsonl", "w").write((json.dumps({"task_id": "T/0", "completion": "    return 0\n"}) + "\n") * 9)
+EOF
+: >empty.jsonl
+ln -s /dev/zero zero-problems.json
+mkfifo fifo-problems.json
+printf 'setting = "coding"\n[coding]\neval_problems = { in_domain = "one.jsonl" }\n' >coding-one.toml
+printf 'setting = "coding"\n[coding]\neval_problems = { ood = "zero-problems.json" }\n' >coding-zero.toml
+printf 'setting = "coding"\n[coding]\neval_problems = { ood = "fifo-problems.json" }\n' >coding-fifo.toml
+expect "a 300 KB gzip of 100 million {}: code eval" "record 1: neither the reference's format" -- "$BIN" code eval --model model --problems bomb.json.gz
+expect "a gzip of 1.5 million records: code eval" "more than 1000000 records" -- "$BIN" code eval --model model --problems many-records.json.gz
+expect "one problem of 100,000 stdio tests: code eval" "more than the 1000 a problem may have" -- "$BIN" code eval --model model --problems many-tests.jsonl
+expect "code eval --limit 0" "--limit 0" -- "$BIN" code eval --model model --problems one.jsonl --limit 0
+expect "a problem file of no problem with a test: code eval" "no problem with a test" -- "$BIN" code eval --model model --problems untested.json
+expect "a problem file a symlink to /dev/zero: code eval" "a device, not a regular file" -- "$BIN" code eval --model model --problems zero-problems.json
+expect "coding.eval_problems a symlink to /dev/zero: train" "a device, not a regular file" -- "$BIN" train --quiet --config coding-zero.toml --run coding-zero
+expect "coding.eval_problems a FIFO: train" "a FIFO, not a regular file" -- "$BIN" train --quiet --config coding-fifo.toml --run coding-fifo
+expect "eval --n 5 past a one-problem file" "holds 1 tasks" -- "$BIN" eval --config coding-one.toml --model model --n 5
+expect "a HumanEval file of two gzip members: code humaneval" "ok:(2 of 2 problems)" -- "$BIN" code humaneval --data he2.jsonl.gz
+expect "an empty completions file: code humaneval" "holds no completion" -- "$BIN" code humaneval --data he2.jsonl.gz --completions empty.jsonl
+expect "completions naming one problem nine times: code humaneval" "named more than once" -- "$BIN" code humaneval --data he2.jsonl.gz --completions nine.jsonl
+
 expect "code exec --wall-secs 1e20" "at most 86400" -- "$BIN" code exec --program loop.py --tests tests.jsonl --wall-secs 1e20
 
 echo "== the household: game files"
@@ -434,6 +481,9 @@ expect "a game with an empty pddl_domain: env solve" "pddl_domain" -- "$BIN" env
 expect "a game file of ALFWorld's: env solve" ok -- "$BIN" env solve "$game"
 mkdir -p loop-games && ln -s . loop-games/here && ln -s / loop-games/root
 expect "eval --games on symlinks to . and /" "holds no game folder" -- "$BIN" eval --model model --games loop-games
+mkdir -p bad-games/t/trial_1 && cp "$game/game.tw-pddl" "$game/traj_data.json" bad-games/t/trial_1/
+sed -i 's/"object_target": "Plate"/"object_target": "Mug"/' bad-games/t/trial_1/traj_data.json
+expect "eval --games on a traj_data.json training refuses" "traj_data.json disagrees with the game" -- "$BIN" eval --model model --games bad-games
 mkdir -p zero-game && ln -s /dev/zero zero-game/game.tw-pddl
 expect "game.tw-pddl a symlink to /dev/zero: env solve" "a device" -- "$BIN" env solve zero-game
 
@@ -496,6 +546,29 @@ with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
 EOF
 expect "a 60,000-term formula: desktop screenshot" ok -- "$BIN" desktop screenshot "$deep_task" --out deep.png
 expect "a 60,000-term formula: desktop play" "ok:score" -- bash -c "printf 'tree\nscore\n\n' | \"\$0\" desktop play \"\$1\"" "$BIN" "$deep_task"
+# a running total 400 rows long (H10 = 1, H11 = H10+1, …): LibreOffice computes H409 = 400
+mkdir -p total-task && cp "$task" total-task/ && cp -r "${task%.json}" total-task/
+total_task=total-task/$(basename "$task")
+py "$start" "${total_task%.json}/start.xlsx" <<'EOF'
+import sys, zipfile
+src, out = sys.argv[1:]
+zin = zipfile.ZipFile(src)
+with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+    for i in zin.infolist():
+        b = zin.read(i.filename)
+        if i.filename == "xl/worksheets/sheet1.xml":
+            rows = '<row r="10"><c r="H10"><v>1</v></c></row>' + "".join(
+                f'<row r="{r}"><c r="H{r}"><f>H{r - 1}+1</f></c></row>' for r in range(11, 410))
+            b = b.replace(b"</sheetData>", rows.encode() + b"</sheetData>")
+        z.writestr(i.filename, b)
+EOF
+printf 'pyautogui.click(60, 68)\npyautogui.write("H409\\n")\ntree\n\n' >to-h409.txt
+expect "a 400-row running total: desktop play" "ok:"$'H409\t400' -- bash -c "\"\$0\" desktop play \"\$1\" <to-h409.txt" "$BIN" "$total_task"
+mkdir -p linked-tasks && cp -r tasks/* linked-tasks/
+ln -s / linked-tasks/everything && ln -s "$PWD/linked-tasks" linked-tasks/again
+ln -s "$PWD/linked-tasks/$(basename "$task")" linked-tasks/zz-again.json
+printf 'setting = "desktop"\n[desktop]\neval_tasks = { in_domain = "linked-tasks" }\n' >linked-tasks.toml
+expect "a task folder linking to /, to itself and to its task: eval" "holds 1 tasks" -- "$BIN" eval --config linked-tasks.toml --model model --n 2
 expect "desktop screenshot --size 0x0" "each side" -- "$BIN" desktop screenshot "$task" --out s.png --size 0x0
 expect "desktop screenshot --size 4294967295x4294967295" "each side" -- "$BIN" desktop screenshot "$task" --out s.png --size 4294967295x4294967295
 expect "desktop screenshot --size 100000x100000" "each side" -- "$BIN" desktop screenshot "$task" --out s.png --size 100000x100000
@@ -658,6 +731,12 @@ done
 expect "pretrain.tasks = 2^62" "at most 1048576" -- "$BIN" train --quiet --config count-tasks.toml --run count-tasks
 expect "pretrain.judge_tasks = 2^62" "at most 1048576" -- "$BIN" train --quiet --config count-judge_tasks.toml --run count-judge
 expect "pretrain.dagger_tasks = 2^62" "at most 1048576" -- "$BIN" train --quiet --config count-dagger_tasks.toml --run count-dagger
+expect "--set policy.max_new_tokens=1e9" "policy.max_new_tokens = 1000000000: at most" -- "$BIN" train --quiet --config run.toml --run big-tokens --set policy.max_new_tokens=1e9
+expect "--set update_epochs=1e9" "update_epochs = 1000000000: at most" -- "$BIN" train --quiet --config run.toml --run big-epochs --set update_epochs=1e9
+expect "--set household.train_step_limit=1e12" "household.train_step_limit = 1000000000000: at most" -- "$BIN" train --quiet --config run.toml --run big-steps --set household.train_step_limit=1e12
+expect "--set a value holding a line break" "line break" -- "$BIN" train --quiet --config run.toml --run two-lines --set $'policy.lr=1e-4\nlambda=0.5'
+expect "--seed 18446744073709551615" "--seed 18446744073709551615: at most" -- "$BIN" train --quiet --config run.toml --run big-seed --seed 18446744073709551615
+expect "policy_band.low alone (the paper's high stands)" "must not exceed high = 0.875" -- "$BIN" train --quiet --config run.toml --run band --set policy_band.low=0.9
 expect "ablate --out a file" "--out notes/todo.txt: is a file" -- "$BIN" ablate --config run.toml --out notes/todo.txt
 expect "a short household run" ok -- "$BIN" train --quiet --config run.toml --run run
 cp -r run run-edited

@@ -450,8 +450,6 @@ struct LoadedGames {
 
 /// The game folders under `dir` (the first `n`), each opened with its goal at `ep`'s step limit.
 fn load_games(dir: &Path, n: Option<usize>, ep: Episodes) -> Result<LoadedGames> {
-    use rla_env::household::expert::GoalSpec;
-    use rla_env::household::game::GameFile;
     use rla_env::household::HouseholdGame;
     let mut folders = rla_env::household::game::game_folders(dir)?;
     if folders.is_empty() {
@@ -472,15 +470,12 @@ fn load_games(dir: &Path, n: Option<usize>, ep: Episodes) -> Result<LoadedGames>
     let mut games = Vec::with_capacity(folders.len());
     let mut targets = Vec::with_capacity(folders.len());
     for f in &folders {
-        let g = GameFile::load(f)?;
-        let traj = g.traj.as_ref().with_context(|| {
-            format!(
-                "{}: no traj_data.json beside the game (it names the goal)",
-                f.display()
-            )
-        })?;
-        let goal = GoalSpec::from_traj(&g.world, traj)
-            .map_err(|e| anyhow::anyhow!("{}: {e}", f.display()))?;
+        // the check training makes: the game loads and its traj_data.json agrees with it
+        let (g, goal) = rla_env::household::source::load_checked(f).map_err(anyhow::Error::msg)?;
+        let traj = g
+            .traj
+            .as_ref()
+            .expect("a checked game has its traj_data.json");
         targets.push((g.world.clone(), traj.pddl_params.object_target.clone()));
         games.push((
             HouseholdGame::new(g.world.clone()).with_step_limit(ep.step_limit),
@@ -678,5 +673,40 @@ mod tests {
             vec![k("b", 3, 2), k("a", 2, 1)]
         );
         assert!(count_kinds(std::iter::empty()).is_empty());
+    }
+
+    #[test]
+    fn eval_games_refuses_the_traj_data_training_refuses() {
+        use rla_env::household::expert::GoalSpec;
+        use rla_env::household::game::GameFile;
+        let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/alfworld-traces/00-pick_and_place_simple-kitchen");
+        let d = tempfile::tempdir().unwrap();
+        let game = d.path().join("task/trial_1");
+        std::fs::create_dir_all(&game).unwrap();
+        for f in ["game.tw-pddl", "traj_data.json"] {
+            std::fs::copy(fixture.join(f), game.join(f)).unwrap();
+        }
+        let load = || super::load_games(d.path(), None, super::DEFAULT_EPISODES);
+        assert_eq!(load().unwrap().games.len(), 1);
+        // a target the scene holds and a goal can be made of, which the game's task does not
+        // name: training refuses the folder, and so does the evaluation
+        let text = std::fs::read_to_string(game.join("traj_data.json")).unwrap();
+        let mut traj: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let world = GameFile::load(&game).unwrap().world;
+        let disagrees = world
+            .types
+            .iter()
+            .map(|t| t.trim_end_matches("Type").to_string())
+            .any(|class| {
+                traj["pddl_params"]["object_target"] = class.into();
+                std::fs::write(game.join("traj_data.json"), traj.to_string()).unwrap();
+                let g = GameFile::load(&game).unwrap();
+                GoalSpec::from_traj(&g.world, g.traj.as_ref().unwrap()).is_ok()
+                    && rla_env::household::source::load_checked(&game).is_err()
+            });
+        assert!(disagrees, "no class makes a disagreeing traj_data.json");
+        let e = load().err().unwrap().to_string();
+        assert!(e.contains("traj_data.json disagrees with the game"), "{e}");
     }
 }

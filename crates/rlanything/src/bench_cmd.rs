@@ -256,7 +256,7 @@ pub fn run(cmd: BenchCmd) -> Result<()> {
             run,
             json,
         } => {
-            let ov = crate::train_cmd::overrides(&set, seed);
+            let ov = crate::train_cmd::overrides(&set, seed)?;
             return bench_iteration(&config, iterations, &ov, run, json);
         }
         BenchCmd::Lm {

@@ -65,6 +65,10 @@ pub enum CodeCmd {
         /// Only the first N problems.
         #[arg(long, value_name = "N")]
         limit: Option<usize>,
+        /// Refuse a problem file with a problem of more ground-truth tests than this (each test
+        /// runs every program once).
+        #[arg(long, default_value_t = rla_env::code::problems::MAX_TESTS, value_name = "N")]
+        max_tests: usize,
         /// Most new tokens per program and per test writer answer.
         #[arg(long, default_value_t = 512)]
         max_tokens: usize,
@@ -278,10 +282,13 @@ pub fn run(c: CodeCmd) -> Result<()> {
                 bar.inc(p.len() as u64);
             }
             bar.finish_and_clear();
+            if ok.is_empty() {
+                bail!("{}: no problem was checked", path.display());
+            }
             let n = ok.iter().filter(|&&o| o).count();
             println!(
                 "pass@1: {:.3} ({n} of {} problems)",
-                n as f64 / ok.len().max(1) as f64,
+                n as f64 / ok.len() as f64,
                 ok.len()
             );
             Ok(())
@@ -294,6 +301,7 @@ pub fn run(c: CodeCmd) -> Result<()> {
             calls,
             problems,
             limit,
+            max_tests,
             max_tokens,
             samples,
             temperature,
@@ -315,7 +323,17 @@ pub fn run(c: CodeCmd) -> Result<()> {
             if !(temperature.is_finite() && temperature >= 0.0) {
                 bail!("--temperature {temperature}: must be a number ≥ 0");
             }
-            let set = rla_env::code::problems::load(&problems, 1)?;
+            if limit == Some(0) {
+                bail!("--limit 0: evaluate at least one problem");
+            }
+            let set = rla_env::code::problems::load_bounded(&problems, 1, max_tests)?;
+            if set.problems.is_empty() {
+                bail!(
+                    "{}: no problem with a test to evaluate ({} records without one)",
+                    problems.display(),
+                    set.skipped
+                );
+            }
             let mut list = set.problems;
             if let Some(l) = limit {
                 list.truncate(l);

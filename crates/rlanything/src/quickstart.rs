@@ -194,7 +194,7 @@ fn evaluate(split: Split, seed: u64) -> Result<(usize, usize, usize, f64)> {
 
 pub fn run(a: Args) -> Result<()> {
     // the config first: a bad override is named before any work
-    let cfg = quickstart_config(&crate::train_cmd::overrides(&a.set, a.seed))?;
+    let cfg = quickstart_config(&crate::train_cmd::overrides(&a.set, a.seed)?)?;
     let seed = cfg.seed;
     println!("== Household evaluation splits (ALFWorld-compatible, generated natively) ==");
     let t = Instant::now();

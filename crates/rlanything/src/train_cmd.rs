@@ -116,10 +116,12 @@ fn parse_modes(names: &[String]) -> Result<(Vec<Mode>, bool)> {
 }
 
 /// The command line's overrides: `--set`s, then `--seed`.
-pub fn overrides(set: &[Override], seed: Option<u64>) -> Vec<Override> {
+pub fn overrides(set: &[Override], seed: Option<u64>) -> Result<Vec<Override>> {
     let mut v = set.to_vec();
-    v.extend(seed.map(Override::seed));
-    v
+    if let Some(s) = seed {
+        v.push(Override::seed(s).map_err(anyhow::Error::msg)?);
+    }
+    Ok(v)
 }
 
 /// How the overrides read on a command line.
@@ -130,7 +132,7 @@ fn shown(ov: &[Override]) -> String {
 }
 
 pub fn run_pretrain(a: PretrainArgs) -> Result<()> {
-    let ov = overrides(&a.set, a.seed);
+    let ov = overrides(&a.set, a.seed)?;
     // read once: a config given as a pipe (`--config <(…)`) cannot be read a second time for the
     // manifest
     let text = rla_core::file::read_arg_to_string(&a.config, rla_core::file::MAX_BYTES)
@@ -199,7 +201,7 @@ pub fn run_train(a: TrainArgs) -> Result<()> {
         Some(_) => (a.run.clone(), true),
         None => (a.run.clone(), false),
     };
-    let ov = overrides(&a.set, a.seed);
+    let ov = overrides(&a.set, a.seed)?;
     let recorded = dir.join("config.toml");
     let cfg = match (&a.config, resume) {
         (Some(c), _) => RunConfig::load_with(c, &ov)?,
@@ -241,7 +243,7 @@ pub fn run_report(dir: PathBuf) -> Result<()> {
 }
 
 pub fn run_ablate(a: AblateArgs) -> Result<()> {
-    let base = RunConfig::load_with(&a.config, &overrides(&a.set, a.seed))?;
+    let base = RunConfig::load_with(&a.config, &overrides(&a.set, a.seed)?)?;
     base.check_paths().map_err(anyhow::Error::msg)?;
     if a.seeds == 0 {
         bail!("--seeds 0: run at least one seed");

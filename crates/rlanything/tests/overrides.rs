@@ -51,6 +51,23 @@ fn bad_overrides_are_named_by_every_command() {
             (&["--set", "seed.x=1"], "seed"),
             (&["--set", "iterations"], "KEY=VALUE"),
             (&["--seed", "ten"], "--seed"),
+            (
+                &["--seed", "18446744073709551615"],
+                "--seed 18446744073709551615",
+            ),
+            (&["--set", "policy.lr=1e-4\nlambda=0.5"], "line break"),
+            (
+                &["--set", "policy.max_new_tokens=1e9"],
+                "policy.max_new_tokens = 1000000000: at most",
+            ),
+            (
+                &["--set", "update_epochs=1e9"],
+                "update_epochs = 1000000000",
+            ),
+            (
+                &["--set", "household.train_step_limit=1e12"],
+                "household.train_step_limit = 1000000000000",
+            ),
         ] {
             refused(dir.path(), cmd, set, needle);
         }

@@ -78,9 +78,17 @@ impl SettingConfig for CodingConfig {
             ),
         ];
         for (key, path) in files {
-            if let Some(p) = path.as_ref().filter(|p| !p.is_file()) {
+            let Some(p) = path.as_ref() else {
+                continue;
+            };
+            if let Err(e) = rla_core::file::check_regular(p) {
+                let why = if e.kind() == std::io::ErrorKind::NotFound {
+                    "no such file".to_string()
+                } else {
+                    e.to_string()
+                };
                 return Err(format!(
-                    "{key} = {:?}: no such file (a problem file in the reference's, HumanEval's, MBPP's or the project's format)",
+                    "{key} = {:?}: {why} (a problem file in the reference's, HumanEval's, MBPP's or the project's format)",
                     p.display().to_string()
                 ));
             }
@@ -108,6 +116,9 @@ impl SettingConfig for CodingConfig {
         if self.min_tests == 0 {
             return Err("coding.min_tests = 0: a training problem needs at least one test".into());
         }
+        let most = rla_env::code::problems::MAX_TESTS;
+        crate::config::at_most("coding.tests", self.tests, most)?;
+        crate::config::at_most("coding.min_tests", self.min_tests, most)?;
         if active && run.pretrain.dagger_rounds > 0 {
             return Err(
                 "pretrain.dagger_rounds: the coding setting's coder has no expert to label \

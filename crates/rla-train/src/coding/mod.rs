@@ -607,6 +607,13 @@ impl Setting for Coding {
         )))
     }
 
+    /// A problem file's split holds its problems (a file that cannot be read is named when the
+    /// split is evaluated); the generated chains have no end.
+    fn split_size(&self, split: Split) -> Option<usize> {
+        let path = self.cfg.eval_problems.of(split)?;
+        problems::load(path, 1).ok().map(|s| s.problems.len())
+    }
+
     fn evaluate(&mut self, ctx: Ctx, policy: &dyn Sampler, split: Split, n: usize) -> Result<f64> {
         // greedy code accuracy: one program per problem, all ground-truth tests passed
         let cfg = ctx.cfg;

@@ -189,9 +189,11 @@ pub struct RunConfig {
     pub trajectory_weight: Option<f64>,
     /// PPO epochs per iteration.
     pub update_epochs: usize,
-    /// Tasks that give policy samples.
+    /// Tasks that give policy samples (a key left out keeps the paper's: `[1/8, 7/8]`).
+    #[serde(deserialize_with = "policy_band")]
     pub policy_band: Band,
-    /// Tasks that give reward-model samples.
+    /// Tasks that give reward-model samples (a key left out keeps the paper's: `[0.2, 0.8]`).
+    #[serde(deserialize_with = "reward_band")]
     pub reward_band: Band,
     /// The difficulty band of adaptation.
     pub adapt: AdaptConfig,
@@ -212,8 +214,63 @@ pub struct RunConfig {
     pub table: SettingTable,
 }
 
+/// A band's table with either key left out: the paper's value of that band stands for it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PartialBand {
+    low: Option<f64>,
+    high: Option<f64>,
+}
+
+fn band_or<'de, D: serde::Deserializer<'de>>(d: D, paper: Band) -> Result<Band, D::Error> {
+    let b = PartialBand::deserialize(d)?;
+    Ok(Band {
+        low: b.low.unwrap_or(paper.low),
+        high: b.high.unwrap_or(paper.high),
+    })
+}
+
+fn policy_band<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Band, D::Error> {
+    band_or(d, Band::POLICY)
+}
+
+fn reward_band<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Band, D::Error> {
+    band_or(d, Band::REWARD)
+}
+
 /// The largest count of tasks, rollouts or samples a config may ask for (2^20).
 pub const MAX_COUNT: usize = 1 << 20;
+
+/// The most iterations a run may ask for.
+pub const MAX_ITERATIONS: usize = 1 << 20;
+
+/// The most PPO epochs an iteration may ask for.
+pub const MAX_EPOCHS: usize = 1_000;
+
+/// The most new tokens a model's answer may ask for (128 Ki: above any model's context here; a
+/// model's own context bounds it further when it samples).
+pub const MAX_NEW_TOKENS: usize = 1 << 17;
+
+/// The most sequences a micro-batch or an SFT batch may ask for.
+pub const MAX_BATCH: usize = 1 << 16;
+
+/// The most optimiser steps of a warm start's phase (SFT steps, warm-up, DAgger steps).
+pub const MAX_STEPS: usize = 1 << 24;
+
+/// The most DAgger rounds a warm start may ask for.
+pub const MAX_ROUNDS: usize = 1_000;
+
+/// The highest LoRA rank a model may ask for.
+pub const MAX_LORA_RANK: usize = 4_096;
+
+/// A count no larger than `max`; the error names the key.
+pub fn at_most(name: &str, v: usize, max: usize) -> Result<(), String> {
+    if v > max {
+        Err(format!("{name} = {v}: at most {max}"))
+    } else {
+        Ok(())
+    }
+}
 
 impl RunConfig {
     /// The shared keys' defaults for the setting `name` whose table is `table`.
@@ -344,18 +401,54 @@ impl RunConfig {
         };
         // counts that size lists of tasks, rollouts or samples: 2^62 is no count to run, and
         // overflowed a list's capacity (a panic) before
-        for (name, v) in [
-            ("pool_size", self.pool_size),
-            ("rollouts_per_task", self.rollouts_per_task),
-            ("judge_samples (m)", self.judge_samples),
-            ("pretrain.tasks", self.pretrain.tasks),
-            ("pretrain.held_out", self.pretrain.held_out),
-            ("pretrain.validation", self.pretrain.validation),
-            ("pretrain.judge_tasks", self.pretrain.judge_tasks),
-            ("pretrain.dagger_tasks", self.pretrain.dagger_tasks),
+        let p = &self.pretrain;
+        for (name, v, max) in [
+            ("iterations", self.iterations, MAX_ITERATIONS),
+            ("pool_size", self.pool_size, MAX_COUNT),
+            ("tasks_per_iteration", self.tasks_per_iteration, MAX_COUNT),
+            ("rollouts_per_task", self.rollouts_per_task, MAX_COUNT),
+            ("judge_samples (m)", self.judge_samples, MAX_COUNT),
+            ("update_epochs", self.update_epochs, MAX_EPOCHS),
+            ("pretrain.tasks", p.tasks, MAX_COUNT),
+            ("pretrain.held_out", p.held_out, MAX_COUNT),
+            ("pretrain.validation", p.validation, MAX_COUNT),
+            ("pretrain.judge_tasks", p.judge_tasks, MAX_COUNT),
+            ("pretrain.dagger_tasks", p.dagger_tasks, MAX_COUNT),
+            ("pretrain.policy_steps", p.policy_steps, MAX_STEPS),
+            ("pretrain.reward_steps", p.reward_steps, MAX_STEPS),
+            ("pretrain.batch", p.batch, MAX_BATCH),
+            ("pretrain.warmup", p.warmup, MAX_STEPS),
+            ("pretrain.eval_every", p.eval_every, MAX_STEPS),
+            ("pretrain.dagger_rounds", p.dagger_rounds, MAX_ROUNDS),
+            ("pretrain.dagger_steps", p.dagger_steps, MAX_STEPS),
+            ("eval.in_domain", self.eval.in_domain, MAX_COUNT),
+            ("eval.ood", self.eval.ood, MAX_COUNT),
+            ("eval.validation", self.eval.validation, MAX_COUNT),
+            ("eval.every", self.eval.every, MAX_ITERATIONS),
         ] {
-            if v > MAX_COUNT {
-                return Err(format!("{name} = {v}: at most {MAX_COUNT}"));
+            at_most(name, v, max)?;
+        }
+        for (n, m) in [("policy", &self.policy), ("reward", &self.reward)] {
+            for (key, v, max) in [
+                ("max_new_tokens", m.max_new_tokens, MAX_NEW_TOKENS),
+                ("micro_batch", m.micro_batch, MAX_BATCH),
+                ("mini_batch", m.mini_batch, MAX_COUNT),
+            ] {
+                at_most(&format!("{n}.{key}"), v, max)?;
+            }
+            if let Some(l) = &m.lora {
+                if !(1..=MAX_LORA_RANK).contains(&l.r) {
+                    return Err(format!(
+                        "{n}.lora.r = {}: a rank of at least 1 and at most {MAX_LORA_RANK}",
+                        l.r
+                    ));
+                }
+                if !(l.alpha.is_finite() && l.alpha > 0.0) {
+                    return Err(format!(
+                        "{n}.lora.alpha = {} must be positive and finite",
+                        l.alpha
+                    ));
+                }
             }
         }
         pos("judge_samples (m)", self.judge_samples)?;

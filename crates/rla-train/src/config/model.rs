@@ -139,6 +139,14 @@ impl ServerSpec {
                 ));
             }
         }
+        if self.timeout_s > 86_400.0 {
+            return Err(format!(
+                "{name}.timeout_s = {}: at most 86400 (a day)",
+                self.timeout_s
+            ));
+        }
+        super::at_most(&format!("{name}.tries"), self.tries, 100)?;
+        super::at_most(&format!("{name}.concurrency"), self.concurrency, 4_096)?;
         match (self.push, &self.reload_command) {
             (Push::Command, None) => {
                 return Err(format!(

@@ -15,12 +15,19 @@ pub struct Override {
 }
 
 impl Override {
-    /// `seed = n`, as `--seed` gives it.
-    pub fn seed(n: u64) -> Override {
-        Override {
+    /// `seed = n`, as `--seed` gives it; a seed past what a config's integers hold (2^63 − 1) is
+    /// an error naming it.
+    pub fn seed(n: u64) -> Result<Override, String> {
+        let value = i64::try_from(n).map_err(|_| {
+            format!(
+                "--seed {n}: at most {} (a config's integers are signed 64-bit)",
+                i64::MAX
+            )
+        })?;
+        Ok(Override {
             key: "seed".into(),
-            value: toml::Value::Integer(n as i64),
-        }
+            value: toml::Value::Integer(value),
+        })
     }
 
     /// The key's parts.
@@ -58,16 +65,38 @@ impl std::str::FromStr for Override {
             return Err(format!("--set {s}: write KEY=VALUE (say, policy.lr=1e-4)"));
         };
         let key = key.trim();
-        if key.is_empty() || key.split('.').any(|p| p.trim().is_empty() || p != p.trim()) {
+        let bare = |p: &str| {
+            !p.is_empty()
+                && p.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        };
+        if key.is_empty() || !key.split('.').all(bare) {
             return Err(format!(
-                "--set {s}: `{key}` is not a key (dotted names: policy.lr)"
+                "--set {}: `{}` is not a key (dotted names: policy.lr)",
+                s.escape_debug(),
+                key.escape_debug()
+            ));
+        }
+        if raw.contains(['\n', '\r']) {
+            return Err(format!(
+                "--set {}: the value holds a line break; give one value a --set (repeat --set for \
+                 more keys)",
+                s.escape_debug()
             ));
         }
         let raw = raw.trim();
-        let value = toml::from_str::<toml::Table>(&format!("v = {raw}"))
+        let value = match toml::from_str::<toml::Table>(&format!("v = {raw}"))
             .ok()
             .and_then(|mut t| t.remove("v"))
-            .unwrap_or_else(|| toml::Value::String(raw.to_string()));
+        {
+            // `1e9` is a count as the command line writes one: a whole number reads as an
+            // integer (a float key reads it back as the same number)
+            Some(toml::Value::Float(x)) if x.fract() == 0.0 && x.abs() <= (1u64 << 53) as f64 => {
+                toml::Value::Integer(x as i64)
+            }
+            Some(v) => v,
+            None => toml::Value::String(raw.to_string()),
+        };
         Ok(Override {
             key: key.to_string(),
             value,
@@ -122,4 +151,89 @@ pub fn check_resume_overrides(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(sets: &[&str]) -> Result<RunConfig, String> {
+        let ov: Vec<Override> = sets
+            .iter()
+            .map(|s| s.parse())
+            .collect::<Result<_, String>>()?;
+        RunConfig::parse_in_with("", Path::new("."), &ov).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_value_holding_a_line_break_is_refused() {
+        let e = "policy.lr=1e-4\nlambda=0.5"
+            .parse::<Override>()
+            .unwrap_err();
+        assert!(e.contains("line break"), "{e}");
+        assert!("policy.lr=1e-4\r".parse::<Override>().is_err());
+        let e = "policy\nx.lr=1".parse::<Override>().unwrap_err();
+        assert!(e.contains("is not a key"), "{e}");
+    }
+
+    #[test]
+    fn a_seed_past_a_configs_integers_is_refused_as_given() {
+        let e = Override::seed(u64::MAX).unwrap_err();
+        assert!(e.contains("--seed 18446744073709551615"), "{e}");
+        let top = Override::seed(i64::MAX as u64).unwrap();
+        assert_eq!(
+            RunConfig::parse_in_with("", Path::new("."), &[top])
+                .unwrap()
+                .seed,
+            i64::MAX as u64
+        );
+    }
+
+    #[test]
+    fn every_count_is_bounded_and_named() {
+        for (set, named) in [
+            (
+                "policy.max_new_tokens=1e9",
+                "policy.max_new_tokens = 1000000000",
+            ),
+            ("reward.max_new_tokens=1000000000", "reward.max_new_tokens"),
+            ("update_epochs=1e9", "update_epochs = 1000000000"),
+            ("iterations=1e12", "iterations"),
+            ("policy.micro_batch=1e9", "policy.micro_batch"),
+            ("pretrain.policy_steps=1e12", "pretrain.policy_steps"),
+            ("pretrain.batch=1e9", "pretrain.batch"),
+            ("pretrain.dagger_rounds=1e9", "pretrain.dagger_rounds"),
+            ("eval.every=1e12", "eval.every"),
+            (
+                "household.train_step_limit=1e12",
+                "household.train_step_limit = 1000000000000",
+            ),
+            ("household.history_window=1e9", "household.history_window"),
+            ("policy.tiny.hidden_size=1e9", "hidden_size"),
+            ("policy.lora={r = 1000000000}", "policy.lora.r"),
+        ] {
+            let e = parsed(&[set]).unwrap_err();
+            assert!(e.contains(named) && e.contains("at most"), "{set}: {e}");
+        }
+        // a whole number written as a float is the number
+        assert_eq!(
+            parsed(&["policy.max_new_tokens=1e3"])
+                .unwrap()
+                .policy
+                .max_new_tokens,
+            1000
+        );
+        assert_eq!(parsed(&["lambda=1e0"]).unwrap().lambda, 1.0);
+    }
+
+    #[test]
+    fn a_band_given_one_key_keeps_the_papers_other() {
+        let c = parsed(&["policy_band.low=0.25", "reward_band.high=0.7"]).unwrap();
+        assert_eq!((c.policy_band.low, c.policy_band.high), (0.25, 0.875));
+        assert_eq!((c.reward_band.low, c.reward_band.high), (0.2, 0.7));
+        let e = parsed(&["policy_band.low=0.9"]).unwrap_err();
+        assert!(e.contains("must not exceed high = 0.875"), "{e}");
+        let e = parsed(&["policy_band.lo=0.1"]).unwrap_err();
+        assert!(e.contains("lo"), "{e}");
+    }
 }

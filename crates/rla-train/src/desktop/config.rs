@@ -203,6 +203,8 @@ impl SettingConfig for DesktopConfig {
                 d.tree_tokens
             ));
         }
+        crate::config::at_most("desktop.tree_tokens", d.tree_tokens, 1 << 20)?;
+        crate::config::at_most("desktop.history", d.history, 1_000)?;
         if let Some(u) = d
             .desktops
             .iter()

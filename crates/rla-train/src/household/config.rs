@@ -11,6 +11,10 @@ pub use crate::config::RewriterKind;
 /// one.
 pub type EvalGames = crate::config::EvalSources;
 
+/// The most steps an episode may be given (ALFWorld's episodes have 50), and the longest history
+/// window and loop the table may name.
+pub const MAX_STEP_LIMIT: usize = 1_000;
+
 /// The household setting (`[household]`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -142,6 +146,14 @@ impl SettingConfig for HouseholdConfig {
             if v == 0 {
                 return Err(format!("{name} must be at least 1"));
             }
+        }
+        for (name, v) in [
+            ("household.train_step_limit", self.train_step_limit),
+            ("household.eval_step_limit", self.eval_step_limit),
+            ("household.history_window", self.history_window),
+            ("household.train_end_loops", self.train_end_loops),
+        ] {
+            crate::config::at_most(name, v, MAX_STEP_LIMIT)?;
         }
         if !(self.train_object_share > 0.0 && self.train_object_share <= 1.0) {
             return Err(format!(
