@@ -34,7 +34,14 @@ pub fn run_config(c: &Path) -> Result<(RunConfig, Option<PathBuf>)> {
             c.display()
         );
     }
-    let cfg = RunConfig::load(&file)?;
+    let cfg = match run {
+        // a run folder's evaluation reads the data the run started on
+        Some(r) => {
+            crate::sources::check(r)?;
+            crate::run::recorded_config(r, &[])?
+        }
+        None => RunConfig::load(&file)?,
+    };
     let policy = match run {
         Some(r) if r.join("checkpoint/policy").exists() => Some(r.join("checkpoint/policy")),
         _ => cfg.policy.path.clone(),

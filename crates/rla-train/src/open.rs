@@ -97,7 +97,11 @@ pub fn open<S: Setting>(
             );
         }
     }
-    let rd = RunDir::create(dir, &cfg, resume)?;
+    let mut rd = RunDir::create(dir, &cfg, resume)?;
+    // what the run writes into its state (a rewrite's files) names the run's folder from
+    // anywhere, so the run resumes from any working folder
+    rd.path = std::path::absolute(&rd.path)
+        .with_context(|| format!("the run folder {}", rd.path.display()))?;
     let (state, from) = match rd.load_state(setting.name())? {
         Some(s) if resume => (s, Some(rd.checkpoint_dir())),
         Some(_) => anyhow::bail!(

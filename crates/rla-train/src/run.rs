@@ -178,6 +178,19 @@ pub fn lock_run(dir: &Path) -> Result<RunLock> {
     }
 }
 
+/// The config a run folder recorded (`RUN/config.toml`) with `overrides` applied, read and
+/// checked as a config file. A run names its data by canonical paths (and records them in
+/// [`crate::sources::FILE`]); a run recorded before that may name them by relative paths, which
+/// were written relative to the working folder it was started from, and are read from the
+/// working folder.
+pub fn recorded_config(dir: &Path, overrides: &[crate::config::Override]) -> Result<RunConfig> {
+    let p = dir.join("config.toml");
+    let text = rla_core::file::read_to_string_limited(&p, MAX_RUN_FILE)
+        .with_context(|| format!("cannot read {}", p.display()))?;
+    RunConfig::parse_in_with(&text, Path::new(""), overrides)
+        .map_err(|e| anyhow::anyhow!("{}: {e:#}", p.display()))
+}
+
 /// A run folder.
 #[derive(Debug, Clone)]
 pub struct RunDir {
@@ -202,11 +215,9 @@ impl RunDir {
         }
         let text = toml::to_string_pretty(cfg)?;
         if cpath.exists() && resume {
-            let old: RunConfig = toml::from_str(&rla_core::file::read_to_string_limited(
-                &cpath,
-                MAX_RUN_FILE,
-            )?)
-            .with_context(|| format!("{}", cpath.display()))?;
+            // the data it started on, unchanged (a run recorded before its sources passes)
+            crate::sources::check(path)?;
+            let old = recorded_config(path, &[])?;
             // what only extends the run (more iterations) or changes its tracking may differ
             let mut same = old.clone();
             same.iterations = cfg.iterations.max(old.iterations);
@@ -219,6 +230,7 @@ impl RunDir {
             }
         } else {
             write_atomic(&cpath, &text)?;
+            crate::sources::record(path, cfg)?;
         }
         Ok(RunDir {
             path: path.to_path_buf(),

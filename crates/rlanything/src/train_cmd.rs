@@ -211,11 +211,15 @@ pub fn run_train(a: TrainArgs) -> Result<()> {
             dir.display(),
             dir.display()
         ),
-        (None, true) => RunConfig::load_with(&recorded, &ov)?,
+        (None, true) => {
+            // the data it started on first: a source gone is named by its key and path
+            rla_train::sources::check(&dir)?;
+            rla_train::run::recorded_config(&dir, &ov)?
+        }
         (None, false) => bail!("--config is required for a new run"),
     };
     if resume && recorded.exists() {
-        let was = RunConfig::load(&recorded)?;
+        let was = rla_train::run::recorded_config(&dir, &[])?;
         rla_train::config::check_resume_overrides(&was, &cfg, &ov).map_err(anyhow::Error::msg)?;
     }
     let ((i0, o0), (i1, o1)) = train_run(cfg, &dir, resume, !a.quiet)?;
@@ -227,12 +231,12 @@ pub fn run_train(a: TrainArgs) -> Result<()> {
 pub fn run_report(dir: PathBuf) -> Result<()> {
     let rd = RunDir { path: dir };
     // what a folder without its config lacks is said by the report (no completed iteration)
-    let check = RunConfig::load(&rd.path.join("config.toml"))
+    let check = rla_train::run::recorded_config(&rd.path, &[])
         .ok()
         .and_then(|c| rla_train::registry::setting(&c).ok())
         .and_then(|s| s.rewrite_check());
     print!("{}", write_report(&rd, check)?);
-    let cfg = RunConfig::load(&rd.path.join("config.toml"))?;
+    let cfg = rla_train::run::recorded_config(&rd.path, &[])?;
     // the before/after table and the verdict, as the quickstart prints them
     let ms = rd.metrics()?;
     if ms.iter().any(|m| m.eval_in_domain.is_some()) {

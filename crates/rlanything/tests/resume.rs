@@ -221,3 +221,271 @@ fn bench_iteration_times_each_phase_of_each_iteration() {
     assert!(!again.status.success());
     assert!(String::from_utf8_lossy(&again.stderr).contains("exists"));
 }
+
+/// The repository's root.
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Copies a folder's files (one level of sub-folders deep, as a game folder is).
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            copy_dir(&p, &to.join(e.file_name()));
+        } else {
+            std::fs::copy(&p, to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+/// `rlanything ARGS` in the working folder `cwd`.
+fn in_folder(cwd: &Path, args: &[&str]) -> std::process::Output {
+    bin().current_dir(cwd).args(args).output().unwrap()
+}
+
+/// Trains the config `start/run.toml` from the working folder `start`, the run folders named
+/// relative to it: once to the end (`runs/full`), and once stopped after its first iteration
+/// (`runs/cut`) and resumed from `elsewhere`, a working folder at another depth. Both must give
+/// the same figures and models. Returns the stopped run's folder.
+fn stop_and_resume_elsewhere(d: &Path, iterations: usize) -> PathBuf {
+    let start = d.join("start");
+    let elsewhere = d.join("x/y");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let all = format!("iterations={iterations}");
+    common::succeeds(bin().current_dir(&start).args([
+        "train",
+        "--quiet",
+        "--config",
+        "run.toml",
+        "--run",
+        "../runs/full",
+        "--set",
+        &all,
+    ]));
+    common::succeeds(bin().current_dir(&start).args([
+        "train",
+        "--quiet",
+        "--config",
+        "run.toml",
+        "--run",
+        "../runs/cut",
+        "--set",
+        "iterations=1",
+    ]));
+    let cut = d.join("runs/cut");
+    assert_eq!(metrics(&cut).len(), 2, "stopped after its first iteration");
+    common::succeeds(bin().current_dir(&elsewhere).args([
+        "train",
+        "--quiet",
+        "--resume",
+        "../../runs/cut",
+        "--set",
+        &all,
+    ]));
+    let full = d.join("runs/full");
+    assert_eq!(metrics(&cut), metrics(&full));
+    assert!(
+        weights(&cut) == weights(&full),
+        "models and optimiser state differ"
+    );
+    cut
+}
+
+/// A resume of `run` from `cwd` that must be refused; its message.
+fn refused(cwd: &Path, run: &Path, iterations: usize) -> String {
+    let out = bin()
+        .current_dir(cwd)
+        .args(["train", "--quiet", "--resume"])
+        .arg(run)
+        .args(["--set", &format!("iterations={iterations}")])
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "a resume on changed data went on");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// A household run on game folders named relative to its config, started in one working
+/// folder, stopped after an iteration and resumed from another, ends as the run never stopped
+/// (its rewrites waiting in its own folder read again); once the games change or go, a resume
+/// or an evaluation of the run is refused with the key and the path. A run recorded before its
+/// sources were (relative paths, no record) still resumes from where it was started.
+#[test]
+fn a_run_on_game_folders_resumes_from_another_working_folder_on_the_same_games() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let start = d.join("start");
+    let games = start.join("games");
+    let mut names: Vec<String> = std::fs::read_dir(root().join("tests/fixtures/alfworld-traces"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.as_bytes()[0].is_ascii_digit())
+        .collect();
+    names.sort();
+    for n in &names[..6] {
+        copy_dir(
+            &root().join("tests/fixtures/alfworld-traces").join(n),
+            &games.join(n),
+        );
+    }
+    // every accuracy two episodes give (0, 1/2, 1) lies outside the band: every task is due a
+    // rewrite, written into the run's own games/ folder
+    let text = CONFIG
+        .replace(
+            "[household]\n",
+            "[household]\ntrain_games = \"games\"\neval_games = { in_domain = \"games\" }\n",
+        )
+        // a stopped run evaluates where it stops, so the run never stopped does at every one
+        .replace("every = 3", "every = 1")
+        + "\n[adapt]\nacc_low = 0.6\nacc_high = 0.7\n";
+    let cfg = start.join("run.toml");
+    let with_paths = common::pretrained(&text, &cfg, d);
+    std::fs::write(&cfg, &with_paths).unwrap();
+
+    let cut = stop_and_resume_elsewhere(d, 2);
+    // the run named its games by their canonical path, and played rewrites from its own folder
+    let games = std::fs::canonicalize(&games).unwrap();
+    let recorded = std::fs::read_to_string(cut.join("config.toml")).unwrap();
+    assert!(
+        recorded.contains(&format!("train_games = {:?}", games.display().to_string())),
+        "{recorded}"
+    );
+    let m = metrics(&cut);
+    assert!(m[2]["pending_evaluated"].as_u64().unwrap() > 0, "{m:?}");
+
+    // a file added to a game folder: refused, naming the key and the path, for both keys
+    let game = games.join(&names[0]);
+    std::fs::write(game.join("notes.txt"), "a note").unwrap();
+    let elsewhere = d.join("x/y");
+    let err = refused(&elsewhere, &cut, 3);
+    for key in ["household.train_games", "household.eval_games.in_domain"] {
+        assert!(
+            err.contains(&format!(
+                "{key} {}: changed since the run started",
+                games.display()
+            )),
+            "{err}"
+        );
+    }
+    // an evaluation of the run reads its data too
+    let out = bin()
+        .current_dir(&elsewhere)
+        .args(["eval", "--config"])
+        .arg(&cut)
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success() && e.contains("household.train_games"),
+        "{e}"
+    );
+    // the folder gone
+    std::fs::rename(&games, start.join("moved")).unwrap();
+    let err = refused(&elsewhere, &cut, 3);
+    assert!(
+        err.contains(&format!(
+            "household.train_games {}: no longer exists",
+            games.display()
+        )),
+        "{err}"
+    );
+    std::fs::rename(start.join("moved"), &games).unwrap();
+    assert_eq!(metrics(&cut).len(), 3, "nothing ran");
+
+    // as a run recorded before its sources were: the paths as the config gave them, from the
+    // folder it started in, and no record to check
+    std::fs::remove_file(cut.join("data-sources.json")).unwrap();
+    std::fs::write(
+        cut.join("config.toml"),
+        recorded.replace(&format!("{:?}", games.display().to_string()), "\"games\""),
+    )
+    .unwrap();
+    let out = in_folder(
+        &start,
+        &[
+            "train",
+            "--quiet",
+            "--resume",
+            cut.to_str().unwrap(),
+            "--set",
+            "iterations=3",
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(metrics(&cut).len(), 4);
+}
+
+/// A coding run on problem files named relative to its config, started in one working folder,
+/// stopped after an iteration and resumed from another, ends as the run never stopped; once the
+/// training file changes or goes, a resume is refused with the key and the path.
+#[test]
+fn a_run_on_problem_files_resumes_from_another_working_folder_on_the_same_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let start = d.join("start");
+    std::fs::create_dir_all(&start).unwrap();
+    let problems = start.join("problems.json");
+    std::fs::copy(root().join("data/coding/chains-train.json"), &problems).unwrap();
+    std::fs::copy(
+        root().join("data/coding/chains-in-domain.json"),
+        start.join("in-domain.json"),
+    )
+    .unwrap();
+    let models = std::fs::canonicalize(root().join("models/coding")).unwrap();
+    let text = std::fs::read_to_string(root().join("configs/coding-file.toml"))
+        .unwrap()
+        .replace("\"../models/coding", &format!("\"{}", models.display()))
+        .replace("../data/coding/chains-train.json", "problems.json")
+        .replace("../data/coding/chains-in-domain.json", "in-domain.json")
+        .replace("pool_size = 32", "pool_size = 4")
+        .replace("tasks_per_iteration = 12", "tasks_per_iteration = 2")
+        .replace("rollouts_per_task = 6", "rollouts_per_task = 2")
+        .replace("judge_samples = 4", "judge_samples = 2")
+        .replace("update_epochs = 2", "update_epochs = 1")
+        .replace("in_domain = 200", "in_domain = 3")
+        .replace("ood = 100", "ood = 3")
+        .replace("every = 4", "every = 1");
+    std::fs::write(start.join("run.toml"), text).unwrap();
+
+    let cut = stop_and_resume_elsewhere(d, 2);
+    let problems = std::fs::canonicalize(&problems).unwrap();
+    let elsewhere = d.join("x/y");
+    // the same size, other bytes
+    let bytes = std::fs::read(&problems).unwrap();
+    let mut other = bytes.clone();
+    let at = other.iter().rposition(|&b| b == b'"').unwrap();
+    other[at - 1] = if other[at - 1] == b'x' { b'y' } else { b'x' };
+    std::fs::write(&problems, &other).unwrap();
+    let err = refused(&elsewhere, &cut, 3);
+    assert!(
+        err.contains(&format!(
+            "coding.train_problems {}: changed since the run started",
+            problems.display()
+        )) && !err.contains("coding.eval_problems"),
+        "{err}"
+    );
+    std::fs::remove_file(&problems).unwrap();
+    let err = refused(&elsewhere, &cut, 3);
+    assert!(
+        err.contains(&format!(
+            "coding.train_problems {}: no longer exists",
+            problems.display()
+        )),
+        "{err}"
+    );
+    // put back as it was, the run goes on
+    std::fs::write(&problems, &bytes).unwrap();
+    common::succeeds(
+        bin()
+            .current_dir(&elsewhere)
+            .args(["train", "--quiet", "--resume"])
+            .arg(&cut)
+            .args(["--set", "iterations=3"]),
+    );
+    assert_eq!(metrics(&cut).len(), 4);
+}

@@ -61,8 +61,8 @@ impl SettingConfig for CodingConfig {
             &mut self.eval_problems.ood,
             &mut self.eval_problems.validation,
         ] {
-            if let Some(given) = p.as_ref().filter(|g| g.is_relative()) {
-                *p = Some(folder.join(given));
+            if let Some(given) = p.as_ref() {
+                *p = Some(crate::config::data_path(&folder.join(given)));
             }
         }
         let files = [
@@ -94,6 +94,15 @@ impl SettingConfig for CodingConfig {
             }
         }
         Ok(())
+    }
+
+    fn data_sources(&self) -> Vec<(String, PathBuf)> {
+        let mut v: Vec<(String, PathBuf)> = (self.train_problems.clone())
+            .map(|p| ("coding.train_problems".to_string(), p))
+            .into_iter()
+            .collect();
+        v.extend(self.eval_problems.named("coding.eval_problems"));
+        v
     }
 
     fn validate(&self, run: &RunConfig, active: bool) -> Result<(), String> {

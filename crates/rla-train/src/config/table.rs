@@ -17,11 +17,18 @@ pub trait SettingConfig:
     }
 
     /// Makes the table's data paths usable from anywhere: relative ones are read from the config
-    /// file's `folder`, `~` and `$VARIABLE`s expanded. The run folder's copy of the config then
-    /// records where the data was.
+    /// file's `folder`, `~` and `$VARIABLE`s expanded, and each made canonical ([`data_path`]).
+    /// The run folder's copy of the config then records where the data was.
     fn resolve_paths(&mut self, folder: &Path) -> Result<(), String> {
         let _ = folder;
         Ok(())
+    }
+
+    /// The files and folders of data the table names, each with its dotted key
+    /// (`household.train_games`): a run records a fingerprint of each when it starts and a
+    /// resumed run refuses to go on when one changed ([`crate::sources`]).
+    fn data_sources(&self) -> Vec<(String, PathBuf)> {
+        Vec::new()
     }
 
     /// The run's table, which is this setting's ([`RunConfig::table`]).
@@ -46,6 +53,7 @@ pub(super) trait AnyTable: Any + Debug + Send + Sync {
     fn to_toml(&self) -> Result<toml::Value, String>;
     fn check(&self, run: &RunConfig, active: bool) -> Result<(), String>;
     fn resolve(&mut self, folder: &Path) -> Result<(), String>;
+    fn sources(&self) -> Vec<(String, PathBuf)>;
     fn as_any(&self) -> &dyn Any;
     fn as_any_mut(&mut self) -> &mut dyn Any;
 }
@@ -62,6 +70,9 @@ impl<T: SettingConfig> AnyTable for T {
     }
     fn resolve(&mut self, folder: &Path) -> Result<(), String> {
         self.resolve_paths(folder)
+    }
+    fn sources(&self) -> Vec<(String, PathBuf)> {
+        self.data_sources()
     }
     fn check(&self, run: &RunConfig, active: bool) -> Result<(), String> {
         self.validate(run, active)
@@ -100,6 +111,11 @@ impl SettingTable {
     /// Rejects impossible values of the table (see [`SettingConfig::validate`]).
     pub fn validate(&self, run: &RunConfig, active: bool) -> Result<(), String> {
         self.0.check(run, active)
+    }
+
+    /// The data files and folders the table names (see [`SettingConfig::data_sources`]).
+    pub fn data_sources(&self) -> Vec<(String, PathBuf)> {
+        self.0.sources()
     }
 }
 
@@ -171,4 +187,26 @@ impl EvalSources {
     pub fn is_empty(&self) -> bool {
         self == &EvalSources::default()
     }
+
+    /// The splits named, each with its dotted key under `key` (`household.eval_games` gives
+    /// `household.eval_games.in_domain`, …).
+    pub fn named(&self, key: &str) -> Vec<(String, PathBuf)> {
+        [
+            ("in_domain", &self.in_domain),
+            ("ood", &self.ood),
+            ("validation", &self.validation),
+        ]
+        .into_iter()
+        .filter_map(|(split, p)| Some((format!("{key}.{split}"), p.clone()?)))
+        .collect()
+    }
+}
+
+/// A data path of a config as a run records it: canonical (links and `..` resolved) where it
+/// exists, else made absolute from the working folder, so the run folder's copy of the config
+/// names the same files from any working folder.
+pub fn data_path(p: &Path) -> PathBuf {
+    std::fs::canonicalize(p)
+        .or_else(|_| std::path::absolute(p))
+        .unwrap_or_else(|_| p.to_path_buf())
 }

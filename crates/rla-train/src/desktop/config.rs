@@ -159,9 +159,19 @@ impl SettingConfig for DesktopConfig {
                     path.display()
                 ));
             }
-            *p = Some(path);
+            *p = Some(crate::config::data_path(&path));
         }
         Ok(())
+    }
+
+    fn data_sources(&self) -> Vec<(String, PathBuf)> {
+        let mut v: Vec<(String, PathBuf)> = (self.train_tasks.clone())
+            .map(|p| ("desktop.train_tasks".to_string(), p))
+            .into_iter()
+            .collect();
+        v.extend(self.eval_tasks.named("desktop.eval_tasks"));
+        v.extend(self.files.clone().map(|p| ("desktop.files".to_string(), p)));
+        v
     }
 
     /// Also refuses what a tiny policy cannot do when the run's policy is not a checkpoint

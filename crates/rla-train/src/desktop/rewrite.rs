@@ -301,8 +301,11 @@ fn valid(path: &Path, cfg: &DesktopConfig, step_limit: usize) -> Result<bool> {
 /// through a temporary name) and returns the task file there; a task file outside `proposed/`
 /// is returned as it is.
 pub fn accept(run: &Path, file: &Path) -> Result<PathBuf> {
-    let proposed = run.join(PROPOSED);
-    let Ok(name) = file.strip_prefix(&proposed) else {
+    // both made absolute: a state written before runs kept absolute paths names the file from
+    // the working folder
+    let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let (proposed, from) = (abs(&run.join(PROPOSED)), abs(file));
+    let Ok(name) = from.strip_prefix(&proposed) else {
         return Ok(file.to_path_buf());
     };
     let accepted = run.join(ACCEPTED);

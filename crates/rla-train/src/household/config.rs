@@ -115,7 +115,7 @@ impl SettingConfig for HouseholdConfig {
             if path.is_relative() {
                 path = folder.join(path);
             }
-            *p = Some(path);
+            *p = Some(crate::config::data_path(&path));
             Ok(())
         };
         resolve("train_games", &mut self.train_games)?;
@@ -123,6 +123,15 @@ impl SettingConfig for HouseholdConfig {
         resolve("eval_games.ood", &mut self.eval_games.ood)?;
         resolve("eval_games.validation", &mut self.eval_games.validation)?;
         Ok(())
+    }
+
+    fn data_sources(&self) -> Vec<(String, PathBuf)> {
+        let mut v: Vec<(String, PathBuf)> = (self.train_games.clone())
+            .map(|p| ("household.train_games".to_string(), p))
+            .into_iter()
+            .collect();
+        v.extend(self.eval_games.named("household.eval_games"));
+        v
     }
 
     fn validate(&self, run: &RunConfig, active: bool) -> Result<(), String> {

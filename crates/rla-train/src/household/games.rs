@@ -158,8 +158,11 @@ fn ask(
 /// name; a copy a killed run left there is replaced) and points the task at it. The proposed
 /// folder stays, so an iteration redone after a kill finds it again.
 pub fn accept(run: &Path, game: &mut GameTask) -> Result<()> {
-    let proposed = run.join(PROPOSED);
-    let Ok(name) = game.game_dir.strip_prefix(&proposed) else {
+    // both made absolute: a state written before runs kept absolute paths names the folder from
+    // the working folder
+    let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let (proposed, from) = (abs(&run.join(PROPOSED)), abs(&game.game_dir));
+    let Ok(name) = from.strip_prefix(&proposed) else {
         return Ok(());
     };
     let to = run.join(ACCEPTED).join(name);
