@@ -463,6 +463,31 @@ expect "completions naming one problem nine times: code humaneval" "named more t
 
 expect "code exec --wall-secs 1e20" "at most 86400" -- "$BIN" code exec --program loop.py --tests tests.jsonl --wall-secs 1e20
 
+echo "== the checker: a wrong program ends early or answers yes to every comparison"
+printf 'assert square(3) == 9\nassert square(-2) == 4\n' >asserts.py
+printf 'def square(x):\n    return x * x\n' >honest.py
+expect "an honest program passes its asserts" "ok:2 passed, 0 failed" -- "$BIN" code exec --program honest.py --tests asserts.py
+# a trick passes nothing: code exec must say so (status 1, every test failed)
+tricks=0
+trick() { # name program
+  tricks=$((tricks + 1))
+  printf '%b' "$2" >"trick-$tricks.py"
+  expect "a wrong program with $1" "0 passed, 2 failed" -- "$BIN" code exec --program "trick-$tricks.py" --tests asserts.py
+}
+trick "sys.exit(0) at the end" 'import sys\ndef square(x):\n    return x + 1\nsys.exit(0)\n'
+trick "raise SystemExit" 'def square(x):\n    return x + 1\nraise SystemExit\n'
+trick "os._exit(0)" 'import os\ndef square(x):\n    os._exit(0)\n'
+trick "os.execv /bin/true" 'import os\ndef square(x):\n    os.execv("/bin/true", ["true"])\n'
+trick "an atexit hook" 'import atexit, os\natexit.register(lambda: os._exit(0))\ndef square(x):\n    return x + 1\n'
+trick "an excepthook" 'import sys, os\nsys.excepthook = lambda *a: os._exit(0)\ndef square(x):\n    return x + 1\n'
+trick "a settrace hook" 'import sys, os\ndef t(f, e, a):\n    if e == "exception":\n        os._exit(0)\n    return t\nsys.settrace(t)\ndef square(x):\n    return x + 1\n'
+trick "a thread that exits" 'import threading, os\nthreading.Thread(target=lambda: os._exit(0)).start()\ndef square(x):\n    return x + 1\n'
+trick "an always-equal value" 'class E:\n    def __eq__(self, o):\n        return True\ndef square(x):\n    return E()\n'
+trick "an int equal to everything" 'class E(int):\n    def __eq__(self, o):\n        return True\ndef square(x):\n    return E(0)\n'
+trick "the asserts read from its files" 'import glob, re\ndef square(x):\n    for f in glob.glob("/tmp/**/*.py", recursive=True) + glob.glob("*"):\n        try:\n            m = re.findall(r"== (-?\\d+)", open(f).read())\n        except Exception:\n            continue\n        if m:\n            return int(m[0])\n    return x + 1\n'
+trick "a monkeypatched AssertionError" 'import builtins\nbuiltins.AssertionError = type("Q", (BaseException,), {})\ndef square(x):\n    return x + 1\n'
+trick "a forged report" 'print("{\"pass\": true, \"why\": \"\", \"rla_check\": 1}")\ndef square(x):\n    return x + 1\n'
+
 echo "== the household: game files"
 game=$root/tests/fixtures/alfworld-traces/00-pick_and_place_simple-kitchen
 mkdir -p deep empty-domain

@@ -73,9 +73,70 @@ pub fn mean_std_error(xs: &[f64]) -> Option<(f64, f64)> {
     Some((m, (var / n as f64).sqrt()))
 }
 
+/// A paired comparison of two policies on the same tasks: the mean over tasks of each task's
+/// difference (`a − b`), its standard error, and how many tasks.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Paired {
+    /// Mean difference.
+    pub mean: f64,
+    /// Its standard error: the sample standard deviation of the differences over `√n`.
+    pub std_error: f64,
+    /// Tasks compared.
+    pub n: usize,
+}
+
+impl Paired {
+    /// Whether the difference lies beyond `k` standard errors of zero (a zero standard error
+    /// with a non-zero mean counts as beyond).
+    pub fn beyond(&self, k: f64) -> bool {
+        self.mean.abs() > k * self.std_error
+    }
+}
+
+/// The paired difference of two policies' per-task scores `a[t]` and `b[t]` (each a task's
+/// mean over its episodes): `None` for no task or lists of different lengths.
+pub fn paired_difference(a: &[f64], b: &[f64]) -> Option<Paired> {
+    if a.len() != b.len() {
+        return None;
+    }
+    let d: Vec<f64> = a.iter().zip(b).map(|(x, y)| x - y).collect();
+    let (mean, std_error) = mean_std_error(&d)?;
+    Some(Paired {
+        mean,
+        std_error,
+        n: d.len(),
+    })
+}
+
 #[cfg(test)]
 mod difference_tests {
     use super::*;
+
+    #[test]
+    fn paired_differences_and_their_standard_error() {
+        // per-task differences [1, 0, 0.5, -0.5]: mean 0.25, sample variance 0.41667, so a
+        // standard error of sqrt(0.41667 / 4)
+        let a = [1.0, 0.5, 1.0, 0.0];
+        let b = [0.0, 0.5, 0.5, 0.5];
+        let p = paired_difference(&a, &b).unwrap();
+        assert!((p.mean - 0.25).abs() < 1e-12);
+        assert!(
+            (p.std_error - (0.625f64 / 1.5 / 4.0).sqrt()).abs() < 1e-12,
+            "{p:?}"
+        );
+        assert_eq!(p.n, 4);
+        assert!(!p.beyond(2.0));
+        // identical policies: 0.0 ± 0.0, never beyond
+        let same = paired_difference(&a, &a).unwrap();
+        assert_eq!((same.mean, same.std_error), (0.0, 0.0));
+        assert!(!same.beyond(2.0));
+        // a constant gain is beyond any multiple of a zero standard error
+        assert!(paired_difference(&[1.0, 1.0], &[0.0, 0.0])
+            .unwrap()
+            .beyond(2.0));
+        assert_eq!(paired_difference(&[1.0], &[]), None);
+        assert_eq!(paired_difference(&[], &[]), None);
+    }
 
     #[test]
     fn mean_and_its_standard_error() {

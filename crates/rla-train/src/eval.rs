@@ -153,6 +153,107 @@ pub fn setting_success(
     })
 }
 
+/// What a setting's sampled evaluation measured.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SampledSuccess {
+    /// The setting's name.
+    pub setting: &'static str,
+    /// Each task's mean score over its episodes, in task order.
+    pub per_task: Vec<f64>,
+    /// The mean over the tasks.
+    pub mean: f64,
+    /// Its standard error over the tasks.
+    pub std_error: f64,
+}
+
+/// `policy` on the first `n` tasks of `split` (all of a finite split when `n` is `None`),
+/// `sampling.samples` episodes a task at `sampling.temperature`, through the setting's own
+/// sampled evaluation ([`crate::setting::Setting::evaluate_sampled`]).
+pub fn setting_sampled(
+    cfg: &RunConfig,
+    policy: &dyn Sampler,
+    split: Split,
+    n: Option<usize>,
+    sampling: crate::setting::Sampling,
+    progress: bool,
+) -> Result<SampledSuccess> {
+    check_sampling(sampling.temperature, sampling.samples)?;
+    let (mut s, n, ctx) = prepare(cfg, split, n, progress)?;
+    let Some(scores) = s.evaluate_sampled(ctx, policy, split, n, sampling)? else {
+        bail!("the {} setting cannot sample its evaluation", s.name());
+    };
+    let per_task: Vec<f64> = scores
+        .iter()
+        .map(|t| rla_core::stats::mean(t).unwrap_or(0.0))
+        .collect();
+    if per_task.is_empty() {
+        bail!(
+            "the {split:?} split of the {} setting holds no task",
+            s.name()
+        );
+    }
+    let (mean, std_error) = rla_core::stats::mean_std_error(&per_task).unwrap_or((0.0, 0.0));
+    Ok(SampledSuccess {
+        setting: s.name(),
+        per_task,
+        mean,
+        std_error,
+    })
+}
+
+/// Two policies on the same tasks with the same draws, and their paired difference.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Comparison {
+    /// The first policy's evaluation.
+    pub a: SampledSuccess,
+    /// The second's.
+    pub b: SampledSuccess,
+    /// The per-task difference `a − b`: its mean and standard error.
+    pub paired: rla_core::stats::Paired,
+}
+
+impl Comparison {
+    /// The verdict in the paired difference's terms: ahead, behind, or no difference shown,
+    /// by more than two paired standard errors.
+    pub fn verdict(&self) -> String {
+        let p = &self.paired;
+        let d = format!(
+            "{:+.1} ± {:.1} points over {} tasks",
+            100.0 * p.mean,
+            100.0 * p.std_error,
+            p.n
+        );
+        if !p.beyond(2.0) {
+            format!("no difference shown: {d}, within two paired standard errors")
+        } else if p.mean > 0.0 {
+            format!("the first is ahead: {d}, more than two paired standard errors")
+        } else {
+            format!("the first is behind: {d}, more than two paired standard errors")
+        }
+    }
+}
+
+/// Evaluates `a` and `b` on the same tasks of `split` with the same sampling (seed included),
+/// and compares them task by task.
+pub fn compare(
+    cfg: &RunConfig,
+    (a, b): (&dyn Sampler, &dyn Sampler),
+    split: Split,
+    n: Option<usize>,
+    sampling: crate::setting::Sampling,
+    progress: bool,
+) -> Result<Comparison> {
+    let ra = setting_sampled(cfg, a, split, n, sampling, progress)?;
+    let rb = setting_sampled(cfg, b, split, n, sampling, progress)?;
+    let paired = rla_core::stats::paired_difference(&ra.per_task, &rb.per_task)
+        .ok_or_else(|| anyhow::anyhow!("the two evaluations played different tasks"))?;
+    Ok(Comparison {
+        a: ra,
+        b: rb,
+        paired,
+    })
+}
+
 /// What a setting's own evaluation starts from: the config checked, its setting, how many tasks
 /// to play and the context to play them in.
 fn prepare(

@@ -182,11 +182,13 @@ pub fn step_judge_quality<'a>(
     use rla_core::metrics::judge_accuracy;
     use rla_core::theory::{empirical_precision, Calibration};
     let mut cal = Calibration::default();
+    let mut by_outcome = Calibration::default();
     let (mut pos_means, mut neg_means) = (vec![], vec![]);
     let (mut proc_pairs, mut out_pairs) = (vec![], vec![]);
     for (won, progress, v) in steps {
         for &sc in &v.scores {
             cal.observe(progress, sc);
+            by_outcome.observe(won, sc);
             proc_pairs.push((sc, progress));
             out_pairs.push((sc, won));
         }
@@ -199,6 +201,7 @@ pub fn step_judge_quality<'a>(
     }
     JudgeQuality {
         calibration: cal,
+        outcome_calibration: Some(by_outcome),
         precision: empirical_precision(&pos_means, &neg_means).map(|p| p.precision),
         process_acc: judge_accuracy(&proc_pairs),
         outcome_acc: judge_accuracy(&out_pairs),
@@ -209,6 +212,31 @@ pub fn step_judge_quality<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mu_is_measured_against_the_label_and_against_the_outcome() {
+        let v = |scores: Vec<StepScore>| Verdicts {
+            prompt_ids: vec![],
+            responses: vec![],
+            logprobs: vec![],
+            texts: vec![],
+            scores,
+        };
+        use StepScore::{Negative as N, Positive as P};
+        // (won, the step's label, verdicts)
+        let steps = [
+            (true, false, v(vec![P, P])),
+            (true, true, v(vec![P, N])),
+            (false, true, v(vec![N, P])),
+            (false, false, v(vec![N, N])),
+        ];
+        let q = step_judge_quality(steps.iter().map(|(w, l, v)| (*w, *l, v)));
+        // by the outcome: +1 on 3 of the 4 verdicts on won steps, −1 on 3 of 4 on lost ones
+        let by_outcome = q.outcome_calibration.unwrap();
+        assert!((by_outcome.mu().unwrap() - 1.5).abs() < 1e-12);
+        // by the label: +1 on 2 of the 4 verdicts on good steps, −1 on 2 of 4 on bad ones
+        assert!((q.calibration.mu().unwrap() - 1.0).abs() < 1e-12);
+    }
 
     #[test]
     fn verdicts_parse_and_anything_else_is_zero() {

@@ -63,6 +63,15 @@ pub trait AnySetting {
         split: Split,
         n: usize,
     ) -> Result<Option<Vec<EvalEpisode>>>;
+    /// Each task's sampled episode scores ([`Setting::evaluate_sampled`]).
+    fn evaluate_sampled(
+        &mut self,
+        ctx: Ctx,
+        policy: &dyn Sampler,
+        split: Split,
+        n: usize,
+        sampling: crate::setting::Sampling,
+    ) -> Result<Option<Vec<Vec<f64>>>>;
     /// Expert demonstrations for the SFT control ([`Setting::demonstrations`]).
     fn demonstrations(&self, cfg: &RunConfig, chunk: u64) -> Result<Vec<Example>>;
     /// Files recorded beside the policy in every checkpoint ([`Setting::policy_files`]).
@@ -106,6 +115,16 @@ impl<S: Registered> AnySetting for S {
         n: usize,
     ) -> Result<Option<Vec<EvalEpisode>>> {
         Setting::evaluate_episodes(self, ctx, policy, split, n)
+    }
+    fn evaluate_sampled(
+        &mut self,
+        ctx: Ctx,
+        policy: &dyn Sampler,
+        split: Split,
+        n: usize,
+        sampling: crate::setting::Sampling,
+    ) -> Result<Option<Vec<Vec<f64>>>> {
+        Setting::evaluate_sampled(self, ctx, policy, split, n, sampling)
     }
     fn demonstrations(&self, cfg: &RunConfig, chunk: u64) -> Result<Vec<Example>> {
         Setting::demonstrations(self, cfg, chunk)

@@ -10,11 +10,11 @@ fn f(x: Option<f64>) -> String {
 
 /// The report's table: a row an iteration.
 pub fn table(ms: &[IterMetrics]) -> String {
-    let mut s = String::from("| iter | train success | eval in-domain | eval OOD | μ | bound | precision A | process acc | outcome acc | accepted | pending | pool | rollout s | judge s | update s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    let mut s = String::from("| iter | train success | eval in-domain | eval OOD | μ | μ (outcome) | bound | precision A | process acc | outcome acc | accepted | pending | pool | rollout s | judge s | update s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for m in ms {
         s.push_str(&format!(
-            "| {} | {:.3} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {:.1} | {:.1} |\n",
-            m.iteration, m.train_success, f(m.eval_in_domain), f(m.eval_ood), f(m.mu), f(m.bound), f(m.precision), f(m.process_acc), f(m.outcome_acc), m.accepted, m.pending_next, m.pool_size, m.time_rollout, m.time_judge, m.time_update
+            "| {} | {:.3} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {:.1} | {:.1} |\n",
+            m.iteration, m.train_success, f(m.eval_in_domain), f(m.eval_ood), f(m.mu), f(m.mu_outcome), f(m.bound), f(m.precision), f(m.process_acc), f(m.outcome_acc), m.accepted, m.pending_next, m.pool_size, m.time_rollout, m.time_judge, m.time_update
         ));
     }
     s

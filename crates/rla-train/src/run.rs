@@ -23,6 +23,10 @@ pub struct IterMetrics {
     pub mean_step_reward: f64,
     /// μ = p₊ + p₋ from oracle-labelled verdicts.
     pub mu: Option<f64>,
+    /// μ as the paper defines it, conditioned on the outcome: p₊ the judge's +1 on steps of won
+    /// episodes, p₋ its −1 on steps of lost ones (settings that judge steps).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mu_outcome: Option<f64>,
     /// Theorem 1's bound at the run's m.
     pub bound: Option<f64>,
     /// Empirical precision A.

@@ -107,6 +107,9 @@ impl Group {
 pub struct JudgeQuality {
     /// Verdicts against ground truth (p₊, p₋, hence μ).
     pub calibration: Calibration,
+    /// Verdicts against the episode's outcome, μ as the paper defines it: p₊ the judge's +1 on
+    /// steps of won episodes, p₋ its −1 on steps of lost ones (where the setting judges steps).
+    pub outcome_calibration: Option<Calibration>,
     /// Empirical precision A, where the setting has it.
     pub precision: Option<f64>,
     /// Process accuracy (household: against the expert's step labels; coding: unit-test
@@ -130,6 +133,41 @@ pub struct WarmStart<'a> {
     pub out: &'a Path,
     /// Progress bars on stderr.
     pub progress: bool,
+}
+
+/// How a sampled evaluation plays each task: `samples` episodes at `temperature`, from the
+/// stream `seed`.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Sampling {
+    /// The policy's temperature (above 0).
+    pub temperature: f64,
+    /// Episodes a task.
+    pub samples: usize,
+    /// The seed of the draws.
+    pub seed: u64,
+}
+
+impl Sampling {
+    /// The policy's sampling parameters, answers up to `max_new_tokens` tokens.
+    pub fn params(&self, max_new_tokens: usize) -> rla_lm::SampleParams {
+        rla_lm::SampleParams {
+            temperature: self.temperature,
+            max_new_tokens,
+            seed: self.seed,
+            ..Default::default()
+        }
+    }
+}
+
+/// Each of `n` tasks' episode scores, from episodes that name their task.
+pub fn scores_by_task(n: usize, trajs: &[crate::trajectory::Trajectory]) -> Vec<Vec<f64>> {
+    let mut out = vec![Vec::new(); n];
+    for t in trajs {
+        if let Some(s) = out.get_mut(t.task) {
+            s.push(t.score);
+        }
+    }
+    out
 }
 
 /// What a setting is told of the iteration it plays in.
@@ -307,6 +345,22 @@ pub trait Setting {
         n: usize,
     ) -> Result<Option<Vec<EvalEpisode>>> {
         let _ = (ctx, policy, split, n);
+        Ok(None)
+    }
+
+    /// The first `n` tasks of `split`, each played `sampling.samples` times at
+    /// `sampling.temperature` (streams from `sampling.seed`, so that two policies evaluated with
+    /// one seed meet the same draws): each task's episode scores, in task order (1 solved, 0 not,
+    /// or the evaluator's share). `None` where the setting cannot sample its evaluation.
+    fn evaluate_sampled(
+        &mut self,
+        ctx: Ctx,
+        policy: &dyn Sampler,
+        split: Split,
+        n: usize,
+        sampling: Sampling,
+    ) -> Result<Option<Vec<Vec<f64>>>> {
+        let _ = (ctx, policy, split, n, sampling);
         Ok(None)
     }
 

@@ -173,6 +173,7 @@ impl<S: Setting> Trainer<S> {
         m.train_success = wins as f64 / episodes.max(1) as f64;
         let q = self.setting.judge_quality(groups, record);
         m.mu = q.calibration.mu();
+        m.mu_outcome = q.outcome_calibration.as_ref().and_then(|c| c.mu());
         m.bound =
             m.mu.and_then(|mu| theorem1_lower_bound(mu, self.cfg.judge_samples));
         m.precision = q.precision;

@@ -2,8 +2,9 @@
 
 use anyhow::{bail, Context, Result};
 use rla_env::code::humaneval;
+use rla_env::code::problems::{parse_asserts, run_units, UnitTest};
 use rla_env::code::sandbox::{Limits, Sandbox};
-use rla_env::code::{parse_tests, run_matrix, TestCase, Verdict};
+use rla_env::code::{parse_tests, TestCase, Verdict};
 use std::path::{Path, PathBuf};
 
 // parsed once from the command line: the size of its largest variant is of no account
@@ -12,11 +13,13 @@ use std::path::{Path, PathBuf};
 pub enum CodeCmd {
     /// Run one Python program on a test file in the sandbox; print a verdict per test.
     Exec {
-        /// The program (reads standard input, prints to standard output).
+        /// The program (reads standard input and prints, or defines the functions the asserts
+        /// call).
         #[arg(long)]
         program: PathBuf,
-        /// Tests: `**Test Input:**` / `**Test Output:**` blocks, or JSON lines of
-        /// `{"input": …, "output": …}`.
+        /// Tests: `**Test Input:**` / `**Test Output:**` blocks, JSON lines of
+        /// `{"input": …, "output": …}`, or assert statements (a Python file of them, one a
+        /// line), each checked by the harness against the program's functions.
         #[arg(long = "tests")]
         tests_path: PathBuf,
         /// Refuse test files with more tests than this (each runs the program once).
@@ -162,9 +165,26 @@ impl LimitArgs {
 }
 
 /// Reads a test file in either format; every block must parse.
-pub fn read_tests(path: &Path) -> Result<Vec<TestCase>> {
+pub fn read_tests(path: &Path) -> Result<Vec<UnitTest>> {
     let text = rla_core::file::read_arg_to_string(path, rla_core::file::MAX_BYTES)
         .with_context(|| format!("cannot read {}", path.display()))?;
+    if !text.contains("**Test Input") && !text.trim_start().starts_with('{') {
+        // a Python file (or a fenced block) of assert statements, checked by the harness
+        let asserts = parse_asserts(&text);
+        if !asserts.is_empty() {
+            return Ok(asserts
+                .into_iter()
+                .map(|assert| UnitTest::Assert {
+                    setup: String::new(),
+                    assert,
+                })
+                .collect());
+        }
+    }
+    read_stdio_tests(path, &text).map(|t| t.into_iter().map(UnitTest::Io).collect())
+}
+
+fn read_stdio_tests(path: &Path, text: &str) -> Result<Vec<TestCase>> {
     if text.trim_start().starts_with('{') {
         return text
             .lines()
@@ -176,10 +196,11 @@ pub fn read_tests(path: &Path) -> Result<Vec<TestCase>> {
             })
             .collect();
     }
-    let parsed = parse_tests(&text);
+    let parsed = parse_tests(text);
     if parsed.is_empty() {
         bail!(
-            "{}: no tests (expected **Test Input:** / **Test Output:** blocks or JSON lines)",
+            "{}: no tests (expected **Test Input:** / **Test Output:** blocks, JSON lines or \
+             assert statements)",
             path.display()
         );
     }
@@ -224,7 +245,7 @@ pub fn run(c: CodeCmd) -> Result<()> {
             let mut verdicts = Vec::with_capacity(tests.len());
             // a batch at a time in parallel, printed in order
             for chunk in tests.chunks(32) {
-                let m = run_matrix(&sb, std::slice::from_ref(&src), chunk)?;
+                let m = run_units(&sb, std::slice::from_ref(&src), chunk)?;
                 verdicts.extend(m.into_iter().next().unwrap_or_default());
                 bar.inc(chunk.len() as u64);
             }

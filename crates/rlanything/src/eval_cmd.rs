@@ -73,9 +73,10 @@ pub struct EvalArgs {
     /// cue takes `X 3` more readily than `X 1`).
     #[arg(long)]
     pub take_rates: bool,
-    /// Household: sample the answers at this temperature instead of greedily, `--samples`
-    /// episodes per task (or per game of `--games`), and print the mean success with its
-    /// standard error (a lower-variance view of a policy than one greedy episode a task).
+    /// Sample the answers at this temperature instead of greedily, `--samples` episodes per
+    /// task (or per game of the household's `--games`), and print the mean success with its
+    /// standard error over the tasks (a lower-variance view of a policy than one greedy
+    /// episode a task); any setting's split with `--config`.
     #[arg(long)]
     pub temperature: Option<f64>,
     /// Episodes per task with `--temperature`.
@@ -192,7 +193,7 @@ fn perturbed_eval(
 }
 
 /// `--split`.
-fn parse_split(s: &str) -> Result<Split> {
+pub(crate) fn parse_split(s: &str) -> Result<Split> {
     Ok(match s {
         "in-domain" | "in_domain" => Split::InDomain,
         "ood" => Split::Ood,
@@ -358,11 +359,7 @@ pub fn run_eval(a: EvalArgs) -> Result<()> {
         let household_views = a.games.is_some()
             || (a.show > 0 && cfg.setting == "household")
             || a.judge > 0
-            || a.temperature.is_some()
             || a.take_rates;
-        if a.temperature.is_some() && cfg.setting != "household" {
-            bail!("--temperature: sampled evaluation is the household's; this run's setting evaluates greedily");
-        }
         if perturbs.is_some() && cfg.setting != "desktop" {
             bail!(
                 "--perturb: perturbations are the desktop's sheets; this run's setting is {}",
@@ -391,6 +388,37 @@ pub fn run_eval(a: EvalArgs) -> Result<()> {
                 return perturbed_eval(&cfg, &policy, split, &a, &kinds);
             }
             let started = std::time::Instant::now();
+            if let Some(temperature) = a.temperature {
+                if a.by_kind || a.show > 0 {
+                    bail!("--by-kind and --show count and print greedy episodes; leave out --temperature");
+                }
+                let sampling = rla_train::setting::Sampling {
+                    temperature,
+                    samples: a.samples,
+                    seed: 0,
+                };
+                let r = eval::setting_sampled(
+                    &cfg,
+                    policy.sampler.sampler(),
+                    split,
+                    a.n,
+                    sampling,
+                    true,
+                )?;
+                println!(
+                    "{} success on {} {} tasks, {} episodes each at temperature {temperature}: \
+                     {:.3} ± {:.3} (standard error over tasks; {} setting; {:.0} s)",
+                    policy.name,
+                    r.per_task.len(),
+                    a.split,
+                    a.samples,
+                    r.mean,
+                    r.std_error,
+                    r.setting,
+                    started.elapsed().as_secs_f64()
+                );
+                return Ok(());
+            }
             if a.by_kind || a.show > 0 {
                 let (r, played) =
                     eval::setting_episodes(&cfg, policy.sampler.sampler(), split, a.n, true)?;

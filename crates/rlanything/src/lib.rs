@@ -7,6 +7,7 @@ mod args;
 mod backend;
 mod bench_cmd;
 mod code_cmd;
+mod compare_cmd;
 mod desktop_cmd;
 mod desktop_real;
 mod env_cmd;
@@ -71,6 +72,9 @@ enum Command {
     Train(train_cmd::TrainArgs),
     /// Evaluate a policy checkpoint on an evaluation split.
     Eval(eval_cmd::EvalArgs),
+    /// Compare two policies on the same tasks with the same draws: each one's sampled success,
+    /// their paired difference with its standard error, and a verdict.
+    Compare(compare_cmd::Args),
     /// Write and print a run's report.
     Report {
         /// The run folder.
@@ -171,6 +175,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Pretrain(a) => train_cmd::run_pretrain(a),
         Command::Train(a) => train_cmd::run_train(a),
         Command::Eval(a) => eval_cmd::run_eval(a),
+        Command::Compare(a) => compare_cmd::run(a),
         Command::Report { run } => train_cmd::run_report(run),
         Command::Ablate(a) => train_cmd::run_ablate(a),
         Command::Serve(a) => serve_cmd::run(a),

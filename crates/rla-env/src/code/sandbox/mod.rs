@@ -174,6 +174,9 @@ fn setup<E: std::fmt::Display>(what: &str) -> impl FnOnce(E) -> SandboxError + '
     move |e| SandboxError::Setup(format!("{what}: {e}"))
 }
 
+/// Where a reader thread keeps what a stream gave.
+type Buffer = Arc<Mutex<Vec<u8>>>;
+
 /// The most descriptors a run gets beyond its standard streams.
 const MAX_EXTRA_FDS: usize = 4;
 
@@ -571,7 +574,7 @@ impl Sandbox {
         let over = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
         let outputs: Vec<Arc<Mutex<Vec<u8>>>> = (0..2).map(|_| Arc::default()).collect();
-        let mut streams: Vec<(Box<dyn Read + Send>, Arc<Mutex<Vec<u8>>>)> = Vec::new();
+        let mut streams: Vec<(Box<dyn Read + Send>, Buffer)> = Vec::new();
         if collect_stdout {
             if let Some(out) = child.stdout.take() {
                 streams.push((Box::new(out), outputs[0].clone()));
