@@ -184,11 +184,18 @@ impl Setting for Numbers {
                                 logprobs: x.logprobs.clone(),
                                 choices: None,
                             },
+                            // the tiny judge's answer: "1" or "0", else read off its first
+                            // token (so that its m answers disagree as often as they differ,
+                            // whatever the seed), nothing when it said nothing
                             score: match x.text.trim() {
                                 _ if self.always_yes => StepScore::Positive,
                                 "1" => StepScore::Positive,
                                 "0" => StepScore::Negative,
-                                _ => StepScore::Unparsed,
+                                _ => match x.tokens.first() {
+                                    Some(t) if t % 2 == 0 => StepScore::Positive,
+                                    Some(_) => StepScore::Negative,
+                                    None => StepScore::Unparsed,
+                                },
                             },
                         })
                         .collect(),

@@ -489,3 +489,58 @@ fn a_run_on_problem_files_resumes_from_another_working_folder_on_the_same_file()
     );
     assert_eq!(metrics(&cut).len(), 4);
 }
+
+/// A desktop run on a folder of OSWorld task files named relative to its config, stopped after
+/// an iteration and resumed from another working folder, ends as the run never stopped; once a
+/// task file changes, the resume is refused naming the key and the folder.
+#[test]
+fn a_run_on_task_folders_resumes_from_another_working_folder_on_the_same_tasks() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let start = d.join("start");
+    std::fs::create_dir_all(&start).unwrap();
+    common::succeeds(bin().current_dir(&start).args([
+        "desktop",
+        "export",
+        "--split",
+        "in-domain",
+        "--n",
+        "6",
+        "--out",
+        "tasks",
+    ]));
+    let models = std::fs::canonicalize(root().join("models/desktop")).unwrap();
+    let text = std::fs::read_to_string(root().join("configs/desktop-tiny.toml"))
+        .unwrap()
+        .replace("\"../models/desktop", &format!("\"{}", models.display()))
+        .replace("[desktop]\n", "[desktop]\ntrain_tasks = \"tasks\"\n")
+        .replace("pool_size = 24", "pool_size = 4")
+        .replace("tasks_per_iteration = 8", "tasks_per_iteration = 2")
+        .replace("rollouts_per_task = 6", "rollouts_per_task = 2")
+        .replace("judge_samples = 3", "judge_samples = 2")
+        .replace("update_epochs = 2", "update_epochs = 1")
+        .replace("in_domain = 60", "in_domain = 3")
+        .replace("ood = 60", "ood = 3")
+        .replace("validation = 60", "validation = 0")
+        .replace("every = 4", "every = 1");
+    std::fs::write(start.join("run.toml"), text).unwrap();
+
+    let cut = stop_and_resume_elsewhere(d, 2);
+    let tasks = std::fs::canonicalize(start.join("tasks")).unwrap();
+    let one = std::fs::read_dir(&tasks)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "json"))
+        .unwrap();
+    let mut text = std::fs::read_to_string(&one).unwrap();
+    text.push('\n');
+    std::fs::write(&one, text).unwrap();
+    let err = refused(&d.join("x/y"), &cut, 3);
+    assert!(
+        err.contains(&format!(
+            "desktop.train_tasks {}: changed since the run started",
+            tasks.display()
+        )),
+        "{err}"
+    );
+}

@@ -75,9 +75,18 @@ pub fn payload(tests: Checked<'_>) -> Vec<u8> {
 
 /// Checks `program` against `tests`.
 pub fn check(sb: &Sandbox, program: &str, tests: Checked<'_>) -> Result<Verdict, SandboxError> {
-    let (harness, _runner) =
+    let (harness, runner) =
         sb.run_pair(&harness_source(), &payload(tests), &runner_source(program))?;
-    Ok(verdict(&harness))
+    Ok(match verdict(&harness) {
+        // the program's process ended before it answered: by a limit, when one ended it
+        Verdict::Crash => match runner.status {
+            Status::Timeout => Verdict::Timeout,
+            Status::Memory => Verdict::Memory,
+            Status::OutputLimit => Verdict::OutputLimit,
+            _ => Verdict::Crash,
+        },
+        v => v,
+    })
 }
 
 /// The verdict of a harness's run: a pass only from a whole report that says so.
