@@ -61,8 +61,8 @@ pub struct AblateArgs {
     #[arg(long, default_value_t = 1)]
     pub seeds: u64,
     /// Only these modes, comma-separated (`outcome`, `policy`, `policy+reward` or
-    /// `policy-reward`, `full`, `reward-only`); default the paper table's four. A later run with more modes reuses the
-    /// finished folders. `sft` adds the control: the minutes of each seed's `full` run spent on
+    /// `policy-reward`, `full`, `reward-only`, `null`); default the paper table's four. A later
+    /// run with more modes reuses the finished folders. `sft` adds the control: the minutes of each seed's `full` run spent on
     /// more SFT of the warm start on fresh expert demonstrations instead of RL (with `full`).
     #[arg(long, value_delimiter = ',')]
     pub modes: Vec<String>,
@@ -99,7 +99,7 @@ fn parse_modes(names: &[String]) -> Result<(Vec<Mode>, bool)> {
         {
             Some(m) => named.push(m),
             None => {
-                bail!("--modes {n}: use outcome, policy, policy+reward (or policy-reward), full, reward-only and sft")
+                bail!("--modes {n}: use outcome, policy, policy+reward (or policy-reward), full, reward-only, null and sft")
             }
         }
     }
@@ -316,6 +316,10 @@ mod tests {
         assert_eq!(
             parse_modes(&names(&["sft", "full"])).unwrap(),
             (vec![Mode::Full], true)
+        );
+        assert_eq!(
+            parse_modes(&names(&["null", "full"])).unwrap(),
+            (vec![Mode::Full, Mode::Null], false)
         );
         let e = parse_modes(&names(&["sft"])).unwrap_err().to_string();
         assert!(e.contains("name full too"), "{e}");
