@@ -287,8 +287,12 @@ impl Wandb {
             .stderr(Stdio::null())
             .env("WANDB_SILENT", "true")
             .process_group(0);
+        // on Linux the client dies with the run (the parent-death signal); elsewhere it is
+        // killed with its process group when the writer is dropped
+        #[cfg(target_os = "linux")]
         let parent = std::process::id() as libc::pid_t;
         // SAFETY: only async-signal-safe system calls between fork and exec
+        #[cfg(target_os = "linux")]
         unsafe {
             cmd.pre_exec(move || {
                 if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
