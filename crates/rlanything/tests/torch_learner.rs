@@ -22,7 +22,8 @@ judge_samples = 2
 update_epochs = 2
 
 [household]
-train_step_limit = 8
+# long enough that a task of the first iteration lies in the band (a loss to compare)
+train_step_limit = 15
 eval_step_limit = 8
 history_window = 1
 notes = true
