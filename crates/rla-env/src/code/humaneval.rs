@@ -66,7 +66,7 @@ pub fn find_data() -> Result<PathBuf, EnvError> {
 }
 
 /// Reads `HumanEval.jsonl.gz` (or an uncompressed `.jsonl`); errors name the line. At most
-/// [`super::problems::MAX_RECORDS`] problems; none at all is an error.
+/// [`super::MAX_RECORDS`] problems; none at all is an error.
 pub fn load(path: &Path) -> Result<Vec<HumanEvalProblem>, EnvError> {
     let out: Vec<HumanEvalProblem> = json_lines(path, &read_text(path)?)?;
     if out.is_empty() {
@@ -80,9 +80,9 @@ pub fn load(path: &Path) -> Result<Vec<HumanEvalProblem>, EnvError> {
 }
 
 /// The non-blank lines of `text`, each a JSON record; errors name the line, and more than
-/// [`super::problems::MAX_RECORDS`] records is an error.
+/// [`super::MAX_RECORDS`] records is an error.
 fn json_lines<T: serde::de::DeserializeOwned>(path: &Path, text: &str) -> Result<Vec<T>, EnvError> {
-    let max = super::problems::MAX_RECORDS;
+    let max = super::MAX_RECORDS;
     let mut out = Vec::new();
     for (i, l) in text.lines().enumerate() {
         if l.trim().is_empty() {

@@ -13,6 +13,10 @@ use sandbox::{RunResult, Sandbox, SandboxError, Status};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
+/// The most records a problem file (any format, HumanEval's included) may hold; the
+/// reference's largest file holds some thousands.
+pub const MAX_RECORDS: usize = 1_000_000;
+
 /// One unit test: an input and the expected output.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -240,9 +240,7 @@ fn kind(v: &Value) -> &'static str {
     }
 }
 
-/// The most records a problem file may hold (the reference's largest file holds some
-/// thousands).
-pub const MAX_RECORDS: usize = 1_000_000;
+pub use super::MAX_RECORDS;
 
 /// The most ground-truth tests one problem of a file may have, unless told otherwise
 /// ([`load_bounded`]): each test runs every program once.
