@@ -6,7 +6,9 @@ use rla_core::Split;
 use rla_env::household::data::alfred;
 use rla_env::household::expert::{plan, GoalSpec};
 use rla_env::household::perturb::{apply, check, proposals, retarget, Perturbation};
-use rla_env::household::splits::{eval_tasks, train_tasks};
+use rla_env::household::splits::{
+    eval_tasks, eval_tasks_first, split_size, train_tasks, SCENE_SEEDS, VALIDATION_SCENE_SEEDS,
+};
 use rla_env::household::world::NOTHING_HAPPENS;
 use rla_env::household::{batch::Batch, GameFile, HouseholdGame, TaskSpec};
 use std::collections::HashMap;
@@ -42,6 +44,34 @@ fn evaluation_splits_have_alfworld_sizes_and_ood_is_unseen() {
         let rooms: std::collections::HashSet<_> = split.iter().map(|t| t.room()).collect();
         assert_eq!((goals.len(), rooms.len()), (6, 4));
     }
+}
+
+/// The validation split: 500 tasks on ALFRED's training floor plans, every goal type and room,
+/// its first tasks generated alone the same as the whole split's first.
+#[test]
+fn the_validation_split_holds_500_tasks_on_the_training_floor_plans() {
+    let first = eval_tasks_first(Split::Validation, 9);
+    let val = eval_tasks(Split::Validation);
+    assert_eq!((val.len(), split_size(Split::Validation)), (500, 500));
+    let ids: std::collections::HashSet<_> = val.iter().map(|t| t.id.as_str()).collect();
+    assert_eq!(ids.len(), 500, "ids are distinct");
+    for t in &val {
+        assert!(alfred().train_floor_plans.contains(&t.floor_plan), "{t:?}");
+        assert_eq!(t.step_limit, 60, "{t:?}");
+    }
+    let goals: std::collections::HashSet<_> = val.iter().map(|t| t.goal).collect();
+    let rooms: std::collections::HashSet<_> = val.iter().map(|t| t.room()).collect();
+    assert_eq!((goals.len(), rooms.len()), (6, 4));
+    assert_eq!(first, val[..9]);
+    assert_eq!(
+        eval_tasks_first(Split::Validation, 900),
+        val,
+        "at most the split"
+    );
+    assert_eq!(
+        eval_tasks_first(Split::InDomain, 5),
+        eval_tasks(Split::InDomain)[..5]
+    );
 }
 
 #[test]
@@ -315,27 +345,45 @@ proptest! {
 }
 
 /// Training tasks (what warm starts and runs learn from) never share a scene with the fixed
-/// evaluation splits or the validation split, nor a game of the recorded ALFWorld fixtures.
+/// evaluation splits or the validation split, nor a game of the recorded ALFWorld fixtures; the
+/// validation split's scenes are its own by construction: their seeds lie in a range that no
+/// training draw and no other split's task reaches.
 #[test]
 fn training_tasks_and_the_evaluation_splits_are_disjoint() {
-    let held: std::collections::HashSet<_> = Split::EVALUATION
+    let scenes = |split| -> std::collections::HashSet<(u32, u64)> {
+        eval_tasks(split)
+            .into_iter()
+            .map(|t| (t.floor_plan, t.scene_seed))
+            .collect()
+    };
+    let validation = scenes(Split::Validation);
+    let held: std::collections::HashSet<_> = [Split::InDomain, Split::Ood]
         .into_iter()
-        .flat_map(eval_tasks)
-        .map(|t| (t.floor_plan, t.scene_seed))
+        .flat_map(scenes)
         .collect();
     assert_eq!(
-        held.len(),
-        140 + 134 + 140,
+        (held.len(), validation.len()),
+        (140 + 134, 500),
         "the splits' scenes are distinct"
     );
+    assert!(SCENE_SEEDS.end <= VALIDATION_SCENE_SEEDS.start);
+    for (fp, seed) in &validation {
+        assert!(VALIDATION_SCENE_SEEDS.contains(seed), "{fp} {seed}");
+    }
+    for (fp, seed) in &held {
+        assert!(SCENE_SEEDS.contains(seed), "{fp} {seed}");
+        assert!(!validation.contains(&(*fp, *seed)));
+    }
     let mut intros = std::collections::HashSet::new();
     for seed in [0u64, 17] {
         for t in train_tasks(1500, seed) {
+            let scene = (t.floor_plan, t.scene_seed);
             assert!(
-                !held.contains(&(t.floor_plan, t.scene_seed)),
+                !held.contains(&scene) && !validation.contains(&scene),
                 "{} shares its scene with an evaluation task",
                 t.id
             );
+            assert!(SCENE_SEEDS.contains(&t.scene_seed), "{}", t.id);
             if intros.len() < 2000 {
                 let mut env = HouseholdGame::from_task(&t).unwrap();
                 intros.insert(env.reset());

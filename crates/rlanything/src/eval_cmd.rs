@@ -6,7 +6,7 @@
 
 use anyhow::{bail, Result};
 use rla_core::Split;
-use rla_env::household::splits::eval_tasks;
+use rla_env::household::splits::{eval_tasks_first, split_size};
 use rla_lm::Sampler;
 use rla_train::config::SettingConfig;
 use rla_train::eval::{self, HouseholdFlags};
@@ -466,16 +466,15 @@ pub fn run_eval(a: EvalArgs) -> Result<()> {
         run_cfg = Some(cfg);
     }
     let split = parse_split(&a.split)?;
-    let tasks = eval_tasks(split);
-    let n = a.n.unwrap_or(tasks.len());
-    if n > tasks.len() {
+    let size = split_size(split);
+    let n = a.n.unwrap_or(size);
+    if n > size {
         bail!(
-            "--n {n}: the {} split holds {} tasks; ask for at most {}",
-            a.split,
-            tasks.len(),
-            tasks.len()
+            "--n {n}: the {} split holds {size} tasks; ask for at most {size}",
+            a.split
         );
     }
+    let tasks = eval_tasks_first(split, n);
     let policy = open_policy(&a, default, a.config.as_deref())?;
     let lm = policy.sampler.sampler();
     // the run's config, else the settings the checkpoint records, else the reference's

@@ -1,10 +1,13 @@
 //! Task sampling and the fixed evaluation splits.
 //!
 //! Mirroring ALFWorld's sizes, there are 140 in-domain and 134 out-of-distribution evaluation
-//! tasks. As ALFWorld splits them, in-domain (`valid_seen`), validation and training tasks are drawn
-//! on ALFRED's training floor plans, and OOD tasks (`valid_unseen`) on the floor plans no training
-//! task uses. A scene is a floor plan and a seed; training never draws a scene of an evaluation or
-//! validation task.
+//! tasks; the validation split, for choosing budgets and settings, holds 500. As ALFWorld splits
+//! them, in-domain (`valid_seen`), validation and training tasks are drawn on ALFRED's training
+//! floor plans, and OOD tasks (`valid_unseen`) on the floor plans no training task uses. A scene
+//! is a floor plan and a seed; training never draws a scene of an evaluation or validation task:
+//! the validation split's scene seeds lie in a range of their own
+//! ([`VALIDATION_SCENE_SEEDS`]) that no other split and no training draw reaches, and training
+//! skips the in-domain split's scenes.
 
 use super::data::alfred;
 use super::expert::{GoalSpec, SearchExpert};
@@ -20,7 +23,12 @@ pub const IN_DOMAIN_SIZE: usize = 140;
 /// Size of the OOD evaluation split.
 pub const OOD_SIZE: usize = 134;
 /// Size of the validation split.
-pub const VALIDATION_SIZE: usize = 140;
+pub const VALIDATION_SIZE: usize = 500;
+/// The scene seeds of training draws and of the in-domain and OOD splits.
+pub const SCENE_SEEDS: std::ops::Range<u64> = 0..1 << 40;
+/// The scene seeds of the validation split alone: no training draw and no other split's task
+/// lies in one of them, so no validation task shares a scene with any of theirs.
+pub const VALIDATION_SCENE_SEEDS: std::ops::Range<u64> = 1 << 40..1 << 41;
 /// Step limit in training (the reference configuration).
 pub const TRAIN_STEP_LIMIT: usize = 40;
 /// Step limit in evaluation (the reference configuration).
@@ -33,6 +41,15 @@ pub fn floor_plans(split: Split) -> &'static [u32] {
     match split {
         Split::Ood => &t.unseen_floor_plans,
         _ => &t.train_floor_plans,
+    }
+}
+
+/// The scene seeds a split draws from: [`VALIDATION_SCENE_SEEDS`] for validation, the others'
+/// [`SCENE_SEEDS`].
+pub fn scene_seeds(split: Split) -> std::ops::Range<u64> {
+    match split {
+        Split::Validation => VALIDATION_SCENE_SEEDS,
+        _ => SCENE_SEEDS,
     }
 }
 
@@ -87,6 +104,8 @@ fn candidates_of(floor_plan: u32, goal: GoalKind) -> Vec<Candidate> {
                 template: 0,
                 step_limit: 1,
                 parent: None,
+                target_places: Vec::new(),
+                extra_objects: Vec::new(),
             };
             if spec.validate().is_ok() {
                 out.push((o.clone(), r.cloned(), l.cloned()));
@@ -107,7 +126,8 @@ fn candidates_of(floor_plan: u32, goal: GoalKind) -> Vec<Candidate> {
 
 /// Samples one task of a goal type for a split: a floor plan of the split whose room kind ALFRED
 /// generates the goal in, one of its (object, receptacle or lamp) choices, the target's count drawn
-/// as any class's (at least two for pick-two), and every other object class of the floor plan.
+/// as any class's (at least two for pick-two), and every other object class of the floor plan;
+/// its scene seed from the split's range ([`scene_seeds`]).
 pub fn sample_task(rng: &mut ChaCha8Rng, split: Split, goal: GoalKind, id: String) -> TaskSpec {
     let plans: Vec<u32> = floor_plans(split)
         .iter()
@@ -130,7 +150,7 @@ pub fn sample_task(rng: &mut ChaCha8Rng, split: Split, goal: GoalKind, id: Strin
         let mut t = TaskSpec {
             id: id.clone(),
             floor_plan,
-            scene_seed: rng.gen_range(0..1u64 << 40),
+            scene_seed: rng.gen_range(scene_seeds(split)),
             goal,
             object,
             receptacle,
@@ -145,6 +165,8 @@ pub fn sample_task(rng: &mut ChaCha8Rng, split: Split, goal: GoalKind, id: Strin
                 EVAL_STEP_LIMIT
             },
             parent: None,
+            target_places: Vec::new(),
+            extra_objects: Vec::new(),
         };
         t.distractors = placeable_objects(floor_plan, None)
             .iter()
@@ -167,13 +189,13 @@ fn searcher_wins(t: &TaskSpec) -> bool {
         .is_ok_and(|g| SearchExpert::solves_within(&w, &g, t.step_limit).is_some())
 }
 
-/// The scenes (floor plan, scene seed) of the fixed evaluation splits and the validation split,
-/// which training tasks never use.
+/// The scenes (floor plan, scene seed) of the fixed in-domain and OOD splits, which training
+/// tasks never use (the validation split's seeds are out of training's range).
 fn evaluation_scenes() -> &'static std::collections::HashSet<(u32, u64)> {
     static SCENES: std::sync::OnceLock<std::collections::HashSet<(u32, u64)>> =
         std::sync::OnceLock::new();
     SCENES.get_or_init(|| {
-        Split::EVALUATION
+        [Split::InDomain, Split::Ood]
             .into_iter()
             .flat_map(eval_tasks)
             .map(|t| (t.floor_plan, t.scene_seed))
@@ -222,24 +244,80 @@ pub fn train_tasks_sparse(n: usize, seed: u64, min_share: f64) -> Vec<TaskSpec> 
     tasks
 }
 
-/// The fixed evaluation split: 140 in-domain or 134 OOD tasks (or 140 validation tasks), the
-/// same on every machine.
+/// How many tasks [`eval_tasks`] gives for a split (140 in-domain, 134 OOD, 500 validation;
+/// 140 of the training distribution for `Split::Train`).
+pub fn split_size(split: Split) -> usize {
+    match split {
+        Split::InDomain | Split::Train => IN_DOMAIN_SIZE,
+        Split::Ood => OOD_SIZE,
+        Split::Validation => VALIDATION_SIZE,
+    }
+}
+
+/// The fixed evaluation split: 140 in-domain or 134 OOD tasks (or 500 validation tasks), the
+/// same on every machine; worked out once in a process.
 pub fn eval_tasks(split: Split) -> Vec<TaskSpec> {
-    let (n, tag) = match split {
-        Split::InDomain => (IN_DOMAIN_SIZE, "in_domain"),
-        Split::Ood => (OOD_SIZE, "ood"),
-        Split::Train => (IN_DOMAIN_SIZE, "train_eval"),
-        Split::Validation => (VALIDATION_SIZE, "validation"),
+    eval_tasks_first(split, split_size(split))
+}
+
+/// The first `n` tasks of [`eval_tasks`] (all of them when `n` is larger). The validation split's
+/// tasks are drawn each from a stream of its own, so its first `n` are generated alone, in
+/// parallel (and kept once all are asked for); the other splits are drawn one after another
+/// from one stream, worked out whole once in a process.
+pub fn eval_tasks_first(split: Split, n: usize) -> Vec<TaskSpec> {
+    use std::sync::OnceLock;
+    static WHOLE: [OnceLock<Vec<TaskSpec>>; 4] = [
+        OnceLock::new(),
+        OnceLock::new(),
+        OnceLock::new(),
+        OnceLock::new(),
+    ];
+    let n = n.min(split_size(split));
+    let (slot, tag) = match split {
+        Split::InDomain => (&WHOLE[0], "in_domain"),
+        Split::Ood => (&WHOLE[1], "ood"),
+        Split::Train => (&WHOLE[2], "train_eval"),
+        Split::Validation => {
+            if let Some(all) = WHOLE[3].get() {
+                return all[..n].to_vec();
+            }
+            let tasks = validation_tasks(n);
+            if n == VALIDATION_SIZE {
+                let _ = WHOLE[3].set(tasks.clone());
+            }
+            return tasks;
+        }
     };
-    let mut rng = ChaCha8Rng::seed_from_u64(mix(2602_02488, tag));
-    (0..n)
-        .map(|i| {
-            sample_task(
-                &mut rng,
-                split,
-                GoalKind::ALL[i % 6],
-                format!("{tag}-{i:03}"),
-            )
-        })
-        .collect()
+    slot.get_or_init(|| {
+        let mut rng = ChaCha8Rng::seed_from_u64(mix(2602_02488, tag));
+        (0..split_size(split))
+            .map(|i| {
+                sample_task(
+                    &mut rng,
+                    split,
+                    GoalKind::ALL[i % 6],
+                    format!("{tag}-{i:03}"),
+                )
+            })
+            .collect()
+    })[..n]
+        .to_vec()
+}
+
+/// Validation task `i`, from a stream of its own (goal types in turn), its scene seed in
+/// [`VALIDATION_SCENE_SEEDS`].
+fn validation_task(i: usize) -> TaskSpec {
+    let mut rng = ChaCha8Rng::seed_from_u64(mix(2602_02488, &format!("validation/{i}")));
+    sample_task(
+        &mut rng,
+        Split::Validation,
+        GoalKind::ALL[i % 6],
+        format!("validation-{i:03}"),
+    )
+}
+
+/// The first `n` validation tasks, generated in parallel.
+fn validation_tasks(n: usize) -> Vec<TaskSpec> {
+    use rayon::prelude::*;
+    (0..n).into_par_iter().map(validation_task).collect()
 }

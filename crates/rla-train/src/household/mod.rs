@@ -25,7 +25,7 @@ use anyhow::Result;
 use config::{HouseholdConfig, RewriterKind};
 use rewriter::{LmRewriter, Phrases, Rewriter, Structured, Summariser};
 use rla_core::adapt::Direction;
-use rla_env::household::splits::{eval_tasks, train_tasks_sparse};
+use rla_env::household::splits::{eval_tasks_first, train_tasks_sparse};
 use rla_env::household::{HouseTask, HouseholdTask, TaskSpec};
 use rla_lm::{SampleParams, Sampler};
 
@@ -119,7 +119,7 @@ impl Household {
             })?;
             return Ok((kinds, trajs));
         }
-        let tasks: Vec<TaskSpec> = eval_tasks(split).into_iter().take(n).collect();
+        let tasks: Vec<TaskSpec> = eval_tasks_first(split, n);
         let kinds = tasks
             .iter()
             .map(|t| (t.goal.as_str().to_string(), t.id.clone()))
@@ -277,7 +277,7 @@ impl Setting for Household {
         match self.cfg.eval_games.of(split) {
             // a folder that cannot be read is named when the split is first evaluated
             Some(root) => games::count(root).ok(),
-            None => Some(eval_tasks(split).len()),
+            None => Some(rla_env::household::splits::split_size(split)),
         }
     }
 
@@ -317,7 +317,7 @@ impl Setting for Household {
             let trajs = ctx.with_bar(len, &what, |bar| rollout(policy, &games, ep, &sp, bar))?;
             (games.len(), trajs)
         } else {
-            let tasks: Vec<TaskSpec> = eval_tasks(split).into_iter().take(n).collect();
+            let tasks: Vec<TaskSpec> = eval_tasks_first(split, n);
             let len = (tasks.len() * sampling.samples * limit) as u64;
             let trajs = ctx.with_bar(len, &what, |bar| rollout(policy, &tasks, ep, &sp, bar))?;
             (tasks.len(), trajs)

@@ -12,7 +12,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rla_core::Split;
 use rla_env::household::expert::{GoalSpec, SearchExpert};
-use rla_env::household::splits::{eval_tasks, train_tasks_sparse};
+use rla_env::household::splits::{eval_tasks_first, train_tasks_sparse};
 use rla_env::household::{HouseholdGame, HouseholdTask, TaskSpec};
 use rla_lm::Model;
 
@@ -215,10 +215,7 @@ pub fn household_probe<'a>(
             );
         }
         if validation > 0 {
-            let tasks: Vec<TaskSpec> = eval_tasks(Split::Validation)
-                .into_iter()
-                .take(validation)
-                .collect();
+            let tasks: Vec<TaskSpec> = eval_tasks_first(Split::Validation, validation);
             let ep = super::Episodes::evaluation(cfg);
             let v = super::evaluate(lm, &tasks, ep, cfg.policy.max_new_tokens, None)?;
             point.insert("validation_success".into(), v.into());
