@@ -24,6 +24,7 @@
 
 pub mod adapt;
 pub mod advantage;
+pub mod anchor;
 pub mod coding;
 pub mod consistency;
 pub mod file;

@@ -4,7 +4,7 @@
 //! [`Game`]: what the policy sees, which answers it may give, and what an answer does.
 //!
 //! Also here: what both settings do with the episodes once played — the groups the loop trains
-//! on, the judge's m verdicts on every step, their quality against the oracle's progress labels,
+//! on, the judge's m verdicts on every step, their quality against the steps' labels,
 //! the critiques of failed episodes and the sample files.
 
 use crate::judge::{judge_prompts, push_step_judgements, reasoning, step_judge_quality, Verdicts};
@@ -35,6 +35,9 @@ pub struct Turn {
     pub observation: String,
     /// The earlier steps as the prompt told them ([`StepRec::previous`]).
     pub previous: String,
+    /// The environment state the turn starts from, as a key ([`StepRec::state`]); `None` where
+    /// the setting has none.
+    pub state: Option<u64>,
 }
 
 /// What an answer did.
@@ -47,8 +50,10 @@ pub struct Applied {
     pub error: Option<String>,
     /// What the environment showed after it.
     pub next_observation: String,
-    /// The oracle's progress label.
+    /// The step's label ([`StepRec::progress`]).
     pub progress: bool,
+    /// Its second label, where the setting has one ([`StepRec::planner_progress`]).
+    pub planner_progress: Option<bool>,
     /// The episode ended.
     pub done: bool,
 }
@@ -133,9 +138,34 @@ pub type Asked = (Vec<Vec<u32>>, Vec<Vec<Sample>>);
 /// model that keeps its tokenizer. Also returns the prompts' token ids (empty for chat). Every
 /// setting asks a model for text through it (coders and test writers, rewriters, summaries).
 pub fn ask(lm: &dyn Sampler, texts: &[String], n: usize, p: &SampleParams) -> Result<Asked> {
+    ask_seeded(lm, texts, n, p, false)
+}
+
+/// [`ask`] with each prompt's own draws ([`rla_lm::Request::seeds`]): prompt `i`'s answers draw
+/// from a stream of (`p.seed`, `i`) alone, whatever the other prompts' answers were, so two
+/// models asked the same prompts with one seed meet the same draws (chat messages to a server
+/// that keeps its tokenizer: its own per-prompt seeds).
+pub fn ask_paired(lm: &dyn Sampler, texts: &[String], n: usize, p: &SampleParams) -> Result<Asked> {
+    ask_seeded(lm, texts, n, p, true)
+}
+
+fn ask_seeded(
+    lm: &dyn Sampler,
+    texts: &[String],
+    n: usize,
+    p: &SampleParams,
+    paired: bool,
+) -> Result<Asked> {
     let out = match prompts(lm, texts)? {
         Some(ids) => {
-            let out = lm.generate(&ids, n, p)?;
+            let seeds: Vec<u64> = (0..ids.len()).map(|i| episode_seed(p.seed, i, 0)).collect();
+            let out = lm.sample(&rla_lm::Request {
+                prompts: &ids,
+                n,
+                params: p,
+                allowed: None,
+                seeds: paired.then_some(seeds.as_slice()),
+            })?;
             (ids, out)
         }
         None => {
@@ -184,9 +214,19 @@ pub fn step_seed(seed: u64, step: usize) -> u64 {
     rla_core::seed::stream(seed, &[step as u64])
 }
 
+/// The seed of the `sample`-th episode of task `task` in a play whose sampling seed is `seed`:
+/// its steps draw from [`step_seed`]`(episode_seed, step)` alone, so an episode's draws depend
+/// on the seed, its task and its index among the task's episodes, never on what the other
+/// episodes (or the policy) did — two policies played from one seed meet the same draws, episode
+/// for episode.
+pub fn episode_seed(seed: u64, task: usize, sample: usize) -> u64 {
+    rla_core::seed::stream(seed, &[task as u64, sample as u64])
+}
+
 /// Plays every game to its end or `step_limit` steps; all games step together, one generation
-/// call per step (step `s` samples with a stream of its own, [`step_seed`]). `games` pairs each
-/// game with its task's index in the batch. With `constrained`, answers are drawn only among each
+/// call per step (each episode's step draws from a stream of its own, [`episode_seed`]; a step
+/// of screenshots, from [`step_seed`] of `sp.seed`). `games` pairs each game with its task's
+/// index in the batch; a task's episodes are numbered in the order they come. With `constrained`, answers are drawn only among each
 /// turn's answers, with room for the longest whatever `sp.max_new_tokens` says. With `end_loops`
 /// ≥ 2, a game whose last `end_loops` actions loop ([`Trajectory::ends_in_loop`]) ends there,
 /// lost.
@@ -208,6 +248,15 @@ pub fn play<G: Game + Send>(
                 score: 0.0,
             },
             done: false,
+        })
+        .collect();
+    let mut count: std::collections::HashMap<usize, usize> = Default::default();
+    let episode_seeds: Vec<u64> = live
+        .iter()
+        .map(|l| {
+            let j = count.entry(l.traj.task).or_default();
+            *j += 1;
+            episode_seed(sp.seed, l.traj.task, *j - 1)
         })
         .collect();
     for step in 0..step_limit {
@@ -246,17 +295,25 @@ pub fn play<G: Game + Send>(
             seed: step_seed(sp.seed, step),
             ..sp.clone()
         };
+        let seeds: Vec<u64> = active
+            .iter()
+            .map(|&i| step_seed(episode_seeds[i], step))
+            .collect();
         let out = if !chats.is_empty() {
             policy.generate_visual(&chats, 1, &p)?
-        } else if constrained {
+        } else {
             let longest = allowed.iter().flatten().map(Vec::len).max().unwrap_or(0);
             let p = SampleParams {
                 max_new_tokens: p.max_new_tokens.max(longest),
                 ..p
             };
-            policy.generate_within(&prompts, 1, &p, &allowed)?
-        } else {
-            policy.generate(&prompts, 1, &p)?
+            policy.sample(&rla_lm::Request {
+                prompts: &prompts,
+                n: 1,
+                params: &p,
+                allowed: constrained.then_some(allowed.as_slice()),
+                seeds: Some(&seeds),
+            })?
         };
         let mut picked = Vec::with_capacity(active.len());
         for (k, ((s, turn), prompt_ids)) in out.into_iter().zip(turns).zip(prompts).enumerate() {
@@ -279,6 +336,7 @@ pub fn play<G: Game + Send>(
             l.traj.steps.push(StepRec {
                 observation: turn.observation,
                 previous: turn.previous,
+                state: turn.state,
                 prompt_ids,
                 response_ids: s.tokens,
                 logprobs: s.logprobs,
@@ -289,6 +347,7 @@ pub fn play<G: Game + Send>(
                 error: a.error,
                 next_observation: a.next_observation,
                 progress: a.progress,
+                planner_progress: a.planner_progress,
             });
             l.done = a.done || (end_loops >= 2 && l.traj.ends_in_loop(end_loops));
         }
@@ -379,6 +438,7 @@ impl Played {
                     .steps
                     .iter()
                     .map(|s| Step {
+                        state: s.state,
                         action: Generation {
                             prompt: s.prompt_ids.clone(),
                             response: s.response_ids.clone(),
@@ -423,9 +483,9 @@ impl Played {
         Ok(())
     }
 
-    /// Puts the oracle's progress labels where the loop reads the judge's verdicts: every sample
-    /// of a step scores +1 where the step made progress and −1 where it did not, as a judge that
-    /// is always right would. The record keeps the judge's own verdicts, so [`Played::quality`]
+    /// Puts the steps' labels ([`StepRec::progress`]) where the loop reads the judge's verdicts:
+    /// every sample of a step scores +1 where the step's label is good and −1 where it is not, as
+    /// a judge that is always right would. The record keeps the judge's own verdicts, so [`Played::quality`]
     /// still measures the judge; its m samples of a step now agree, so the consistency reward
     /// gives it nothing to learn.
     pub fn oracle_scores(&self, groups: &mut [Group]) {
@@ -448,14 +508,16 @@ impl Played {
         }
     }
 
-    /// The judge's quality: μ from verdicts against the oracle's step labels, precision A from
-    /// the mean verdicts of steps of won and lost episodes.
+    /// The judge's quality: process accuracy and μ from verdicts against the steps' labels (and
+    /// process accuracy against their second label, where they have one), μ as the paper defines
+    /// it from verdicts against the episodes' outcomes, precision A from the mean verdicts of
+    /// steps of won and lost episodes.
     pub fn quality(&self) -> JudgeQuality {
         step_judge_quality(self.trajs.iter().zip(&self.verdicts).flat_map(|(t, vs)| {
             t.steps
                 .iter()
                 .zip(vs)
-                .map(move |(s, v)| (t.won(), s.progress, v))
+                .map(move |(s, v)| (t.won(), s.progress, s.planner_progress, v))
         }))
     }
 
@@ -597,6 +659,7 @@ mod loop_tests {
                 .map(|a| StepRec {
                     observation: String::new(),
                     previous: String::new(),
+                    state: None,
                     prompt_ids: vec![],
                     response_ids: vec![],
                     logprobs: vec![],
@@ -607,6 +670,7 @@ mod loop_tests {
                     error: None,
                     next_observation: String::new(),
                     progress: false,
+                    planner_progress: None,
                 })
                 .collect(),
             score: 0.0,

@@ -83,6 +83,60 @@ pub struct Pool<T> {
     pub pending: Vec<Pending<T>>,
     /// Every rewrite decided so far.
     pub lineage: Vec<Lineage<T>>,
+    /// With `draw = "stream"`, the order tasks are drawn in (absent: drawn at random each
+    /// iteration).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream: Option<Stream>,
+}
+
+/// How a run draws its iteration's tasks from the pool.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Draw {
+    /// `tasks_per_iteration` distinct slots at random each iteration, independently of the
+    /// iterations before: over a run a task of a small pool is drawn many times.
+    #[default]
+    Random,
+    /// A per-run permutation of the whole pool, read in order: no task repeats before every
+    /// task has been drawn once (then a new permutation, an *epoch*); an accepted rewrite gets a
+    /// slot of its own, placed at a random point of the current epoch's rest.
+    Stream,
+}
+
+impl Draw {
+    /// Whether it is the default, [`Draw::Random`] (a config that says nothing of it).
+    pub fn is_random(&self) -> bool {
+        *self == Draw::Random
+    }
+}
+
+/// The stream's place: the current epoch's order, how far it has been read, and how often each
+/// slot has been drawn.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stream {
+    /// The current epoch's permutation of slots.
+    pub order: Vec<usize>,
+    /// How many of `order` have been drawn.
+    pub next: usize,
+    /// Epochs begun (1 while the first permutation is read).
+    pub epoch: u64,
+    /// Draws of each slot so far.
+    pub draws: Vec<u32>,
+}
+
+impl Stream {
+    /// Slots drawn at least once.
+    pub fn distinct(&self) -> usize {
+        self.draws.iter().filter(|&&d| d > 0).count()
+    }
+
+    /// Draws of a slot drawn before.
+    pub fn repeats(&self) -> usize {
+        self.draws
+            .iter()
+            .map(|&d| d.saturating_sub(1) as usize)
+            .sum()
+    }
 }
 
 impl<T: PoolTask> Pool<T> {
@@ -98,7 +152,49 @@ impl<T: PoolTask> Pool<T> {
                 .collect(),
             pending: vec![],
             lineage: vec![],
+            stream: None,
         }
+    }
+
+    /// This iteration's `n` distinct slots: drawn at random with `seed` ([`Draw::Random`]), or
+    /// the next ones of the run's stream ([`Draw::Stream`]; `epoch_seed(e)` names epoch e's
+    /// permutation, so a resumed run draws what it would have).
+    pub fn draw(
+        &mut self,
+        n: usize,
+        how: Draw,
+        seed: u64,
+        epoch_seed: impl Fn(u64) -> u64,
+    ) -> Vec<usize> {
+        if how == Draw::Random {
+            return self.sample(n, seed);
+        }
+        let len = self.slots.len();
+        let st = self.stream.get_or_insert_with(|| Stream {
+            order: vec![],
+            next: 0,
+            epoch: 0,
+            draws: vec![],
+        });
+        st.draws.resize(len, 0);
+        let n = n.min(len);
+        let mut out: Vec<usize> = Vec::with_capacity(n);
+        while out.len() < n {
+            if st.next >= st.order.len() {
+                st.epoch += 1;
+                st.order = sample_slots(len, len, epoch_seed(st.epoch));
+                st.next = 0;
+                // the slots this draw took already go last, so one draw holds no task twice
+                let (taken, fresh): (Vec<usize>, Vec<usize>) =
+                    st.order.iter().partition(|s| out.contains(s));
+                st.order = fresh.into_iter().chain(taken).collect();
+            }
+            let s = st.order[st.next];
+            st.next += 1;
+            out.push(s);
+            st.draws[s] += 1;
+        }
+        out
     }
 
     /// `n` distinct slots drawn with the seed.
@@ -129,7 +225,19 @@ impl<T: PoolTask> Pool<T> {
             task: p.task.clone(),
         });
         if accepted {
-            if grow {
+            if let Some(st) = &mut self.stream {
+                // a task of its own, drawn in this epoch's rest
+                let slot = self.slots.len();
+                self.slots.push(Slot {
+                    task: p.task.clone(),
+                    history: vec![],
+                });
+                st.draws.push(0);
+                let rest = st.order.len() - st.next.min(st.order.len());
+                let at = st.next
+                    + (rla_core::seed::stream(k as u64, &[slot as u64]) as usize) % (rest + 1);
+                st.order.insert(at.min(st.order.len()), slot);
+            } else if grow {
                 self.slots.push(Slot {
                     task: p.task.clone(),
                     history: vec![],
@@ -149,4 +257,111 @@ pub fn sample_slots(len: usize, n: usize, seed: u64) -> Vec<usize> {
     idx.shuffle(&mut rng);
     idx.truncate(n.min(len));
     idx
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rla_core::adapt::Direction;
+
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    struct T(String);
+    impl PoolTask for T {
+        fn id(&self) -> &str {
+            &self.0
+        }
+        fn parent(&self) -> Option<&str> {
+            None
+        }
+    }
+
+    fn pool(n: usize) -> Pool<T> {
+        Pool::new((0..n).map(|i| T(format!("t{i}"))).collect())
+    }
+
+    fn epoch_seed(e: u64) -> u64 {
+        rla_core::seed::stream(7, &[e])
+    }
+
+    #[test]
+    fn the_stream_draws_every_task_once_before_any_twice() {
+        let mut p = pool(10);
+        let mut seen = vec![];
+        // 3 an iteration: the epoch ends inside the fourth draw
+        for _ in 0..3 {
+            seen.extend(p.draw(3, Draw::Stream, 0, epoch_seed));
+        }
+        let fourth = p.draw(3, Draw::Stream, 0, epoch_seed);
+        seen.push(fourth[0]);
+        let mut sorted = seen.clone();
+        sorted.sort();
+        assert_eq!(sorted, (0..10).collect::<Vec<_>>(), "{seen:?}");
+        // no draw holds a task twice, across the epoch's end too
+        let mut f = fourth.clone();
+        f.sort();
+        f.dedup();
+        assert_eq!(f.len(), 3);
+        let st = p.stream.as_ref().unwrap();
+        assert_eq!((st.distinct(), st.repeats(), st.epoch), (10, 2, 2));
+    }
+
+    #[test]
+    fn a_stream_resumed_from_its_state_draws_what_it_would_have() {
+        let mut a = pool(7);
+        a.draw(4, Draw::Stream, 0, epoch_seed);
+        let saved: Pool<T> = serde_json::from_str(&serde_json::to_string(&a).unwrap()).unwrap();
+        let mut b = saved;
+        for _ in 0..5 {
+            assert_eq!(
+                a.draw(4, Draw::Stream, 0, epoch_seed),
+                b.draw(4, Draw::Stream, 0, epoch_seed)
+            );
+        }
+        // another run's seed, another order
+        let mut c = pool(7);
+        let first: Vec<_> = (0..3)
+            .flat_map(|_| c.draw(2, Draw::Stream, 0, |e| rla_core::seed::stream(8, &[e])))
+            .collect();
+        let mut d = pool(7);
+        let other: Vec<_> = (0..3)
+            .flat_map(|_| d.draw(2, Draw::Stream, 0, epoch_seed))
+            .collect();
+        assert_ne!(first, other);
+    }
+
+    #[test]
+    fn an_accepted_rewrite_is_a_task_of_its_own_in_the_rest_of_the_epoch() {
+        let mut p = pool(6);
+        p.draw(2, Draw::Stream, 0, epoch_seed);
+        let pending = Pending {
+            slot: 0,
+            task: T("rewrite".into()),
+            direction: Direction::Harder,
+            parent_acc: 1.0,
+            critique: None,
+            perturbation: "x".into(),
+            proposed_at: 1,
+        };
+        p.record_outcome(&pending, 0.5, true, 2, false);
+        // the parent keeps its slot; the rewrite is slot 6
+        assert_eq!(p.slots.len(), 7);
+        assert_eq!(p.slots[0].task.0, "t0");
+        assert_eq!(p.slots[6].task.0, "rewrite");
+        // it is drawn before any task is drawn a second time
+        let rest: Vec<usize> = (0..5)
+            .flat_map(|_| p.draw(1, Draw::Stream, 0, epoch_seed))
+            .collect();
+        assert!(rest.contains(&6), "{rest:?}");
+        assert_eq!(p.stream.as_ref().unwrap().repeats(), 0);
+    }
+
+    #[test]
+    fn random_draws_are_the_old_ones() {
+        let mut p = pool(9);
+        assert_eq!(
+            p.draw(4, Draw::Random, 3, epoch_seed),
+            sample_slots(9, 4, 3)
+        );
+        assert!(p.stream.is_none());
+    }
 }

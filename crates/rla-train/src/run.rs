@@ -15,24 +15,44 @@ use std::path::{Path, PathBuf};
 pub struct IterMetrics {
     /// Iteration number (0: before training).
     pub iteration: usize,
+    /// With `draw = "stream"`: the pool's tasks drawn at least once so far.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tasks_distinct: Option<usize>,
+    /// With `draw = "stream"`: draws so far of a task drawn before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tasks_repeated: Option<usize>,
     /// Success of the training rollouts.
     #[serde(deserialize_with = "rla_core::nan::f64_or_nan")]
     pub train_success: f64,
     /// Mean integrated step reward.
     #[serde(deserialize_with = "rla_core::nan::f64_or_nan")]
     pub mean_step_reward: f64,
-    /// μ = p₊ + p₋ from oracle-labelled verdicts.
+    /// μ by the label, p₊ + p₋ from verdicts against the steps' labels (the household's: the
+    /// label an agent could know; coding: the tests' ground truth); not the paper's μ, which is
+    /// [`IterMetrics::mu_outcome`].
     pub mu: Option<f64>,
     /// μ as the paper defines it, conditioned on the outcome: p₊ the judge's +1 on steps of won
     /// episodes, p₋ its −1 on steps of lost ones (settings that judge steps).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mu_outcome: Option<f64>,
+    /// The p₊ of [`IterMetrics::mu_outcome`]: the judge's share of +1 verdicts on steps of won
+    /// episodes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p_plus_outcome: Option<f64>,
+    /// The p₋ of [`IterMetrics::mu_outcome`]: its share of −1 verdicts on steps of lost ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p_minus_outcome: Option<f64>,
     /// Theorem 1's bound at the run's m.
     pub bound: Option<f64>,
     /// Empirical precision A.
     pub precision: Option<f64>,
-    /// The judge's process accuracy (against the expert's oracle labels).
+    /// The judge's process accuracy against the steps' labels (the household's: the label an
+    /// agent could know, the searching expert's).
     pub process_acc: Option<f64>,
+    /// The judge's process accuracy against the steps' second labels, where the setting has them
+    /// (the household's fully informed planner's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process_acc_planner: Option<f64>,
     /// The judge's outcome accuracy.
     pub outcome_acc: Option<f64>,
     /// Tasks flagged by the Theorem 2 imbalance indicator.
@@ -58,13 +78,35 @@ pub struct IterMetrics {
     pub pending_next: usize,
     /// Pool size.
     pub pool_size: usize,
-    /// Greedy success on the in-domain split (when evaluated).
+    /// Success on the in-domain split (when evaluated): the mean over its tasks of each task's
+    /// share of won episodes, `eval.samples` sampled a task (greedy success where
+    /// `eval_in_domain_se` is absent: runs recorded before evaluations were sampled, or a setting
+    /// that cannot sample).
     pub eval_in_domain: Option<f64>,
-    /// Greedy success on the OOD split (when evaluated).
+    /// Success on the OOD split (when evaluated), as `eval_in_domain`.
     pub eval_ood: Option<f64>,
-    /// Greedy success on the validation split (when evaluated and `eval.validation > 0`).
+    /// Success on the validation split (when evaluated and `eval.validation > 0`), as
+    /// `eval_in_domain`.
     #[serde(default)]
     pub eval_validation: Option<f64>,
+    /// The standard error over the tasks of the sampled `eval_in_domain`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eval_in_domain_se: Option<f64>,
+    /// The standard error of the sampled `eval_ood`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eval_ood_se: Option<f64>,
+    /// The standard error of the sampled `eval_validation`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eval_validation_se: Option<f64>,
+    /// Greedy success on the in-domain split, with `eval.greedy`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eval_in_domain_greedy: Option<f64>,
+    /// Greedy success on the OOD split, with `eval.greedy`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eval_ood_greedy: Option<f64>,
+    /// Greedy success on the validation split, with `eval.greedy`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eval_validation_greedy: Option<f64>,
     /// Seconds: rollout.
     #[serde(deserialize_with = "rla_core::nan::f64_or_nan")]
     pub time_rollout: f64,

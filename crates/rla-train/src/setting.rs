@@ -41,6 +41,9 @@ pub struct Generation {
 pub struct Step {
     /// What the policy generated.
     pub action: Generation,
+    /// The environment state the step started from, as a key ([`crate::play::StepRec::state`]):
+    /// the groups of credit by state. `None` where the setting gives none.
+    pub state: Option<u64>,
 }
 
 /// One episode (a rollout) of a task.
@@ -112,9 +115,12 @@ pub struct JudgeQuality {
     pub outcome_calibration: Option<Calibration>,
     /// Empirical precision A, where the setting has it.
     pub precision: Option<f64>,
-    /// Process accuracy (household: against the expert's step labels; coding: unit-test
-    /// accuracy).
+    /// Process accuracy (household: against the step labels an agent could know, the searching
+    /// expert's; desktop: against its expert's labels; coding: unit-test accuracy).
     pub process_acc: Option<f64>,
+    /// Process accuracy against the steps' second labels, where they have them (household: the
+    /// fully informed planner's).
+    pub process_acc_planner: Option<f64>,
     /// Outcome accuracy (household: against the episode's outcome; coding: detection).
     pub outcome_acc: Option<f64>,
     /// The setting's own metrics, stored under `setting` in `metrics.jsonl`.
@@ -390,6 +396,25 @@ pub trait Setting {
         let _ = (cfg, chunk);
         anyhow::bail!(
             "the {} setting has no demonstrations for the SFT control",
+            self.name()
+        )
+    }
+
+    /// DAgger's labels for the SFT control that continues a base's own recipe
+    /// ([`crate::control`]): `policy` plays `tasks` fresh training tasks of chunk `chunk` greedily,
+    /// as DAgger's rounds play them, and the setting's expert names its action at the states the
+    /// policy reached (prompt, answer), as the rounds label them.
+    fn own_state_labels(
+        &self,
+        cfg: &RunConfig,
+        policy: &dyn Sampler,
+        chunk: u64,
+        tasks: usize,
+    ) -> Result<Vec<Example>> {
+        let _ = (cfg, policy, chunk, tasks);
+        anyhow::bail!(
+            "the {} setting has no expert to label the policy's own states (the sft control \
+             continues a base made with DAgger's labels; sft-demos trains on demonstrations alone)",
             self.name()
         )
     }

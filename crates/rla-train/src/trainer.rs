@@ -108,16 +108,27 @@ impl<S: Setting> Trainer<S> {
         self.critique_and_adapt(ctx, &batch, &acc, &groups, &record)?;
         m.pending_next = self.state.pool.pending.len();
         m.pool_size = self.state.pool.slots.len();
+        if let Some(st) = &self.state.pool.stream {
+            m.tasks_distinct = Some(st.distinct());
+            m.tasks_repeated = Some(st.repeats());
+        }
         m.time_adapt = secs(t);
         self.setting
             .save_samples(&self.dir, k, &batch.tasks, &record)?;
         Ok(m)
     }
 
-    /// Samples `tasks_per_iteration` slots of the pool; every pending rewrite joins them.
+    /// Draws `tasks_per_iteration` slots of the pool (at random, or the next of the run's
+    /// stream); every pending rewrite joins them.
     fn sample_tasks(&mut self, ctx: Ctx) -> Batch<S::Task> {
         let pool = &mut self.state.pool;
-        let sampled = pool.sample(ctx.cfg.tasks_per_iteration, ctx.seed(1));
+        let run_seed = ctx.cfg.seed;
+        let sampled = pool.draw(
+            ctx.cfg.tasks_per_iteration,
+            ctx.cfg.draw,
+            ctx.seed(1),
+            |epoch| rla_core::seed::stream(rla_core::seed::mix(run_seed, "pool-stream"), &[epoch]),
+        );
         let pending = std::mem::take(&mut pool.pending);
         let mut tasks: Vec<S::Task> = sampled
             .iter()
@@ -174,10 +185,13 @@ impl<S: Setting> Trainer<S> {
         let q = self.setting.judge_quality(groups, record);
         m.mu = q.calibration.mu();
         m.mu_outcome = q.outcome_calibration.as_ref().and_then(|c| c.mu());
+        m.p_plus_outcome = q.outcome_calibration.as_ref().and_then(|c| c.p_plus());
+        m.p_minus_outcome = q.outcome_calibration.as_ref().and_then(|c| c.p_minus());
         m.bound =
             m.mu.and_then(|mu| theorem1_lower_bound(mu, self.cfg.judge_samples));
         m.precision = q.precision;
         m.process_acc = q.process_acc;
+        m.process_acc_planner = q.process_acc_planner;
         m.outcome_acc = q.outcome_acc;
         m.setting = q.extra;
         m.imbalanced_tasks = groups
@@ -268,6 +282,36 @@ impl<S: Setting> Trainer<S> {
                     crate::config::AdvantageKind::JudgeCentred => {
                         let outcomes: Vec<f64> = g.episodes.iter().map(|e| e.outcome).collect();
                         rla_core::policy_advantages_centring_judge_only(policy_rewards, &outcomes)
+                    }
+                    crate::config::AdvantageKind::Anchor => {
+                        let episode = policy_advantages(policy_rewards);
+                        // the reward-only run's steps earn the judge's signal alone, no outcome
+                        let immediate: Vec<Vec<f64>> = g
+                            .episodes
+                            .iter()
+                            .zip(policy_rewards)
+                            .map(|(e, r)| {
+                                let o = if cfg.mode.reward_only() {
+                                    0.0
+                                } else {
+                                    e.outcome
+                                };
+                                rla_core::anchor::immediate_rewards(r, o)
+                            })
+                            .collect();
+                        let states: Vec<Vec<Option<u64>>> = g
+                            .episodes
+                            .iter()
+                            .map(|e| e.steps.iter().map(|st| st.state).collect())
+                            .collect();
+                        rla_core::anchor::anchor_advantages(
+                            &episode,
+                            &immediate,
+                            &states,
+                            cfg.anchor_gamma.unwrap_or(rla_core::anchor::DEFAULT_GAMMA),
+                            cfg.anchor_weight
+                                .unwrap_or(rla_core::anchor::DEFAULT_WEIGHT),
+                        )
                     }
                 };
                 if cfg.mode.permutes_advantages() {
@@ -375,7 +419,12 @@ impl<S: Setting> Trainer<S> {
             (0..cfg.update_epochs)
                 .map(|e| {
                     let tag = format!("mini-batches/{model}/{}/{e}", m.iteration);
-                    mini_batches(n, spec.mini_batch, rla_core::seed::mix(cfg.seed, &tag))
+                    let size = if spec.updates > 0 {
+                        n.div_ceil(spec.updates)
+                    } else {
+                        spec.mini_batch
+                    };
+                    mini_batches(n, size, rla_core::seed::mix(cfg.seed, &tag))
                 })
                 .collect::<Vec<_>>()
         };
@@ -384,6 +433,15 @@ impl<S: Setting> Trainer<S> {
             plan(s.reward.len(), &cfg.reward, "reward"),
         );
         let steps: usize = pp.iter().chain(&rp).map(Vec::len).sum();
+        // the learning rate's warm-up over the run's first iterations
+        for (model, spec) in [
+            (&mut self.policy, &cfg.policy),
+            (&mut self.reward, &cfg.reward),
+        ] {
+            if spec.warmup_iterations > 0 {
+                model.set_lr(spec.lr_at(m.iteration));
+            }
+        }
         let bar = self
             .progress
             .then(|| crate::bar(steps as u64, &format!("iter {} update", m.iteration)));
@@ -515,19 +573,6 @@ impl<S: Setting> Trainer<S> {
         self.setting.evaluate(ctx, &*self.policy, split, n)
     }
 
-    /// Evaluates the policy on both fixed splits and, when configured, the validation split.
-    fn evaluate_splits(&mut self, m: &mut IterMetrics) -> Result<()> {
-        let t = Instant::now();
-        let e = self.cfg.eval.clone();
-        m.eval_in_domain = Some(self.evaluate(Split::InDomain, e.in_domain)?);
-        m.eval_ood = Some(self.evaluate(Split::Ood, e.ood)?);
-        if e.validation > 0 {
-            m.eval_validation = Some(self.evaluate(Split::Validation, e.validation)?);
-        }
-        m.time_eval = secs(t);
-        Ok(())
-    }
-
     /// Runs the remaining iterations, evaluating and checkpointing as configured.
     pub fn run(&mut self) -> Result<()> {
         let start = self.state.completed;
@@ -538,32 +583,7 @@ impl<S: Setting> Trainer<S> {
                 iteration: 0,
                 ..Default::default()
             };
-            let key = initial_eval_key(&self.cfg);
-            let made = key.as_ref().and_then(|k| {
-                INITIAL_EVALS
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .get(k)
-                    .copied()
-            });
-            match made {
-                Some((i, o, v)) => {
-                    (m0.eval_in_domain, m0.eval_ood, m0.eval_validation) = (i, o, v);
-                    tracing::info!(
-                        "initial evaluation: the same model on the same evaluation earlier in this \
-                         process"
-                    );
-                }
-                None => {
-                    self.evaluate_splits(&mut m0)?;
-                    if let Some(k) = key {
-                        INITIAL_EVALS
-                            .lock()
-                            .unwrap_or_else(|p| p.into_inner())
-                            .insert(k, (m0.eval_in_domain, m0.eval_ood, m0.eval_validation));
-                    }
-                }
-            }
+            self.initial_evaluation(&mut m0)?;
             self.dir.push_metrics(&mut self.state, &m0)?;
             tracker.push(&self.state.metrics)?;
             tracing::info!(
@@ -582,7 +602,8 @@ impl<S: Setting> Trainer<S> {
             tracing::info!(
                 iteration = k,
                 success = format!("{:.3}", m.train_success),
-                mu = m.mu.map(|x| format!("{x:.3}")),
+                mu_outcome = m.mu_outcome.map(|x| format!("{x:.3}")),
+                mu_label = m.mu.map(|x| format!("{x:.3}")),
                 accepted = m.accepted,
                 pending = m.pending_next,
                 eval_in = m.eval_in_domain.map(|x| format!("{x:.3}")),
@@ -711,81 +732,5 @@ mod tests {
         assert_eq!(all, (0..10).collect::<Vec<_>>());
         assert_eq!(mini_batches(10, 4, 7), b, "seeded");
         assert_ne!(mini_batches(10, 4, 8), b);
-    }
-}
-
-/// The initial evaluations made in this process, by [`initial_eval_key`]: `ablate`'s modes of a
-/// seed start from the same model and evaluate it alike, so one evaluation serves them all.
-static INITIAL_EVALS: std::sync::Mutex<std::collections::BTreeMap<String, Evals>> =
-    std::sync::Mutex::new(std::collections::BTreeMap::new());
-
-/// An evaluation's success on the in-domain, OOD and validation splits.
-type Evals = (Option<f64>, Option<f64>, Option<f64>);
-
-/// What decides a run's initial evaluation: its config but for the keys that cannot change it
-/// (the mode, the number of iterations, logging), and the bytes of the policy's files. `None`
-/// (evaluate) when the policy is not a folder of files read in process.
-pub(crate) fn initial_eval_key(cfg: &RunConfig) -> Option<String> {
-    use std::hash::{Hash, Hasher};
-    let path = cfg.policy.path.as_ref()?;
-    if cfg.policy.server.is_some() {
-        return None;
-    }
-    let mut t = toml::Value::try_from(cfg).ok()?;
-    let table = t.as_table_mut()?;
-    for k in ["mode", "iterations", "logging"] {
-        table.remove(k);
-    }
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    toml::to_string(&t).ok()?.hash(&mut h);
-    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(path)
-        .ok()?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.is_file())
-        .collect();
-    files.sort();
-    for f in files {
-        f.file_name().hash(&mut h);
-        std::fs::read(&f).ok()?.hash(&mut h);
-    }
-    Some(format!("{:016x}", h.finish()))
-}
-
-#[cfg(test)]
-mod initial_eval_tests {
-    use super::*;
-
-    #[test]
-    fn the_initial_evaluation_is_shared_by_modes_only() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("model.safetensors"), b"weights").unwrap();
-        let mut cfg = RunConfig::default();
-        assert_eq!(initial_eval_key(&cfg), None, "no files to read");
-        cfg.policy.path = Some(dir.path().to_path_buf());
-        let key = initial_eval_key(&cfg).unwrap();
-        let mut other = cfg.clone();
-        other.mode = crate::config::Mode::Outcome;
-        other.iterations += 5;
-        assert_eq!(
-            initial_eval_key(&other).unwrap(),
-            key,
-            "mode and iterations"
-        );
-        other.eval.in_domain += 1;
-        assert_ne!(initial_eval_key(&other).unwrap(), key, "another evaluation");
-        let mut seeded = cfg.clone();
-        seeded.seed += 1;
-        assert_ne!(initial_eval_key(&seeded).unwrap(), key, "another seed");
-        let mut longer = cfg.clone();
-        use crate::config::SettingConfig;
-        crate::household::config::HouseholdConfig::of_mut(&mut longer).eval_step_limit += 1;
-        assert_ne!(
-            initial_eval_key(&longer).unwrap(),
-            key,
-            "the setting's table"
-        );
-        std::fs::write(dir.path().join("model.safetensors"), b"weight!").unwrap();
-        assert_ne!(initial_eval_key(&cfg).unwrap(), key, "other weights");
     }
 }

@@ -12,6 +12,11 @@ pub struct StepRec {
     /// The earlier steps as the prompt told them (the desktop's "Previous actions", the
     /// household's notes); empty where the prompt carries its own history.
     pub previous: String,
+    /// The environment state the step starts from, as a key: the steps of a task's episodes
+    /// with equal keys start from the same state (the groups of credit by state,
+    /// `advantage = "anchor"`); `None` where the setting gives none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<u64>,
     /// The policy's prompt (token ids, chat template applied; empty for a prompt with an image,
     /// whose tokens the server keeps).
     pub prompt_ids: Vec<u32>,
@@ -33,8 +38,17 @@ pub struct StepRec {
     pub error: Option<String>,
     /// What the environment showed after it.
     pub next_observation: String,
-    /// The expert oracle's label: did the step shorten the remaining plan?
+    /// The step's label, the one a judge's process accuracy, μ and `household.oracle_verdicts`
+    /// are measured against: the household's is the label an agent could know (the searching
+    /// expert's, which knows only what the agent has seen:
+    /// `rla_env::household::expert::knowable_label`), the desktop's its expert's (whose plan is
+    /// fully informed there: the screen shows everything).
     pub progress: bool,
+    /// A second label of the step where the setting has one: the household's fully informed
+    /// planner's (did the step shorten the shortest plan of an expert that knows where every
+    /// object is? `rla_env::household::expert::progress_label`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub planner_progress: Option<bool>,
 }
 
 /// One episode.

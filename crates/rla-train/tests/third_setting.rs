@@ -139,6 +139,7 @@ impl Setting for Numbers {
                                 outcome: if won { 1.0 } else { -1.0 },
                                 won,
                                 steps: vec![Step {
+                                    state: None,
                                     action: Generation {
                                         prompt: p.clone(),
                                         response: s.tokens.clone(),

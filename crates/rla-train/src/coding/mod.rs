@@ -386,6 +386,8 @@ impl Setting for Coding {
                         outcome,
                         won,
                         steps: vec![Step {
+                            // every program of a problem starts from the problem itself
+                            state: Some(0),
                             action: Generation {
                                 prompt: coder_prompts[i].clone(),
                                 response: s.tokens.clone(),
@@ -518,6 +520,7 @@ impl Setting for Coding {
             outcome_calibration: None,
             precision: None,
             process_acc: Some(cm.test_accuracy),
+            process_acc_planner: None,
             outcome_acc: Some(cm.detection),
             extra: serde_json::to_value(cm).ok(),
         }
@@ -644,7 +647,7 @@ impl Setting for Coding {
         let sb = self.sandbox()?;
         let texts: Vec<String> = problems.iter().map(FileProblem::prompt).collect();
         let sp = sampling.params(ctx.cfg.policy.max_new_tokens);
-        let (_, out) = ask(policy, &texts, sampling.samples, &sp)?;
+        let (_, out) = crate::play::ask_paired(policy, &texts, sampling.samples, &sp)?;
         check_counts("coder", &out, problems.len(), sampling.samples)?;
         problems
             .iter()

@@ -125,6 +125,11 @@ pub enum AdvantageKind {
     /// only the judge's verdicts differ, and a tiny σ would blow them up
     /// (`rla_core::policy_advantages_centring_judge_only`).
     JudgeCentred,
+    /// Credit by state (GiGPO): the paper's advantage plus, with weight `anchor_weight`, a
+    /// state-level term — the steps of a task's rollouts that start from the same environment
+    /// state form a group, within which each step's discounted return (γ = `anchor_gamma`) is
+    /// standardised (`rla_core::anchor::anchor_advantages`).
+    Anchor,
 }
 
 /// The trajectory term's weight of `advantage = "trajectory"` when `trajectory_weight` is unset.
@@ -143,6 +148,14 @@ pub struct EvalConfig {
     pub validation: usize,
     /// Evaluate every this many iterations (and at the start and end).
     pub every: usize,
+    /// Episodes sampled a task: each evaluation records the mean success over the tasks and its
+    /// standard error, each task's mean kept in `RUN/evals/` so that two evaluations on the same
+    /// tasks pair task by task (the reference samples 3 a task).
+    pub samples: usize,
+    /// The policy's temperature in those episodes (the reference's 0.8).
+    pub temperature: f64,
+    /// Also record greedy success (one episode a task at temperature 0) beside the sampled.
+    pub greedy: bool,
 }
 
 impl Default for EvalConfig {
@@ -152,7 +165,28 @@ impl Default for EvalConfig {
             ood: 134,
             validation: 0,
             every: 5,
+            samples: 8,
+            temperature: 0.8,
+            greedy: false,
         }
+    }
+}
+
+impl EvalConfig {
+    /// Refuses an evaluation that samples nothing, naming the key.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.samples == 0 {
+            return Err("eval.samples = 0: sample at least one episode a task".into());
+        }
+        at_most("eval.samples", self.samples, MAX_COUNT)?;
+        if !(self.temperature.is_finite() && self.temperature > 0.0) {
+            return Err(format!(
+                "eval.temperature = {}: a sampled evaluation needs a positive, finite \
+                 temperature (greedy success is eval.greedy = true)",
+                self.temperature
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -172,8 +206,15 @@ pub struct RunConfig {
     pub iterations: usize,
     /// Size of the task pool.
     pub pool_size: usize,
-    /// Accepted rewrites grow the pool instead of replacing their parent's slot.
+    /// Accepted rewrites grow the pool instead of replacing their parent's slot (with
+    /// `draw = "stream"` they always do).
     pub grow_pool: bool,
+    /// How each iteration's tasks are drawn from the pool: `"random"` (distinct slots at random
+    /// each iteration) or `"stream"` (a per-run permutation of the whole pool, no task drawn
+    /// twice before every task has been drawn once; make `pool_size` the training source's
+    /// size so that the stream is fresh).
+    #[serde(skip_serializing_if = "crate::pool::Draw::is_random")]
+    pub draw: crate::pool::Draw,
     /// Tasks rolled out per iteration (plus every pending rewrite).
     pub tasks_per_iteration: usize,
     /// Rollouts per task.
@@ -187,6 +228,13 @@ pub struct RunConfig {
     /// The trajectory term's weight with `advantage = "trajectory"` (unset: 0.5); read by no
     /// other advantage.
     pub trajectory_weight: Option<f64>,
+    /// The discount of the returns compared within a state's group with
+    /// `advantage = "anchor"` (unset: 0.95); read by no other advantage.
+    pub anchor_gamma: Option<f64>,
+    /// The state-level term's weight with `advantage = "anchor"` (unset: 1.0); read by no other
+    /// advantage.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub anchor_weight: Option<f64>,
     /// PPO epochs per iteration.
     pub update_epochs: usize,
     /// Tasks that give policy samples (a key left out keeps the paper's: `[1/8, 7/8]`).
@@ -282,12 +330,15 @@ impl RunConfig {
             iterations: 20,
             pool_size: 64,
             grow_pool: false,
+            draw: crate::pool::Draw::Random,
             tasks_per_iteration: 16,
             rollouts_per_task: 8,
             judge_samples: 3,
             lambda: 1.0,
             advantage: AdvantageKind::Paper,
             trajectory_weight: None,
+            anchor_gamma: None,
+            anchor_weight: None,
             update_epochs: 4,
             policy_band: Band::POLICY,
             reward_band: Band::REWARD,
@@ -452,6 +503,7 @@ impl RunConfig {
             }
         }
         pos("judge_samples (m)", self.judge_samples)?;
+        self.eval.validate()?;
         self.table.validate(self, true)?;
         pos("iterations", self.iterations)?;
         pos("pool_size", self.pool_size)?;
@@ -481,6 +533,31 @@ impl RunConfig {
                 return Err(format!("trajectory_weight = {w} must be > 0"));
             }
         }
+        let anchor_keys = [
+            ("anchor_gamma", self.anchor_gamma, "must be in [0, 1]"),
+            (
+                "anchor_weight",
+                self.anchor_weight,
+                "must be > 0 and finite",
+            ),
+        ];
+        for (key, v, why) in anchor_keys {
+            let Some(v) = v else { continue };
+            if self.advantage != AdvantageKind::Anchor {
+                return Err(format!(
+                    "{key} = {v} is read only with advantage = \"anchor\" (this config has {:?})",
+                    self.advantage
+                ));
+            }
+            let ok = if key == "anchor_gamma" {
+                (0.0..=1.0).contains(&v)
+            } else {
+                v > 0.0 && v.is_finite()
+            };
+            if !ok {
+                return Err(format!("{key} = {v} {why}"));
+            }
+        }
         if !(self.lambda >= 0.0 && self.lambda.is_finite()) {
             return Err(format!("lambda = {} must be ≥ 0", self.lambda));
         }
@@ -498,6 +575,13 @@ impl RunConfig {
                 return Err(format!("{n}.lr = {} must be positive and finite", m.lr));
             }
             pos(&format!("{n}.max_new_tokens"), m.max_new_tokens)?;
+            if m.updates > 0 && m.mini_batch > 0 {
+                return Err(format!(
+                    "{n}.updates = {} and {n}.mini_batch = {} both say how an update is cut: \
+                     set one of them",
+                    m.updates, m.mini_batch
+                ));
+            }
             pos(&format!("{n}.micro_batch"), m.micro_batch)?;
             if !(m.temperature.is_finite() && m.temperature >= 0.0) {
                 return Err(format!(

@@ -19,6 +19,15 @@ pub struct ModelSpec {
     /// iteration's samples and takes one step per mini-batch of this many; 0 takes a single
     /// step over all of them.
     pub mini_batch: usize,
+    /// Optimiser steps an RL update takes per epoch (0: as `mini_batch` says): the iteration's
+    /// samples, shuffled, in this many mini-batches of near-equal size, whatever their number.
+    /// Set at most one of `updates` and `mini_batch`.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub updates: usize,
+    /// The learning rate's linear warm-up over the run's first iterations: iteration k takes
+    /// `lr·min(1, k / warmup_iterations)` (0: `lr` from the first).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub warmup_iterations: usize,
     /// LoRA instead of full fine-tuning.
     pub lora: Option<LoraConfig>,
     /// Compute dtype (`f32`, `bf16`, `f16`).
@@ -167,7 +176,20 @@ impl ServerSpec {
     }
 }
 
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
 impl ModelSpec {
+    /// The learning rate of iteration `k` (1-based) under the warm-up.
+    pub fn lr_at(&self, k: usize) -> f64 {
+        if self.warmup_iterations == 0 {
+            self.lr
+        } else {
+            self.lr * (k as f64 / self.warmup_iterations as f64).min(1.0)
+        }
+    }
+
     /// How this model samples (its temperature and answer length) with `seed`.
     pub fn sampling(&self, seed: u64) -> rla_lm::SampleParams {
         rla_lm::SampleParams {
@@ -187,6 +209,8 @@ impl Default for ModelSpec {
             lr: 1e-4,
             micro_batch: 32,
             mini_batch: 0,
+            updates: 0,
+            warmup_iterations: 0,
             lora: None,
             dtype: "f32".into(),
             temperature: 1.0,

@@ -165,6 +165,8 @@ impl Game for DeskGame<'_> {
         Ok(Turn {
             prompt,
             answers,
+            // the screen as the policy reads it is the desktop's state
+            state: Some(rla_core::seed::mix(0, &o)),
             observation: o,
             previous: prev,
         })
@@ -225,6 +227,7 @@ impl Game for DeskGame<'_> {
             error,
             next_observation: next,
             progress,
+            planner_progress: None,
             done: self.ep.finished.is_some(),
         })
     }

@@ -168,6 +168,8 @@ impl Game for RealGame<'_> {
         Ok(Turn {
             prompt: Prompt::Text(policy_prompt(&instruction, &prev, &text)),
             answers,
+            // the screen as the policy reads it is the desktop's state
+            state: Some(rla_core::seed::mix(0, &text)),
             observation: text,
             previous: prev,
         })
@@ -181,6 +183,7 @@ impl Game for RealGame<'_> {
                 error: None,
                 next_observation: String::new(),
                 progress: false,
+                planner_progress: None,
                 done: true,
             });
         }
@@ -244,6 +247,7 @@ impl Game for RealGame<'_> {
             error,
             next_observation: next,
             progress,
+            planner_progress: None,
             done: self.mirror.mirror.finished.is_some() || self.has_failed(),
         })
     }

@@ -81,6 +81,8 @@ impl Game for ScreenGame<'_> {
             answers: vec![],
             observation: String::new(),
             previous: prev,
+            // a screenshot's pixels are not kept: no state to group by
+            state: None,
         })
     }
 
@@ -93,6 +95,7 @@ impl Game for ScreenGame<'_> {
             error,
             next_observation: String::new(),
             progress: false,
+            planner_progress: None,
             done,
         };
         let code = match free_form_actions(&s.text, d.screen_width, d.screen_height) {

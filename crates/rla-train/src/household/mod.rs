@@ -345,7 +345,8 @@ impl Setting for Household {
             |s| {
                 serde_json::json!({
                     "answer": s.answer, "action": s.action, "feedback": s.next_observation,
-                    "oracle_progress": s.progress,
+                    "state": s.state.map(|k| format!("{k:016x}")),
+                    "progress": s.progress, "planner_progress": s.planner_progress,
                 })
             },
         )
@@ -361,6 +362,16 @@ impl Setting for Household {
 
     fn demonstrations(&self, cfg: &RunConfig, chunk: u64) -> Result<Vec<crate::pretrain::Example>> {
         warm::control_demonstrations(cfg, chunk)
+    }
+
+    fn own_state_labels(
+        &self,
+        cfg: &RunConfig,
+        policy: &dyn Sampler,
+        chunk: u64,
+        tasks: usize,
+    ) -> Result<Vec<crate::pretrain::Example>> {
+        dagger::control_labels(cfg, policy, chunk, tasks)
     }
 }
 

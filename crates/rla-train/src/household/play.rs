@@ -12,7 +12,7 @@ use crate::judge::Verdicts;
 use crate::play::{encode_response, play, Applied, Game, Prompt, Trajectory, Turn};
 use anyhow::Result;
 use indicatif::ProgressBar;
-use rla_env::household::expert::{progress_label, GoalSpec};
+use rla_env::household::expert::{knowable_label, progress_label, GoalSpec, SearchExpert};
 use rla_env::household::{HouseholdGame, HouseholdTask};
 use rla_lm::{Sample, SampleParams, Sampler};
 use std::path::Path;
@@ -30,6 +30,15 @@ pub fn answer_tokens(
         .collect()
 }
 
+/// The key of a household state (where the agent stands, what is open, where every object is,
+/// what it holds): equal states, equal keys.
+fn state_key(st: &rla_env::household::world::State) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    st.hash(&mut h);
+    h.finish()
+}
+
 /// One household episode as the play loop drives it.
 struct HouseGame {
     env: HouseholdGame,
@@ -38,6 +47,9 @@ struct HouseGame {
     obs: String,
     history: Vec<(String, String)>,
     notes: Option<Notes>,
+    /// What the agent has seen so far: the searching expert fed every step's observation, whose
+    /// steps give the label an agent could know.
+    known: SearchExpert,
     /// The admissible commands of the last turn.
     admissible: Vec<String>,
     won: bool,
@@ -71,6 +83,7 @@ impl Game for HouseGame {
             observation: self.obs.clone(),
             // the episode so far as the prompt told it: the notes
             previous: self.notes.as_ref().map(Notes::render).unwrap_or_default(),
+            state: Some(state_key(self.env.state())),
         })
     }
 
@@ -78,8 +91,21 @@ impl Game for HouseGame {
         let (idx, parsed) = parse_choice(&answer.text, &self.admissible);
         let action = self.admissible[idx].clone();
         let before = self.env.state().clone();
+        let played = self.env.parse(&action);
         let r = self.env.step(&action);
-        let progress = progress_label(self.env.world(), &before, self.env.state(), &self.goal);
+        let (w, after) = (self.env.world(), self.env.state());
+        let planner_progress = progress_label(w, &before, after, &self.goal);
+        let known_before = self.known.clone();
+        if let Some(a) = played {
+            self.known.observe(w, after, a);
+        }
+        let progress = knowable_label(
+            w,
+            &self.goal,
+            (&before, &known_before),
+            played,
+            (after, &self.known),
+        );
         if let Some(n) = &mut self.notes {
             n.played(&action);
             n.observe(&r.feedback);
@@ -98,6 +124,7 @@ impl Game for HouseGame {
                 .then(|| "the answer named no admissible command: the first was played".into()),
             next_observation: r.feedback,
             progress,
+            planner_progress: Some(planner_progress),
             done: r.done,
         })
     }
@@ -212,6 +239,7 @@ pub fn rollout_games(
         for _ in 0..ep.rollouts {
             let mut env = env.clone();
             let obs = env.reset();
+            let known = SearchExpert::new(env.world());
             live.push((
                 ti,
                 HouseGame {
@@ -219,6 +247,7 @@ pub fn rollout_games(
                     goal,
                     ep,
                     notes: ep.notes.then(|| Notes::from_intro(&obs, ep.notes_style)),
+                    known,
                     obs,
                     history: vec![],
                     admissible: vec![],
@@ -347,6 +376,32 @@ mod end_loop_tests {
             assert!(same(f, c), "the same steps until the cut");
         }
         assert!(looped > 0, "the scripted policy loops in some task");
+    }
+
+    #[test]
+    fn steps_record_the_state_they_start_from() {
+        // the first listed command, always: rollouts of a task start alike and go back and forth
+        let policy = Scripted {
+            answers: vec!["\\boxed{1}"],
+            prompts: Default::default(),
+        };
+        let tasks = rla_env::household::splits::train_tasks(3, 5);
+        let ep = Episodes {
+            rollouts: 2,
+            ..DEFAULT_TEST_EPISODES
+        };
+        let trajs = rollout(&policy, &tasks, ep, &SampleParams::default(), None).unwrap();
+        let mut recurred = 0;
+        for pair in trajs.chunks(2) {
+            assert_eq!(pair[0].task, pair[1].task);
+            // the same task's episodes start from the same state, others from their own
+            assert_eq!(pair[0].steps[0].state, pair[1].steps[0].state);
+            let keys: Vec<u64> = pair[0].steps.iter().map(|s| s.state.unwrap()).collect();
+            let distinct: std::collections::HashSet<_> = keys.iter().collect();
+            recurred += (distinct.len() < keys.len()) as usize;
+        }
+        assert_ne!(trajs[0].steps[0].state, trajs[2].steps[0].state);
+        assert!(recurred > 0, "a loop comes back to a state it left");
     }
 
     const DEFAULT_TEST_EPISODES: Episodes = Episodes {
