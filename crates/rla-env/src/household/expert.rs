@@ -1,5 +1,6 @@
 //! The expert: a planner that finds a shortest plan to the goal from any state, and the oracle
-//! step labels derived from it.
+//! step labels derived from it; the searching expert, which acts only on what the agent has
+//! seen, and the step labels an agent could know derived from it ([`knowable_label`]).
 //!
 //! Every command costs one step and every receptacle is one `go to` away, so a shortest plan is
 //! a short sequence of phases — put down what the hands hold if it is in the way, fetch a target
@@ -402,6 +403,19 @@ fn partial_step(
     }
 }
 
+/// Where a receptacle comes in the searching expert's order: those it sees by going there before
+/// those it must open (an openable one that is `closed`), each kind in number order (`cabinet 2`
+/// before `cabinet 10`).
+pub fn search_key(w: &World, r: u16, closed: bool) -> (bool, String, u32) {
+    let rec = &w.receptacles[r as usize];
+    let (class, number) = rec.name.rsplit_once(' ').unwrap_or((&rec.name, ""));
+    (
+        rec.openable && closed,
+        class.to_string(),
+        number.parse::<u32>().unwrap_or(0),
+    )
+}
+
 /// An expert that sees only what the agent sees: it acts on the objects it has observed (in
 /// receptacles it has looked into, in its hands, or named by the task's hint) and otherwise
 /// searches the receptacles that could hold what it needs: those it sees by going there first, then
@@ -462,14 +476,54 @@ impl SearchExpert {
 
     /// The next action: the plan over known objects if there is one, else the next search step.
     pub fn next(&self, w: &World, st: &State, g: &GoalSpec) -> Option<Action> {
+        self.steps(w, st, g, false).first().copied()
+    }
+
+    /// Every action the searcher could take next from what it knows: the first step of its plan
+    /// over known objects (or of the part of the goal they allow) where it has one, else a search
+    /// step toward any receptacle not yet looked into that could hold what it needs, whichever
+    /// first (the number order [`SearchExpert::next`] searches in is one of many an agent could
+    /// equally follow: nothing it has seen tells the places apart). Empty where it has nothing to
+    /// do (the goal holds, or it is out of reach).
+    pub fn choices(&self, w: &World, st: &State, g: &GoalSpec) -> Vec<Action> {
+        self.steps(w, st, g, true)
+    }
+
+    /// How many steps the searcher takes to reach the goal from `st` with what it knows now
+    /// (0: the goal holds), going on through the world as it is, if it reaches it within `limit`.
+    pub fn steps_to_goal(
+        &self,
+        w: &World,
+        st: &State,
+        g: &GoalSpec,
+        limit: usize,
+    ) -> Option<usize> {
+        let mut s = self.clone();
+        let mut st = st.clone();
+        for n in 0..=limit {
+            if w.goal_reached(&st) {
+                return Some(n);
+            }
+            if n == limit {
+                break;
+            }
+            let a = s.next(w, &st, g)?;
+            w.apply(&mut st, a);
+            s.observe(w, &st, a);
+        }
+        None
+    }
+
+    /// The searcher's next action, or with `all` every action it could equally take.
+    fn steps(&self, w: &World, st: &State, g: &GoalSpec, all: bool) -> Vec<Action> {
         let known = |o: u16| {
             st.held == Some(o) || st.obj_in[o as usize].is_some_and(|r| self.observed[r as usize])
         };
         if let Some(p) = plan_with(w, st, g, &known) {
-            return p.first().copied();
+            return p.first().copied().into_iter().collect();
         }
         if let Some(a) = partial_step(w, st, g, &known) {
-            return Some(a);
+            return vec![a];
         }
         // The target in hand: only the lamp is still sought, and it may stand on any receptacle
         // of the scene.
@@ -483,29 +537,63 @@ impl SearchExpert {
         // going there before those that must be opened too, each kind in number order
         // (`cabinet 2` before `cabinet 10`).
         let mut order: Vec<u16> = (0..w.receptacles.len() as u16).collect();
-        order.sort_by_cached_key(|&r| {
-            let rec = &w.receptacles[r as usize];
-            let closed = rec.openable && !st.opened[r as usize];
-            let (class, number) = rec.name.rsplit_once(' ').unwrap_or((&rec.name, ""));
-            (
-                closed,
-                class.to_string(),
-                number.parse::<u32>().unwrap_or(0),
-            )
-        });
+        order.sort_by_cached_key(|&r| search_key(w, r, !st.opened[r as usize]));
         let wanted = |r: u16| {
             let rt = w.receptacles[r as usize].rtype;
             (!holding_target && w.can_contain(rt, g.object)) || (g.lamp.is_some() && !lamp_known)
         };
-        let r = order
+        let search = |r: u16| {
+            if w.receptacles[r as usize].loc != st.agent_loc {
+                Action::Goto(r)
+            } else if w.receptacles[r as usize].openable && !st.opened[r as usize] {
+                Action::Open(r)
+            } else {
+                Action::ExamineRecep(r)
+            }
+        };
+        let unseen = order
             .into_iter()
-            .find(|&r| !self.observed[r as usize] && wanted(r))?;
-        if w.receptacles[r as usize].loc != st.agent_loc {
-            return Some(Action::Goto(r));
+            .filter(|&r| !self.observed[r as usize] && wanted(r));
+        if all {
+            unseen.map(search).collect()
+        } else {
+            unseen.take(1).map(search).collect()
         }
-        if w.receptacles[r as usize].openable && !st.opened[r as usize] {
-            return Some(Action::Open(r));
-        }
-        Some(Action::ExamineRecep(r))
+    }
+}
+
+/// The most steps [`knowable_label`] follows the searching expert for: it looks into every
+/// receptacle at most once (go, open, examine) and then plays a plan.
+fn searcher_limit(w: &World) -> usize {
+    4 * w.receptacles.len() + 32
+}
+
+/// The step label an agent could know: was the step one the searching expert would take from
+/// what the agent has seen, or one after which the searching expert (with what the agent has seen
+/// after it) needs fewer steps to the goal than it needed before?
+///
+/// `known_before` and `known_after` are a [`SearchExpert`] fed every step's observation up to
+/// the step and up to and including it; `action` is the step's action (`None`: a command that
+/// did nothing). Unlike [`progress_label`], which asks the planner that knows where every object
+/// is, a step that looks into a receptacle not yet seen while the object is still unseen is
+/// good, and walking to places already seen is not.
+pub fn knowable_label(
+    w: &World,
+    g: &GoalSpec,
+    (before, known_before): (&State, &SearchExpert),
+    action: Option<Action>,
+    (after, known_after): (&State, &SearchExpert),
+) -> bool {
+    if action.is_some_and(|a| known_before.choices(w, before, g).contains(&a)) {
+        return true;
+    }
+    let limit = searcher_limit(w);
+    match (
+        known_before.steps_to_goal(w, before, g, limit),
+        known_after.steps_to_goal(w, after, g, limit),
+    ) {
+        (Some(b), Some(a)) => a < b,
+        (None, Some(_)) => true,
+        _ => false,
     }
 }
