@@ -8,11 +8,13 @@
 //! - [`pddl`]: the PDDL reader.
 //! - [`trace`]: replaying traces recorded from the real engine.
 //! - [`source`]: a task from the generator or from a game folder, opened alike.
+//! - [`perturb`] and [`harder`]: a generated task's rewrites, harder or easier.
 
 pub mod data;
 pub mod expert;
 pub mod game;
 pub mod goal;
+pub mod harder;
 pub mod kinds;
 pub mod pddl;
 pub mod regame;

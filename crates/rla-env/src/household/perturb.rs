@@ -1,11 +1,13 @@
 //! Task perturbations for environment adaptation, in ALFWorld's style: swap the goal's object or
 //! receptacle type for one with fewer (harder) or more (easier) instances, add or remove
-//! other object classes of the floor plan, add or remove a hint naming where the object is. Every rewrite records its parent
-//! and is checked by the expert (the reference implementation's smoke test).
+//! other object classes of the floor plan, add or remove a hint naming where the object is; and
+//! the harder rewrites that stay harder ([`super::harder`]: the goal escalated, the targets hidden
+//! late, a lookalike where the target was). Every rewrite records its parent and is checked by the
+//! expert (the reference implementation's smoke test).
 
 use super::data::alfred;
 use super::expert::{plan, GoalSpec};
-use super::task::{layout, placeable_objects, TaskSpec};
+use super::task::{layout, placeable_objects, GoalKind, TaskSpec};
 use rla_core::adapt::Direction;
 use serde::{Deserialize, Serialize};
 
@@ -41,6 +43,26 @@ pub enum Perturbation {
     AddHint,
     /// Drop the hint.
     RemoveHint,
+    /// A plain place goal escalated to one with more to do ([`super::harder`]).
+    Escalate {
+        /// The new goal type.
+        goal: GoalKind,
+        /// The lamp class, for `look_at_obj_in_light`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        lamp: Option<String>,
+    },
+    /// The targets where the searching expert first takes one moved to a receptacle it reaches
+    /// late ([`super::harder`]).
+    HideTargets {
+        /// The receptacle, as the game names it (`cabinet 12`).
+        place: String,
+    },
+    /// An object of a lookalike class where the searching expert first took a target, the
+    /// targets there moved on ([`super::harder`]).
+    Lookalike {
+        /// The lookalike's class.
+        class: String,
+    },
 }
 
 impl Perturbation {
@@ -56,7 +78,10 @@ impl Perturbation {
         match self {
             Perturbation::FewerTargets
             | Perturbation::AddDistractors { .. }
-            | Perturbation::RemoveHint => Direction::Harder,
+            | Perturbation::RemoveHint
+            | Perturbation::Escalate { .. }
+            | Perturbation::HideTargets { .. }
+            | Perturbation::Lookalike { .. } => Direction::Harder,
             Perturbation::MoreTargets
             | Perturbation::RemoveDistractors { .. }
             | Perturbation::AddHint => Direction::Easier,
@@ -85,6 +110,19 @@ impl Perturbation {
             Perturbation::RemoveDistractors { n } => format!("{n} fewer object classes"),
             Perturbation::AddHint => "hint added".into(),
             Perturbation::RemoveHint => "hint removed".into(),
+            Perturbation::Escalate { goal, lamp } => match lamp {
+                Some(l) => format!(
+                    "escalate: {} under the {}",
+                    goal.as_str(),
+                    l.to_ascii_lowercase()
+                ),
+                None => format!("escalate: {}", goal.as_str()),
+            },
+            Perturbation::HideTargets { place } => format!("hide targets: {place}"),
+            Perturbation::Lookalike { class } => format!(
+                "lookalike: {} where the target was",
+                class.to_ascii_lowercase()
+            ),
         }
     }
 }
@@ -116,7 +154,7 @@ pub fn apply(parent: &TaskSpec, p: &Perturbation, k: usize) -> Result<TaskSpec, 
     c.parent = Some(parent.id.clone());
     match p {
         Perturbation::FewerTargets => {
-            let min = if c.goal == super::task::GoalKind::PickTwoObjAndPlace {
+            let min = if c.goal == GoalKind::PickTwoObjAndPlace {
                 2
             } else {
                 1
@@ -125,6 +163,7 @@ pub fn apply(parent: &TaskSpec, p: &Perturbation, k: usize) -> Result<TaskSpec, 
                 return Err(format!("already at {min} target(s)"));
             }
             c.targets -= 1;
+            c.target_places.truncate(c.targets);
         }
         Perturbation::MoreTargets => {
             let max = super::data::alfred().max_instances;
@@ -138,6 +177,7 @@ pub fn apply(parent: &TaskSpec, p: &Perturbation, k: usize) -> Result<TaskSpec, 
                 return Err("same object".into());
             }
             c.object = object.clone();
+            c.drop_placements();
         }
         Perturbation::SwapReceptacle { receptacle } => {
             if c.receptacle.as_deref() == Some(receptacle.as_str()) {
@@ -174,6 +214,11 @@ pub fn apply(parent: &TaskSpec, p: &Perturbation, k: usize) -> Result<TaskSpec, 
             if c.hint.take().is_none() {
                 return Err("has no hint".into());
             }
+        }
+        Perturbation::Escalate { .. }
+        | Perturbation::HideTargets { .. }
+        | Perturbation::Lookalike { .. } => {
+            return super::harder::apply(&super::harder::Parent::new(parent)?, p, k);
         }
     }
     if c.hint.is_some() && !matches!(p, Perturbation::AddHint) {
@@ -244,7 +289,10 @@ pub fn retarget(
     let mut c = parent.clone();
     c.id = format!("{}~{k}", parent.id);
     c.parent = Some(parent.id.clone());
-    c.object = object.to_string();
+    if c.object != object {
+        c.object = object.to_string();
+        c.drop_placements();
+    }
     if c.goal.needs_receptacle() {
         c.receptacle = Some(receptacle.to_string());
     } else {

@@ -50,6 +50,25 @@ pub struct TaskSpec {
     /// The task this one was derived from, if it is a rewrite.
     #[serde(default)]
     pub parent: Option<String>,
+    /// Where target instances stand instead of where the scene's draw puts them: the `i`-th entry
+    /// places the `i`-th target instance, as an index into the floor plan's receptacle instances
+    /// ([`receptacle_slots`]); instances past the list stand where drawn. A receptacle holding a
+    /// placed target never starts open.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub target_places: Vec<usize>,
+    /// Objects placed besides the scene's draw (the lookalikes of harder rewrites).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extra_objects: Vec<Placed>,
+}
+
+/// An object placed at a receptacle instance of the floor plan.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Placed {
+    /// Its class (`ButterKnife`).
+    pub class: String,
+    /// The receptacle instance, an index into [`receptacle_slots`].
+    pub at: usize,
 }
 
 /// Why a spec cannot be built.
@@ -73,6 +92,23 @@ pub fn layout(floor_plan: u32) -> Vec<(String, usize)> {
         .floor_plan(floor_plan)
         .map(|f| f.receptacle_counts())
         .unwrap_or_default()
+}
+
+/// The receptacle instances of a floor plan's scenes by class, in the scene's order: the listed
+/// ones, then the implied ones by class name (empty for a floor plan ALFRED does not have).
+pub fn receptacle_slots(floor_plan: u32) -> Vec<String> {
+    let Some(fp) = alfred().floor_plan(floor_plan) else {
+        return Vec::new();
+    };
+    fp.receptacles
+        .iter()
+        .map(|(ty, _)| ty.clone())
+        .chain(
+            fp.implied
+                .iter()
+                .flat_map(|(ty, n)| std::iter::repeat_n(ty.clone(), *n)),
+        )
+        .collect()
 }
 
 /// The object classes a floor plan's scenes can place for a goal: pickupable classes with somewhere
@@ -185,6 +221,11 @@ pub struct Scene {
     pub pddl: String,
     /// The task sentence (without `Your task is to: ` and the final period).
     pub sentence: String,
+    /// The receptacles' PDDL identifiers, in the order of [`receptacle_slots`].
+    pub receptacle_ids: Vec<String>,
+    /// The target instances' PDDL identifiers, in instance order (that of
+    /// [`TaskSpec::target_places`]).
+    pub target_ids: Vec<String>,
 }
 
 impl TaskSpec {
@@ -320,6 +361,7 @@ impl TaskSpec {
                 return Err(self.err("receptacle", "look_at_obj_in_light takes no receptacle"));
             }
         }
+        self.validate_places()?;
         // Somewhere to put the targets that does not already satisfy the goal.
         if placeable_objects(self.floor_plan, self.receptacle.as_deref())
             .iter()
@@ -332,6 +374,95 @@ impl TaskSpec {
                     self.floor_plan, self.object
                 ),
             ));
+        }
+        Ok(())
+    }
+
+    /// Forgets where targets were placed and the extra objects (for a rewrite that changes the
+    /// target's class: the places were chosen for the old one).
+    pub fn drop_placements(&mut self) {
+        self.target_places.clear();
+        self.extra_objects.clear();
+    }
+
+    /// Checks the placed targets and the extra objects: receptacle instances of the floor plan
+    /// that can hold them, targets never where the goal wants them, no more placed targets than
+    /// targets and at most `MAX_NUM_OF_OBJ_INSTANCES` extra objects of a class.
+    fn validate_places(&self) -> Result<(), SpecError> {
+        let t = alfred();
+        let slots = receptacle_slots(self.floor_plan);
+        let slot = |field: &'static str, at: usize| {
+            slots.get(at).ok_or_else(|| {
+                self.err(
+                    field,
+                    format!(
+                        "receptacle instance {at}: FloorPlan{} has {} (0 to {})",
+                        self.floor_plan,
+                        slots.len(),
+                        slots.len().saturating_sub(1)
+                    ),
+                )
+            })
+        };
+        if self.target_places.len() > self.targets {
+            return Err(self.err(
+                "target_places",
+                format!(
+                    "{} places for {} targets",
+                    self.target_places.len(),
+                    self.targets
+                ),
+            ));
+        }
+        for &at in &self.target_places {
+            let r = slot("target_places", at)?;
+            if !t.can_contain(r, &self.object) {
+                return Err(self.err(
+                    "target_places",
+                    format!("a {r} (instance {at}) cannot contain a {}", self.object),
+                ));
+            }
+            if self.receptacle.as_deref() == Some(r.as_str()) {
+                return Err(self.err(
+                    "target_places",
+                    format!("instance {at} is a {r}, where the goal wants the target"),
+                ));
+            }
+        }
+        let fp = t.floor_plan(self.floor_plan).expect("validated");
+        for (i, x) in self.extra_objects.iter().enumerate() {
+            if x.class == self.object
+                || !t.has(&x.class, "pickupable")
+                || !fp.objects.contains(&x.class)
+            {
+                return Err(self.err(
+                    "extra_objects",
+                    format!(
+                        "{} is not a pickupable object of FloorPlan{} other than the target",
+                        x.class, self.floor_plan
+                    ),
+                ));
+            }
+            let r = slot("extra_objects", x.at)?;
+            if !t.can_contain(r, &x.class) {
+                return Err(self.err(
+                    "extra_objects",
+                    format!("a {r} (instance {}) cannot contain a {}", x.at, x.class),
+                ));
+            }
+            let same = self.extra_objects[..=i]
+                .iter()
+                .filter(|y| y.class == x.class)
+                .count();
+            if same > t.max_instances {
+                return Err(self.err(
+                    "extra_objects",
+                    format!(
+                        "more than {} extra {} (ALFRED's most instances of a class)",
+                        t.max_instances, x.class
+                    ),
+                ));
+            }
         }
         Ok(())
     }
@@ -360,8 +491,9 @@ impl TaskSpec {
     /// Builds the scene on its floor plan: the floor plan's receptacles at their poses (receptacles
     /// that share a pose share a location), the target class and the first `distractors` of the
     /// other object classes, each with its own seeded count and placements (so a change to one
-    /// class moves no other), every lamp the floor plan holds on a lamp holder, and now and then
-    /// one openable receptacle left open.
+    /// class moves no other), every lamp the floor plan holds on a lamp holder, the targets with
+    /// places of their own moved there, the extra objects, and now and then one openable
+    /// receptacle left open (never one holding a placed target).
     pub fn scene(&self) -> Result<Scene, SpecError> {
         self.validate()?;
         let t = alfred();
@@ -417,9 +549,14 @@ impl TaskSpec {
                 objects.push((ty.to_string(), id, r));
             }
         };
-        // Targets, never already where the goal wants them.
+        // Targets, never already where the goal wants them; those with a place of their own
+        // moved there after the draw (so the draw of every other object stays as it was).
         let holders = holders_for(&self.object, self.receptacle.as_deref());
         place(&self.object, self.targets, &holders, &mut objects);
+        for (o, &at) in objects.iter_mut().zip(&self.target_places) {
+            o.2 = at;
+        }
+        let target_ids: Vec<String> = objects.iter().map(|o| o.1.clone()).collect();
         // Every lamp of the floor plan, on a lamp holder.
         let lamp_holders: Vec<usize> = (0..receps.len())
             .filter(|&i| t.lamp_holders.contains(&receps[i].0))
@@ -435,6 +572,12 @@ impl TaskSpec {
             let n = nrng.gen_range(1..=t.max_instances);
             place(&ty, n, &holders_for(&ty, None), &mut objects);
         }
+        // The extra objects, each at its receptacle.
+        let mut xrng = ChaCha8Rng::seed_from_u64(mix(self.scene_seed, "extra"));
+        for x in &self.extra_objects {
+            let id = fresh_id(&x.class, &mut xrng);
+            objects.push((x.class.clone(), id, x.at));
+        }
         // One openable receptacle in four scenes starts open.
         let mut orng = ChaCha8Rng::seed_from_u64(mix(self.scene_seed, "open"));
         let openable: Vec<usize> = (0..receps.len())
@@ -442,7 +585,8 @@ impl TaskSpec {
             .collect();
         let open_at_start = (orng.gen_range(0..4) == 0)
             .then(|| openable.choose(&mut orng).copied())
-            .flatten();
+            .flatten()
+            .filter(|i| !self.target_places.contains(i));
         // The problem text.
         let mut otypes: Vec<&str> = objects.iter().map(|o| o.0.as_str()).collect();
         otypes.push(&self.object);
@@ -526,17 +670,24 @@ impl TaskSpec {
         Ok(Scene {
             pddl: p,
             sentence: self.sentence(),
+            receptacle_ids: receps.into_iter().map(|r| r.1).collect(),
+            target_ids,
         })
     }
 
     /// Builds the world.
     pub fn build(&self) -> Result<World, SpecError> {
+        self.build_with_scene().map(|(w, _)| w)
+    }
+
+    /// Builds the world, with the scene it was built from.
+    pub fn build_with_scene(&self) -> Result<(World, Scene), SpecError> {
         let scene = self.scene()?;
         let problem = parse_problem(&scene.pddl).map_err(|e| self.err("goal", e))?;
         let mut w =
             World::from_problem(&problem, &scene.sentence).map_err(|e| self.err("goal", e))?;
         w.hint = self.hint.clone();
-        Ok(w)
+        Ok((w, scene))
     }
 
     /// The scene as a `game.tw-pddl` file (JSON with `pddl_domain`, `grammar`, `pddl_problem`),
