@@ -172,24 +172,28 @@ pub fn push_step_judgements<'a>(
     }
 }
 
-/// The judge's quality over judged steps, each given as (its episode won, the oracle's
-/// progress label, its verdicts): μ and process accuracy against the oracle labels, outcome
-/// accuracy against the episodes' outcomes, precision A from the mean verdicts of steps of won
-/// and lost episodes.
+/// The judge's quality over judged steps, each given as (its episode won, the step's label, its
+/// second label where it has one, its verdicts): μ and process accuracy against the labels,
+/// process accuracy against the second labels (over the steps that have one), μ as the paper
+/// defines it and outcome accuracy against the episodes' outcomes, precision A from the mean
+/// verdicts of steps of won and lost episodes.
 pub fn step_judge_quality<'a>(
-    steps: impl Iterator<Item = (bool, bool, &'a Verdicts)>,
+    steps: impl Iterator<Item = (bool, bool, Option<bool>, &'a Verdicts)>,
 ) -> JudgeQuality {
     use rla_core::metrics::judge_accuracy;
     use rla_core::theory::{empirical_precision, Calibration};
     let mut cal = Calibration::default();
     let mut by_outcome = Calibration::default();
     let (mut pos_means, mut neg_means) = (vec![], vec![]);
-    let (mut proc_pairs, mut out_pairs) = (vec![], vec![]);
-    for (won, progress, v) in steps {
+    let (mut proc_pairs, mut planner_pairs, mut out_pairs) = (vec![], vec![], vec![]);
+    for (won, progress, planner, v) in steps {
         for &sc in &v.scores {
             cal.observe(progress, sc);
             by_outcome.observe(won, sc);
             proc_pairs.push((sc, progress));
+            if let Some(p) = planner {
+                planner_pairs.push((sc, p));
+            }
             out_pairs.push((sc, won));
         }
         let mean = v.scores.iter().map(|x| x.value()).sum::<f64>() / v.scores.len() as f64;
@@ -204,6 +208,7 @@ pub fn step_judge_quality<'a>(
         outcome_calibration: Some(by_outcome),
         precision: empirical_precision(&pos_means, &neg_means).map(|p| p.precision),
         process_acc: judge_accuracy(&proc_pairs),
+        process_acc_planner: judge_accuracy(&planner_pairs),
         outcome_acc: judge_accuracy(&out_pairs),
         extra: None,
     }
@@ -223,19 +228,27 @@ mod tests {
             scores,
         };
         use StepScore::{Negative as N, Positive as P};
-        // (won, the step's label, verdicts)
+        // (won, the step's label, the planner's label, verdicts)
         let steps = [
-            (true, false, v(vec![P, P])),
-            (true, true, v(vec![P, N])),
-            (false, true, v(vec![N, P])),
-            (false, false, v(vec![N, N])),
+            (true, false, Some(true), v(vec![P, P])),
+            (true, true, Some(true), v(vec![P, N])),
+            (false, true, Some(false), v(vec![N, P])),
+            (false, false, None, v(vec![N, N])),
         ];
-        let q = step_judge_quality(steps.iter().map(|(w, l, v)| (*w, *l, v)));
+        let q = step_judge_quality(steps.iter().map(|(w, l, p, v)| (*w, *l, *p, v)));
         // by the outcome: +1 on 3 of the 4 verdicts on won steps, −1 on 3 of 4 on lost ones
         let by_outcome = q.outcome_calibration.unwrap();
         assert!((by_outcome.mu().unwrap() - 1.5).abs() < 1e-12);
+        assert!((by_outcome.p_plus().unwrap() - 0.75).abs() < 1e-12);
+        assert!((by_outcome.p_minus().unwrap() - 0.75).abs() < 1e-12);
         // by the label: +1 on 2 of the 4 verdicts on good steps, −1 on 2 of 4 on bad ones
         assert!((q.calibration.mu().unwrap() - 1.0).abs() < 1e-12);
+        assert!((q.process_acc.unwrap() - 0.5).abs() < 1e-12);
+        // by the planner's label, on the three steps that have one: 4 of 6 verdicts agree
+        assert!((q.process_acc_planner.unwrap() - 4.0 / 6.0).abs() < 1e-12);
+        // without a second label anywhere, no accuracy against it
+        let q = step_judge_quality(steps.iter().map(|(w, l, _, v)| (*w, *l, None, v)));
+        assert_eq!(q.process_acc_planner, None);
     }
 
     #[test]

@@ -296,8 +296,12 @@ pub fn write_plots(dir: &Path, ms: &[IterMetrics]) -> Result<Vec<String>> {
             "accuracy",
             vec![
                 (
-                    "process (oracle labels)".into(),
+                    "process (the labels an agent could know)".into(),
                     pts(&trained, |m| m.process_acc),
+                ),
+                (
+                    "process (the planner's labels)".into(),
+                    pts(&trained, |m| m.process_acc_planner),
                 ),
                 ("outcome".into(), pts(&trained, |m| m.outcome_acc)),
             ],
@@ -308,7 +312,11 @@ pub fn write_plots(dir: &Path, ms: &[IterMetrics]) -> Result<Vec<String>> {
             "Theorem 1: μ against the bound",
             "value",
             vec![
-                ("μ = p₊ + p₋".into(), pts(&trained, |m| m.mu)),
+                ("μ by the label".into(), pts(&trained, |m| m.mu)),
+                (
+                    "μ = p₊ + p₋ (paper: by the outcome)".into(),
+                    pts(&trained, |m| m.mu_outcome),
+                ),
                 (
                     "bound 1 − exp(−m(μ−1)²/4)".into(),
                     pts(&trained, |m| m.bound.or(Some(0.0))),

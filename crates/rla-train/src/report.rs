@@ -8,13 +8,16 @@ fn f(x: Option<f64>) -> String {
     x.map(|v| format!("{v:.3}")).unwrap_or_else(|| "—".into())
 }
 
-/// The report's table: a row an iteration.
+/// The report's table: a row an iteration. μ (paper) is conditioned on the outcome (p₊ the
+/// judge's +1 on steps of won episodes, p₋ its −1 on steps of lost ones); μ (label) and process
+/// acc (knowable) are against the steps' labels (the household's: the label an agent could know),
+/// process acc (planner) against the fully informed planner's labels where the setting has them.
 pub fn table(ms: &[IterMetrics]) -> String {
-    let mut s = String::from("| iter | train success | eval in-domain | eval OOD | μ | μ (outcome) | bound | precision A | process acc | outcome acc | accepted | pending | pool | rollout s | judge s | update s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    let mut s = String::from("| iter | train success | eval in-domain | eval OOD | μ (paper: outcome) | p₊ | p₋ | μ (label) | bound | precision A | process acc (knowable) | process acc (planner) | outcome acc | accepted | pending | pool | rollout s | judge s | update s |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for m in ms {
         s.push_str(&format!(
-            "| {} | {:.3} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {:.1} | {:.1} |\n",
-            m.iteration, m.train_success, f(m.eval_in_domain), f(m.eval_ood), f(m.mu), f(m.mu_outcome), f(m.bound), f(m.precision), f(m.process_acc), f(m.outcome_acc), m.accepted, m.pending_next, m.pool_size, m.time_rollout, m.time_judge, m.time_update
+            "| {} | {:.3} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {:.1} | {:.1} |\n",
+            m.iteration, m.train_success, f(m.eval_in_domain), f(m.eval_ood), f(m.mu_outcome), f(m.p_plus_outcome), f(m.p_minus_outcome), f(m.mu), f(m.bound), f(m.precision), f(m.process_acc), f(m.process_acc_planner), f(m.outcome_acc), m.accepted, m.pending_next, m.pool_size, m.time_rollout, m.time_judge, m.time_update
         ));
     }
     s

@@ -44,7 +44,8 @@ pub struct HouseholdConfig {
     pub judge_notes: bool,
     /// Who rewrites tasks and summarises critiques.
     pub rewriter: RewriterKind,
-    /// Reward every step with the oracle's progress label (+1 progress, −1 none) in place of the
+    /// Reward every step with its label (+1 good, −1 not; the label an agent could know, the
+    /// searching expert's: `rla_env::household::expert::knowable_label`) in place of the
     /// judge's verdicts: what the integrated reward gives with a judge that is always right. A
     /// diagnostic of the step reward's ceiling; the judge still judges and its accuracy is still
     /// measured, but its agreeing samples give it no consistency reward to learn from.

@@ -150,18 +150,114 @@ pub fn warm_start(w: WarmStart) -> Result<Vec<String>> {
     lines.push(crate::dagger::fit_judge(w, &corpus, &jud)?);
     if let Some((tasks, trajs)) = held_out {
         let reward = w.backend.open(&out.join("reward"), &Default::default())?;
-        let q = judge_quality_on(&*reward, cfg, &tasks, &trajs)?;
-        let pct = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{:.1}%", 100.0 * x));
-        lines.push(format!(
-            "reward, greedy on the {} steps of the policy's {} held-out episodes: process \
-             accuracy {} (against the oracle's labels), outcome accuracy {}",
-            trajs.iter().map(|t| t.steps.len()).sum::<usize>(),
-            trajs.len(),
-            pct(q.process_acc),
-            pct(q.outcome_acc)
-        ));
+        let a = JudgeAccuracy {
+            steps: trajs.iter().map(|t| t.steps.len()).sum(),
+            episodes: trajs.len(),
+            quality: judge_quality_on(&*reward, cfg, &tasks, &trajs)?,
+        };
+        lines.push(format!("reward, {}", a.line("held-out")));
     }
     Ok(lines)
+}
+
+/// The judge's accuracy on the policy's own episodes, one greedy verdict a step.
+#[derive(Debug, Clone)]
+pub struct JudgeAccuracy {
+    /// Steps judged.
+    pub steps: usize,
+    /// Episodes they came from.
+    pub episodes: usize,
+    /// The judge's quality on them: process accuracy against the label an agent could know
+    /// (`process_acc`) and against the fully informed planner's (`process_acc_planner`), outcome
+    /// accuracy, μ as the paper defines it (`outcome_calibration`) and against the labels.
+    pub quality: crate::setting::JudgeQuality,
+}
+
+impl JudgeAccuracy {
+    /// One line: `which` names the episodes (`held-out`, `fresh`).
+    pub fn line(&self, which: &str) -> String {
+        let pct = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{:.1}%", 100.0 * x));
+        let num = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.3}"));
+        let q = &self.quality;
+        let out = q.outcome_calibration.clone().unwrap_or_default();
+        format!(
+            "greedy on the {} steps of the policy's {} {which} episodes: process accuracy {} \
+             (against the labels an agent could know, the searching expert's), {} (against the \
+             fully informed planner's labels), outcome accuracy {}; μ (paper: by the outcome) {} \
+             (p₊ {}, p₋ {}), μ (by the agent-knowable label) {}",
+            self.steps,
+            self.episodes,
+            pct(q.process_acc),
+            pct(q.process_acc_planner),
+            pct(q.outcome_acc),
+            num(out.mu()),
+            num(out.p_plus()),
+            num(out.p_minus()),
+            num(q.calibration.mu()),
+        )
+    }
+}
+
+/// How the policy plays the episodes its judge is fitted and measured on: `rollouts_per_task`
+/// episodes a task, sampled as RL samples them, with the training step limit.
+fn judge_episodes(cfg: &RunConfig) -> super::Episodes {
+    super::Episodes {
+        rollouts: cfg.rollouts_per_task,
+        step_limit: HouseholdConfig::of(cfg).train_step_limit,
+        ..super::Episodes::evaluation(cfg)
+    }
+}
+
+/// The seed offset of [`judge_accuracy`]'s tasks: none of the warm start's draws (its
+/// demonstrations', DAgger's rounds', the judge's own tasks') uses it.
+const FRESH_JUDGE_TASKS: u64 = 15_485_863;
+
+/// The judge's accuracy measured as the warm start measures it on its held-out episodes, on
+/// `episodes` fresh ones: the policy plays generated training tasks drawn with a seed of their own
+/// (`rollouts_per_task` episodes a task, sampled as RL samples them, the last task's cut at
+/// `episodes`), and the judge gives one greedy verdict a step, with the config's prompts.
+pub fn judge_accuracy(
+    policy: &dyn Sampler,
+    reward: &dyn Sampler,
+    cfg: &RunConfig,
+    episodes: usize,
+    progress: bool,
+) -> Result<JudgeAccuracy> {
+    anyhow::ensure!(
+        episodes > 0,
+        "--episodes 0: the judge's accuracy needs at least one episode"
+    );
+    anyhow::ensure!(
+        cfg.rollouts_per_task > 0,
+        "rollouts_per_task is 0: no episode to judge"
+    );
+    let mut c = cfg.clone();
+    c.seed = cfg.seed.wrapping_add(FRESH_JUDGE_TASKS);
+    c.pretrain.tasks = episodes.div_ceil(cfg.rollouts_per_task);
+    let tasks = household_train_tasks(&c);
+    let ep = judge_episodes(cfg);
+    let bar = progress.then(|| {
+        crate::bar(
+            (tasks.len() * ep.rollouts * ep.step_limit) as u64,
+            "the policy's episodes",
+        )
+    });
+    let mut trajs = super::rollout(
+        policy,
+        &tasks,
+        ep,
+        &cfg.policy.sampling(c.seed),
+        bar.as_ref(),
+    )?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    trajs.truncate(episodes);
+    Ok(JudgeAccuracy {
+        steps: trajs.iter().map(|t| t.steps.len()).sum(),
+        episodes: trajs.len(),
+        quality: judge_quality_on(reward, cfg, &tasks, &trajs)?,
+    })
 }
 
 /// The judge's examples from the policy's own episodes: `pretrain.judge_tasks` fresh training
@@ -178,11 +274,7 @@ fn own_episodes(
     c.seed = cfg.seed.wrapping_add(7_919);
     c.pretrain.tasks = cfg.pretrain.judge_tasks;
     let tasks = household_train_tasks(&c);
-    let ep = super::Episodes {
-        rollouts: cfg.rollouts_per_task,
-        step_limit: HouseholdConfig::of(cfg).train_step_limit,
-        ..super::Episodes::evaluation(cfg)
-    };
+    let ep = judge_episodes(cfg);
     let bar = progress.then(|| {
         let steps = tasks.len() * ep.rollouts * ep.step_limit;
         crate::bar(steps as u64, "the policy's episodes for the judge")
@@ -252,7 +344,7 @@ fn judge_quality_on(
         t.steps
             .iter()
             .zip(vs)
-            .map(move |(s, v)| (t.won(), s.progress, v))
+            .map(move |(s, v)| (t.won(), s.progress, s.planner_progress, v))
     });
     Ok(crate::judge::step_judge_quality(steps))
 }
