@@ -86,7 +86,8 @@ pub struct EvalArgs {
     #[arg(long, default_value_t = 16)]
     pub max_tokens: usize,
     /// Then judge every step played this many times with the judge's prompt (sampled at
-    /// temperature 1), and print the judge's quality against the expert's step labels.
+    /// temperature 1), and print the judge's quality against the steps' labels (the ones an agent
+    /// could know, and the fully informed planner's) and the episodes' outcomes.
     #[arg(long, default_value_t = 0)]
     pub judge: usize,
     /// The judge (default: the policy checkpoint itself).
@@ -617,18 +618,25 @@ fn print_judge(
     let secs = started.elapsed().as_secs_f64();
     let q = &v.quality;
     let shown = |x: Option<f64>| x.map_or("n/a".into(), |x| format!("{x:.3}"));
+    let by_outcome = q.outcome_calibration.clone().unwrap_or_default();
     println!(
         "judge: {} verdicts on {} steps in {secs:.0} s; with a \\boxed{{±1}}: {} ({:.1}%); \
-         process accuracy {} (against the expert's labels), outcome accuracy {}, p+ {}, p- {}, μ {}",
+         process accuracy {} (against the labels an agent could know), {} (against the fully \
+         informed planner's), outcome accuracy {}; μ (paper: by the outcome) {} (p+ {}, p- {}); \
+         μ by the label {} (p+ {}, p- {})",
         v.verdicts,
         v.steps,
         v.parsed,
         100.0 * v.parsed as f64 / v.verdicts.max(1) as f64,
         shown(q.process_acc),
+        shown(q.process_acc_planner),
         shown(q.outcome_acc),
+        shown(by_outcome.mu()),
+        shown(by_outcome.p_plus()),
+        shown(by_outcome.p_minus()),
+        shown(q.calibration.mu()),
         shown(q.calibration.p_plus()),
         shown(q.calibration.p_minus()),
-        shown(q.calibration.mu()),
     );
     if let Some(t) = &v.first {
         println!("a verdict: {t:?}");

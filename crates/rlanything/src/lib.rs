@@ -12,6 +12,7 @@ mod desktop_cmd;
 mod desktop_real;
 mod env_cmd;
 mod eval_cmd;
+mod judge_cmd;
 mod lm_cmd;
 mod quickstart;
 mod serve_cmd;
@@ -72,6 +73,10 @@ enum Command {
     Train(train_cmd::TrainArgs),
     /// Evaluate a policy checkpoint on an evaluation split.
     Eval(eval_cmd::EvalArgs),
+    /// The household judge's accuracy on fresh episodes of the policy, as the warm start measures
+    /// it on its held-out ones: process accuracy against the labels an agent could know and
+    /// against the fully informed planner's, outcome accuracy, μ.
+    JudgeAccuracy(judge_cmd::Args),
     /// Compare two policies on the same tasks with the same draws: each one's sampled success,
     /// their paired difference with its standard error, and a verdict.
     Compare(compare_cmd::Args),
@@ -176,6 +181,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Train(a) => train_cmd::run_train(a),
         Command::Eval(a) => eval_cmd::run_eval(a),
         Command::Compare(a) => compare_cmd::run(a),
+        Command::JudgeAccuracy(a) => judge_cmd::run(a),
         Command::Report { run } => train_cmd::run_report(run),
         Command::Ablate(a) => train_cmd::run_ablate(a),
         Command::Serve(a) => serve_cmd::run(a),

@@ -169,6 +169,12 @@ impl<'a> Parent<'a> {
         self.steps
     }
 
+    /// The receptacle the searching expert first took a target from, as the game names it.
+    pub fn first_taken_from(&self) -> Option<&str> {
+        self.first_take
+            .map(|r| self.world.receptacles[r as usize].name.as_str())
+    }
+
     /// The receptacles the targets taken first may be moved to, nearest first: those that can
     /// hold a target, are not of the goal's receptacle type and come after the receptacle the
     /// searching expert first took a target from in its order (each taken as shut, as a receptacle
