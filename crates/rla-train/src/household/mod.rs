@@ -77,7 +77,12 @@ impl Household {
             params: rewrite_params(ctx, i),
         };
         match self.cfg.rewriter {
-            RewriterKind::Structured => f(&Structured, &Phrases),
+            RewriterKind::Structured => f(
+                &Structured {
+                    seed: ctx.item_seed(6, i),
+                },
+                &Phrases,
+            ),
             RewriterKind::RewardModel => f(&lm, &lm),
         }
     }

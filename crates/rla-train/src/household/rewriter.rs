@@ -1,9 +1,12 @@
 //! Rewriters and summarisers behind one interface each: a language model prompted as the
 //! reference implementation prompts its environment model, or the structured household rewriter
-//! that maps critiques to perturbations.
+//! that maps critiques to perturbations. A harder rewrite is one of the rewrites that stay harder
+//! ([`rla_env::household::harder`]) where one applies: the structured rewriter's choice, and the
+//! language model's when its answer gives no valid task.
 
 use crate::judge::summarise_critiques;
 use rla_core::adapt::Direction;
+use rla_env::household::harder::harder;
 use rla_env::household::perturb::{apply, proposals, retarget, Perturbation};
 use rla_env::household::task::{layout, placeable_objects};
 use rla_env::household::TaskSpec;
@@ -28,7 +31,10 @@ pub trait Summariser {
 }
 
 /// The household's structured rewriter (see [`structured_rewrite`]).
-pub struct Structured;
+pub struct Structured {
+    /// Seeds the choice among the harder rewrites that apply.
+    pub seed: u64,
+}
 
 impl Rewriter for Structured {
     fn rewrite(
@@ -36,9 +42,9 @@ impl Rewriter for Structured {
         parent: &TaskSpec,
         dir: Direction,
         critique: Option<&str>,
-        _k: usize,
+        k: usize,
     ) -> Option<(String, TaskSpec)> {
-        structured_rewrite(parent, dir, critique).map(|(p, t)| (p.describe(), t))
+        structured_rewrite(parent, dir, critique, self.seed, k).map(|(p, t)| (p.describe(), t))
     }
 }
 
@@ -76,7 +82,27 @@ impl LmRewriter<'_> {
 }
 
 impl Rewriter for LmRewriter<'_> {
+    /// The model's answer as a task; a harder rewrite whose answer gives none (unreadable, or
+    /// a task the expert check refuses) is one of the rewrites that stay harder.
     fn rewrite(
+        &self,
+        parent: &TaskSpec,
+        dir: Direction,
+        critique: Option<&str>,
+        k: usize,
+    ) -> Option<(String, TaskSpec)> {
+        self.answer(parent, dir, critique, k).or_else(|| {
+            (dir == Direction::Harder)
+                .then(|| harder(parent, self.params.seed, k))
+                .flatten()
+                .map(|(p, t)| (p.describe(), t))
+        })
+    }
+}
+
+impl LmRewriter<'_> {
+    /// The model's own rewrite: two goal tokens, the task retargeted to them.
+    fn answer(
         &self,
         parent: &TaskSpec,
         dir: Direction,
@@ -131,14 +157,24 @@ impl Summariser for LmRewriter<'_> {
     }
 }
 
-/// The structured rewriter: picks the perturbation the critique points to. Failures that the judge
-/// blames on wandering ("went to", "only looked") get a hint first when making a task easier;
-/// otherwise targets, distractors and receptacle types move the difficulty.
+/// The structured rewriter. Harder: one of the rewrites that stay harder (the goal escalated, the
+/// targets hidden late, a lookalike where the target was), chosen with `seed` among those that
+/// apply, the child's id `parent~k`; where none applies, as easier rewrites are chosen. Easier:
+/// the perturbation the critique points to. Failures that the judge blames on wandering ("went
+/// to", "only looked") get a hint first when making a task easier; otherwise targets, distractors
+/// and receptacle types move the difficulty.
 pub fn structured_rewrite(
     parent: &TaskSpec,
     dir: Direction,
     critique: Option<&str>,
+    seed: u64,
+    k: usize,
 ) -> Option<(Perturbation, TaskSpec)> {
+    if dir == Direction::Harder {
+        if let Some(r) = harder(parent, seed, k) {
+            return Some(r);
+        }
+    }
     let mut cands = proposals(parent, dir);
     let wandering = critique.is_some_and(|c| c.contains("went to") || c.contains("only looked"));
     let rank = |p: &Perturbation| -> usize {
@@ -180,7 +216,7 @@ mod tests {
     fn structured_rewrites_move_toward_the_band_and_record_parents() {
         let parent = rla_env::household::splits::eval_tasks(rla_core::Split::InDomain).remove(0);
         for dir in [Direction::Harder, Direction::Easier] {
-            if let Some((desc, t)) = Structured.rewrite(
+            if let Some((desc, t)) = (Structured { seed: 1 }).rewrite(
                 &parent,
                 dir,
                 Some("The failed attempts mostly went to cabinet (3×)."),
@@ -191,7 +227,7 @@ mod tests {
             }
         }
         // a wandering critique makes the easier rewrite a hint
-        let (desc, t) = Structured
+        let (desc, t) = Structured { seed: 1 }
             .rewrite(
                 &parent,
                 Direction::Easier,
