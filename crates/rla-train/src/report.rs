@@ -101,6 +101,18 @@ pub fn write_report(dir: &RunDir, rewrite_check: Option<&str>) -> Result<String>
         s.push_str(&format!("\nAccepted tasks checked: a rewrite is proposed only if {check}, so every accepted task is solvable (the paper's pass@≥1 of accepted tasks is 1 by construction).\n"));
     }
     s.push_str(&format!("\nAccepted rewrites in all: {accepted}. Lineage in `tasks.jsonl`, sample trajectories in `samples/`.\n"));
+    let lineage = dir.path.join("tasks.jsonl");
+    if lineage.exists() {
+        use anyhow::Context;
+        let text = rla_core::file::read_to_string_limited(&lineage, MAX_LINEAGE)
+            .with_context(|| format!("cannot read {}", lineage.display()))?;
+        let rows = accepted_by_iteration(&text)
+            .with_context(|| format!("{} is not a run's lineage", lineage.display()))?;
+        if let Some(rows) = rows {
+            s.push_str("\n## Accepted rewrites by iteration\n\nThe rewrites decided in each iteration, those accepted by direction, the policy's success on the accepted ones (their parents' when proposed → theirs when decided, means) and what they changed.\n\n");
+            s.push_str(&rows);
+        }
+    }
     crate::run::write_atomic(&dir.path.join("report.md"), &s)?;
     Ok(s)
 }
@@ -185,6 +197,82 @@ pub fn summary(ms: &[IterMetrics], eval: &EvalConfig, spread: Option<&str>) -> R
         None => writeln!(s)?,
     }
     Ok(s)
+}
+
+/// The largest lineage file the report reads.
+const MAX_LINEAGE: u64 = 1 << 30;
+
+/// What the report reads of one decided rewrite (a line of `tasks.jsonl`).
+#[derive(serde::Deserialize)]
+struct Decided {
+    iteration: usize,
+    accepted: bool,
+    direction: rla_core::adapt::Direction,
+    perturbation: String,
+    acc_before: f64,
+    acc_after: f64,
+}
+
+/// The accepted rewrites by iteration from a run's lineage (`tasks.jsonl`, one decided rewrite a
+/// line): a row an iteration that decided any, with how many it decided, how many it accepted
+/// (harder / easier), the policy's mean success on the accepted ones — their parents' when they
+/// were proposed → theirs when they were decided — and what they changed, by the name before a
+/// perturbation's colon (`hide targets: drawer 7` counts as `hide targets`). `None` when nothing
+/// was decided; a line that is not a decided rewrite is an error naming it.
+pub fn accepted_by_iteration(lineage: &str) -> Result<Option<String>> {
+    use std::collections::BTreeMap;
+    let mut by_iter: BTreeMap<usize, Vec<Decided>> = BTreeMap::new();
+    for (n, line) in lineage.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let d: Decided = serde_json::from_str(line)
+            .map_err(|e| anyhow::anyhow!("line {}: not a decided rewrite: {e}", n + 1))?;
+        by_iter.entry(d.iteration).or_default().push(d);
+    }
+    if by_iter.is_empty() {
+        return Ok(None);
+    }
+    let mut s = String::from("| iter | decided | accepted (harder / easier) | policy success on the accepted | accepted rewrites |\n|---|---|---|---|---|\n");
+    for (k, ds) in &by_iter {
+        let acc: Vec<&Decided> = ds.iter().filter(|d| d.accepted).collect();
+        let harder = acc
+            .iter()
+            .filter(|d| d.direction == rla_core::adapt::Direction::Harder)
+            .count();
+        let success = if acc.is_empty() {
+            "—".to_string()
+        } else {
+            let mean =
+                |f: fn(&Decided) -> f64| acc.iter().copied().map(f).sum::<f64>() / acc.len() as f64;
+            format!(
+                "{:.3} → {:.3}",
+                mean(|d| d.acc_before),
+                mean(|d| d.acc_after)
+            )
+        };
+        let mut names: BTreeMap<&str, usize> = BTreeMap::new();
+        for d in &acc {
+            let name = d.perturbation.split(':').next().unwrap_or_default().trim();
+            *names.entry(name).or_default() += 1;
+        }
+        let names: Vec<String> = names
+            .into_iter()
+            .map(|(name, c)| format!("{} ×{c}", name.replace('|', "\\|")))
+            .collect();
+        s.push_str(&format!(
+            "| {k} | {} | {} ({harder} / {}) | {success} | {} |\n",
+            ds.len(),
+            acc.len(),
+            acc.len() - harder,
+            if names.is_empty() {
+                "—".to_string()
+            } else {
+                names.join(", ")
+            }
+        ));
+    }
+    Ok(Some(s))
 }
 
 /// A run's first and last evaluation success, each (in-domain, OOD).
