@@ -1,7 +1,8 @@
 //! The household setting (ALFWorld-compatible): the policy plays multi-turn episodes choosing
 //! among the admissible commands, the reward model judges every step m times, and tasks are
 //! rewritten by perturbations (rarer or commoner receptacles, fewer or more targets, distractors,
-//! hints) guided by the judge's critiques.
+//! hints; harder: goals escalated, targets hidden late, lookalikes where the target was) guided by
+//! the judge's critiques.
 
 pub mod config;
 pub mod dagger;
@@ -268,7 +269,7 @@ impl Setting for Household {
     }
 
     fn rewrite_check(&self) -> Option<&'static str> {
-        Some("the expert planner solves it from the start within its step limit (a game's rewrite: from the game's start)")
+        Some("the expert planner solves it from the start within its step limit (a game's rewrite: from the game's start; a harder rewrite that stays harder: the searching expert too, in more steps than on its parent)")
     }
 
     fn accepted(&mut self, ctx: Ctx, task: &mut HouseTask) -> Result<()> {
