@@ -6,7 +6,7 @@
 //! - [`Perturbation::Escalate`]: a plain place goal becomes clean-, heat- or cool-and-place where
 //!   ALFRED's tables make the object cleanable, heatable or coolable, the room kind has the goal
 //!   type (`GOALS_VALID`) and the floor plan the sink basin, microwave or fridge; or pick-two
-//!   (with a second instance placed when the scene has one); or look-at-in-light where the room
+//!   (a second instance placed where the scene has only one); or look-at-in-light where the room
 //!   kind has the goal type and the floor plan a lamp that the object can be looked at under.
 //! - [`Perturbation::HideTargets`]: the targets in the receptacle the searching expert first took
 //!   one from moved to a receptacle it reaches late — the latest in its search order (a receptacle
@@ -22,7 +22,8 @@
 //! instance, so any instance completes it; another instance anywhere can only shorten the search.
 //! A lookalike keeps the goal's meaning (its class is not the goal's, so it completes nothing) and
 //! stands exactly where a policy that has learnt where targets usually are would look; the target
-//! moved on makes the task measurably longer for the expert too.
+//! moved on makes the task measurably longer for the expert too. ALFRED's and ALFWorld's tables
+//! name no similar classes, so a shared head noun stands in: the words the agent reads.
 //!
 //! Each rewrite is kept only if the searching expert — which sees only what the agent sees, the
 //! generator's own smoke test — wins the child within its step limit and needs strictly more
