@@ -105,3 +105,40 @@ fn the_trajectory_weight_is_read_with_the_trajectory_advantage_only() {
     );
     assert!(e.contains("must be > 0"), "{e}");
 }
+
+#[test]
+fn the_anchor_keys_the_stream_and_the_update_cut_are_read_and_checked() {
+    use rla_train::config::AdvantageKind;
+    use rla_train::pool::Draw;
+    let dir = PathBuf::from(".");
+    let c = RunConfig::parse_in(
+        "advantage = \"anchor\"\nanchor_gamma = 0.8\nanchor_weight = 0.5\ndraw = \"stream\"\n\
+         [policy]\nupdates = 4\nwarmup_iterations = 3\nlr = 3e-4\n",
+        &dir,
+    )
+    .unwrap();
+    assert_eq!(c.advantage, AdvantageKind::Anchor);
+    assert_eq!((c.anchor_gamma, c.anchor_weight), (Some(0.8), Some(0.5)));
+    assert_eq!(c.draw, Draw::Stream);
+    assert_eq!((c.policy.updates, c.policy.warmup_iterations), (4, 3));
+    // the warm-up: a third, two thirds, then the rate itself
+    let lrs: Vec<f64> = (1..=4).map(|k| c.policy.lr_at(k)).collect();
+    assert!((lrs[0] - 1e-4).abs() < 1e-12 && (lrs[1] - 2e-4).abs() < 1e-12);
+    assert_eq!((lrs[2], lrs[3]), (3e-4, 3e-4));
+    // unset keys keep the saved config as it was
+    let plain = RunConfig::parse_in("", &dir).unwrap();
+    let text = toml::to_string(&plain).unwrap();
+    for key in ["draw", "anchor_gamma", "updates", "warmup_iterations"] {
+        assert!(!text.contains(key), "{key} in {text}");
+    }
+    for (bad, says) in [
+        ("anchor_gamma = 0.9\n", "read only with advantage = \"anchor\""),
+        ("advantage = \"anchor\"\nanchor_gamma = 1.5\n", "must be in [0, 1]"),
+        ("advantage = \"anchor\"\nanchor_weight = 0.0\n", "must be > 0"),
+        ("draw = \"sometimes\"\n", "sometimes"),
+        ("[policy]\nupdates = 2\nmini_batch = 64\n", "set one of them"),
+    ] {
+        let e = format!("{:#}", RunConfig::parse_in(bad, &dir).unwrap_err());
+        assert!(e.contains(says), "{bad}: {e}");
+    }
+}
