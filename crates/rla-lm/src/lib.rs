@@ -410,6 +410,16 @@ pub struct Request<'a> {
     pub params: &'a SampleParams,
     /// The answers each prompt's samples are drawn among, when constrained.
     pub allowed: Option<&'a [Vec<Vec<u32>>]>,
+    /// Each prompt's own seed, when given: the samples of prompt `i` draw from streams of
+    /// `seeds[i]` alone (sample `j` from [`sample_seed`]`(seeds[i], j)`), whatever else the call
+    /// holds, so that a prompt's draws do not depend on its neighbours; `None` draws the whole
+    /// call from `params.seed`.
+    pub seeds: Option<&'a [u64]>,
+}
+
+/// The seed of sample `j` of a prompt whose own seed is `seed` ([`Request::seeds`]).
+pub fn sample_seed(seed: u64, j: usize) -> u64 {
+    rla_core::seed::stream(seed, &[j as u64])
 }
 
 /// A model that samples: the loop's rollouts, judging and evaluation go through this. Its
@@ -432,6 +442,7 @@ pub trait Sampler: Codec {
             n,
             params,
             allowed,
+            seeds: None,
         })
     }
 
@@ -449,6 +460,7 @@ pub trait Sampler: Codec {
             n,
             params,
             allowed,
+            seeds: None,
         })
     }
 

@@ -249,13 +249,14 @@ impl Sampler for Lm {
             max_new_tokens: new,
             ..r.params.clone()
         };
-        Ok(sample::generate_within(
+        Ok(sample::generate_seeded(
             &self.model,
             &self.tok,
             r.prompts,
             r.n,
             &params,
             r.allowed,
+            r.seeds,
         )?)
     }
 

@@ -108,12 +108,28 @@ pub fn generate_within(
     p: &SampleParams,
     allowed: Option<&[Vec<Vec<u32>>]>,
 ) -> Result<Vec<Vec<Sample>>, ModelError> {
+    generate_seeded(model, tok, prompts, n, p, allowed, None)
+}
+
+/// [`generate_within`] with each prompt's own seed when `seeds` is given
+/// ([`rla_lm::Request::seeds`]): sample `j` of prompt `i` draws from its own generator,
+/// seeded by [`rla_lm::sample_seed`]`(seeds[i], j)`, so its tokens do not depend on the rest of
+/// the batch; without, the whole call draws from one generator seeded by `p.seed`.
+pub fn generate_seeded(
+    model: &Transformer,
+    tok: &Tok,
+    prompts: &[Vec<u32>],
+    n: usize,
+    p: &SampleParams,
+    allowed: Option<&[Vec<Vec<u32>>]>,
+    seeds: Option<&[u64]>,
+) -> Result<Vec<Vec<Sample>>, ModelError> {
     // On the CPU, run inside the kernels' thread pool: each of the many small parallel sections of
     // a decoding step then starts from a pool thread instead of waking the pool from outside.
     let model = model.detached();
     model
         .device
-        .with_context(|| generate_inner(&model, tok, prompts, n, p, allowed))
+        .with_context(|| generate_inner(&model, tok, prompts, n, p, (allowed, seeds)))
 }
 
 fn generate_inner(
@@ -122,13 +138,22 @@ fn generate_inner(
     prompts: &[Vec<u32>],
     n: usize,
     p: &SampleParams,
-    allowed: Option<&[Vec<Vec<u32>>]>,
+    (allowed, seeds): (Option<&[Vec<Vec<u32>>]>, Option<&[u64]>),
 ) -> Result<Vec<Vec<Sample>>, ModelError> {
     if let Some(a) = allowed {
         if a.len() != prompts.len() {
             return Err(ModelError::Other(format!(
                 "{} allowed-response lists for {} prompts",
                 a.len(),
+                prompts.len()
+            )));
+        }
+    }
+    if let Some(s) = seeds {
+        if s.len() != prompts.len() {
+            return Err(ModelError::Other(format!(
+                "{} seeds for {} prompts",
+                s.len(),
                 prompts.len()
             )));
         }
@@ -179,7 +204,14 @@ fn generate_inner(
             finish: Finish::Length,
         })
         .collect();
-    let mut rng = ChaCha8Rng::seed_from_u64(p.seed);
+    // one generator for the call, or one for each sample of a prompt with its own seed
+    let mut shared = ChaCha8Rng::seed_from_u64(p.seed);
+    let mut own: Vec<ChaCha8Rng> = match seeds {
+        Some(s) => (0..np * n)
+            .map(|r| ChaCha8Rng::seed_from_u64(rla_lm::sample_seed(s[r / n], r % n)))
+            .collect(),
+        None => Vec::new(),
+    };
     let mut live = vec![true; active.len()];
     for step in 0..p.max_new_tokens {
         // the log-probabilities of the distribution the token is drawn from: the tempered one
@@ -201,11 +233,15 @@ fn generate_inner(
                 Some(a) if !a[s / n].is_empty() => allowed_next(&a[s / n], &out[s].tokens),
                 _ => Vec::new(),
             };
+            let rng = match own.get_mut(s) {
+                Some(r) => r,
+                None => &mut shared,
+            };
             let t = if choices.is_empty() {
-                draw(&raw[row], p, &mut rng)
+                draw(&raw[row], p, rng)
             } else {
                 let masked: Vec<f32> = choices.iter().map(|&c| raw[row][c as usize]).collect();
-                choices[draw(&masked, p, &mut rng) as usize]
+                choices[draw(&masked, p, rng) as usize]
             };
             let o = &mut out[s];
             o.tokens.push(t);

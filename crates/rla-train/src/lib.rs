@@ -11,6 +11,7 @@ pub mod control;
 pub mod dagger;
 pub mod desktop;
 pub mod eval;
+pub mod evals;
 pub mod household;
 pub mod judge;
 pub mod launch;

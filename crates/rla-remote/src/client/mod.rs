@@ -529,9 +529,18 @@ impl<C: Codec> Sampler for RemoteSampler<C> {
     }
 
     fn sample(&self, r: &rla_lm::Request) -> rla_lm::Result<Vec<Vec<Sample>>> {
+        if let Some(s) = r.seeds {
+            if s.len() != r.prompts.len() {
+                return Err(LmError::Unsupported(format!(
+                    "{} seeds for {} prompts",
+                    s.len(),
+                    r.prompts.len()
+                )));
+            }
+        }
         match r.allowed {
-            None => self.completions(r.prompts, r.n, r.params),
-            Some(allowed) => self.guided(r.prompts, r.n, r.params, allowed),
+            None => self.completions(r.prompts, r.n, r.params, r.seeds),
+            Some(allowed) => self.guided(r.prompts, r.n, r.params, (allowed, r.seeds)),
         }
     }
     fn score(&self, pairs: &[(Vec<u32>, Vec<u32>)]) -> rla_lm::Result<Vec<Vec<f32>>> {
@@ -577,30 +586,38 @@ impl<C: Codec> Sampler for RemoteSampler<C> {
 }
 
 impl<C: Codec> RemoteSampler<C> {
-    /// Free completions: one request per endpoint with the prompts routed to it, all at once.
+    /// Free completions: one request per endpoint with the prompts routed to it, all at once;
+    /// with each prompt's own seed, one request per prompt, seeded by it.
     fn completions(
         &self,
         prompts: &[Vec<u32>],
         n: usize,
         p: &SampleParams,
+        seeds: Option<&[u64]>,
     ) -> rla_lm::Result<Vec<Vec<Sample>>> {
         if prompts.is_empty() {
             return Ok(vec![]);
         }
         // one request per endpoint, with the prompts routed to it, all at once
         let to: Vec<usize> = self.route(&prompts.iter().map(Vec::as_slice).collect::<Vec<_>>());
-        let groups: Vec<(usize, Vec<usize>)> = (0..self.endpoints.len())
-            .map(|e| (e, (0..prompts.len()).filter(|&i| to[i] == e).collect()))
-            .filter(|(_, g): &(usize, Vec<usize>)| !g.is_empty())
-            .collect();
+        let groups: Vec<(usize, Vec<usize>)> = match seeds {
+            Some(_) => (0..prompts.len()).map(|i| (to[i], vec![i])).collect(),
+            None => (0..self.endpoints.len())
+                .map(|e| (e, (0..prompts.len()).filter(|&i| to[i] == e).collect()))
+                .filter(|(_, g): &(usize, Vec<usize>)| !g.is_empty())
+                .collect(),
+        };
         let done = self
             .concurrently(groups.len(), |g| {
                 let (e, idx) = &groups[g];
                 let mut q = p.clone();
                 // each request its own stream of random numbers
-                q.seed = p
-                    .seed
-                    .wrapping_add((idx[0] as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+                q.seed = match seeds {
+                    Some(s) => s[idx[0]],
+                    None => p
+                        .seed
+                        .wrapping_add((idx[0] as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)),
+                };
                 let req = self.request(idx.iter().map(|&i| prompts[i].clone()).collect(), n, &q);
                 let resp = self.completion(&req, Some(*e))?;
                 self.samples(resp, idx.len(), n)
@@ -621,7 +638,7 @@ impl<C: Codec> RemoteSampler<C> {
         prompts: &[Vec<u32>],
         n: usize,
         p: &SampleParams,
-        allowed: &[Vec<Vec<u32>>],
+        (allowed, seeds): (&[Vec<Vec<u32>>], Option<&[u64]>),
     ) -> rla_lm::Result<Vec<Vec<Sample>>> {
         if allowed.len() != prompts.len() {
             return Err(LmError::Unsupported(format!(
@@ -650,9 +667,12 @@ impl<C: Codec> RemoteSampler<C> {
                 // each prompt its own stream of random numbers: the rollouts of a task send the
                 // same prompt, and must not all draw the same answer
                 let q = SampleParams {
-                    seed: p
-                        .seed
-                        .wrapping_add((i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)),
+                    seed: match seeds {
+                        Some(s) => s[i],
+                        None => p
+                            .seed
+                            .wrapping_add((i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)),
+                    },
                     ..p.clone()
                 };
                 let mut req = self.request(vec![prompts[i].clone()], n, &q);
