@@ -153,7 +153,7 @@ pub fn ablate(
         let games = |policy: &Path, record: &Path| -> Result<Option<(usize, usize)>> {
             a.games
                 .as_deref()
-                .map(|g| crate::eval::games_won(backend, &seeded, policy, g, record))
+                .map(|g| crate::household::eval::games_won(backend, &seeded, policy, g, record))
                 .transpose()
         };
         let base_games = games(&start, &out.join("games-start.json"))?;

@@ -78,6 +78,12 @@ pub trait AnySetting {
     fn policy_files(&self, cfg: &RunConfig) -> Result<Vec<(String, String)>>;
     /// The names of the ablation table's two judge-quality columns.
     fn judge_columns(&self) -> (&'static str, &'static str);
+    /// The setting's own evaluations beyond the splits ([`Setting::extra_evaluations`]).
+    fn extra_evaluations(
+        &self,
+        cfg: &RunConfig,
+        data: &Path,
+    ) -> Result<Vec<Box<dyn crate::setting::ExtraEvaluation>>>;
     /// How a rewrite is checked before it is proposed ([`Setting::rewrite_check`]).
     fn rewrite_check(&self) -> Option<&'static str>;
     /// Warm-starts the run's tiny models ([`Setting::warm_start`]).
@@ -134,6 +140,13 @@ impl<S: Registered> AnySetting for S {
     }
     fn judge_columns(&self) -> (&'static str, &'static str) {
         Setting::judge_columns(self)
+    }
+    fn extra_evaluations(
+        &self,
+        cfg: &RunConfig,
+        data: &Path,
+    ) -> Result<Vec<Box<dyn crate::setting::ExtraEvaluation>>> {
+        Setting::extra_evaluations(self, cfg, data)
     }
     fn warm_start(&self, w: WarmStart) -> Result<Vec<String>> {
         Setting::warm_start(self, w)

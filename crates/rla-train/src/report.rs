@@ -1,8 +1,10 @@
 //! The run report: a Markdown summary of `metrics.jsonl` and `tasks.jsonl`.
 
-use crate::config::EvalConfig;
 use crate::run::{IterMetrics, RunDir};
 use anyhow::Result;
+
+mod summary;
+pub use summary::summary;
 
 fn f(x: Option<f64>) -> String {
     x.map(|v| format!("{v:.3}")).unwrap_or_else(|| "—".into())
@@ -117,88 +119,6 @@ pub fn write_report(dir: &RunDir, rewrite_check: Option<&str>) -> Result<String>
     Ok(s)
 }
 
-/// The before/after table of a run's greedy evaluations, the validation curve, and a plain
-/// verdict on whether the policy learned: the in-domain change against two standard errors of
-/// the difference of two success rates measured on `eval.in_domain` tasks (the noise of the split
-/// alone), with `spread`, the change over seeds measured on the reference machine, beside it.
-pub fn summary(ms: &[IterMetrics], eval: &EvalConfig, spread: Option<&str>) -> Result<String> {
-    use std::fmt::Write;
-    let (n_in, n_ood, n_val) = (eval.in_domain, eval.ood, eval.validation);
-    let evals: Vec<&IterMetrics> = ms.iter().filter(|m| m.eval_in_domain.is_some()).collect();
-    let (Some(first), Some(last)) = (evals.first(), evals.last()) else {
-        anyhow::bail!("the run has no evaluation to summarise");
-    };
-    let mut s = String::new();
-    writeln!(
-        s,
-        "{:<12} {:>6} {:>11} {:>14} {:>10}",
-        "greedy",
-        "tasks",
-        "warm start",
-        format!("iteration {}", last.iteration),
-        "change"
-    )?;
-    let rows = [
-        ("in-domain", n_in, first.eval_in_domain, last.eval_in_domain),
-        ("OOD", n_ood, first.eval_ood, last.eval_ood),
-        (
-            "validation",
-            n_val,
-            first.eval_validation,
-            last.eval_validation,
-        ),
-    ];
-    for (name, n, a, b) in rows {
-        if let (Some(a), Some(b)) = (a, b) {
-            writeln!(
-                s,
-                "{name:<12} {n:>6} {:>10.1}% {:>13.1}% {:>+10.1}",
-                100.0 * a,
-                100.0 * b,
-                100.0 * (b - a)
-            )?;
-        }
-    }
-    let curve: Vec<String> = evals
-        .iter()
-        .filter_map(|m| {
-            m.eval_validation
-                .map(|v| format!("{:.1}% (iter {})", 100.0 * v, m.iteration))
-        })
-        .collect();
-    if !curve.is_empty() {
-        writeln!(s, "validation curve: {}", curve.join(" → "))?;
-    }
-    let (a, b) = (
-        first.eval_in_domain.unwrap_or(0.0),
-        last.eval_in_domain.unwrap_or(0.0),
-    );
-    let se = rla_core::stats::difference_std_error(a, b, n_in).unwrap_or(0.0);
-    let d = b - a;
-    let verdict = if d > 2.0 * se {
-        "the policy learned"
-    } else if d < -2.0 * se {
-        "the policy got worse"
-    } else {
-        "no change beyond noise"
-    };
-    write!(
-        s,
-        "verdict: {verdict}: in-domain {:+.1} points, against ±{:.1} (two standard errors of a \
-         {n_in}-task difference)",
-        100.0 * d,
-        200.0 * se
-    )?;
-    match spread {
-        Some(sp) => writeln!(
-            s,
-            "; over 3 seeds on the reference machine the change was {sp}"
-        )?,
-        None => writeln!(s)?,
-    }
-    Ok(s)
-}
-
 /// The largest lineage file the report reads.
 const MAX_LINEAGE: u64 = 1 << 30;
 
@@ -294,77 +214,4 @@ pub fn before_after(ms: &[IterMetrics]) -> Result<((f64, f64), (f64, f64))> {
             last.eval_ood.unwrap_or(0.0),
         ),
     ))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::summary;
-    use crate::config::EvalConfig;
-    use crate::run::IterMetrics;
-
-    fn evals(pairs: &[(usize, f64, f64, Option<f64>)]) -> Vec<IterMetrics> {
-        pairs
-            .iter()
-            .map(|&(k, i, o, v)| IterMetrics {
-                iteration: k,
-                eval_in_domain: Some(i),
-                eval_ood: Some(o),
-                eval_validation: v,
-                ..Default::default()
-            })
-            .collect()
-    }
-
-    fn eval(validation: usize) -> EvalConfig {
-        EvalConfig {
-            in_domain: 140,
-            ood: 134,
-            validation,
-            ..Default::default()
-        }
-    }
-
-    #[test]
-    fn the_verdict_weighs_the_change_against_the_noise_of_the_split() {
-        let learned = summary(
-            &evals(&[
-                (0, 0.08, 0.06, Some(0.05)),
-                (6, 0.2, 0.1, Some(0.15)),
-                (12, 0.3, 0.2, Some(0.25)),
-            ]),
-            &eval(140),
-            Some("+1 to +2 points"),
-        )
-        .unwrap();
-        assert!(
-            learned.contains("verdict: the policy learned: in-domain +22.0 points"),
-            "{learned}"
-        );
-        assert!(
-            learned.contains("validation curve: 5.0% (iter 0) → 15.0% (iter 6) → 25.0% (iter 12)"),
-            "{learned}"
-        );
-        assert!(learned.contains("iteration 12"), "{learned}");
-        assert!(
-            learned.contains("the change was +1 to +2 points\n"),
-            "{learned}"
-        );
-        // two tasks of 140 is within the noise
-        let flat = summary(
-            &evals(&[(0, 0.079, 0.06, None), (12, 0.093, 0.06, None)]),
-            &eval(0),
-            None,
-        )
-        .unwrap();
-        assert!(flat.contains("verdict: no change beyond noise"), "{flat}");
-        assert!(!flat.contains("validation"), "{flat}");
-        let worse = summary(
-            &evals(&[(0, 0.3, 0.2, None), (12, 0.1, 0.2, None)]),
-            &eval(0),
-            None,
-        )
-        .unwrap();
-        assert!(worse.contains("verdict: the policy got worse"), "{worse}");
-        assert!(summary(&[], &eval(0), None).is_err());
-    }
 }

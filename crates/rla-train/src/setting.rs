@@ -423,6 +423,38 @@ pub trait Setting {
     fn judge_columns(&self) -> (&'static str, &'static str) {
         ("process acc", "outcome acc")
     }
+
+    /// The setting's own evaluations of a policy beyond the fixed splits, which `ablate --games
+    /// DATA` adds to its table: `data` is what they read, checked here before anything runs.
+    /// None by default, and `ablate` then refuses the flag.
+    fn extra_evaluations(
+        &self,
+        cfg: &RunConfig,
+        data: &Path,
+    ) -> Result<Vec<Box<dyn ExtraEvaluation>>> {
+        let _ = (cfg, data);
+        Ok(vec![])
+    }
+}
+
+/// A setting's own evaluation of a policy beyond the fixed splits
+/// ([`Setting::extra_evaluations`]): how many of its tasks the policy won, which the ablation's
+/// table shows before and after training.
+pub trait ExtraEvaluation {
+    /// Its name in the table's columns ("games won").
+    fn name(&self) -> String;
+    /// The stem of the file its result is kept in, beside what it evaluates (`games`:
+    /// `games.json`, and `games-start.json` for the starting policy).
+    fn key(&self) -> String;
+    /// The policy in the folder `policy` evaluated: `(won, played)`. The result is kept in
+    /// `record` (a JSON file) and read back while it names the same policy and data, so a
+    /// finished evaluation is not played again.
+    fn evaluate(
+        &self,
+        backend: &dyn rla_lm::Backend,
+        policy: &Path,
+        record: &Path,
+    ) -> Result<(usize, usize)>;
 }
 
 /// One greedy evaluation episode with its task ([`Setting::evaluate_episodes`]).

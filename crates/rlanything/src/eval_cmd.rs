@@ -9,7 +9,8 @@ use rla_core::Split;
 use rla_env::household::splits::{eval_tasks_first, split_size};
 use rla_lm::Sampler;
 use rla_train::config::SettingConfig;
-use rla_train::eval::{self, HouseholdFlags};
+use rla_train::eval;
+use rla_train::household::eval::{self as household_eval, HouseholdFlags};
 use rla_train::household::config::HouseholdConfig;
 use std::path::{Path, PathBuf};
 
@@ -497,12 +498,17 @@ pub fn run_eval(a: EvalArgs) -> Result<()> {
             rla_train::household::EPISODES_FILE
         );
     }
-    let ep = flags.apply_to_episodes(recorded.unwrap_or(eval::DEFAULT_EPISODES))?;
+    let ep = flags.apply_to_episodes(recorded.unwrap_or(household_eval::DEFAULT_EPISODES))?;
     if let Some(dir) = &a.games {
         return print_games(&a, &policy.name, lm, dir, ep);
     }
     if let Some(t) = a.temperature {
-        let r = eval::household_sampled(lm, &tasks[..n], ep, (t, a.samples), a.max_tokens)?;
+        let sampling = rla_train::setting::Sampling {
+            temperature: t,
+            samples: a.samples,
+            seed: 0,
+        };
+        let r = household_eval::household_sampled(lm, &tasks[..n], ep, sampling, a.max_tokens)?;
         for t in r.trajs.iter().take(a.show) {
             print_episode(&format!("task: {}", tasks[t.task].sentence()), t);
         }
@@ -514,7 +520,7 @@ pub fn run_eval(a: EvalArgs) -> Result<()> {
         return Ok(());
     }
     let started = std::time::Instant::now();
-    let g = eval::household_greedy(lm, &tasks[..n], ep, a.max_tokens)?;
+    let g = household_eval::household_greedy(lm, &tasks[..n], ep, a.max_tokens)?;
     let played = started.elapsed().as_secs_f64();
     for (t, task) in g.trajs.iter().zip(&tasks[..n]).take(a.show) {
         print_episode(&format!("task: {}", task.sentence()), t);
@@ -530,10 +536,10 @@ pub fn run_eval(a: EvalArgs) -> Result<()> {
         "lost {}; {} of them end in a loop (their last {} actions repeat one action or alternate between two)",
         g.lost(),
         g.looped,
-        eval::LOOP_STEPS
+        household_eval::LOOP_STEPS
     );
     if a.take_rates {
-        print!("{}", eval::task_take_rates(&g.trajs, &tasks[..n])?);
+        print!("{}", household_eval::task_take_rates(&g.trajs, &tasks[..n])?);
     }
     if a.judge > 0 {
         let notes = a.judge_notes
@@ -562,8 +568,13 @@ fn print_games(
     ep: rla_train::household::Episodes,
 ) -> Result<()> {
     if let Some(t) = a.temperature {
+        let sampling = rla_train::setting::Sampling {
+            temperature: t,
+            samples: a.samples,
+            seed: 0,
+        };
         let (folders, r) =
-            eval::household_games_sampled(lm, dir, a.n, ep, (t, a.samples), a.max_tokens)?;
+            household_eval::household_games_sampled(lm, dir, a.n, ep, sampling, a.max_tokens)?;
         for t in r.trajs.iter().take(a.show) {
             print_episode(&format!("game: {}", folders[t.task].display()), t);
         }
@@ -579,7 +590,7 @@ fn print_games(
         return Ok(());
     }
     let started = std::time::Instant::now();
-    let g = eval::household_games(lm, dir, a.n, ep, a.max_tokens)?;
+    let g = household_eval::household_games(lm, dir, a.n, ep, a.max_tokens)?;
     let played = started.elapsed().as_secs_f64();
     for (t, f) in g.played.trajs.iter().zip(&g.folders).take(a.show) {
         print_episode(&format!("game: {}", f.display()), t);
@@ -614,11 +625,11 @@ fn print_judge(
         None => policy,
     };
     let started = std::time::Instant::now();
-    let v = eval::judge_steps(judge, tasks, trajs, a.judge, a.judge_tokens)?;
+    let v = household_eval::judge_steps(judge, tasks, trajs, a.judge, a.judge_tokens)?;
     let secs = started.elapsed().as_secs_f64();
     let q = &v.quality;
     let shown = |x: Option<f64>| x.map_or("n/a".into(), |x| format!("{x:.3}"));
-    let by_outcome = q.outcome_calibration.clone().unwrap_or_default();
+    let by_outcome = q.outcome_calibration.unwrap_or_default();
     println!(
         "judge: {} verdicts on {} steps in {secs:.0} s; with a \\boxed{{±1}}: {} ({:.1}%); \
          process accuracy {} (against the labels an agent could know), {} (against the fully \

@@ -284,7 +284,7 @@ pub fn run(a: Args) -> Result<()> {
     let resume = a.run.join("checkpoint/state.json").exists();
     let eval = cfg.eval.clone();
     let ms = crate::train_cmd::train_run_metrics(cfg, &a.run, resume, true)?;
-    print!("{}", rla_train::report::summary(&ms, &eval, None)?);
+    print!("{}", rla_train::report::summary(&a.run, &ms, &eval, None)?);
     println!(
         "({:.0} s; curves: {}, report: {})",
         t.elapsed().as_secs_f64(),

@@ -241,7 +241,7 @@ pub fn run_report(dir: PathBuf) -> Result<()> {
     let ms = rd.metrics()?;
     if ms.iter().any(|m| m.eval_in_domain.is_some()) {
         println!();
-        print!("{}", rla_train::report::summary(&ms, &cfg.eval, None)?);
+        print!("{}", rla_train::report::summary(&rd.path, &ms, &cfg.eval, None)?);
     }
     Ok(())
 }

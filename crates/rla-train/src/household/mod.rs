@@ -6,6 +6,7 @@
 
 pub mod config;
 pub mod dagger;
+pub mod eval;
 pub mod games;
 pub mod notes;
 pub mod play;
@@ -312,23 +313,20 @@ impl Setting for Household {
         sampling: crate::setting::Sampling,
     ) -> Result<Option<Vec<Vec<f64>>>> {
         let cfg = ctx.cfg;
-        let mut ep = Episodes::evaluation(cfg);
-        ep.rollouts = sampling.samples;
-        let sp = sampling.params(cfg.policy.max_new_tokens);
+        let ep = Episodes::evaluation(cfg);
+        let how = (sampling, cfg.policy.max_new_tokens);
         let limit = self.cfg.eval_step_limit;
         let what = format!("eval {split:?}, {} a task", sampling.samples);
-        let (count, trajs) = if let Some(root) = self.cfg.eval_games.of(split) {
+        let played = if let Some(root) = self.cfg.eval_games.of(split) {
             let games = games::eval_games(root, n, &self.cfg)?;
             let len = (games.len() * sampling.samples * limit) as u64;
-            let trajs = ctx.with_bar(len, &what, |bar| rollout(policy, &games, ep, &sp, bar))?;
-            (games.len(), trajs)
+            ctx.with_bar(len, &what, |bar| eval::sampled(policy, &games, ep, how, bar))?
         } else {
             let tasks: Vec<TaskSpec> = eval_tasks_first(split, n);
             let len = (tasks.len() * sampling.samples * limit) as u64;
-            let trajs = ctx.with_bar(len, &what, |bar| rollout(policy, &tasks, ep, &sp, bar))?;
-            (tasks.len(), trajs)
+            ctx.with_bar(len, &what, |bar| eval::sampled(policy, &tasks, ep, how, bar))?
         };
-        Ok(Some(crate::setting::scores_by_task(count, &trajs)))
+        Ok(Some(played.scores))
     }
 
     fn save_samples(
@@ -364,6 +362,14 @@ impl Setting for Household {
 
     fn policy_files(&self, cfg: &RunConfig) -> Result<Vec<(String, String)>> {
         Ok(vec![Episodes::evaluation(cfg).record()?])
+    }
+
+    fn extra_evaluations(
+        &self,
+        cfg: &RunConfig,
+        data: &std::path::Path,
+    ) -> Result<Vec<Box<dyn crate::setting::ExtraEvaluation>>> {
+        Ok(vec![Box::new(eval::GamesWon::new(cfg, data)?)])
     }
 
     fn demonstrations(&self, cfg: &RunConfig, chunk: u64) -> Result<Vec<crate::pretrain::Example>> {
