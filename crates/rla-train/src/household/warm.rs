@@ -150,11 +150,7 @@ pub fn warm_start(w: WarmStart) -> Result<Vec<String>> {
     lines.push(crate::dagger::fit_judge(w, &corpus, &jud)?);
     if let Some((tasks, trajs)) = held_out {
         let reward = w.backend.open(&out.join("reward"), &Default::default())?;
-        let a = JudgeAccuracy {
-            steps: trajs.iter().map(|t| t.steps.len()).sum(),
-            episodes: trajs.len(),
-            quality: judge_quality_on(&*reward, cfg, &tasks, &trajs)?,
-        };
+        let a = JudgeAccuracy::of(&trajs, judge_quality_on(&*reward, cfg, &tasks, &trajs)?);
         lines.push(format!("reward, {}", a.line("held-out")));
     }
     Ok(lines)
@@ -167,6 +163,9 @@ pub struct JudgeAccuracy {
     pub steps: usize,
     /// Episodes they came from.
     pub episodes: usize,
+    /// The share of the steps good by the label an agent could know, by the planner's label, and
+    /// on which the two labels disagree.
+    pub good: (f64, f64, f64),
     /// The judge's quality on them: process accuracy against the label an agent could know
     /// (`process_acc`) and against the fully informed planner's (`process_acc_planner`), outcome
     /// accuracy, μ as the paper defines it (`outcome_calibration`) and against the labels.
@@ -174,17 +173,36 @@ pub struct JudgeAccuracy {
 }
 
 impl JudgeAccuracy {
+    /// The judge's quality on the steps of `trajs`, with their labels' shares.
+    fn of(trajs: &[Trajectory], quality: crate::setting::JudgeQuality) -> JudgeAccuracy {
+        let steps: Vec<_> = trajs.iter().flat_map(|t| &t.steps).collect();
+        let share = |f: &dyn Fn(&crate::play::StepRec) -> bool| {
+            steps.iter().filter(|s| f(s)).count() as f64 / steps.len().max(1) as f64
+        };
+        JudgeAccuracy {
+            steps: steps.len(),
+            episodes: trajs.len(),
+            good: (
+                share(&|s| s.progress),
+                share(&|s| s.planner_progress == Some(true)),
+                share(&|s| s.planner_progress.is_some_and(|p| p != s.progress)),
+            ),
+            quality,
+        }
+    }
+
     /// One line: `which` names the episodes (`held-out`, `fresh`).
     pub fn line(&self, which: &str) -> String {
         let pct = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{:.1}%", 100.0 * x));
         let num = |x: Option<f64>| x.map_or("-".to_string(), |x| format!("{x:.3}"));
         let q = &self.quality;
-        let out = q.outcome_calibration.clone().unwrap_or_default();
+        let out = q.outcome_calibration.unwrap_or_default();
         format!(
             "greedy on the {} steps of the policy's {} {which} episodes: process accuracy {} \
              (against the labels an agent could know, the searching expert's), {} (against the \
              fully informed planner's labels), outcome accuracy {}; μ (paper: by the outcome) {} \
-             (p₊ {}, p₋ {}), μ (by the agent-knowable label) {}",
+             (p₊ {}, p₋ {}), μ (by the agent-knowable label) {}; the steps good by the label an \
+             agent could know {}, by the planner's {}, the labels disagreeing on {}",
             self.steps,
             self.episodes,
             pct(q.process_acc),
@@ -194,6 +212,9 @@ impl JudgeAccuracy {
             num(out.p_plus()),
             num(out.p_minus()),
             num(q.calibration.mu()),
+            pct(Some(self.good.0)),
+            pct(Some(self.good.1)),
+            pct(Some(self.good.2)),
         )
     }
 }
@@ -253,11 +274,8 @@ pub fn judge_accuracy(
         b.finish_and_clear();
     }
     trajs.truncate(episodes);
-    Ok(JudgeAccuracy {
-        steps: trajs.iter().map(|t| t.steps.len()).sum(),
-        episodes: trajs.len(),
-        quality: judge_quality_on(reward, cfg, &tasks, &trajs)?,
-    })
+    let quality = judge_quality_on(reward, cfg, &tasks, &trajs)?;
+    Ok(JudgeAccuracy::of(&trajs, quality))
 }
 
 /// The judge's examples from the policy's own episodes: `pretrain.judge_tasks` fresh training
