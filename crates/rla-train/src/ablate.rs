@@ -1,11 +1,12 @@
 //! The ablation: one run per mode (`outcome`, `policy`, `policy+reward`, `full`) and seed from
-//! one config, each seed's warm starts shared by its modes, and optionally the SFT control (the
-//! minutes of each seed's `full` run spent on more SFT of its warm start); the table of greedy
+//! one config, each seed's warm starts shared by its modes, and optionally the SFT controls (the
+//! minutes of each seed's `full` run spent on more SFT of its warm start: `sft`, the base's own
+//! recipe, and `sft-demos`, demonstrations alone); the table of greedy
 //! success before and after, the judge's quality and μ, written to `OUT/ablation.md`, and the
 //! modes' evaluation curves with their seed ranges as PNG files. Finished run folders are reused.
 
 use crate::config::{Mode, RunConfig};
-use crate::control::ControlResult;
+use crate::control::{ControlKind, ControlResult};
 use crate::run::IterMetrics;
 use anyhow::{bail, Context, Result};
 use rla_lm::Backend;
@@ -19,8 +20,8 @@ pub struct Ablation {
     pub seeds: u64,
     /// The modes, in the table's order.
     pub modes: Vec<Mode>,
-    /// Whether to run the SFT control (with `full` among the modes).
-    pub control: bool,
+    /// The SFT controls to run (with `full` among the modes), each in `OUT/NAME`.
+    pub controls: Vec<ControlKind>,
     /// Progress bars on stderr.
     pub progress: bool,
     /// Game folders in ALFWorld's layout (a household's): each run's final policy, the SFT
@@ -120,8 +121,15 @@ pub fn ablate(
             base.setting
         );
     }
-    if a.control && !a.modes.contains(&Mode::Full) {
-        bail!("--modes sft: the control is given the minutes of `full`; name full too");
+    if let Some(k) = a
+        .controls
+        .first()
+        .filter(|_| !a.modes.contains(&Mode::Full))
+    {
+        bail!(
+            "--modes {}: the control is given the minutes of `full`; name full too",
+            k.name()
+        );
     }
     if out.exists() && !out.is_dir() {
         bail!(
@@ -183,7 +191,7 @@ pub fn ablate(
                 games: with_base(won),
             });
         }
-        if a.control {
+        for &kind in &a.controls {
             let full = modes
                 .iter()
                 .position(|&m| m == Mode::Full)
@@ -204,8 +212,9 @@ pub fn ablate(
                     marks.push((m.iteration, spent));
                 }
             }
-            let sft = out.join("sft");
-            let r = crate::control::sft_control(backend, &cfg, &sft, budget, &marks, a.progress)?;
+            let sft = out.join(kind.name());
+            let r =
+                crate::control::sft_control(backend, &cfg, kind, &sft, budget, &marks, a.progress)?;
             let won = games(&sft.join("policy"), &sft.join("games.json"))?;
             controls.push((r, run.before, with_base(won)));
         }
@@ -287,10 +296,19 @@ fn table(
             games_cols(rs.iter().filter_map(|r| r.games).collect())
         ));
     }
-    if !controls.is_empty() {
+    for kind in ControlKind::ALL {
+        let controls: Vec<Control> = controls
+            .iter()
+            .filter(|c| c.0.kind == kind)
+            .cloned()
+            .collect();
+        if controls.is_empty() {
+            continue;
+        }
         let col = |f: &dyn Fn(&Control) -> f64| pct(&controls.iter().map(f).collect::<Vec<_>>());
         table.push_str(&format!(
-            "| sft (control) | {} | {} | {} | {} | — | — | — |{}\n",
+            "| {} (control) | {} | {} | {} | {} | — | — | — |{}\n",
+            kind.name(),
             col(&|c| c.1 .0),
             col(&|c| c.0.in_domain),
             col(&|c| c.1 .1),
@@ -298,15 +316,16 @@ fn table(
             games_cols(controls.iter().filter_map(|c| c.2).collect())
         ));
         if let Some(full) = modes.iter().position(|&m| m == Mode::Full) {
-            table.push_str(&equal_minutes(&runs[full], controls));
+            table.push_str(&equal_minutes(&runs[full], &controls, kind.name()));
         }
     }
     table
 }
 
-/// `full` and the SFT control side by side at full's evaluations, after equal minutes of
-/// training (means over seeds, in percent), when the control was evaluated there.
-fn equal_minutes(full: &[AblationRun], controls: &[Control]) -> String {
+/// `full` and an SFT control (`name`, one a seed) side by side at full's evaluations, after
+/// equal minutes of training (means over seeds, in percent), when the control was evaluated
+/// there.
+fn equal_minutes(full: &[AblationRun], controls: &[Control], name: &str) -> String {
     let mut at: std::collections::BTreeMap<usize, [Vec<f64>; 5]> = Default::default();
     for ((c, _, _), r) in controls.iter().zip(full) {
         for p in &c.curve {
@@ -331,9 +350,9 @@ fn equal_minutes(full: &[AblationRun], controls: &[Control]) -> String {
             format!("{:.1}", scale * xs.iter().sum::<f64>() / xs.len() as f64)
         }
     };
-    let mut s = String::from(
+    let mut s = format!(
         "\nAt full's evaluations, after equal minutes of training (means over seeds, %):\n\n\
-         | iteration | minutes | full in-domain | sft in-domain | full validation | sft validation |\n\
+         | iteration | minutes | full in-domain | {name} in-domain | full validation | {name} validation |\n\
          |---|---|---|---|---|---|\n",
     );
     for (k, row) in at {
@@ -407,11 +426,16 @@ fn curves(
                 (mode.name().to_string(), band(by_iter))
             })
             .collect();
-        // the SFT control at full's evaluations (equal minutes), from full's starting point
+        // each SFT control at full's evaluations (equal minutes), from full's starting point
         let mut series = series;
-        if let Some(full) = modes.iter().position(|&m| m == Mode::Full) {
+        let full: &[AblationRun] = modes
+            .iter()
+            .position(|&m| m == Mode::Full)
+            .map_or(&[], |f| &runs[f]);
+        for kind in ControlKind::ALL {
             let mut by_iter: std::collections::BTreeMap<usize, Vec<f64>> = Default::default();
-            for ((c, _, _), r) in controls.iter().zip(&runs[full]) {
+            let of_kind = controls.iter().filter(|c| c.0.kind == kind);
+            for ((c, _, _), r) in of_kind.zip(full) {
                 let start = r.metrics.iter().find(|m| m.iteration == 0).and_then(pick);
                 let last = r.metrics.last().map(|m| m.iteration);
                 let points = start
@@ -428,7 +452,10 @@ fn curves(
                 }
             }
             if !by_iter.is_empty() {
-                series.push(("sft (control, full's minutes)".to_string(), band(by_iter)));
+                series.push((
+                    format!("{} (control, full's minutes)", kind.name()),
+                    band(by_iter),
+                ));
             }
         }
         let top = series
@@ -487,6 +514,11 @@ mod tests {
             validation: Some(v),
         };
         let control = |v: f64| ControlResult {
+            kind: ControlKind::Recipe,
+            labels: 40,
+            label_share: 0.5,
+            rows: (6400, 3200),
+            optimizer: "fresh".into(),
             budget_seconds: 1200.0,
             seconds: 1200.0,
             steps: 200,
@@ -503,7 +535,7 @@ mod tests {
             (control(0.4), (0.5, 0.5), None),
             (control(0.6), (0.5, 0.5), None),
         ];
-        let t = equal_minutes(&full, &controls);
+        let t = equal_minutes(&full, &controls, "sft");
         // iteration 10: 10 minutes; full 70% (60, 80), the control 50% (40, 60)
         assert!(
             t.contains("| 10 | 10.0 | 70.0 | 50.0 | 70.0 | 50.0 |"),
@@ -519,6 +551,6 @@ mod tests {
                 (c, b, g)
             })
             .collect();
-        assert_eq!(equal_minutes(&full, &bare), "");
+        assert_eq!(equal_minutes(&full, &bare, "sft"), "");
     }
 }

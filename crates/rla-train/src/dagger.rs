@@ -220,6 +220,15 @@ pub fn dagger<T>(w: WarmStart, r: Rounds<'_, T>) -> Result<String> {
     }
     // the policy as it is kept: the weights alone
     keep(&*lm, None)?;
+    crate::recipe::Recipe {
+        label_share: p.dagger_label_share,
+        dagger_tasks: p.dagger_tasks,
+        dagger_steps: p.dagger_steps,
+        last_lr: flat.pretrain.lr,
+        optimizer_state: false,
+        source: "dagger".into(),
+    }
+    .write(out)?;
     let line = format!(
         "policy, DAgger: {} rounds of {} tasks played greedily ({:.1}% won in the last), {labelled} \
          states labelled by the expert, {} SFT steps a round, {:.0}% of each batch labels",
@@ -325,6 +334,11 @@ fn continue_from(from: &std::path::Path, out: &std::path::Path, name: &str) -> R
             .filter(|c| c.is_file())
         {
             rla_lm::write_atomic(&out.join(&curve), &std::fs::read(c)?)?;
+        }
+        // the policy's recipe goes with it (DAgger's rounds, if any follow, write their own)
+        let recipe = crate::recipe::Recipe::path_for(from);
+        if name == "policy" && recipe.is_file() {
+            rla_lm::write_atomic(&out.join(crate::recipe::FILE), &std::fs::read(recipe)?)?;
         }
     }
     Ok(format!(

@@ -22,6 +22,7 @@ pub mod plots;
 pub mod pool;
 pub mod pretrain;
 pub mod progress;
+pub mod recipe;
 pub mod registry;
 pub mod report;
 pub mod resume;

@@ -331,6 +331,18 @@ pub fn fit_tiny(w: WarmStart, fit: Fit<'_>) -> Result<String> {
         b.finish_and_clear();
     }
     save(&*lm, None)?;
+    if name == "policy" {
+        // SFT on demonstrations alone, the weights kept without the optimiser's state
+        crate::recipe::Recipe {
+            label_share: 0.0,
+            dagger_tasks: 0,
+            dagger_steps: 0,
+            last_lr: cfg.pretrain.lr_at(steps.max(1) - 1, steps.max(1)),
+            optimizer_state: false,
+            source: "pretrain".into(),
+        }
+        .write(out)?;
+    }
 
     let last = curve
         .last()

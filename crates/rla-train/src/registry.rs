@@ -74,6 +74,15 @@ pub trait AnySetting {
     ) -> Result<Option<Vec<Vec<f64>>>>;
     /// Expert demonstrations for the SFT control ([`Setting::demonstrations`]).
     fn demonstrations(&self, cfg: &RunConfig, chunk: u64) -> Result<Vec<Example>>;
+    /// DAgger's labels of the policy's own states for the SFT control
+    /// ([`Setting::own_state_labels`]).
+    fn own_state_labels(
+        &self,
+        cfg: &RunConfig,
+        policy: &dyn Sampler,
+        chunk: u64,
+        tasks: usize,
+    ) -> Result<Vec<Example>>;
     /// Files recorded beside the policy in every checkpoint ([`Setting::policy_files`]).
     fn policy_files(&self, cfg: &RunConfig) -> Result<Vec<(String, String)>>;
     /// The names of the ablation table's two judge-quality columns.
@@ -134,6 +143,15 @@ impl<S: Registered> AnySetting for S {
     }
     fn demonstrations(&self, cfg: &RunConfig, chunk: u64) -> Result<Vec<Example>> {
         Setting::demonstrations(self, cfg, chunk)
+    }
+    fn own_state_labels(
+        &self,
+        cfg: &RunConfig,
+        policy: &dyn Sampler,
+        chunk: u64,
+        tasks: usize,
+    ) -> Result<Vec<Example>> {
+        Setting::own_state_labels(self, cfg, policy, chunk, tasks)
     }
     fn policy_files(&self, cfg: &RunConfig) -> Result<Vec<(String, String)>> {
         Setting::policy_files(self, cfg)

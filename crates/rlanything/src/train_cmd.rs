@@ -3,6 +3,7 @@
 use crate::backend::backend;
 use anyhow::{bail, Result};
 use rla_train::config::{Mode, Override, RunConfig};
+use rla_train::control::ControlKind;
 use rla_train::report::write_report;
 use rla_train::run::RunDir;
 use std::path::{Path, PathBuf};
@@ -62,8 +63,11 @@ pub struct AblateArgs {
     pub seeds: u64,
     /// Only these modes, comma-separated (`outcome`, `policy`, `policy+reward` or
     /// `policy-reward`, `full`, `reward-only`, `null`); default the paper table's four. A later
-    /// run with more modes reuses the finished folders. `sft` adds the control: the minutes of each seed's `full` run spent on
-    /// more SFT of the warm start on fresh expert demonstrations instead of RL (with `full`).
+    /// run with more modes reuses the finished folders. `sft` and `sft-demos` add the SFT
+    /// controls (with `full`), the minutes of each seed's `full` run spent on more SFT of the warm
+    /// start instead of RL: `sft` goes on with the base's own recipe (its `recipe.json`:
+    /// demonstrations and DAgger's labels of the policy's own states at the base's share, its
+    /// last rate), `sft-demos` on fresh expert demonstrations alone.
     #[arg(long, value_delimiter = ',')]
     pub modes: Vec<String>,
     /// Sets a key of the config, as a line of it would: `--set policy.lr=1e-4` (repeatable;
@@ -83,35 +87,45 @@ pub struct AblateArgs {
     pub quiet: bool,
 }
 
-/// The modes `--modes` names, in the table's order (all four when it names none), and whether
-/// it names the SFT control.
-fn parse_modes(names: &[String]) -> Result<(Vec<Mode>, bool)> {
-    let control = names.iter().any(|n| n.trim() == "sft");
-    let names: Vec<&String> = names.iter().filter(|n| n.trim() != "sft").collect();
-    if names.is_empty() && !control {
-        return Ok((Mode::ALL.to_vec(), false));
+/// The modes `--modes` names, in the table's order (all four when it names none), and the SFT
+/// controls it names (`sft`, `sft-demos`), in the table's order.
+fn parse_modes(names: &[String]) -> Result<(Vec<Mode>, Vec<ControlKind>)> {
+    let names: Vec<&str> = names.iter().map(|n| n.trim()).collect();
+    let controls: Vec<ControlKind> = ControlKind::ALL
+        .into_iter()
+        .filter(|k| names.contains(&k.name()))
+        .collect();
+    let names: Vec<&str> = names
+        .into_iter()
+        .filter(|n| ControlKind::from_name(n).is_none())
+        .collect();
+    if names.is_empty() && controls.is_empty() {
+        return Ok((Mode::ALL.to_vec(), controls));
     }
     let mut named = Vec::new();
-    for n in names.iter().map(|n| n.trim()) {
+    for n in names {
         match Mode::EVERY
             .into_iter()
             .find(|m| m.name() == n || m.name().replace('+', "-") == n)
         {
             Some(m) => named.push(m),
             None => {
-                bail!("--modes {n}: use outcome, policy, policy+reward (or policy-reward), full, reward-only, null and sft")
+                bail!("--modes {n}: use outcome, policy, policy+reward (or policy-reward), full, reward-only, null, sft and sft-demos")
             }
         }
     }
-    if control && !named.contains(&Mode::Full) {
-        bail!("--modes sft: the control is given the minutes of `full`; name full too");
+    if let Some(k) = controls.first().filter(|_| !named.contains(&Mode::Full)) {
+        bail!(
+            "--modes {}: the control is given the minutes of `full`; name full too",
+            k.name()
+        );
     }
     Ok((
         Mode::EVERY
             .into_iter()
             .filter(|m| named.contains(m))
             .collect(),
-        control,
+        controls,
     ))
 }
 
@@ -252,7 +266,7 @@ pub fn run_ablate(a: AblateArgs) -> Result<()> {
     if a.seeds == 0 {
         bail!("--seeds 0: run at least one seed");
     }
-    let (modes, control) = parse_modes(&a.modes)?;
+    let (modes, controls) = parse_modes(&a.modes)?;
     let r = rla_train::ablate::ablate(
         backend(),
         &base,
@@ -260,7 +274,7 @@ pub fn run_ablate(a: AblateArgs) -> Result<()> {
         &rla_train::ablate::Ablation {
             seeds: a.seeds,
             modes,
-            control,
+            controls,
             progress: !a.quiet,
             games: a.games.clone(),
         },
@@ -291,38 +305,54 @@ fn warm_start(cfg: &RunConfig, out: &Path, progress: bool) -> Result<Vec<String>
 #[cfg(test)]
 mod tests {
     use super::parse_modes;
+    use rla_train::control::ControlKind;
     use rla_train::Mode;
 
     #[test]
     fn modes_are_named_as_in_configs_or_folders_and_kept_in_table_order() {
         let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        assert_eq!(parse_modes(&[]).unwrap(), (Mode::ALL.to_vec(), false));
+        assert_eq!(parse_modes(&[]).unwrap(), (Mode::ALL.to_vec(), vec![]));
         assert_eq!(
             parse_modes(&names(&["full"])).unwrap(),
-            (vec![Mode::Full], false)
+            (vec![Mode::Full], vec![])
         );
         assert_eq!(
             parse_modes(&names(&[" policy-reward", "outcome "])).unwrap(),
-            (vec![Mode::Outcome, Mode::PolicyReward], false)
+            (vec![Mode::Outcome, Mode::PolicyReward], vec![])
         );
         assert_eq!(
             parse_modes(&names(&["policy+reward"])).unwrap(),
-            (vec![Mode::PolicyReward], false)
+            (vec![Mode::PolicyReward], vec![])
         );
         assert_eq!(
             parse_modes(&names(&["reward-only", "outcome"])).unwrap(),
-            (vec![Mode::Outcome, Mode::RewardOnly], false)
+            (vec![Mode::Outcome, Mode::RewardOnly], vec![])
         );
         assert_eq!(
             parse_modes(&names(&["sft", "full"])).unwrap(),
-            (vec![Mode::Full], true)
+            (vec![Mode::Full], vec![ControlKind::Recipe])
+        );
+        assert_eq!(
+            parse_modes(&names(&["sft-demos", "full", " sft"])).unwrap(),
+            (vec![Mode::Full], ControlKind::ALL.to_vec())
+        );
+        assert_eq!(
+            parse_modes(&names(&["full", "sft-demos"])).unwrap(),
+            (vec![Mode::Full], vec![ControlKind::Demos])
         );
         assert_eq!(
             parse_modes(&names(&["null", "full"])).unwrap(),
-            (vec![Mode::Full, Mode::Null], false)
+            (vec![Mode::Full, Mode::Null], vec![])
         );
         let e = parse_modes(&names(&["sft"])).unwrap_err().to_string();
         assert!(e.contains("name full too"), "{e}");
+        let e = parse_modes(&names(&["sft-demos", "outcome"]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("--modes sft-demos") && e.contains("name full too"),
+            "{e}"
+        );
         let e = parse_modes(&names(&["full", "grpo"]))
             .unwrap_err()
             .to_string();

@@ -29,6 +29,8 @@ pub const SCENE_SEEDS: std::ops::Range<u64> = 0..1 << 40;
 /// The scene seeds of the validation split alone: no training draw and no other split's task
 /// lies in one of them, so no validation task shares a scene with any of theirs.
 pub const VALIDATION_SCENE_SEEDS: std::ops::Range<u64> = 1 << 40..1 << 41;
+// the two ranges do not meet (checked as the crate compiles)
+const _: () = assert!(SCENE_SEEDS.end <= VALIDATION_SCENE_SEEDS.start);
 /// Step limit in training (the reference configuration).
 pub const TRAIN_STEP_LIMIT: usize = 40;
 /// Step limit in evaluation (the reference configuration).

@@ -97,6 +97,26 @@ pub(super) fn dagger(w: WarmStart, demos: &[Example], held: &[Demo]) -> Result<S
     )
 }
 
+/// The SFT control's DAgger labels ([`crate::setting::Setting::own_state_labels`]): the policy
+/// plays `n` fresh training tasks greedily, drawn as DAgger's rounds draw theirs from a seed of
+/// the chunk's own, and the expert labels the states it reached ([`expert_labels`]).
+pub fn control_labels(
+    cfg: &RunConfig,
+    policy: &dyn rla_lm::Sampler,
+    chunk: u64,
+    n: usize,
+) -> Result<Vec<Example>> {
+    let limit = DesktopConfig::of(cfg).train_step_limit;
+    let seed = rla_core::seed::mix(cfg.seed, &format!("desktop/sft-control/labels/{chunk}"));
+    let tasks = training_specs(cfg, n, seed);
+    let sp = SampleParams::greedy(cfg.policy.max_new_tokens);
+    let trajs = rollout(policy, cfg, &tasks, 1, limit, &sp, false, None)?;
+    Ok(expert_labels(&tasks, &trajs, cfg)?
+        .into_iter()
+        .map(|d| (d.prompt, d.answer))
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

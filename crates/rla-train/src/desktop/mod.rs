@@ -577,6 +577,16 @@ impl Setting for Desktop {
     fn demonstrations(&self, cfg: &RunConfig, chunk: u64) -> Result<Vec<crate::pretrain::Example>> {
         warm::control_demonstrations(cfg, chunk)
     }
+
+    fn own_state_labels(
+        &self,
+        cfg: &RunConfig,
+        policy: &dyn Sampler,
+        chunk: u64,
+        tasks: usize,
+    ) -> Result<Vec<crate::pretrain::Example>> {
+        dagger::control_labels(cfg, policy, chunk, tasks)
+    }
 }
 
 #[cfg(test)]

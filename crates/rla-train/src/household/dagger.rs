@@ -94,6 +94,43 @@ pub(super) fn dagger(w: WarmStart, demos: &[Example], held: &[Demo]) -> Result<S
     )
 }
 
+/// The SFT control's DAgger labels ([`crate::setting::Setting::own_state_labels`]): the policy
+/// plays `n` fresh training tasks greedily, as DAgger's rounds play them (the training step
+/// limit; the run's game folders where it names them, else generated tasks drawn as the rounds
+/// draw theirs, from a seed of the chunk's own), and the searching expert labels the states it
+/// reached ([`expert_labels`]).
+pub fn control_labels(
+    cfg: &RunConfig,
+    policy: &dyn rla_lm::Sampler,
+    chunk: u64,
+    n: usize,
+) -> Result<Vec<Example>> {
+    let h = HouseholdConfig::of(cfg);
+    let ep = super::Episodes {
+        rollouts: 1,
+        step_limit: h.train_step_limit,
+        ..super::Episodes::evaluation(cfg)
+    };
+    let sp = SampleParams::greedy(cfg.policy.max_new_tokens);
+    let seed = rla_core::seed::mix(cfg.seed, &format!("sft-control/labels/{chunk}"));
+    let labels = match &h.train_games {
+        Some(root) => {
+            let games = super::games::train_pool(root, n, seed, h)?;
+            let trajs = super::rollout(policy, &games, ep, &sp, None)?;
+            expert_labels(&games, &trajs, cfg)?
+        }
+        None => {
+            let mut c = cfg.clone();
+            c.seed = seed;
+            c.pretrain.tasks = n;
+            let tasks = household_train_tasks(&c);
+            let trajs = super::rollout(policy, &tasks, ep, &sp, None)?;
+            expert_labels(&tasks, &trajs, cfg)?
+        }
+    };
+    Ok(labels.into_iter().map(|d| (d.prompt, d.answer)).collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -212,6 +249,45 @@ mod tests {
         // an episode of another task list is refused by name
         let e = expert_labels(&tasks[..1], &trajs, &cfg).unwrap_err();
         assert!(format!("{e:#}").contains("an episode of task"), "{e:#}");
+    }
+
+    /// The SFT control's labels are DAgger's: the expert's actions at the states the policy
+    /// reached on fresh training tasks, a chunk's tasks its own.
+    #[test]
+    fn the_controls_labels_are_the_experts_on_the_policys_own_states() {
+        let mut cfg = tiny_test_config();
+        HouseholdConfig::of_mut(&mut cfg).train_step_limit = 5;
+        let dir = tempfile::tempdir().unwrap();
+        warm_start(crate::pretrain::candle_warm_start(&cfg, dir.path())).unwrap();
+        let lm = rla_lm::Backend::open(
+            &rla_model::Candle,
+            &dir.path().join("policy"),
+            &Default::default(),
+        )
+        .unwrap();
+        let labels = control_labels(&cfg, &*lm, 0, 3).unwrap();
+        // played again by hand: the same tasks, episodes and labels
+        let mut c = cfg.clone();
+        c.seed = rla_core::seed::mix(cfg.seed, "sft-control/labels/0");
+        c.pretrain.tasks = 3;
+        let tasks = household_train_tasks(&c);
+        let ep = crate::household::Episodes {
+            rollouts: 1,
+            step_limit: 5,
+            ..crate::household::Episodes::evaluation(&cfg)
+        };
+        let sp = SampleParams::greedy(cfg.policy.max_new_tokens);
+        let trajs = crate::household::rollout(&*lm, &tasks, ep, &sp, None).unwrap();
+        let demos = expert_labels(&tasks, &trajs, &cfg).unwrap();
+        crate::dagger::check_labels(&*lm, &demos, &trajs, |d| {
+            let (idx, parsed) = parse_choice(&d.answer, &d.choices);
+            assert!(parsed, "{}", d.answer);
+            d.choices[idx].clone()
+        });
+        let want: Vec<Example> = demos.into_iter().map(|d| (d.prompt, d.answer)).collect();
+        assert_eq!(labels, want);
+        // another chunk, other tasks
+        assert_ne!(control_labels(&cfg, &*lm, 1, 3).unwrap(), labels);
     }
 
     #[test]
