@@ -609,7 +609,7 @@ fn print_games(
     Ok(())
 }
 
-/// The judge's verdicts on the steps of `trajs`, and its quality against the expert's labels.
+/// The judge's verdicts on the steps of `trajs`, and its quality against the steps' labels.
 fn print_judge(
     a: &EvalArgs,
     policy: &dyn Sampler,

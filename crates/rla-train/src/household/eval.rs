@@ -473,7 +473,8 @@ pub struct JudgeView {
     pub verdicts: usize,
     /// Verdicts with a `\boxed{±1}`.
     pub parsed: usize,
-    /// Its quality against the expert's labels.
+    /// Its quality against the steps' labels (the ones an agent could know and the planner's)
+    /// and the episodes' outcomes.
     pub quality: JudgeQuality,
     /// The first verdict's text.
     pub first: Option<String>,
@@ -481,7 +482,8 @@ pub struct JudgeView {
 
 /// Judges every step of the household episodes `trajs` of `tasks` `m` times with the judge's
 /// prompt (sampled at temperature 1, at most `tokens` tokens a verdict; the agent's notes above
-/// each step with `notes`), and measures the judge against the expert's step labels.
+/// each step with `notes`), and measures the judge against the steps' labels (the ones an agent
+/// could know and the fully informed planner's) and the episodes' outcomes.
 pub fn judge_steps(
     judge: &dyn Sampler,
     (tasks, notes): (&[TaskSpec], bool),
