@@ -5,7 +5,7 @@
 //! rounds, the batches' mix, the curve and the saving are here.
 
 use crate::play::Trajectory;
-use crate::pretrain::{encode_pairs, Demo, Example, Probe, WarmStart};
+use crate::pretrain::{encode_pairs, Demo, Example, Probe, SftPosition, WarmStart};
 use anyhow::{Context, Result};
 use indicatif::ProgressBar;
 use rla_lm::{Model, SampleParams};
@@ -35,8 +35,9 @@ pub struct Rounds<'a, T> {
     pub files: Vec<(String, String)>,
 }
 
-/// The file, in the policy's folder saved after a DAgger round (with the optimiser's state),
-/// holding the rounds' state: what a pretrain taken up after a kill goes on from.
+/// The file, in the policy's folder saved after a DAgger round or where a budget stopped a
+/// round's SFT (with the optimiser's state), holding the rounds' state: what a pretrain taken up
+/// goes on from.
 const STATE: &str = "dagger-state.json";
 
 /// DAgger's rounds so far, saved with the policy after each.
@@ -50,6 +51,10 @@ struct RoundsState {
     labels: Vec<(String, String)>,
     /// The policy's curve up to the last round.
     curve: Vec<crate::pretrain::CurvePoint>,
+    /// Where the SFT of the round after them stopped, that round's tasks played and labelled
+    /// (`won_last` and the last of `labels` are theirs): the round goes on from there.
+    #[serde(default)]
+    sft: Option<SftPosition>,
 }
 
 /// The demonstrations and the labels with the labels repeated until they are about `share` of
@@ -70,8 +75,9 @@ pub fn mix<T: Clone>(demos: &[T], labels: &[T], share: f64) -> Vec<T> {
 /// demonstrations and all labels so far at the schedule's last rate; the policy is measured
 /// after each round (a point of its curve, `out/curve-policy.jsonl`) and saved with its
 /// optimiser's state, the labels so far and the curve (`STATE` in its folder), so that a
-/// pretrain killed between rounds goes on with the next ([`crate::resume`]); the policy is kept
-/// without them at the end. Returns a line saying what was done.
+/// pretrain killed between rounds goes on with the next ([`crate::resume`]); where the
+/// invocation's budget stops the rounds — before a round's play, or within its SFT, its labels
+/// saved — they go on from there. The policy is kept without them at the end. Returns a line saying what was done.
 pub fn dagger<T>(w: WarmStart, r: Rounds<'_, T>) -> Result<String> {
     let (cfg, out) = (w.cfg, w.out);
     if let Some(line) = crate::resume::finished_line(out, "dagger")? {
@@ -94,6 +100,12 @@ pub fn dagger<T>(w: WarmStart, r: Rounds<'_, T>) -> Result<String> {
         None
     };
     let done = state.as_ref().map_or(0, |s| s.rounds.min(p.dagger_rounds));
+    // a round stopped within its SFT
+    let mut within = state
+        .as_ref()
+        .and_then(|s| s.sft.clone())
+        .filter(|_| done < p.dagger_rounds);
+    let resumed = state.is_some();
     // SFT from here on at the rate the schedule ended at
     let mut flat = cfg.clone();
     flat.pretrain.lr = p.lr_at(steps - 1, steps);
@@ -107,8 +119,8 @@ pub fn dagger<T>(w: WarmStart, r: Rounds<'_, T>) -> Result<String> {
             seed: cfg.seed.wrapping_add(101),
             ..Default::default()
         }),
-        // after a finished round, the optimiser's state saved with it
-        resume: (done > 0).then(|| dir.clone()),
+        // after a finished round (or within one), the optimiser's state saved with it
+        resume: resumed.then(|| dir.clone()),
         ..Default::default()
     };
     let mut lm = w.backend.open(&dir, &opts)?;
@@ -154,27 +166,52 @@ pub fn dagger<T>(w: WarmStart, r: Rounds<'_, T>) -> Result<String> {
     let mut labelled = labels_text.len();
     for round in done..p.dagger_rounds {
         let seed = cfg.seed.wrapping_add(104_729 + round as u64);
-        let tasks = (r.tasks)(round);
-        let bar = w.progress.then(|| {
-            crate::bar(
-                (tasks.len() * r.step_limit) as u64,
-                &format!("DAgger round {}: the policy plays", round + 1),
-            )
-        });
-        let trajs = (r.play)(&*lm, &tasks, &sp, bar.as_ref())?;
-        if let Some(b) = bar {
-            b.finish_and_clear();
-        }
-        won_last = trajs.iter().filter(|t| t.won()).count() as f64 / tasks.len().max(1) as f64;
-        let labels = (r.label)(&tasks, &trajs)?;
-        labelled += labels.len();
-        for d in &labels {
-            labels_enc.push((
-                crate::play::encode_prompt(&*lm, &d.prompt)?,
-                crate::play::encode_response(&*lm, &d.answer)?,
-            ));
-            labels_text.push((d.prompt.clone(), d.answer.clone()));
-        }
+        let at = match within.take() {
+            // the round's tasks were played and labelled before its SFT stopped
+            Some(at) => at,
+            None => {
+                // the invocation's budget spent: the rounds so far saved, then stopped before
+                // this one's play
+                if crate::resume::spent() {
+                    let state = RoundsState {
+                        rounds: round,
+                        won_last,
+                        labels: std::mem::take(&mut labels_text),
+                        curve: std::mem::take(&mut curve),
+                        sft: None,
+                    };
+                    keep(&*lm, Some(&state))?;
+                    crate::resume::saved(&format!(
+                        "DAgger: {round} of {} rounds done",
+                        p.dagger_rounds
+                    ))?;
+                    return Err(crate::resume::stop());
+                }
+                let tasks = (r.tasks)(round);
+                let bar = w.progress.then(|| {
+                    crate::bar(
+                        (tasks.len() * r.step_limit) as u64,
+                        &format!("DAgger round {}: the policy plays", round + 1),
+                    )
+                });
+                let trajs = (r.play)(&*lm, &tasks, &sp, bar.as_ref())?;
+                if let Some(b) = bar {
+                    b.finish_and_clear();
+                }
+                won_last =
+                    trajs.iter().filter(|t| t.won()).count() as f64 / tasks.len().max(1) as f64;
+                let labels = (r.label)(&tasks, &trajs)?;
+                labelled += labels.len();
+                for d in &labels {
+                    labels_enc.push((
+                        crate::play::encode_prompt(&*lm, &d.prompt)?,
+                        crate::play::encode_response(&*lm, &d.answer)?,
+                    ));
+                    labels_text.push((d.prompt.clone(), d.answer.clone()));
+                }
+                SftPosition::start()
+            }
+        };
         let data = mix(&demos, &labels_enc, p.dagger_label_share);
         let bar = w.progress.then(|| {
             crate::bar(
@@ -182,15 +219,38 @@ pub fn dagger<T>(w: WarmStart, r: Rounds<'_, T>) -> Result<String> {
                 &format!("DAgger round {}: SFT", round + 1),
             )
         });
-        let (_, points) = crate::pretrain::sft(
+        // where a budget stops the round's SFT: the model with its optimiser's state, the
+        // labels with this round's, the curve before it and where the SFT stands (its end is
+        // saved below, with the round's point)
+        let mut on_save = |lm: &dyn Model, at: &SftPosition| -> Result<()> {
+            if at.step == p.dagger_steps {
+                return Ok(());
+            }
+            let state = RoundsState {
+                rounds: round,
+                won_last,
+                labels: labels_text.clone(),
+                curve: curve.clone(),
+                sft: Some(at.clone()),
+            };
+            keep(lm, Some(&state))?;
+            crate::resume::saved(&format!(
+                "DAgger round {} of {}: SFT step {} of {}",
+                round + 1,
+                p.dagger_rounds,
+                at.step,
+                p.dagger_steps
+            ))
+        };
+        let (_, points) = crate::pretrain::sft_from(
             &mut *lm,
             &flat,
             &data,
-            p.dagger_steps,
+            (p.dagger_steps, at),
             seed,
             bar.as_ref(),
             Some((0, (r.probe)())),
-            &mut |_, _| Ok(()),
+            &mut on_save,
         )?;
         if let Some(b) = bar {
             b.finish_and_clear();
@@ -212,11 +272,16 @@ pub fn dagger<T>(w: WarmStart, r: Rounds<'_, T>) -> Result<String> {
             won_last,
             labels: labels_text,
             curve,
+            sft: None,
         };
         keep(&*lm, Some(&state))?;
         (labels_text, curve) = (state.labels, state.curve);
         crate::run::write_atomic(&curve_path, &crate::pretrain::curve_text(&curve))?;
-        crate::resume::saved()?;
+        crate::resume::saved(&format!(
+            "DAgger: {} of {} rounds done",
+            round + 1,
+            p.dagger_rounds
+        ))?;
     }
     // the policy as it is kept: the weights alone
     keep(&*lm, None)?;

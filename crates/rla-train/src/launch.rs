@@ -30,6 +30,94 @@ pub fn warm_start(
     Ok(lines)
 }
 
+/// How one invocation of `rlanything pretrain` goes: the state folder its saves are copied to and
+/// that it goes on from ([`crate::pretrain_state`]), and what it may spend.
+#[derive(Debug, Clone, Default)]
+pub struct Session {
+    /// The state folder (`--state`).
+    pub state: Option<std::path::PathBuf>,
+    /// What it may spend (`--steps`, `--minutes`).
+    pub budget: crate::resume::Budget,
+}
+
+/// How an invocation of a pretrain ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Pretrained {
+    /// Finished: the warm start's lines, and the seconds the invocations before this one spent
+    /// on it (as its state folder counted them; 0 without one).
+    Finished {
+        /// The warm start's lines.
+        lines: Vec<String>,
+        /// The seconds before this invocation.
+        earlier: f64,
+    },
+    /// Stopped on its budget, saved where it stands.
+    Stopped(crate::resume::Stopped),
+}
+
+/// [`warm_start`] as one invocation of a pretrain that may span several: with a state folder it
+/// goes on from the state there (copied into `out` first, whatever `out` holds) and copies each
+/// save back; with a budget it stops where the budget is spent, saved there. A state of another
+/// config is refused, naming the keys that differ; a finished state of this config gives its
+/// lines again when `out` holds its models.
+pub fn pretrain(
+    backend: &'static dyn Backend,
+    cfg: &RunConfig,
+    out: &Path,
+    progress: bool,
+    session: &Session,
+) -> Result<Pretrained> {
+    session.budget.check().map_err(anyhow::Error::msg)?;
+    let config = crate::resume::config_text(cfg)?;
+    let mut earlier = 0.0;
+    if let Some(state) = &session.state {
+        crate::pretrain_state::check_apart(state, out)?;
+        match crate::pretrain_state::restore(state, out, &config)? {
+            crate::pretrain_state::Restored::Nothing => {}
+            crate::pretrain_state::Restored::At(at, seconds) => {
+                tracing::info!(state = %state.display(), at, "going on from the state");
+                earlier = seconds;
+            }
+            crate::pretrain_state::Restored::Finished(lines, seconds) => {
+                let there = ["policy", "reward"]
+                    .iter()
+                    .all(|m| rla_lm::is_checkpoint(&out.join(m)));
+                if !there {
+                    anyhow::bail!(
+                        "{}: the pretrain of this config finished, its models written to the \
+                         output folder it was given then, not found in {}; give another --state \
+                         to make them again",
+                        state.display(),
+                        out.display()
+                    );
+                }
+                return Ok(Pretrained::Finished {
+                    lines,
+                    earlier: seconds,
+                });
+            }
+        }
+    }
+    let began = std::time::Instant::now();
+    let _session = crate::resume::enter(
+        out,
+        session.state.as_deref(),
+        &config,
+        session.budget,
+        earlier,
+    );
+    match warm_start(backend, cfg, out, progress) {
+        Ok(lines) => {
+            if let Some(state) = &session.state {
+                let seconds = earlier + began.elapsed().as_secs_f64();
+                crate::pretrain_state::finish(state, &config, &lines, seconds)?;
+            }
+            Ok(Pretrained::Finished { lines, earlier })
+        }
+        Err(e) => crate::resume::stopped().map(Pretrained::Stopped).ok_or(e),
+    }
+}
+
 /// Pretrains tiny models into `dir/pretrained` unless the config names checkpoints or they are
 /// there already; `say` is given each line of the warm start.
 pub fn ensure_pretrained(

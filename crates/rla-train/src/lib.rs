@@ -21,6 +21,7 @@ pub mod play;
 pub mod plots;
 pub mod pool;
 pub mod pretrain;
+pub mod pretrain_state;
 pub mod progress;
 pub mod recipe;
 pub mod registry;

@@ -60,13 +60,74 @@ pub type CurvePoint = serde_json::Map<String, serde_json::Value>;
 /// the curve point's figures.
 pub type Probe<'a> = Box<dyn FnMut(&dyn Model) -> Result<CurvePoint> + 'a>;
 
-/// What sees the model and the curve so far after each point of a curve.
-pub type OnPoint<'a> = dyn FnMut(&dyn Model, &[CurvePoint]) -> Result<()> + 'a;
+/// What saves an SFT where it stands: called with the model and its [`SftPosition`] after each
+/// point of the curve, and where the invocation's budget stops the SFT ([`crate::resume`]).
+pub type OnSave<'a> = dyn FnMut(&dyn Model, &SftPosition) -> Result<()> + 'a;
+
+/// Where an SFT stands after some of its steps. Saved beside the model and its optimiser's
+/// state, it is what an SFT taken up goes on from, as if it had never stopped: the next batches
+/// follow from the sampler's place, the next point's mean loss from the losses since the last.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SftPosition {
+    /// Steps taken.
+    pub step: usize,
+    /// The batch sampler's place in its stream: the word position of the ChaCha8 generator
+    /// seeded with the SFT's seed.
+    pub sampler: u128,
+    /// The training curve so far.
+    pub curve: Vec<CurvePoint>,
+    /// The sum of the training losses since the curve's last point (its bits: exact, NaN too).
+    #[serde(with = "f64_bits")]
+    pub loss_sum: f64,
+    /// How many losses that sum holds.
+    pub losses: usize,
+    /// The first step's loss (NaN before it).
+    #[serde(with = "f64_bits")]
+    pub first_loss: f64,
+    /// The last step's loss (NaN before the first).
+    #[serde(with = "f64_bits")]
+    pub last_loss: f64,
+}
+
+impl SftPosition {
+    /// An SFT before its first step.
+    pub fn start() -> SftPosition {
+        SftPosition {
+            step: 0,
+            sampler: 0,
+            curve: Vec::new(),
+            loss_sum: 0.0,
+            losses: 0,
+            first_loss: f64::NAN,
+            last_loss: f64::NAN,
+        }
+    }
+
+    /// The position saved at `path` (a model's folder's [`SFT_POSITION`]).
+    pub fn read(path: &std::path::Path) -> Result<SftPosition> {
+        let text = rla_core::file::read_to_string(path)?;
+        anyhow::Context::with_context(serde_json::from_str(&text), || {
+            format!("{} is not an SFT's position", path.display())
+        })
+    }
+}
+
+/// An `f64` kept as its bits, so that it reads back exactly, NaN included.
+mod f64_bits {
+    pub fn serialize<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(v.to_bits())
+    }
+
+    pub fn deserialize<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        <u64 as serde::Deserialize>::deserialize(d).map(f64::from_bits)
+    }
+}
 
 /// SFT for `cfg.pretrain`'s schedule over `steps` minibatches; returns the loss of the first and
 /// last step and the training curve (one point every `every` steps and after the last, when a
 /// probe is given; each point also holds the mean training loss since the previous one and the
-/// learning rate). `on_point` sees the model and the curve so far after each point (to save
+/// learning rate). `on_save` sees the model and where the SFT stands after each point (to save
 /// them as they grow).
 #[allow(clippy::too_many_arguments)]
 pub fn sft(
@@ -77,49 +138,56 @@ pub fn sft(
     seed: u64,
     bar: Option<&indicatif::ProgressBar>,
     probe: Option<(usize, Probe<'_>)>,
-    on_point: &mut OnPoint<'_>,
+    on_save: &mut OnSave<'_>,
 ) -> Result<((f64, f64), Vec<CurvePoint>)> {
     sft_from(
         lm,
         cfg,
         data,
-        (steps, 0, Vec::new()),
+        (steps, SftPosition::start()),
         seed,
         bar,
         probe,
-        on_point,
+        on_save,
     )
 }
 
-/// [`sft`] taken up at step `from` of `steps`, with the curve so far: the model is the one saved
-/// at that step (with its optimiser's state), and the batches of the steps before are drawn
-/// again and dropped, so the steps after are those of an SFT never stopped. The first loss
-/// returned is NaN when `from` > 0.
+/// [`sft`] taken up at `at` of `steps`: the model is the one saved there (with its optimiser's
+/// state), the sampler goes on from its place, so the steps after are those of an SFT never
+/// stopped. Where the invocation's budget is spent ([`crate::resume::spent`]) before a step,
+/// the SFT is saved there through `on_save` and stops with [`crate::resume::stop`]'s error.
 #[allow(clippy::too_many_arguments)]
 pub fn sft_from(
     lm: &mut dyn Model,
     cfg: &RunConfig,
     data: &[(Vec<u32>, Vec<u32>)],
-    (steps, from, curve): (usize, usize, Vec<CurvePoint>),
+    (steps, at): (usize, SftPosition),
     seed: u64,
     bar: Option<&indicatif::ProgressBar>,
     mut probe: Option<(usize, Probe<'_>)>,
-    on_point: &mut OnPoint<'_>,
+    on_save: &mut OnSave<'_>,
 ) -> Result<((f64, f64), Vec<CurvePoint>)> {
     let batch = cfg.pretrain.batch;
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    for _ in 0..from.min(steps) {
-        // the same draws as the steps taken before, in order
-        data.choose_multiple(&mut rng, batch.min(data.len()))
-            .for_each(drop);
+    let from = at.step;
+    if from > steps {
+        anyhow::bail!("an SFT of {steps} steps taken up at step {from}");
     }
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_word_pos(at.sampler);
     if let Some(p) = bar {
         p.set_position(from as u64);
     }
-    let (mut first, mut last) = (f64::NAN, f64::NAN);
-    let mut curve = curve;
-    let (mut sum, mut n) = (0.0, 0usize);
+    let mut at = at;
+    // the step last saved through `on_save`
+    let mut saved = None;
     for i in from..steps {
+        // the invocation's budget spent: saved here (unless a point just was), then stopped
+        if crate::resume::spent() {
+            if saved != Some(i) {
+                on_save(lm, &at)?;
+            }
+            return Err(crate::resume::stop());
+        }
         let b: Vec<(Vec<u32>, Vec<u32>)> = data
             .choose_multiple(&mut rng, batch.min(data.len()))
             .cloned()
@@ -127,12 +195,15 @@ pub fn sft_from(
         let lr = cfg.pretrain.lr_at(i, steps);
         lm.set_lr(lr);
         let s = lm.sft_update(&b)?;
+        crate::resume::step_taken();
         if i == 0 {
-            first = s.loss;
+            at.first_loss = s.loss;
         }
-        last = s.loss;
-        sum += s.loss;
-        n += 1;
+        at.step = i + 1;
+        at.sampler = rng.get_word_pos();
+        at.last_loss = s.loss;
+        at.loss_sum += s.loss;
+        at.losses += 1;
         if let Some(p) = bar {
             p.inc(1);
             p.set_message(format!("loss {:.3}", s.loss));
@@ -151,21 +222,22 @@ pub fn sft_from(
             if due {
                 let mut point = f(lm)?;
                 point.insert("step".into(), (i + 1).into());
-                point.insert("train_loss".into(), (sum / n as f64).into());
+                point.insert("train_loss".into(), (at.loss_sum / at.losses as f64).into());
                 point.insert("lr".into(), lr.into());
                 // what an SFT taken up later reports as its first and last loss
-                if curve.is_empty() && from == 0 {
-                    point.insert("first_loss".into(), first.into());
+                if at.curve.is_empty() {
+                    point.insert("first_loss".into(), at.first_loss.into());
                 }
                 point.insert("step_loss".into(), s.loss.into());
                 tracing::info!(point = %serde_json::Value::Object(point.clone()), "curve");
-                curve.push(point);
-                on_point(lm, &curve)?;
-                (sum, n) = (0.0, 0);
+                at.curve.push(point);
+                (at.loss_sum, at.losses) = (0.0, 0);
+                on_save(lm, &at)?;
+                saved = Some(i + 1);
             }
         }
     }
-    Ok(((first, last), curve))
+    Ok(((at.first_loss, at.last_loss), at.curve))
 }
 
 /// The share of held-out prompts whose greedy answer is right, drawn among each prompt's
@@ -247,14 +319,13 @@ pub fn fit_tiny(w: WarmStart, fit: Fit<'_>) -> Result<String> {
     };
     let curve_path = out.join(format!("curve-{name}.jsonl"));
     let saved = out.join(name);
-    // an earlier attempt's model at the last point of its curve, with its optimiser's state and
-    // that curve, saved together (`TAKE_UP_CURVE`)
+    // an earlier attempt's model where it was saved, with its optimiser's state and where the
+    // SFT stood, saved together (`SFT_POSITION`)
     let taken_up = crate::resume::start(out, name)?
         && saved.join("optimizer.safetensors").is_file()
-        && saved.join(TAKE_UP_CURVE).is_file();
-    let (mut lm, from, curve0) = if taken_up {
-        let curve = read_curve(&saved.join(TAKE_UP_CURVE))?;
-        let at = last_step(&curve).unwrap_or(0);
+        && saved.join(SFT_POSITION).is_file();
+    let (mut lm, from) = if taken_up {
+        let at = SftPosition::read(&saved.join(SFT_POSITION))?;
         let opts = rla_lm::OpenOptions {
             dtype: spec.dtype.clone(),
             train: Some(train.clone()),
@@ -263,28 +334,35 @@ pub fn fit_tiny(w: WarmStart, fit: Fit<'_>) -> Result<String> {
         };
         let lm = backend
             .open(&saved, &opts)
-            .map_err(|e| anyhow::anyhow!("{name}, taken up at step {at}: {e}"))?;
-        tracing::info!(model = name, step = at, "SFT taken up where it stopped");
-        (lm, at, curve)
+            .map_err(|e| anyhow::anyhow!("{name}, taken up at step {}: {e}", at.step))?;
+        tracing::info!(
+            model = name,
+            step = at.step,
+            "SFT taken up where it stopped"
+        );
+        (lm, at)
     } else {
         let lm = backend
             .fresh(&spec.tiny, corpus, &train)
             .map_err(|e| anyhow::anyhow!("{name}.tiny: {e}"))?;
-        (lm, 0, Vec::new())
+        (lm, SftPosition::start())
     };
     let enc = encode_pairs(&*lm, data)?;
     let bar = progress.then(|| crate::bar(steps as u64, &format!("pretrain {name}")));
     std::fs::create_dir_all(out)?;
-    // a whole folder or none: a kill mid-save leaves nothing that looks finished. With `curve`
-    // (the curve so far) the model is saved with its optimiser's state and that curve, which a
-    // pretrain taken up reads together; without, the weights alone, as the model is kept
-    let save = |lm: &dyn Model, curve: Option<&str>| -> Result<()> {
+    // a whole folder or none: a kill mid-save leaves nothing that looks finished. With `at`
+    // (where the SFT stands) the model is saved with its optimiser's state and that position,
+    // which a pretrain taken up reads together; without, the weights alone, as the model is kept
+    let save = |lm: &dyn Model, at: Option<&SftPosition>| -> Result<()> {
         rla_lm::replace_dir_atomic(&out.join(name), |tmp| -> Result<()> {
-            match curve {
+            match at {
                 None => lm.export(tmp, None)?,
-                Some(text) => {
+                Some(at) => {
                     lm.save(tmp)?;
-                    rla_lm::write_atomic(&tmp.join(TAKE_UP_CURVE), text.as_bytes())?;
+                    rla_lm::write_atomic(
+                        &tmp.join(SFT_POSITION),
+                        serde_json::to_string(at)?.as_bytes(),
+                    )?;
                 }
             }
             for (file, text) in &files {
@@ -293,40 +371,26 @@ pub fn fit_tiny(w: WarmStart, fit: Fit<'_>) -> Result<String> {
             Ok(())
         })
     };
-    // the model as it stands at each point of the curve, beside the curve so far
-    let mut write_curve = |lm: &dyn Model, c: &[CurvePoint]| -> Result<()> {
-        let text = curve_text(c);
-        save(lm, Some(&text))?;
-        crate::run::write_atomic(&curve_path, &text)?;
-        crate::resume::saved()
+    // the model as it stands at each point of the curve (and where a budget stops the SFT),
+    // beside the curve so far
+    let mut on_save = |lm: &dyn Model, at: &SftPosition| -> Result<()> {
+        save(lm, Some(at))?;
+        if !at.curve.is_empty() {
+            crate::run::write_atomic(&curve_path, &curve_text(&at.curve))?;
+        }
+        crate::resume::saved(&format!("{name}: SFT step {} of {steps}", at.step))
     };
 
     let ((a, b), curve) = sft_from(
         &mut *lm,
         cfg,
         &enc,
-        (steps, from, curve0),
+        (steps, from),
         cfg.seed.wrapping_add(3),
         bar.as_ref(),
         probe,
-        &mut write_curve,
+        &mut on_save,
     )?;
-    // taken up: the first step's loss is the first point's
-    let loss_at = |p: Option<&CurvePoint>, k: &str| {
-        p.and_then(|p| p.get(k))
-            .and_then(|l| l.as_f64())
-            .unwrap_or(f64::NAN)
-    };
-    let a = if from > 0 {
-        loss_at(curve.first(), "first_loss")
-    } else {
-        a
-    };
-    let b = if from >= steps {
-        loss_at(curve.last(), "step_loss")
-    } else {
-        b
-    };
     if let Some(b) = bar {
         b.finish_and_clear();
     }
@@ -364,9 +428,10 @@ pub fn fit_tiny(w: WarmStart, fit: Fit<'_>) -> Result<String> {
     Ok(line)
 }
 
-/// The file, in a model's folder saved at a point of its curve (with the optimiser's state),
-/// holding the curve up to that point: what a pretrain taken up after a kill goes on from.
-pub const TAKE_UP_CURVE: &str = "curve-so-far.jsonl";
+/// The file, in a model's folder saved at a point of its curve or where a budget stopped its SFT
+/// (with the optimiser's state), holding where the SFT stood ([`SftPosition`]): what a pretrain
+/// taken up goes on from.
+pub const SFT_POSITION: &str = "sft-position.json";
 
 /// A warm start through the candle back end, quiet, for tests.
 #[cfg(test)]

@@ -152,6 +152,15 @@ impl Hasher {
     }
 }
 
+/// The hash of a whole byte string, as [`fingerprint`] hashes a file of that size up to
+/// [`WHOLE_FILE`] bytes (16 hex digits), at any size.
+pub fn hash_of(bytes: &[u8]) -> String {
+    let mut h = Hasher::new();
+    h.update(bytes);
+    h.u64(bytes.len() as u64);
+    h.finish()
+}
+
 /// Feeds `n` bytes of `f` from where it stands.
 fn hash_bytes(f: &mut std::fs::File, n: u64, h: &mut Hasher) -> std::io::Result<()> {
     let mut buf = vec![0u8; 1 << 20];

@@ -23,6 +23,22 @@ pub struct PretrainArgs {
     /// The run's seed (`--set seed=N`).
     #[arg(long)]
     pub seed: Option<u64>,
+    /// A state folder, to commit, for a pretrain that spans sessions and machines: every save
+    /// replaces it with what the pretrain goes on from (the models with their optimisers'
+    /// moments, where each SFT stands, DAgger's rounds, the curves). Given again with the same
+    /// config — on another clone, --out absent — the pretrain goes on from it as if it had never
+    /// stopped. It lies apart from --out.
+    #[arg(long, value_name = "DIR")]
+    pub state: Option<PathBuf>,
+    /// Stops after this many SFT steps (every model's and DAgger round's together), saved where
+    /// it stands (in --state, and --out), before the next step or DAgger round; exits 0 with a
+    /// line saying how to go on.
+    #[arg(long, value_name = "N")]
+    pub steps: Option<usize>,
+    /// Stops once this many minutes have passed, as --steps does: before the next SFT step or
+    /// DAgger round (a round's play and a probe begun in time run to their end).
+    #[arg(long, value_name = "N")]
+    pub minutes: Option<f64>,
 }
 
 #[derive(clap::Args)]
@@ -145,6 +161,34 @@ fn shown(ov: &[Override]) -> String {
         .collect()
 }
 
+/// What a pretrain stopped on its budget says: how far it got, where it is saved, and the
+/// command that goes on.
+fn stopped_line(a: &PretrainArgs, ov: &[Override], s: &rla_train::resume::Stopped) -> String {
+    let state = a
+        .state
+        .as_ref()
+        .map(|s| format!(" --state {}", s.display()))
+        .unwrap_or_default();
+    let budget: String = [
+        a.steps.map(|n| format!(" --steps {n}")),
+        a.minutes.map(|m| format!(" --minutes {m}")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    format!(
+        "stopped on the budget after {} SFT steps in {:.1} minutes, saved at {} in {}; to go on: \
+         rlanything pretrain --config {} --out {}{state}{}{budget}",
+        s.steps,
+        s.minutes,
+        s.at,
+        a.state.as_ref().unwrap_or(&a.out).display(),
+        a.config.display(),
+        a.out.display(),
+        shown(ov)
+    )
+}
+
 pub fn run_pretrain(a: PretrainArgs) -> Result<()> {
     let ov = overrides(&a.set, a.seed)?;
     // read once: a config given as a pipe (`--config <(…)`) cannot be read a second time for the
@@ -155,7 +199,21 @@ pub fn run_pretrain(a: PretrainArgs) -> Result<()> {
     let cfg = RunConfig::parse_in_with(&text, folder, &ov)
         .map_err(|e| anyhow::anyhow!("{}: {e}", a.config.display()))?;
     let start = std::time::Instant::now();
-    let lines = warm_start(&cfg, &a.out, true)?;
+    let session = rla_train::launch::Session {
+        state: a.state.clone(),
+        budget: rla_train::resume::Budget {
+            steps: a.steps,
+            minutes: a.minutes,
+        },
+    };
+    let (lines, earlier) =
+        match rla_train::launch::pretrain(backend(), &cfg, &a.out, true, &session)? {
+            rla_train::launch::Pretrained::Finished { lines, earlier } => (lines, earlier),
+            rla_train::launch::Pretrained::Stopped(s) => {
+                println!("{}", stopped_line(&a, &ov, &s));
+                return Ok(());
+            }
+        };
     for line in &lines {
         println!("{line}");
     }
@@ -179,7 +237,8 @@ pub fn run_pretrain(a: PretrainArgs) -> Result<()> {
             command: &command,
             config_text: &config_text,
             lines: &lines,
-            seconds: start.elapsed().as_secs_f64(),
+            // with the invocations before, where a state folder counted them
+            seconds: earlier + start.elapsed().as_secs_f64(),
         },
     )?;
     println!("manifest: {}", a.out.join("MANIFEST.md").display());
@@ -295,11 +354,6 @@ pub fn run_ablate(a: AblateArgs) -> Result<()> {
             .join(", ")
     );
     Ok(())
-}
-
-/// Warm-starts the run's tiny models into `out/policy` and `out/reward` in its setting.
-fn warm_start(cfg: &RunConfig, out: &Path, progress: bool) -> Result<Vec<String>> {
-    rla_train::launch::warm_start(backend(), cfg, out, progress)
 }
 
 #[cfg(test)]
