@@ -129,7 +129,7 @@ pub fn generate_seeded(
     let model = model.detached();
     model
         .device
-        .with_context(|| generate_inner(&model, tok, prompts, n, p, (allowed, seeds)))
+        .with_context(|| generate_inner(&model, tok, prompts, n, p, allowed, seeds))
 }
 
 fn generate_inner(
@@ -138,7 +138,8 @@ fn generate_inner(
     prompts: &[Vec<u32>],
     n: usize,
     p: &SampleParams,
-    (allowed, seeds): (Option<&[Vec<Vec<u32>>]>, Option<&[u64]>),
+    allowed: Option<&[Vec<Vec<u32>>]>,
+    seeds: Option<&[u64]>,
 ) -> Result<Vec<Vec<Sample>>, ModelError> {
     if let Some(a) = allowed {
         if a.len() != prompts.len() {

@@ -1,9 +1,13 @@
 //! The ablation: one run per mode (`outcome`, `policy`, `policy+reward`, `full`) and seed from
 //! one config, each seed's warm starts shared by its modes, and optionally the SFT controls (the
 //! minutes of each seed's `full` run spent on more SFT of its warm start: `sft`, the base's own
-//! recipe, and `sft-demos`, demonstrations alone); the table of greedy
-//! success before and after, the judge's quality and μ, written to `OUT/ablation.md`, and the
+//! recipe, and `sft-demos`, demonstrations alone); the table ([`table`]) of each mode's sampled
+//! success with its standard error and its paired difference from the base (the warm start on
+//! the same tasks and draws), the judge's quality and μ, and the setting's own extra evaluations
+//! ([`crate::setting::Setting::extra_evaluations`]), written to `OUT/ablation.md`, and the
 //! modes' evaluation curves with their seed ranges as PNG files. Finished run folders are reused.
+
+mod table;
 
 use crate::config::{Mode, RunConfig};
 use crate::control::{ControlKind, ControlResult};
@@ -24,10 +28,11 @@ pub struct Ablation {
     pub controls: Vec<ControlKind>,
     /// Progress bars on stderr.
     pub progress: bool,
-    /// Game folders in ALFWorld's layout (a household's): each run's final policy, the SFT
-    /// control's and each seed's starting policy play them greedily, and the table gains their
-    /// games won.
-    pub games: Option<PathBuf>,
+    /// What the setting's own extra evaluations read (`ablate --games DATA`,
+    /// [`crate::setting::Setting::extra_evaluations`]): each run's final policy, the SFT
+    /// controls' and each seed's starting policy are evaluated on it, and the table gains a
+    /// column for each.
+    pub extra: Option<PathBuf>,
 }
 
 /// What the ablation wrote.
@@ -41,19 +46,26 @@ pub struct Ablated {
     pub curves: Vec<PathBuf>,
 }
 
-/// A seed's SFT control, the (in-domain, OOD) success of the base it started from, and the
-/// games of `--games` won by that base and by the control.
-type Control = (ControlResult, (f64, f64), Option<(usize, usize, usize)>);
+/// A seed's SFT control.
+#[derive(Debug, Clone)]
+struct Control {
+    /// What it did and scored.
+    result: ControlResult,
+    /// Its results on each split beside the base's ([`table::of_control`]).
+    splits: Vec<table::SplitResult>,
+    /// The setting's extra evaluations of the base and of the control.
+    extras: Vec<table::Extra>,
+}
 
 /// One finished run of the ablation.
 struct AblationRun {
-    before: (f64, f64),
-    after: (f64, f64),
     judge: (Option<f64>, Option<f64>),
     mu: Option<f64>,
     metrics: Vec<IterMetrics>,
-    /// Games won of `--games` by the starting and the final policy, and the games played.
-    games: Option<(usize, usize, usize)>,
+    /// Its results on each split it evaluated, beside the base's ([`table::of_run`]).
+    splits: Vec<table::SplitResult>,
+    /// The setting's extra evaluations of the starting and the final policy.
+    extras: Vec<table::Extra>,
 }
 
 /// A run's training seconds: its iterations' rollouts, judging, updates and adaptation (its
@@ -83,26 +95,6 @@ fn band(by_iter: std::collections::BTreeMap<usize, Vec<f64>>) -> Vec<(f64, f64, 
         .collect()
 }
 
-/// `mean (min–max)` in percent, or the single value for one seed.
-fn pct(xs: &[f64]) -> String {
-    let (m, lo, hi) = spread(xs);
-    if xs.len() == 1 {
-        format!("{:.1}", 100.0 * m)
-    } else {
-        format!("{:.1} ({:.1}–{:.1})", 100.0 * m, 100.0 * lo, 100.0 * hi)
-    }
-}
-
-/// `mean (min–max)` of counts, or the single count for one seed.
-fn count(xs: &[f64]) -> String {
-    let (m, lo, hi) = spread(xs);
-    if xs.len() == 1 {
-        format!("{m:.0}")
-    } else {
-        format!("{m:.1} ({lo:.0}–{hi:.0})")
-    }
-}
-
 /// Runs the ablation of `base` into `out`; `say` is given the warm starts' lines as they come.
 pub fn ablate(
     backend: &'static dyn Backend,
@@ -115,12 +107,22 @@ pub fn ablate(
     if a.seeds == 0 {
         bail!("--seeds 0: run at least one seed");
     }
-    if a.games.is_some() && base.setting != "household" {
-        bail!(
-            "--games plays ALFWorld's game folders, a household's; this config's setting is {}",
-            base.setting
-        );
-    }
+    let setting = crate::registry::setting(base)?;
+    let extras = match &a.extra {
+        Some(data) => {
+            let x = setting.extra_evaluations(base, data)?;
+            if x.is_empty() {
+                bail!(
+                    "--games {}: the {} setting has no evaluation of its own to make beyond the \
+                     splits",
+                    data.display(),
+                    setting.name()
+                );
+            }
+            x
+        }
+        None => vec![],
+    };
     if let Some(k) = a
         .controls
         .first()
@@ -157,16 +159,25 @@ pub fn ablate(
             .path
             .clone()
             .unwrap_or_else(|| out.join("pretrained/policy"));
-        // games won by a policy: (won, played), kept beside what it evaluates
-        let games = |policy: &Path, record: &Path| -> Result<Option<(usize, usize)>> {
-            a.games
-                .as_deref()
-                .map(|g| crate::household::eval::games_won(backend, &seeded, policy, g, record))
-                .transpose()
+        // the setting's extra evaluations of a policy: (won, played) each, kept beside what
+        // they evaluate (`KEY.json`, the starting policy's `KEY-start.json`)
+        let extra = |policy: &Path, dir: &Path, suffix: &str| -> Result<Vec<(usize, usize)>> {
+            extras
+                .iter()
+                .map(|e| {
+                    let record = dir.join(format!("{}{suffix}.json", e.key()));
+                    e.evaluate(backend, policy, &record)
+                })
+                .collect()
         };
-        let base_games = games(&start, &out.join("games-start.json"))?;
-        let with_base =
-            |after: Option<(usize, usize)>| base_games.zip(after).map(|((b, n), (w, _))| (b, w, n));
+        let base_extras = extra(&start, &out, "-start")?;
+        let with_base = |after: Vec<(usize, usize)>| -> Vec<table::Extra> {
+            base_extras
+                .iter()
+                .zip(after)
+                .map(|(&(b, n), (w, _))| (b, w, n))
+                .collect()
+        };
         for (mi, &mode) in modes.iter().enumerate() {
             let mut cfg = seeded.clone();
             cfg.mode = mode;
@@ -179,16 +190,14 @@ pub fn ablate(
             let dir = out.join(mode.name().replace('+', "-"));
             let resume = dir.join("checkpoint/state.json").exists();
             let ms = crate::launch::train_to_end(backend, cfg, &dir, (resume, a.progress), say)?;
-            let (before, after) = crate::report::before_after(&ms)?;
             let last = ms.last().context("no metrics")?;
-            let won = games(&dir.join("checkpoint/policy"), &dir.join("games.json"))?;
+            let won = extra(&dir.join("checkpoint/policy"), &dir, "")?;
             runs[mi].push(AblationRun {
-                before,
-                after,
                 judge: (last.process_acc, last.outcome_acc),
                 mu: last.mu,
+                splits: table::of_run(&dir, &ms)?,
                 metrics: ms,
-                games: with_base(won),
+                extras: with_base(won),
             });
         }
         for &kind in &a.controls {
@@ -215,12 +224,23 @@ pub fn ablate(
             let sft = out.join(kind.name());
             let r =
                 crate::control::sft_control(backend, &cfg, kind, &sft, budget, &marks, a.progress)?;
-            let won = games(&sft.join("policy"), &sft.join("games.json"))?;
-            controls.push((r, run.before, with_base(won)));
+            let won = extra(&sft.join("policy"), &sft, "")?;
+            let full_dir = out.join(Mode::Full.name());
+            controls.push(Control {
+                splits: table::of_control((&full_dir, &run.splits), &sft, &r, seeded.iterations)?,
+                result: r,
+                extras: with_base(won),
+            });
         }
     }
-    let (judge_a, judge_b) = crate::registry::setting(base)?.judge_columns();
-    let table = table(modes, &runs, &controls, (judge_a, judge_b));
+    let names: Vec<String> = extras.iter().map(|e| e.name()).collect();
+    let table = table::table(
+        modes,
+        &runs,
+        &controls,
+        setting.judge_columns(),
+        (&base.eval, &names),
+    );
     let table_file = out.join("ablation.md");
     crate::run::write_atomic(&table_file, &table)?;
     let curves = curves(out, modes, &runs, &controls, a.seeds)?;
@@ -231,103 +251,12 @@ pub fn ablate(
     })
 }
 
-/// The ablation's table: a row per mode, and the control's.
-fn table(
-    modes: &[Mode],
-    runs: &[Vec<AblationRun>],
-    controls: &[Control],
-    (judge_a, judge_b): (&str, &str),
-) -> String {
-    // games won of `--games`: before and after, mean (min–max) over seeds
-    let played = runs
-        .iter()
-        .flatten()
-        .filter_map(|r| r.games)
-        .chain(controls.iter().filter_map(|c| c.2))
-        .map(|g| g.2)
-        .next();
-    let games_cols = |gs: Vec<(usize, usize, usize)>| -> String {
-        match played {
-            None => String::new(),
-            Some(_) if gs.is_empty() => " — | — |".to_string(),
-            Some(_) => format!(
-                " {} | {} |",
-                count(&gs.iter().map(|g| g.0 as f64).collect::<Vec<_>>()),
-                count(&gs.iter().map(|g| g.1 as f64).collect::<Vec<_>>())
-            ),
-        }
-    };
-    let (games_head, games_rule) = match played {
-        Some(n) => (
-            format!(" games won before (of {n}) | games won after (of {n}) |"),
-            "---|---|",
-        ),
-        None => (String::new(), ""),
-    };
-    let mut table = format!(
-        "| mode | in-domain before | in-domain after | OOD before | OOD after | {judge_a} | {judge_b} | μ (last) |{games_head}\n|---|---|---|---|---|---|---|---|{games_rule}\n"
-    );
-    for (mode, rs) in modes.iter().zip(runs) {
-        let col = |f: &dyn Fn(&AblationRun) -> Option<f64>| {
-            let xs: Vec<f64> = rs.iter().filter_map(f).collect();
-            if xs.is_empty() {
-                "—".to_string()
-            } else {
-                pct(&xs)
-            }
-        };
-        let mu: Vec<f64> = rs.iter().filter_map(|r| r.mu).collect();
-        let mu = if mu.is_empty() {
-            "—".to_string()
-        } else {
-            let (m, lo, hi) = spread(&mu);
-            format!("{m:.2} ({lo:.2}–{hi:.2})")
-        };
-        table.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} |{}\n",
-            mode.name(),
-            col(&|r| Some(r.before.0)),
-            col(&|r| Some(r.after.0)),
-            col(&|r| Some(r.before.1)),
-            col(&|r| Some(r.after.1)),
-            col(&|r| r.judge.0),
-            col(&|r| r.judge.1),
-            mu,
-            games_cols(rs.iter().filter_map(|r| r.games).collect())
-        ));
-    }
-    for kind in ControlKind::ALL {
-        let controls: Vec<Control> = controls
-            .iter()
-            .filter(|c| c.0.kind == kind)
-            .cloned()
-            .collect();
-        if controls.is_empty() {
-            continue;
-        }
-        let col = |f: &dyn Fn(&Control) -> f64| pct(&controls.iter().map(f).collect::<Vec<_>>());
-        table.push_str(&format!(
-            "| {} (control) | {} | {} | {} | {} | — | — | — |{}\n",
-            kind.name(),
-            col(&|c| c.1 .0),
-            col(&|c| c.0.in_domain),
-            col(&|c| c.1 .1),
-            col(&|c| c.0.ood),
-            games_cols(controls.iter().filter_map(|c| c.2).collect())
-        ));
-        if let Some(full) = modes.iter().position(|&m| m == Mode::Full) {
-            table.push_str(&equal_minutes(&runs[full], &controls, kind.name()));
-        }
-    }
-    table
-}
-
 /// `full` and an SFT control (`name`, one a seed) side by side at full's evaluations, after
 /// equal minutes of training (means over seeds, in percent), when the control was evaluated
 /// there.
 fn equal_minutes(full: &[AblationRun], controls: &[Control], name: &str) -> String {
     let mut at: std::collections::BTreeMap<usize, [Vec<f64>; 5]> = Default::default();
-    for ((c, _, _), r) in controls.iter().zip(full) {
+    for (c, r) in controls.iter().map(|c| &c.result).zip(full) {
         for p in &c.curve {
             let Some(m) = r.metrics.iter().find(|m| m.iteration == p.iteration) else {
                 continue;
@@ -434,8 +363,11 @@ fn curves(
             .map_or(&[], |f| &runs[f]);
         for kind in ControlKind::ALL {
             let mut by_iter: std::collections::BTreeMap<usize, Vec<f64>> = Default::default();
-            let of_kind = controls.iter().filter(|c| c.0.kind == kind);
-            for ((c, _, _), r) in of_kind.zip(full) {
+            let of_kind = controls
+                .iter()
+                .map(|c| &c.result)
+                .filter(|c| c.kind == kind);
+            for (c, r) in of_kind.zip(full) {
                 let start = r.metrics.iter().find(|m| m.iteration == 0).and_then(pick);
                 let last = r.metrics.last().map(|m| m.iteration);
                 let points = start
@@ -465,7 +397,7 @@ fn curves(
         crate::plots::band_chart(
             &out.join(file),
             &format!(
-                "greedy {split} success by mode ({seeds} seed{})",
+                "{split} success by mode ({seeds} seed{})",
                 if seeds == 1 { "" } else { "s" }
             ),
             "success %",
@@ -494,8 +426,6 @@ mod tests {
     #[test]
     fn full_and_the_control_side_by_side_at_equal_minutes() {
         let run = |v: f64| AblationRun {
-            before: (0.5, 0.5),
-            after: (v, v),
             judge: (None, None),
             mu: None,
             metrics: vec![
@@ -503,7 +433,8 @@ mod tests {
                 evaluated(10, v, v),
                 evaluated(20, v, v),
             ],
-            games: None,
+            splits: vec![],
+            extras: vec![],
         };
         let point = |k: usize, v: f64| ControlPoint {
             iteration: k,
@@ -531,10 +462,14 @@ mod tests {
             curve: vec![point(10, v)],
         };
         let full = vec![run(0.6), run(0.8)];
-        let controls: Vec<Control> = vec![
-            (control(0.4), (0.5, 0.5), None),
-            (control(0.6), (0.5, 0.5), None),
-        ];
+        let controls: Vec<Control> = [control(0.4), control(0.6)]
+            .into_iter()
+            .map(|result| Control {
+                result,
+                splits: vec![],
+                extras: vec![],
+            })
+            .collect();
         let t = equal_minutes(&full, &controls, "sft");
         // iteration 10: 10 minutes; full 70% (60, 80), the control 50% (40, 60)
         assert!(
@@ -546,9 +481,9 @@ mod tests {
         // controls without a curve: nothing
         let bare: Vec<Control> = controls
             .into_iter()
-            .map(|(mut c, b, g)| {
-                c.curve.clear();
-                (c, b, g)
+            .map(|mut c| {
+                c.result.curve.clear();
+                c
             })
             .collect();
         assert_eq!(equal_minutes(&full, &bare, "sft"), "");

@@ -82,7 +82,9 @@ pub struct ControlResult {
     pub optimizer: String,
     /// SFT loss of the first and the last step.
     pub loss: (f64, f64),
-    /// Greedy success on the evaluation splits, as the runs are evaluated.
+    /// Success on the evaluation splits, as the runs are evaluated (the sampled mean; each task's
+    /// mean score in `evals/<split>-<iteration>.json` of the control's folder, at the compared
+    /// run's last iteration).
     pub in_domain: f64,
     /// On the OOD split.
     pub ood: f64,
@@ -104,7 +106,8 @@ pub struct ControlPoint {
     pub seconds: f64,
     /// SFT steps taken by then.
     pub steps: usize,
-    /// Greedy success on the in-domain split.
+    /// Success on the in-domain split, as the runs are evaluated (each task's mean score in
+    /// `evals/<split>-<iteration>.json` of the control's folder).
     pub in_domain: f64,
     /// On the OOD split.
     pub ood: f64,
@@ -189,11 +192,14 @@ pub fn sft_control(
     Ok(r)
 }
 
-/// Greedy success on (in-domain, OOD, validation), as the runs are evaluated.
+/// Success on (in-domain, OOD, validation), as the runs are evaluated
+/// ([`crate::evals::evaluate`]); each sampled evaluation's per-task scores kept in `dir/evals/`
+/// at `iteration`, the compared run's.
 fn evaluate(
     setting: &mut dyn AnySetting,
     cfg: &RunConfig,
     lm: &dyn rla_lm::Model,
+    (dir, iteration): (&Path, usize),
     progress: bool,
 ) -> Result<(f64, f64, Option<f64>)> {
     let ctx = Ctx {
@@ -202,11 +208,18 @@ fn evaluate(
         progress,
         run: None,
     };
+    let mut at = |split: Split, n: usize| -> Result<f64> {
+        let e = crate::evals::evaluate(setting, ctx, lm, (split, n), iteration)?;
+        if let Some(s) = &e.sampled {
+            s.write(dir)?;
+        }
+        Ok(e.success())
+    };
     let e = &cfg.eval;
-    let in_domain = setting.evaluate(ctx, lm, Split::InDomain, e.in_domain)?;
-    let ood = setting.evaluate(ctx, lm, Split::Ood, e.ood)?;
+    let in_domain = at(Split::InDomain, e.in_domain)?;
+    let ood = at(Split::Ood, e.ood)?;
     let validation = (e.validation > 0)
-        .then(|| setting.evaluate(ctx, lm, Split::Validation, e.validation))
+        .then(|| at(Split::Validation, e.validation))
         .transpose()?;
     Ok((in_domain, ood, validation))
 }
@@ -410,7 +423,8 @@ fn control_with(
             if spent(&start, &at) >= t {
                 ahead.next();
                 at.seconds = spent(&start, &at);
-                let (in_domain, ood, validation) = evaluate(&mut *setting, cfg, &*lm, false)?;
+                let (in_domain, ood, validation) =
+                    evaluate(&mut *setting, cfg, &*lm, (dir, k), false)?;
                 at.curve.push(ControlPoint {
                     iteration: k,
                     seconds: at.seconds,
@@ -497,7 +511,8 @@ fn control_with(
         }
         Ok(())
     })?;
-    let (in_domain, ood, validation) = evaluate(&mut *setting, cfg, &*lm, progress)?;
+    let (in_domain, ood, validation) =
+        evaluate(&mut *setting, cfg, &*lm, (dir, cfg.iterations), progress)?;
     Ok(ControlResult {
         kind,
         budget_seconds: budget,

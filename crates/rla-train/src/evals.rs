@@ -304,7 +304,7 @@ impl Evaluates for dyn crate::registry::AnySetting + '_ {
 
 /// `policy` on the first `n` tasks of `split` as a run evaluates it at iteration `iteration`:
 /// sampled ([`sampling`]), and greedily with `eval.greedy` or where the setting cannot sample
-/// (which a warning says once).
+/// (which a warning says once); nothing for `n = 0`.
 pub fn evaluate<E: Evaluates + ?Sized>(
     setting: &mut E,
     ctx: Ctx,
@@ -312,6 +312,13 @@ pub fn evaluate<E: Evaluates + ?Sized>(
     (split, n): (Split, usize),
     iteration: usize,
 ) -> Result<Evaluated> {
+    if n == 0 {
+        // no task, nothing to measure
+        return Ok(Evaluated {
+            sampled: None,
+            greedy: None,
+        });
+    }
     let cfg = ctx.cfg;
     let s = sampling(cfg, split);
     let sampled = match setting.sampled(ctx, policy, split, n, s)? {
@@ -334,15 +341,18 @@ pub fn evaluate<E: Evaluates + ?Sized>(
     Ok(Evaluated { sampled, greedy })
 }
 
-/// The splits a run evaluates and how many tasks of each: in-domain, OOD, and validation when
-/// `eval.validation > 0`.
+/// The splits a run evaluates and how many tasks of each: in-domain, OOD and validation, each
+/// where its count is above 0 (a split of no task is not evaluated, and its metrics stay empty).
 pub fn splits(cfg: &RunConfig) -> Vec<(Split, usize)> {
     let e = &cfg.eval;
-    let mut s = vec![(Split::InDomain, e.in_domain), (Split::Ood, e.ood)];
-    if e.validation > 0 {
-        s.push((Split::Validation, e.validation));
-    }
-    s
+    [
+        (Split::InDomain, e.in_domain),
+        (Split::Ood, e.ood),
+        (Split::Validation, e.validation),
+    ]
+    .into_iter()
+    .filter(|&(_, n)| n > 0)
+    .collect()
 }
 
 /// Records a run's evaluations of iteration `m.iteration` in its metrics and their per-task

@@ -10,6 +10,14 @@ fn f(x: Option<f64>) -> String {
     x.map(|v| format!("{v:.3}")).unwrap_or_else(|| "—".into())
 }
 
+/// An evaluation's success with its standard error where it was sampled.
+fn fse(x: Option<f64>, se: Option<f64>) -> String {
+    match (x, se) {
+        (Some(v), Some(se)) => format!("{v:.3} ± {se:.3}"),
+        _ => f(x),
+    }
+}
+
 /// The report's table: a row an iteration. μ (paper) is conditioned on the outcome (p₊ the
 /// judge's +1 on steps of won episodes, p₋ its −1 on steps of lost ones); μ (label) and process
 /// acc (knowable) are against the steps' labels (the household's: the label an agent could know),
@@ -19,7 +27,7 @@ pub fn table(ms: &[IterMetrics]) -> String {
     for m in ms {
         s.push_str(&format!(
             "| {} | {:.3} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1} | {:.1} | {:.1} |\n",
-            m.iteration, m.train_success, f(m.eval_in_domain), f(m.eval_ood), f(m.mu_outcome), f(m.p_plus_outcome), f(m.p_minus_outcome), f(m.mu), f(m.bound), f(m.precision), f(m.process_acc), f(m.process_acc_planner), f(m.outcome_acc), m.accepted, m.pending_next, m.pool_size, m.time_rollout, m.time_judge, m.time_update
+            m.iteration, m.train_success, fse(m.eval_in_domain, m.eval_in_domain_se), fse(m.eval_ood, m.eval_ood_se), f(m.mu_outcome), f(m.p_plus_outcome), f(m.p_minus_outcome), f(m.mu), f(m.bound), f(m.precision), f(m.process_acc), f(m.process_acc_planner), f(m.outcome_acc), m.accepted, m.pending_next, m.pool_size, m.time_rollout, m.time_judge, m.time_update
         ));
     }
     s

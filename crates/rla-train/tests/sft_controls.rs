@@ -72,7 +72,7 @@ fn both_sft_controls_are_rows_of_the_ablation_with_evaluated_checkpoints() {
         modes: vec![Mode::Full],
         controls: ControlKind::ALL.to_vec(),
         progress: false,
-        games: None,
+        extra: None,
     };
     let done = ablate(&rla_model::Candle, &cfg, &out, &a, &mut |_| {}).unwrap();
     // the base's recipe, written by its DAgger round

@@ -10,8 +10,8 @@ use rla_env::household::splits::{eval_tasks_first, split_size};
 use rla_lm::Sampler;
 use rla_train::config::SettingConfig;
 use rla_train::eval;
-use rla_train::household::eval::{self as household_eval, HouseholdFlags};
 use rla_train::household::config::HouseholdConfig;
+use rla_train::household::eval::{self as household_eval, HouseholdFlags};
 use std::path::{Path, PathBuf};
 
 #[derive(clap::Args)]
@@ -539,7 +539,10 @@ pub fn run_eval(a: EvalArgs) -> Result<()> {
         household_eval::LOOP_STEPS
     );
     if a.take_rates {
-        print!("{}", household_eval::task_take_rates(&g.trajs, &tasks[..n])?);
+        print!(
+            "{}",
+            household_eval::task_take_rates(&g.trajs, &tasks[..n])?
+        );
     }
     if a.judge > 0 {
         let notes = a.judge_notes

@@ -48,7 +48,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run the main job end to end on this machine with default settings (about 6 minutes on 2
+    /// Run the main job end to end on this machine with default settings (about 8 minutes on 2
     /// cores).
     Quickstart(quickstart::Args),
     /// The household environment: replay traces, benchmark, generate tasks, solve, play.

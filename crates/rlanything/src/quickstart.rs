@@ -25,7 +25,7 @@ pub struct Args {
     /// Run folder of the closed-loop run (resumed if it holds one).
     #[arg(long, default_value = "runs/quickstart")]
     pub run: std::path::PathBuf,
-    /// Skip the closed loop (configs/quickstart.toml, about 6 minutes on 2 cores): only the
+    /// Skip the closed loop (configs/quickstart.toml, about 8 minutes on 2 cores): only the
     /// environment, the reward rules and the theory table.
     #[arg(long)]
     pub no_train: bool,

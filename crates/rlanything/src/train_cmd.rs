@@ -93,9 +93,10 @@ pub struct AblateArgs {
     /// The run's seed (`--set seed=N`).
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Game folders in ALFWorld's layout (a household's): each run's final policy, the SFT
-    /// control's and the starting policy play them greedily, and the table gains the games won
-    /// before and after (`tests/fixtures/alfworld-traces`: ALFWorld's 20 fixture games).
+    /// What the setting's own extra evaluations read: for the household, game folders in
+    /// ALFWorld's layout, which each run's final policy, the SFT controls' and the starting policy
+    /// play greedily, the table gaining the games won (`tests/fixtures/alfworld-traces`:
+    /// ALFWorld's 20 fixture games); a setting with none refuses it.
     #[arg(long, value_name = "DIR")]
     pub games: Option<PathBuf>,
     /// No progress bars.
@@ -314,7 +315,10 @@ pub fn run_report(dir: PathBuf) -> Result<()> {
     let ms = rd.metrics()?;
     if ms.iter().any(|m| m.eval_in_domain.is_some()) {
         println!();
-        print!("{}", rla_train::report::summary(&rd.path, &ms, &cfg.eval, None)?);
+        print!(
+            "{}",
+            rla_train::report::summary(&rd.path, &ms, &cfg.eval, None)?
+        );
     }
     Ok(())
 }
@@ -335,12 +339,12 @@ pub fn run_ablate(a: AblateArgs) -> Result<()> {
             modes,
             controls,
             progress: !a.quiet,
-            games: a.games.clone(),
+            extra: a.games.clone(),
         },
         &mut |l| println!("{l}"),
     )?;
     println!(
-        "{} seed(s) from {}; greedy success in %, mean (min–max) over seeds",
+        "{} seed(s) from {}; sampled success and its paired difference from the base, in %",
         a.seeds, base.seed
     );
     print!("{}", r.table);

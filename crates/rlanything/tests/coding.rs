@@ -22,8 +22,8 @@ fn the_coding_loop_runs_end_to_end() {
     let a = run(dir.path(), "a");
     common::golden("coding", &a);
     // `eval --config RUN` evaluates the run's last policy through the setting's own evaluation:
-    // the run's final figure again
-    let last = a.last().unwrap()["eval_in_domain"].as_f64().unwrap();
+    // the run's final greedy figure again
+    let last = a.last().unwrap()["eval_in_domain_greedy"].as_f64().unwrap();
     let out = bin()
         .args(["eval", "--split", "in-domain", "--n", "8", "--config"])
         .arg(dir.path().join("a"))

@@ -58,6 +58,8 @@ fn a_run_trains_on_a_problem_file_and_evaluates_on_another() {
         "eval.ood=10",
         "--set",
         "eval.every=2",
+        "--set",
+        "eval.greedy=true",
     ]);
     let m = common::metrics(&run);
     // the initial evaluation, then two iterations
@@ -82,7 +84,7 @@ fn a_run_trains_on_a_problem_file_and_evaluates_on_another() {
     // the run's first evaluation on the in-domain file is what `code eval` gives the base on
     // the same 20 problems, and what the generated split gives (the file is that split written
     // out)
-    let first = m[0]["eval_in_domain"].as_f64().unwrap();
+    let first = m[0]["eval_in_domain_greedy"].as_f64().unwrap();
     let out = ok(&[
         "code",
         "eval",

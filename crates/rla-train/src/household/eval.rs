@@ -94,7 +94,6 @@ pub const DEFAULT_EPISODES: Episodes = Episodes {
     end_loops: 0,
 };
 
-
 /// The steps at the end of a lost greedy episode that [`Trajectory::ends_in_loop`] reads.
 pub const LOOP_STEPS: usize = 10;
 
@@ -307,10 +306,7 @@ struct LoadedGames {
     /// The folders, in path order.
     folders: Vec<PathBuf>,
     /// Each one's household and goal.
-    games: Vec<(
-        HouseholdGame,
-        GoalSpec,
-    )>,
+    games: Vec<(HouseholdGame, GoalSpec)>,
     /// Each one's world and the name of its goal's target (for the take rates).
     targets: Vec<(std::sync::Arc<rla_env::household::World>, String)>,
 }
@@ -416,7 +412,11 @@ fn sampled_games(
 }
 
 /// How a sampled evaluation plays: `sampling.samples` episodes a task, drawn as it says.
-fn sampled_play(mut ep: Episodes, sampling: Sampling, max_tokens: usize) -> (Episodes, SampleParams) {
+fn sampled_play(
+    mut ep: Episodes,
+    sampling: Sampling,
+    max_tokens: usize,
+) -> (Episodes, SampleParams) {
     ep.rollouts = sampling.samples;
     (ep, sampling.params(max_tokens))
 }
@@ -431,7 +431,10 @@ pub fn household_sampled(
     max_tokens: usize,
 ) -> Result<Sampled> {
     check_sampled(tasks.len(), sampling, max_tokens)?;
-    let bar = crate::bar((tasks.len() * sampling.samples * ep.step_limit) as u64, "eval");
+    let bar = crate::bar(
+        (tasks.len() * sampling.samples * ep.step_limit) as u64,
+        "eval",
+    );
     let r = sampled(policy, tasks, ep, (sampling, max_tokens), Some(&bar));
     bar.finish_and_clear();
     r

@@ -320,11 +320,15 @@ impl Setting for Household {
         let played = if let Some(root) = self.cfg.eval_games.of(split) {
             let games = games::eval_games(root, n, &self.cfg)?;
             let len = (games.len() * sampling.samples * limit) as u64;
-            ctx.with_bar(len, &what, |bar| eval::sampled(policy, &games, ep, how, bar))?
+            ctx.with_bar(len, &what, |bar| {
+                eval::sampled(policy, &games, ep, how, bar)
+            })?
         } else {
             let tasks: Vec<TaskSpec> = eval_tasks_first(split, n);
             let len = (tasks.len() * sampling.samples * limit) as u64;
-            ctx.with_bar(len, &what, |bar| eval::sampled(policy, &tasks, ep, how, bar))?
+            ctx.with_bar(len, &what, |bar| {
+                eval::sampled(policy, &tasks, ep, how, bar)
+            })?
         };
         Ok(Some(played.scores))
     }

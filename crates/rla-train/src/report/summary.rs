@@ -306,7 +306,12 @@ mod tests {
             Split::InDomain,
             8,
             sampling,
-            &[vec![1.0, 1.0], vec![1.0, 1.0], vec![1.0, 1.0], vec![1.0, 1.0]],
+            &[
+                vec![1.0, 1.0],
+                vec![1.0, 1.0],
+                vec![1.0, 1.0],
+                vec![1.0, 1.0],
+            ],
         )
         .unwrap();
         up.write(run.path()).unwrap();
@@ -314,7 +319,12 @@ mod tests {
             Split::InDomain,
             0,
             sampling,
-            &[vec![0.0, 0.0], vec![0.0, 0.0], vec![0.0, 0.0], vec![0.0, 1.0]],
+            &[
+                vec![0.0, 0.0],
+                vec![0.0, 0.0],
+                vec![0.0, 0.0],
+                vec![0.0, 1.0],
+            ],
         )
         .unwrap()
         .write(run.path())

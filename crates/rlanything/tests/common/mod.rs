@@ -56,6 +56,8 @@ lr = 5e-3
 in_domain = 8
 ood = 8
 every = 2
+samples = 2
+greedy = true
 
 [coding]
 max_ops = 2
