@@ -132,11 +132,23 @@ fn the_anchor_keys_the_stream_and_the_update_cut_are_read_and_checked() {
         assert!(!text.contains(key), "{key} in {text}");
     }
     for (bad, says) in [
-        ("anchor_gamma = 0.9\n", "read only with advantage = \"anchor\""),
-        ("advantage = \"anchor\"\nanchor_gamma = 1.5\n", "must be in [0, 1]"),
-        ("advantage = \"anchor\"\nanchor_weight = 0.0\n", "must be > 0"),
+        (
+            "anchor_gamma = 0.9\n",
+            "read only with advantage = \"anchor\"",
+        ),
+        (
+            "advantage = \"anchor\"\nanchor_gamma = 1.5\n",
+            "must be in [0, 1]",
+        ),
+        (
+            "advantage = \"anchor\"\nanchor_weight = 0.0\n",
+            "must be > 0",
+        ),
         ("draw = \"sometimes\"\n", "sometimes"),
-        ("[policy]\nupdates = 2\nmini_batch = 64\n", "set one of them"),
+        (
+            "[policy]\nupdates = 2\nmini_batch = 64\n",
+            "set one of them",
+        ),
     ] {
         let e = format!("{:#}", RunConfig::parse_in(bad, &dir).unwrap_err());
         assert!(e.contains(says), "{bad}: {e}");
