@@ -41,7 +41,7 @@ fn fill_info<'py>(
 #[derive(Clone)]
 enum Source {
     Game(PathBuf),
-    Spec(TaskSpec),
+    Spec(Box<TaskSpec>),
 }
 
 /// One household episode: a world, its state, and what the experts know of its goal.
@@ -191,7 +191,7 @@ impl PyHousehold {
     /// The spec's `step_limit` applies.
     #[staticmethod]
     fn from_spec(spec: &Bound<'_, PyAny>) -> PyResult<Self> {
-        Self::load(Source::Spec(parse_json(spec, "task spec")?), None)
+        Self::load(Source::Spec(Box::new(parse_json(spec, "task spec")?)), None)
     }
 
     /// Starts the episode again: `(observation, info)`, the observation ALFWorld's text and
@@ -350,9 +350,9 @@ fn restore_household(
 ) -> PyResult<PyHousehold> {
     let source = match kind {
         "game" => Source::Game(PathBuf::from(source)),
-        "spec" => Source::Spec(
+        "spec" => Source::Spec(Box::new(
             serde_json::from_str(source).map_err(|e| value_error(format!("task spec: {e}")))?,
-        ),
+        )),
         other => return Err(value_error(format!("unknown household source {other:?}"))),
     };
     let mut h = PyHousehold::load(source, step_limit)?;
