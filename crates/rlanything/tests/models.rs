@@ -56,6 +56,11 @@ fn models_household() {
 }
 
 #[test]
+fn models_household_sft() {
+    check_base("models/household-sft", "configs/household-base.toml");
+}
+
+#[test]
 fn models_coding() {
     check_base("models/coding", "configs/coding-base.toml");
 }
