@@ -112,7 +112,7 @@ def test_generated_tasks_play_and_the_expert_solves_them():
 def test_the_evaluation_splits_have_alfworlds_sizes():
     assert len(eval_specs("in_domain")) == 140
     assert len(eval_specs("ood")) == 134
-    assert len(eval_specs("validation")) == 140
+    assert len(eval_specs("validation")) == 500
     with pytest.raises(ValueError, match="unknown split"):
         eval_specs("test")
 

@@ -22,11 +22,13 @@ judge_samples = 2
 update_epochs = 2
 
 [household]
-# long enough that a task of the first iteration lies in the band (a loss to compare)
+# long enough that a task of the first iteration lies in the band (a loss to compare), with the
+# notes as the base was trained with them
 train_step_limit = 15
 eval_step_limit = 8
 history_window = 1
 notes = true
+notes_style = "compact"
 prompt_style = "unlisted"
 constrain_actions = true
 
